@@ -18,7 +18,10 @@ pub(crate) fn detect(bytes: &[u8], content_type: Option<&str>) -> (&'static Enco
     if let Some((encoding, bom_len)) = Encoding::for_bom(bytes) {
         return (encoding, bom_len);
     }
-    if let Some(encoding) = content_type.and_then(charset_param).and_then(|l| Encoding::for_label(l.as_bytes())) {
+    if let Some(encoding) = content_type
+        .and_then(charset_param)
+        .and_then(|l| Encoding::for_label(l.as_bytes()))
+    {
         return (encoding, 0);
     }
     if let Some(encoding) = prescan(&bytes[..bytes.len().min(PRESCAN_LIMIT)]) {
@@ -72,7 +75,11 @@ fn prescan(bytes: &[u8]) -> Option<&'static Encoding> {
                     .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"content-type"));
                 if is_content_type {
                     let content = tag.attr("content").map(String::from_utf8_lossy);
-                    if let Some(encoding) = content.as_deref().and_then(charset_param).and_then(|l| from_meta_label(l.as_bytes())) {
+                    if let Some(encoding) = content
+                        .as_deref()
+                        .and_then(charset_param)
+                        .and_then(|l| from_meta_label(l.as_bytes()))
+                    {
                         return Some(encoding);
                     }
                 }
@@ -92,12 +99,32 @@ mod tests {
 
     #[test]
     fn order_bom_header_meta_fallback() {
-        assert_eq!(detect(b"\xEF\xBB\xBF<meta charset=sjis>", Some("text/html; charset=koi8-r")), (UTF_8, 3));
-        assert_eq!(detect(b"\xFF\xFE<\x00", None), (UTF_16LE, 2));
-        assert_eq!(detect(b"<meta charset=sjis>", Some("text/html; Charset=\"windows-1251\"")).0, WINDOWS_1251);
-        assert_eq!(detect(b"<meta charset=' Shift_JIS '>", Some("text/html")).0, SHIFT_JIS);
         assert_eq!(
-            detect(b"<meta http-equiv=Content-Type content='text/html; charset=windows-1251'>", None).0,
+            detect(
+                b"\xEF\xBB\xBF<meta charset=sjis>",
+                Some("text/html; charset=koi8-r")
+            ),
+            (UTF_8, 3)
+        );
+        assert_eq!(detect(b"\xFF\xFE<\x00", None), (UTF_16LE, 2));
+        assert_eq!(
+            detect(
+                b"<meta charset=sjis>",
+                Some("text/html; Charset=\"windows-1251\"")
+            )
+            .0,
+            WINDOWS_1251
+        );
+        assert_eq!(
+            detect(b"<meta charset=' Shift_JIS '>", Some("text/html")).0,
+            SHIFT_JIS
+        );
+        assert_eq!(
+            detect(
+                b"<meta http-equiv=Content-Type content='text/html; charset=windows-1251'>",
+                None
+            )
+            .0,
             WINDOWS_1251
         );
         assert_eq!(detect(b"<meta charset=utf-16>", None).0, UTF_8);
@@ -108,6 +135,9 @@ mod tests {
 
     #[test]
     fn prescan_stops_at_body() {
-        assert_eq!(detect(b"<body><meta charset=windows-1251>\xE9\xE9", None).0, WINDOWS_1252);
+        assert_eq!(
+            detect(b"<body><meta charset=windows-1251>\xE9\xE9", None).0,
+            WINDOWS_1252
+        );
     }
 }

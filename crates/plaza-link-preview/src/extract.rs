@@ -92,7 +92,8 @@ struct Open {
 
 impl Open {
     fn matches(&self, name: &[u8]) -> bool {
-        name.len() == usize::from(self.name_len) && name.eq_ignore_ascii_case(&self.name[..name.len()])
+        name.len() == usize::from(self.name_len)
+            && name.eq_ignore_ascii_case(&self.name[..name.len()])
     }
 }
 
@@ -122,8 +123,8 @@ struct Collector {
 }
 
 const VOID: [&str; 15] = [
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr", "param",
-    "keygen",
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr", "param", "keygen",
 ];
 
 /// Start tags that close an open `<p>` (the tree builder's rule), so that
@@ -153,6 +154,13 @@ const CLOSES_P: [&str; 24] = [
     "p",
     "section",
     "table",
+];
+
+/// Phrasing elements: their tags do not separate words in captured text;
+/// any other tag does (`<p>a</p><p>b</p>` reads "a b", not "ab").
+const INLINE: [&str; 22] = [
+    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q",
+    "s", "samp", "small", "span", "strong", "sub", "sup", "u",
 ];
 
 fn is_any(name: &[u8], list: &[&str]) -> bool {
@@ -199,7 +207,10 @@ impl Collector {
     fn offer_image(&mut self, source: Source, raw: Cow<'_, str>) {
         let list = &mut self.images[source as usize];
         let trimmed = raw.trim();
-        if !trimmed.is_empty() && list.len() < MAX_IMAGE_CANDIDATES && trimmed.len() <= MAX_IMAGE_URL_LEN * 2 {
+        if !trimmed.is_empty()
+            && list.len() < MAX_IMAGE_CANDIDATES
+            && trimmed.len() <= MAX_IMAGE_URL_LEN * 2
+        {
             list.push(trimmed.to_owned());
         }
     }
@@ -212,6 +223,16 @@ impl Collector {
 
     fn token(&mut self, token: Token<'_>) {
         let was_title = std::mem::take(&mut self.in_title);
+        if !self.captures.is_empty() {
+            if let Token::Start(StartTag { name, .. }) | Token::End(name) = &token {
+                if !is_any(name, &INLINE) {
+                    self.captures
+                        .iter_mut()
+                        .filter(|c| c.text.len() < MAX_CAPTURE_BYTES)
+                        .for_each(|c| c.text.push(' '));
+                }
+            }
+        }
         match token {
             Token::Start(tag) => self.start(&tag),
             Token::End(name) => self.end(name),
@@ -241,9 +262,10 @@ impl Collector {
             } else if tag.is("title") {
                 self.in_title = true;
             } else if tag.is("link") {
-                let is_image_src = tag
-                    .attr("rel")
-                    .is_some_and(|rel| rel.split(|b| b.is_ascii_whitespace()).any(|t| t.eq_ignore_ascii_case(b"image_src")));
+                let is_image_src = tag.attr("rel").is_some_and(|rel| {
+                    rel.split(|b| b.is_ascii_whitespace())
+                        .any(|t| t.eq_ignore_ascii_case(b"image_src"))
+                });
                 if is_image_src {
                     self.offer_attr(Field::Image, Source::Standard, tag.attr("href"));
                 }
@@ -271,13 +293,18 @@ impl Collector {
         let mut image_item = false;
         let mut capture = None;
         if let Some(props) = itemprop {
-            for prop in props.split(|b| b.is_ascii_whitespace()).filter(|p| !p.is_empty()) {
+            for prop in props
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|p| !p.is_empty())
+            {
                 let field = if accepted && prop.eq_ignore_ascii_case(b"name") {
                     Field::Title
                 } else if accepted && prop.eq_ignore_ascii_case(b"description") {
                     Field::Description
                 } else if (accepted && prop.eq_ignore_ascii_case(b"image"))
-                    || (in_image_item && (prop.eq_ignore_ascii_case(b"url") || prop.eq_ignore_ascii_case(b"contentUrl")))
+                    || (in_image_item
+                        && (prop.eq_ignore_ascii_case(b"url")
+                            || prop.eq_ignore_ascii_case(b"contentUrl")))
                 {
                     Field::Image
                 } else {
@@ -335,7 +362,9 @@ impl Collector {
     fn meta(&mut self, tag: &StartTag<'_>) {
         let value = tag.attr("content").or_else(|| tag.attr("value"));
         for key_attr in ["property", "name"] {
-            let Some(key) = tag.attr(key_attr) else { continue };
+            let Some(key) = tag.attr(key_attr) else {
+                continue;
+            };
             let key = key.trim_ascii();
             let lower = |s: &str| key.eq_ignore_ascii_case(s.as_bytes());
             let target = if lower("og:title") {
@@ -423,8 +452,17 @@ impl Collector {
 fn microdata_value<'a>(tag: &StartTag<'a>) -> Option<&'a [u8]> {
     let name = tag.name;
     if tag.is("meta") {
-        Some(tag.attr("content").or_else(|| tag.attr("value")).unwrap_or_default())
-    } else if is_any(name, &["img", "audio", "embed", "iframe", "source", "track", "video"]) {
+        Some(
+            tag.attr("content")
+                .or_else(|| tag.attr("value"))
+                .unwrap_or_default(),
+        )
+    } else if is_any(
+        name,
+        &[
+            "img", "audio", "embed", "iframe", "source", "track", "video",
+        ],
+    ) {
         Some(tag.attr("src").unwrap_or_default())
     } else if is_any(name, &["a", "area", "link"]) {
         Some(tag.attr("href").unwrap_or_default())
@@ -477,9 +515,11 @@ mod tests {
 
     #[test]
     fn empty_and_duplicate_tags() {
-        let m = run(r#"<meta property="og:title" content=" "><meta property="og:title" content="First">
+        let m = run(
+            r#"<meta property="og:title" content=" "><meta property="og:title" content="First">
             <meta property="og:title" content="Second"><title></title><title>T2</title>
-            <meta property=og:description value="from value">"#);
+            <meta property=og:description value="from value">"#,
+        );
         assert_eq!(m.title, "First");
         assert_eq!(m.description, "from value");
     }
@@ -502,7 +542,10 @@ mod tests {
     fn base_href_and_bad_schemes() {
         let m = run(r#"<meta property="og:image" content="javascript:alert(1)">
             <meta property="og:image" content="img/x.png"><base href="/static/">"#);
-        assert_eq!(m.image.as_deref(), Some("https://example.com/static/img/x.png"));
+        assert_eq!(
+            m.image.as_deref(),
+            Some("https://example.com/static/img/x.png")
+        );
     }
 
     #[test]

@@ -1,15 +1,22 @@
 //! Link preview for Plaza (`GET /api/link-preview`, SPEC.md): metadata
-//! extraction from HTML as a pure function ([`extract::extract`]) and a
-//! guarded fetcher ([`fetch::PreviewClient`]) that refuses non-public
-//! targets, pins each connection to the address it checked, follows at most
-//! five redirects (checking every hop), and reads at most 2 MiB.
+//! extraction from HTML as a pure function ([`extract()`]) and a guarded
+//! fetcher ([`PreviewClient`]) that refuses non-public targets, pins each
+//! connection to the address it checked, follows at most five redirects
+//! (checking every hop), and reads at most 2 MiB.
 //!
-//! The crate holds no HTTP server: the server crate maps
-//! [`fetch::PreviewError`] onto statuses with [`fetch::PreviewError::status`].
+//! The crate holds no HTTP server: the server crate maps a
+//! [`PreviewError`] onto `400` or `502` with [`PreviewError::status`].
 
-pub mod extract;
 mod charset;
+pub mod extract;
+pub mod fetch;
+pub mod policy;
 mod text;
 mod tokenizer;
 
-pub use extract::{extract, Metadata};
+pub use extract::{Metadata, extract};
+pub use fetch::{
+    BuildError, FetchConfig, LinkPreview, Lookup, PreviewClient, PreviewError, Resolver,
+    StaticResolver, SystemResolver,
+};
+pub use policy::{AddressClass, IpNet, classify};

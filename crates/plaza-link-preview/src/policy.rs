@@ -62,10 +62,20 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
     // decides where the packet ends up.
     let nat64 = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
     if nat64 {
-        return classify_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
+        return classify_v4(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
     }
     if s[0] == 0x2002 {
-        return classify_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
+        return classify_v4(Ipv4Addr::new(
+            (s[1] >> 8) as u8,
+            s[1] as u8,
+            (s[2] >> 8) as u8,
+            s[2] as u8,
+        ));
     }
     let non_public = ip.is_loopback()
         || embeds_v4
@@ -104,11 +114,15 @@ impl IpNet {
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             _ => false,
@@ -202,10 +216,26 @@ mod tests {
         ] {
             assert_eq!(class(s), AddressClass::NonPublic, "{s}");
         }
-        for s in ["0.0.0.0", "0.1.2.3", "224.0.0.1", "239.1.1.1", "255.255.255.255", "240.0.0.1", "::", "ff02::1"] {
+        for s in [
+            "0.0.0.0",
+            "0.1.2.3",
+            "224.0.0.1",
+            "239.1.1.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "::",
+            "ff02::1",
+        ] {
             assert_eq!(class(s), AddressClass::Never, "{s}");
         }
-        for s in ["93.184.216.34", "8.8.8.8", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "64:ff9b::808:808"] {
+        for s in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+            "64:ff9b::808:808",
+        ] {
             assert_eq!(class(s), AddressClass::Public, "{s}");
         }
     }

@@ -125,7 +125,10 @@ mod tests {
 
     #[test]
     fn entities_decoded() {
-        assert_eq!(decode_text(b"Tom &amp; Jerry &eacute;&#x27;&#39;"), "Tom & Jerry é''");
+        assert_eq!(
+            decode_text(b"Tom &amp; Jerry &eacute;&#x27;&#39;"),
+            "Tom & Jerry é''"
+        );
         assert_eq!(decode_attr(b"/a?b=1&copy=2&amp;c"), "/a?b=1&copy=2&c");
     }
 }

@@ -227,7 +227,8 @@ impl<'a> Tokenizer<'a> {
             } else if input.get(body..body + 2) == Some(b"->") {
                 self.pos = body + 2;
             } else {
-                self.pos = memmem::find(&input[body..], b"-->").map_or(input.len(), |i| body + i + 3);
+                self.pos =
+                    memmem::find(&input[body..], b"-->").map_or(input.len(), |i| body + i + 3);
             }
         } else if self.foreign_depth > 0 && rest.starts_with(b"[CDATA[") {
             // CDATA text inside <svg>/<math> carries no metadata we use.
@@ -259,7 +260,11 @@ impl<'a> Tokenizer<'a> {
         };
         self.pos = end;
         let mut foreign = self.foreign_depth > 0;
-        if foreign && FOREIGN_BREAKOUT.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes())) {
+        if foreign
+            && FOREIGN_BREAKOUT
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+        {
             self.foreign_depth = 0;
             foreign = false;
         }
@@ -268,7 +273,10 @@ impl<'a> Tokenizer<'a> {
                 self.foreign_depth = self.foreign_depth.saturating_add(1);
             }
         } else if !foreign {
-            if let Some(raw) = RAW_TEXT_ELEMENTS.iter().find(|n| name.eq_ignore_ascii_case(n.as_bytes())) {
+            if let Some(raw) = RAW_TEXT_ELEMENTS
+                .iter()
+                .find(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+            {
                 self.raw_end = Some(raw);
             } else if name.eq_ignore_ascii_case(b"plaintext") {
                 self.plaintext = true;
@@ -292,7 +300,9 @@ impl<'a> Tokenizer<'a> {
             return None;
         };
         self.pos = end;
-        if self.foreign_depth > 0 && (name.eq_ignore_ascii_case(b"svg") || name.eq_ignore_ascii_case(b"math")) {
+        if self.foreign_depth > 0
+            && (name.eq_ignore_ascii_case(b"svg") || name.eq_ignore_ascii_case(b"math"))
+        {
             self.foreign_depth -= 1;
         }
         Some(Token::End(name))
@@ -376,8 +386,12 @@ fn find_end_tag(input: &[u8], at: usize, name: &str) -> usize {
     while let Some(i) = memchr(b'<', &input[from..]).map(|i| from + i) {
         let after = i + 2 + name.len();
         if input.get(i + 1) == Some(&b'/')
-            && input.get(i + 2..after).is_some_and(|n| n.eq_ignore_ascii_case(name))
-            && input.get(after).is_none_or(|&b| is_space(b) || b == b'/' || b == b'>')
+            && input
+                .get(i + 2..after)
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+            && input
+                .get(after)
+                .is_none_or(|&b| is_space(b) || b == b'/' || b == b'>')
         {
             return i;
         }
@@ -394,10 +408,18 @@ pub(crate) fn contains_head_end(haystack: &[u8]) -> bool {
     let mut from = 0;
     while let Some(i) = memchr(b'<', &haystack[from..]).map(|i| from + i) {
         let rest = &haystack[i + 1..];
-        if rest.get(..5).is_some_and(|r| r.eq_ignore_ascii_case(b"/head")) && ends_name(rest.get(5)) {
+        if rest
+            .get(..5)
+            .is_some_and(|r| r.eq_ignore_ascii_case(b"/head"))
+            && ends_name(rest.get(5))
+        {
             return true;
         }
-        if rest.get(..4).is_some_and(|r| r.eq_ignore_ascii_case(b"body")) && ends_name(rest.get(4)) {
+        if rest
+            .get(..4)
+            .is_some_and(|r| r.eq_ignore_ascii_case(b"body"))
+            && ends_name(rest.get(4))
+        {
             return true;
         }
         from = i + 1;
@@ -458,13 +480,17 @@ mod tests {
     fn title_in_svg_is_not_raw_text() {
         assert_eq!(
             tokens("<svg><title>i</title></svg><title>a<b></title>"),
-            vec!["<svg", "<title", "T:i", "</title", "</svg", "<title", "R:a<b>", "</title"]
+            vec![
+                "<svg", "<title", "T:i", "</title", "</svg", "<title", "R:a<b>", "</title"
+            ]
         );
     }
 
     #[test]
     fn truncated_input_never_panics() {
-        for input in ["<", "</", "<a", "<a b", "<a b=", "<a b='", "<!--", "<!", "<script>", "</a"] {
+        for input in [
+            "<", "</", "<a", "<a b", "<a b=", "<a b='", "<!--", "<!", "<script>", "</a",
+        ] {
             let _ = tokens(input);
         }
     }
