@@ -65,10 +65,10 @@ fn prescan(bytes: &[u8]) -> Option<&'static Encoding> {
     while let Some(token) = tokenizer.next_token() {
         match token {
             Token::Start(tag) if tag.is("meta") => {
-                if let Some(label) = tag.attr("charset") {
-                    if let Some(encoding) = from_meta_label(label.trim_ascii()) {
-                        return Some(encoding);
-                    }
+                if let Some(label) = tag.attr("charset")
+                    && let Some(encoding) = from_meta_label(label.trim_ascii())
+                {
+                    return Some(encoding);
                 }
                 let is_content_type = tag
                     .attr("http-equiv")

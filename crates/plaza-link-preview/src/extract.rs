@@ -223,15 +223,14 @@ impl Collector {
 
     fn token(&mut self, token: Token<'_>) {
         let was_title = std::mem::take(&mut self.in_title);
-        if !self.captures.is_empty() {
-            if let Token::Start(StartTag { name, .. }) | Token::End(name) = &token {
-                if !is_any(name, &INLINE) {
-                    self.captures
-                        .iter_mut()
-                        .filter(|c| c.text.len() < MAX_CAPTURE_BYTES)
-                        .for_each(|c| c.text.push(' '));
-                }
-            }
+        if !self.captures.is_empty()
+            && let Token::Start(StartTag { name, .. }) | Token::End(name) = &token
+            && !is_any(name, &INLINE)
+        {
+            self.captures
+                .iter_mut()
+                .filter(|c| c.text.len() < MAX_CAPTURE_BYTES)
+                .for_each(|c| c.text.push(' '));
         }
         match token {
             Token::Start(tag) => self.start(&tag),
@@ -269,10 +268,11 @@ impl Collector {
                 if is_image_src {
                     self.offer_attr(Field::Image, Source::Standard, tag.attr("href"));
                 }
-            } else if tag.is("base") && self.base_href.is_none() {
-                if let Some(href) = tag.attr("href") {
-                    self.base_href = Some(decode_attr(href).trim().to_owned());
-                }
+            } else if tag.is("base")
+                && self.base_href.is_none()
+                && let Some(href) = tag.attr("href")
+            {
+                self.base_href = Some(decode_attr(href).trim().to_owned());
             }
         }
         // Implied end tags for the common cases.

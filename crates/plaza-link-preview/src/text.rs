@@ -38,12 +38,12 @@ pub(crate) fn clean(raw: &str, max_chars: usize) -> String {
     let mut rest = raw;
     while let Some(c) = rest.chars().next() {
         let width = c.len_utf8();
-        if c == '<' {
-            if let Some(skip) = tag_len(rest) {
-                rest = &rest[skip..];
-                pending_space = true;
-                continue;
-            }
+        if c == '<'
+            && let Some(skip) = tag_len(rest)
+        {
+            rest = &rest[skip..];
+            pending_space = true;
+            continue;
         }
         rest = &rest[width..];
         if c.is_whitespace() || c.is_control() || c == '\u{FEFF}' {
