@@ -1,0 +1,121 @@
+//! Short-lived security state shared by every instance: OAuth sign-in
+//! attempts in flight, revoked admin tokens and sign-in failure counts.
+
+use sqlx::FromRow;
+
+use crate::time::now_millis;
+use crate::{Database, DomainError};
+
+/// An OAuth authorization started by this service, waiting for its callback.
+#[derive(Debug, Clone, FromRow)]
+pub struct PendingOAuth {
+    pub provider: String,
+    pub pkce_verifier: String,
+    pub callback_url: String,
+    pub expires_at: i64,
+}
+
+impl Database {
+    pub async fn save_oauth_state(
+        &self,
+        state_hash: &str,
+        pending: &PendingOAuth,
+    ) -> Result<(), DomainError> {
+        sqlx::query(
+            "INSERT INTO oauth_states (state_hash, provider, pkce_verifier, callback_url, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(state_hash)
+        .bind(pending.provider.clone())
+        .bind(pending.pkce_verifier.clone())
+        .bind(pending.callback_url.clone())
+        .bind(pending.expires_at)
+        .execute(self.pool())
+        .await?;
+        // Abandoned attempts are cleared as new ones start.
+        sqlx::query("DELETE FROM oauth_states WHERE expires_at <= $1")
+            .bind(now_millis())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Removes and returns the pending sign-in for this state, so a state
+    /// works once; expired ones are not returned.
+    pub async fn take_oauth_state(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<PendingOAuth>, DomainError> {
+        let pending: Option<PendingOAuth> = sqlx::query_as(
+            "DELETE FROM oauth_states WHERE state_hash = $1 \
+             RETURNING provider, pkce_verifier, callback_url, expires_at",
+        )
+        .bind(state_hash)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(pending.filter(|pending| pending.expires_at > now_millis()))
+    }
+
+    /// Revokes an admin token by its `jti` until it would have expired anyway.
+    pub async fn revoke_token(&self, jti: &str, expires_at_millis: i64) -> Result<(), DomainError> {
+        sqlx::query(
+            "INSERT INTO revoked_tokens (jti, revoked_at, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (jti) DO NOTHING",
+        )
+        .bind(jti)
+        .bind(now_millis())
+        .bind(expires_at_millis)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Counts a failed sign-in under `key` within a window of `window_millis`
+    /// and returns the count in the current window.
+    pub async fn record_sign_in_failure(
+        &self,
+        key: &str,
+        window_millis: i64,
+    ) -> Result<i64, DomainError> {
+        let now = now_millis();
+        let (failures,): (i64,) = sqlx::query_as(
+            "INSERT INTO login_failures (throttle_key, failures, window_started_at) VALUES ($1, 1, $2) \
+             ON CONFLICT (throttle_key) DO UPDATE SET \
+               failures = CASE WHEN login_failures.window_started_at <= $3 THEN 1 \
+                               ELSE login_failures.failures + 1 END, \
+               window_started_at = CASE WHEN login_failures.window_started_at <= $3 THEN $2 \
+                                        ELSE login_failures.window_started_at END \
+             RETURNING failures",
+        )
+        .bind(key)
+        .bind(now)
+        .bind(now - window_millis)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(failures)
+    }
+
+    /// Failed sign-ins under `key` in the current window.
+    pub async fn sign_in_failures(
+        &self,
+        key: &str,
+        window_millis: i64,
+    ) -> Result<i64, DomainError> {
+        let count: Option<(i64,)> = sqlx::query_as(
+            "SELECT failures FROM login_failures WHERE throttle_key = $1 AND window_started_at > $2",
+        )
+        .bind(key)
+        .bind(now_millis() - window_millis)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(count.map(|(failures,)| failures).unwrap_or(0))
+    }
+
+    pub async fn clear_sign_in_failures(&self, key: &str) -> Result<(), DomainError> {
+        sqlx::query("DELETE FROM login_failures WHERE throttle_key = $1")
+            .bind(key)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,44 @@
+//! The error every domain function returns.
+
+/// What went wrong below the HTTP layer, in terms the HTTP layer can map to a
+/// status without knowing SQL.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// The row asked for does not exist (or the caller may not know it does).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A uniqueness rule would be broken, such as a second account for one email.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database could not be reached or did not answer in time; the caller
+    /// may retry once it is back.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else the database reported: a bug or a broken schema.
+    #[error("database error: {0}")]
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for DomainError {
+    fn from(error: sqlx::Error) -> Self {
+        match error {
+            sqlx::Error::RowNotFound => DomainError::NotFound("row"),
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                DomainError::Unavailable(error.to_string())
+            }
+            sqlx::Error::Database(ref db) if db.is_unique_violation() => {
+                DomainError::Conflict(db.message().to_owned())
+            }
+            other => DomainError::Database(other),
+        }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for DomainError {
+    fn from(error: sqlx::migrate::MigrateError) -> Self {
+        match error {
+            sqlx::migrate::MigrateError::Execute(inner) => inner.into(),
+            other => DomainError::Database(sqlx::Error::Migrate(Box::new(other))),
+        }
+    }
+}

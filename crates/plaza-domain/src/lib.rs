@@ -1,0 +1,22 @@
+//! Plaza's domain and data layer.
+//!
+//! Every resource has its own module that owns its SQL; the HTTP layer calls
+//! these functions and never writes SQL itself. All queries are written once
+//! and run on both SQLite (the embedded default) and PostgreSQL (scale-out)
+//! through sqlx's `Any` driver, so they stick to the SQL both understand:
+//! `$n` placeholders, `RETURNING`, `ON CONFLICT`, and timestamps stored as
+//! Unix milliseconds in `BIGINT` columns.
+
+pub mod accounts;
+pub mod admin_principal;
+pub mod auth_state;
+pub mod db;
+pub mod error;
+pub mod flag;
+pub mod sessions;
+pub mod time;
+pub mod users;
+
+pub use db::{Backend, Database, DatabaseOptions, PoolStats};
+pub use error::DomainError;
+pub use flag::Flag;

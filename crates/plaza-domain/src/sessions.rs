@@ -1,0 +1,119 @@
+//! Sign-in sessions. Only a hash of each session token is stored, so a copy
+//! of the database does not let anyone sign in.
+
+use sqlx::FromRow;
+
+use crate::time::now_millis;
+use crate::users::{USER_COLUMNS, User, UserRow};
+use crate::{Database, DomainError};
+
+/// A live session and its user.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    pub session_id: i64,
+    pub expires_at: i64,
+    pub user: User,
+}
+
+#[derive(FromRow)]
+struct SessionUserRow {
+    session_id: i64,
+    session_expires_at: i64,
+    session_last_seen_at: i64,
+    #[sqlx(flatten)]
+    user: UserRow,
+}
+
+/// Request metadata kept with a session, for the user's device list.
+#[derive(Debug, Clone, Default)]
+pub struct SessionClient {
+    pub user_agent: Option<String>,
+    pub ip_address: Option<String>,
+}
+
+impl Database {
+    /// Stores a new session for `user_id` that expires after `ttl_millis`.
+    pub async fn create_session(
+        &self,
+        token_hash: &str,
+        user_id: i64,
+        ttl_millis: i64,
+        client: &SessionClient,
+    ) -> Result<i64, DomainError> {
+        let now = now_millis();
+        let (id,): (i64,) = sqlx::query_as(
+            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at, user_agent, ip_address) \
+             VALUES ($1, $2, $3, $4, $3, $5, $6) RETURNING id",
+        )
+        .bind(token_hash)
+        .bind(user_id)
+        .bind(now)
+        .bind(now + ttl_millis)
+        .bind(client.user_agent.clone())
+        .bind(client.ip_address.clone())
+        .fetch_one(self.pool())
+        .await?;
+        Ok(id)
+    }
+
+    /// The unexpired session with this token hash and its user. Expiry slides:
+    /// a session used after `refresh_after_millis` is extended to a full
+    /// `ttl_millis` again (not on every request, to spare the database writes).
+    pub async fn session_user(
+        &self,
+        token_hash: &str,
+        ttl_millis: i64,
+        refresh_after_millis: i64,
+    ) -> Result<Option<SessionUser>, DomainError> {
+        let now = now_millis();
+        let columns = USER_COLUMNS
+            .split(", ")
+            .map(|column| format!("u.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let row: Option<SessionUserRow> = sqlx::query_as(&format!(
+            "SELECT s.id AS session_id, s.expires_at AS session_expires_at, \
+             s.last_seen_at AS session_last_seen_at, {columns} \
+             FROM sessions s JOIN users u ON u.id = s.user_id \
+             WHERE s.token_hash = $1 AND s.expires_at > $2"
+        ))
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let mut expires_at = row.session_expires_at;
+        if now - row.session_last_seen_at >= refresh_after_millis {
+            expires_at = now + ttl_millis;
+            sqlx::query("UPDATE sessions SET last_seen_at = $1, expires_at = $2 WHERE id = $3")
+                .bind(now)
+                .bind(expires_at)
+                .bind(row.session_id)
+                .execute(self.pool())
+                .await?;
+        }
+        Ok(Some(SessionUser {
+            session_id: row.session_id,
+            expires_at,
+            user: User::try_from(row.user)?,
+        }))
+    }
+
+    /// Ends one session (sign-out).
+    pub async fn delete_session(&self, token_hash: &str) -> Result<(), DomainError> {
+        sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+            .bind(token_hash)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Removes expired sessions; run periodically.
+    pub async fn delete_expired_sessions(&self) -> Result<u64, DomainError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+            .bind(now_millis())
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,234 @@
+//! Admin JWTs: HS256, short-lived, revocable by `jti`.
+
+use std::path::Path;
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::tokens::random_token;
+
+/// The admin permissions a token can carry (SPEC.md "Admin permission levels").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum AdminPermission {
+    #[serde(rename = "admin:read")]
+    Read,
+    #[serde(rename = "admin:write")]
+    Write,
+    #[serde(rename = "admin:delete")]
+    Delete,
+    #[serde(rename = "admin:super")]
+    Super,
+}
+
+impl AdminPermission {
+    pub const ALL: [AdminPermission; 4] = [
+        AdminPermission::Read,
+        AdminPermission::Write,
+        AdminPermission::Delete,
+        AdminPermission::Super,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdminPermission::Read => "admin:read",
+            AdminPermission::Write => "admin:write",
+            AdminPermission::Delete => "admin:delete",
+            AdminPermission::Super => "admin:super",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|permission| permission.as_str() == name.trim())
+    }
+
+    /// The permission an HTTP method needs on the admin surface.
+    pub fn for_method(method: &axum::http::Method) -> Self {
+        use axum::http::Method;
+        match *method {
+            Method::GET | Method::HEAD | Method::OPTIONS => AdminPermission::Read,
+            Method::DELETE => AdminPermission::Delete,
+            _ => AdminPermission::Write,
+        }
+    }
+
+    /// The permissions a role may put in a token: admins everything but
+    /// `admin:super`, super admins everything.
+    pub fn allowed_for(role: plaza_domain::users::Role) -> &'static [AdminPermission] {
+        use plaza_domain::users::Role;
+        match role {
+            Role::SuperAdmin => &Self::ALL,
+            Role::Admin => &Self::ALL[..3],
+            Role::User | Role::Moderator => &[],
+        }
+    }
+}
+
+/// The claims of an admin JWT (DECISIONS.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdminClaims {
+    /// The user id, as a string.
+    pub sub: String,
+    pub role: String,
+    pub permissions: Vec<AdminPermission>,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+}
+
+impl AdminClaims {
+    /// Whether the token grants `needed`; `admin:super` grants everything.
+    pub fn grants(&self, needed: AdminPermission) -> bool {
+        self.permissions
+            .iter()
+            .any(|held| *held == needed || *held == AdminPermission::Super)
+    }
+}
+
+/// Signing and verification keys.
+#[derive(Clone)]
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+/// Shortest secret accepted from settings.
+pub const MIN_SECRET_LENGTH: usize = 32;
+
+impl JwtKeys {
+    /// Uses `secret` when set; otherwise the secret kept in `data_dir`,
+    /// generated on first start (so tokens survive restarts).
+    pub fn load(secret: Option<&str>, data_dir: &Path) -> Result<Self, String> {
+        let secret = match secret {
+            Some(secret) => secret.to_owned(),
+            None => load_or_create_secret(&data_dir.join("jwt-secret"))?,
+        };
+        Ok(Self::from_secret(secret.as_bytes()))
+    }
+
+    pub fn from_secret(secret: &[u8]) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.set_required_spec_claims(&["exp", "sub", "iat"]);
+        JwtKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            validation,
+        }
+    }
+
+    /// Issues a token for `user_id` valid for `ttl_secs`.
+    pub fn mint(
+        &self,
+        user_id: i64,
+        role: &str,
+        permissions: Vec<AdminPermission>,
+        ttl_secs: i64,
+    ) -> Result<(String, AdminClaims), String> {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let claims = AdminClaims {
+            sub: user_id.to_string(),
+            role: role.to_owned(),
+            permissions,
+            iat: now,
+            exp: now + ttl_secs,
+            jti: random_token(),
+        };
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(|error| format!("cannot sign token: {error}"))?;
+        Ok((token, claims))
+    }
+
+    /// Checks signature, algorithm (HS256 only: `alg: none` and others are
+    /// refused) and expiry.
+    pub fn verify(&self, token: &str) -> Result<AdminClaims, jsonwebtoken::errors::Error> {
+        jsonwebtoken::decode::<AdminClaims>(token, &self.decoding, &self.validation)
+            .map(|data| data.claims)
+    }
+}
+
+fn load_or_create_secret(path: &Path) -> Result<String, String> {
+    match std::fs::read_to_string(path) {
+        Ok(secret) if secret.trim().len() >= MIN_SECRET_LENGTH => {
+            return Ok(secret.trim().to_owned());
+        }
+        Ok(_) => {
+            return Err(format!(
+                "{} is too short to be a signing key",
+                path.display()
+            ));
+        }
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot read {}: {error}", path.display()));
+        }
+        Err(_) => {}
+    }
+    let secret = format!("{}{}", random_token(), random_token());
+    write_private(path, &secret)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    // Another instance sharing the data directory may have won the race.
+    std::fs::read_to_string(path)
+        .map(|stored| stored.trim().to_owned())
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))
+}
+
+/// Creates the file readable by its owner only; an existing file is kept.
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(mut file) => file.write_all(contents.as_bytes()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_and_carry_their_claims() {
+        let keys = JwtKeys::from_secret(b"0123456789abcdef0123456789abcdef");
+        let (token, claims) = keys
+            .mint(7, "admin", vec![AdminPermission::Read], 60)
+            .unwrap();
+        let verified = keys.verify(&token).unwrap();
+        assert_eq!(verified.sub, "7");
+        assert_eq!(verified.jti, claims.jti);
+        assert!(verified.grants(AdminPermission::Read));
+        assert!(!verified.grants(AdminPermission::Write));
+    }
+
+    #[test]
+    fn other_keys_and_expired_tokens_are_refused() {
+        let keys = JwtKeys::from_secret(b"0123456789abcdef0123456789abcdef");
+        let other = JwtKeys::from_secret(b"fedcba9876543210fedcba9876543210");
+        let (token, _) = keys
+            .mint(7, "admin", vec![AdminPermission::Super], 60)
+            .unwrap();
+        assert!(other.verify(&token).is_err());
+        let (expired, _) = keys
+            .mint(7, "admin", vec![AdminPermission::Super], -5)
+            .unwrap();
+        assert!(keys.verify(&expired).is_err());
+    }
+
+    #[test]
+    fn the_generated_secret_is_kept_across_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = load_or_create_secret(&dir.path().join("jwt-secret")).unwrap();
+        let second = load_or_create_secret(&dir.path().join("jwt-secret")).unwrap();
+        assert_eq!(first, second);
+        assert!(first.len() >= MIN_SECRET_LENGTH);
+    }
+}

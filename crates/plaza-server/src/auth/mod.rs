@@ -1,0 +1,368 @@
+//! Who is asking, and what they may do.
+//!
+//! Routes declare their access rule by the extractor types in their
+//! signatures — [`OptionalUser`], [`CurrentUser`], [`AdminToken`],
+//! [`MetricsAccess`] — so a route cannot forget its check, and the rules
+//! live here only.
+
+pub mod jwt;
+pub mod oauth;
+pub mod password;
+pub mod signin;
+pub mod tokens;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use plaza_domain::sessions::SessionUser;
+use plaza_domain::users::{Role, UserStatus};
+
+use crate::error::AppError;
+use crate::settings::Settings;
+use crate::state::AppState;
+use jwt::{AdminClaims, AdminPermission, JwtKeys};
+use oauth::Provider;
+use password::Passwords;
+use tokens::hash_token;
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "plaza_session";
+/// Name of the cookie holding the CSRF token for form posts.
+pub const CSRF_COOKIE: &str = "plaza_csrf";
+
+/// Identity services shared by every request.
+pub struct Auth {
+    pub passwords: Passwords,
+    pub jwt: JwtKeys,
+    pub providers: Vec<Provider>,
+    pub providers_by_id: HashMap<String, usize>,
+    pub http: reqwest::Client,
+    pub session_ttl_millis: i64,
+}
+
+impl Auth {
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
+        let providers_by_id = providers
+            .iter()
+            .enumerate()
+            .map(|(index, provider)| (provider.id.clone(), index))
+            .collect();
+        Ok(Auth {
+            passwords: Passwords::new(
+                settings.password_hash_memory_kib,
+                settings.password_hash_iterations,
+                1,
+            )?,
+            jwt: JwtKeys::load(settings.jwt_secret.as_deref(), &settings.data_dir)?,
+            providers,
+            providers_by_id,
+            http: oauth::http_client(&settings.app_name)?,
+            session_ttl_millis: i64::try_from(settings.session_ttl_secs)
+                .unwrap_or(i64::MAX / 1000)
+                .saturating_mul(1000),
+        })
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers_by_id
+            .get(id)
+            .map(|index| &self.providers[*index])
+    }
+
+    /// Sessions are extended at most once a minute (or a tenth of their
+    /// lifetime, when shorter), not on every request.
+    fn refresh_after_millis(&self) -> i64 {
+        (self.session_ttl_millis / 10).min(60_000)
+    }
+}
+
+/// The signed-in user behind a request's session cookie.
+#[derive(Debug, Clone)]
+pub struct SessionPrincipal {
+    pub session: Arc<SessionUser>,
+    pub token_hash: String,
+}
+
+impl SessionPrincipal {
+    pub fn user_id(&self) -> i64 {
+        self.session.user.id()
+    }
+
+    pub fn role(&self) -> Role {
+        self.session.user.role
+    }
+}
+
+/// A signed-in user, or none. Resolved once per request and cached.
+#[derive(Debug, Clone)]
+pub struct OptionalUser(pub Option<SessionPrincipal>);
+
+impl FromRequestParts<AppState> for OptionalUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        if let Some(cached) = parts.extensions.get::<OptionalUser>() {
+            return Ok(cached.clone());
+        }
+        let resolved = match cookie_value(&parts.headers, SESSION_COOKIE) {
+            Some(token) => {
+                let token_hash = hash_token(&token);
+                state
+                    .db
+                    .session_user(
+                        &token_hash,
+                        state.auth.session_ttl_millis,
+                        state.auth.refresh_after_millis(),
+                    )
+                    .await?
+                    .filter(|session| session.user.status == UserStatus::Active)
+                    .map(|session| SessionPrincipal {
+                        session: Arc::new(session),
+                        token_hash,
+                    })
+            }
+            None => None,
+        };
+        let user = OptionalUser(resolved);
+        parts.extensions.insert(user.clone());
+        Ok(user)
+    }
+}
+
+/// A signed-in, active user; anyone else gets 401.
+#[derive(Debug, Clone)]
+pub struct CurrentUser(pub SessionPrincipal);
+
+impl FromRequestParts<AppState> for CurrentUser {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        OptionalUser::from_request_parts(parts, state)
+            .await?
+            .0
+            .map(CurrentUser)
+            .ok_or(AppError::Unauthorized)
+    }
+}
+
+/// A valid admin JWT whose user is still an active admin, carrying the
+/// permission the request's method needs (SPEC.md "Authentication" 2).
+#[derive(Debug, Clone)]
+pub struct AdminToken {
+    pub claims: AdminClaims,
+    pub user_id: i64,
+    pub role: Role,
+}
+
+impl FromRequestParts<AppState> for AdminToken {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let token = admin_token_for(parts, state).await?;
+        let needed = AdminPermission::for_method(&parts.method);
+        if !token.claims.grants(needed) {
+            return Err(AppError::InsufficientAdminPermissions {
+                required: needed.as_str(),
+            });
+        }
+        Ok(token)
+    }
+}
+
+/// Validates the bearer token without the per-method permission check.
+async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {
+    let bearer = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or(AppError::Unauthorized)?;
+    let claims = state
+        .auth
+        .jwt
+        .verify(bearer)
+        .map_err(|_| AppError::Unauthorized)?;
+    let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
+    let subject = state
+        .db
+        .token_subject(user_id, &claims.jti)
+        .await?
+        .ok_or(AppError::Unauthorized)?;
+    if subject.revoked || subject.status == UserStatus::Banned {
+        return Err(AppError::Unauthorized);
+    }
+    if !subject.role.is_admin() || subject.status != UserStatus::Active {
+        return Err(AppError::Forbidden);
+    }
+    Ok(AdminToken {
+        claims,
+        user_id,
+        role: subject.role,
+    })
+}
+
+/// Mints an admin JWT for a user with an admin role: `requested` (default:
+/// everything the role allows) must be within the role's permissions, and
+/// the lifetime within `admin_token_ttl_secs`.
+pub fn issue_admin_token(
+    state: &AppState,
+    user_id: i64,
+    role: Role,
+    requested: Option<&[String]>,
+    ttl_secs: Option<i64>,
+) -> Result<(String, AdminClaims), AppError> {
+    let allowed = AdminPermission::allowed_for(role);
+    if allowed.is_empty() {
+        return Err(AppError::Forbidden);
+    }
+    let permissions = match requested {
+        None => allowed.to_vec(),
+        Some([]) => {
+            return Err(AppError::invalid(
+                "permissions",
+                "must name at least one permission",
+            ));
+        }
+        Some(names) => {
+            let mut permissions = Vec::with_capacity(names.len());
+            for name in names {
+                let permission = AdminPermission::parse(name).ok_or_else(|| {
+                    AppError::invalid(
+                        "permissions",
+                        format!("unknown permission {name:?}; use admin:read, admin:write, admin:delete or admin:super"),
+                    )
+                })?;
+                if !allowed.contains(&permission) {
+                    return Err(AppError::InsufficientAdminPermissions {
+                        required: permission.as_str(),
+                    });
+                }
+                if !permissions.contains(&permission) {
+                    permissions.push(permission);
+                }
+            }
+            permissions
+        }
+    };
+    let max_ttl = i64::try_from(state.settings.admin_token_ttl_secs).unwrap_or(i64::MAX);
+    let ttl = ttl_secs.unwrap_or(max_ttl);
+    if !(1..=max_ttl).contains(&ttl) {
+        return Err(AppError::invalid(
+            "ttlSeconds",
+            format!("must be between 1 and {max_ttl}"),
+        ));
+    }
+    state
+        .auth
+        .jwt
+        .mint(user_id, role.as_str(), permissions, ttl)
+        .map_err(AppError::internal)
+}
+
+/// Access to `/api/metrics`: an admin token with `admin:read`, or anyone
+/// when `metrics_public` is on.
+pub struct MetricsAccess;
+
+impl FromRequestParts<AppState> for MetricsAccess {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        if state.settings.metrics_public {
+            return Ok(MetricsAccess);
+        }
+        let token = admin_token_for(parts, state).await?;
+        if token.claims.grants(AdminPermission::Read) {
+            Ok(MetricsAccess)
+        } else {
+            Err(AppError::InsufficientAdminPermissions {
+                required: AdminPermission::Read.as_str(),
+            })
+        }
+    }
+}
+
+/// The client's address: the peer, or the first `X-Forwarded-For` hop when
+/// `trust_proxy_headers` is on.
+pub struct ClientAddress(pub Option<IpAddr>);
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        if state.settings.trust_proxy_headers
+            && let Some(forwarded) = parts
+                .headers
+                .get("x-forwarded-for")
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.split(',').next())
+                .and_then(|first| first.trim().parse().ok())
+        {
+            return Ok(ClientAddress(Some(forwarded)));
+        }
+        Ok(ClientAddress(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|info| info.0.ip()),
+        ))
+    }
+}
+
+/// Reads one cookie from the request.
+pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == name)
+        .map(|cookie| cookie.value().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure`
+/// when the base URL is https. `max_age_secs` 0 deletes the cookie.
+pub fn set_cookie(settings: &Settings, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
+    let cookie = cookie::Cookie::build((name, value))
+        .http_only(true)
+        .same_site(cookie::SameSite::Lax)
+        .path("/")
+        .secure(settings.is_https())
+        .max_age(cookie::time::Duration::seconds(max_age_secs))
+        .build();
+    HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// Whether a request's `Origin` (or, without it, `Referer`) is one this
+/// service trusts. Requests with neither come from non-browser clients,
+/// which cookies cannot be forged for.
+pub fn is_same_origin(headers: &HeaderMap, settings: &Settings) -> bool {
+    let claimed = headers
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            headers
+                .get(header::REFERER)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|referer| url::Url::parse(referer).ok())
+                .map(|url| url.origin().ascii_serialization())
+        });
+    match claimed {
+        None => true,
+        Some(origin) => {
+            origin == settings.base_origin()
+                || settings
+                    .cors_allowed_origins
+                    .iter()
+                    .any(|allowed| allowed.trim_end_matches('/') == origin)
+        }
+    }
+}

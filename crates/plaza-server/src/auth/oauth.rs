@@ -1,0 +1,547 @@
+//! Sign-in through external identity providers: OAuth 2.0 authorization code
+//! flow with PKCE and `state` (the `oauth2` crate), OpenID Connect discovery
+//! and user info, and presets for GitHub, Google and Discord.
+
+use std::time::Duration;
+
+use oauth2::basic::BasicClient;
+use oauth2::{
+    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet, EndpointSet,
+    HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
+    TokenResponse, TokenUrl,
+};
+use plaza_domain::accounts::ProviderIdentity;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+/// How a provider's user-info answer is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Standard OpenID Connect claims: `sub`, `email`, `email_verified`, `name`, `picture`.
+    Oidc,
+    Github,
+    Discord,
+}
+
+/// One identity provider as the operator configures it. For `github`,
+/// `google` and `discord` only the client id and secret are needed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProviderSettings {
+    /// Path segment and account label, e.g. `github`.
+    pub id: String,
+    pub name: Option<String>,
+    pub kind: Option<ProviderKind>,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub authorization_url: Option<String>,
+    pub token_url: Option<String>,
+    pub userinfo_url: Option<String>,
+    /// OpenID Connect issuer: endpoints not given are discovered from it.
+    pub issuer: Option<String>,
+    pub scopes: Option<Vec<String>>,
+}
+
+struct Preset {
+    name: &'static str,
+    kind: ProviderKind,
+    authorization_url: Option<&'static str>,
+    token_url: Option<&'static str>,
+    userinfo_url: Option<&'static str>,
+    issuer: Option<&'static str>,
+    scopes: &'static [&'static str],
+}
+
+fn preset(id: &str) -> Option<Preset> {
+    match id {
+        "github" => Some(Preset {
+            name: "GitHub",
+            kind: ProviderKind::Github,
+            authorization_url: Some("https://github.com/login/oauth/authorize"),
+            token_url: Some("https://github.com/login/oauth/access_token"),
+            userinfo_url: Some("https://api.github.com/user"),
+            issuer: None,
+            scopes: &["read:user", "user:email"],
+        }),
+        "google" => Some(Preset {
+            name: "Google",
+            kind: ProviderKind::Oidc,
+            authorization_url: None,
+            token_url: None,
+            userinfo_url: None,
+            issuer: Some("https://accounts.google.com"),
+            scopes: &["openid", "email", "profile"],
+        }),
+        "discord" => Some(Preset {
+            name: "Discord",
+            kind: ProviderKind::Discord,
+            authorization_url: Some("https://discord.com/oauth2/authorize"),
+            token_url: Some("https://discord.com/api/oauth2/token"),
+            userinfo_url: Some("https://discord.com/api/users/@me"),
+            issuer: None,
+            scopes: &["identify", "email"],
+        }),
+        _ => None,
+    }
+}
+
+impl ProviderSettings {
+    /// Checks the entry can work: an id fit for a path, and either every
+    /// endpoint, an issuer, or a preset.
+    pub fn validate(&self) -> Result<(), String> {
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= 40
+            && self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !id_ok || self.id == "credentials" {
+            return Err(format!(
+                "provider id {:?} must be 1-40 characters of a-z, 0-9, - and _ (and not \"credentials\")",
+                self.id
+            ));
+        }
+        let resolved = self.resolve();
+        let has_endpoints = resolved.authorization_url.is_some()
+            && resolved.token_url.is_some()
+            && resolved.userinfo_url.is_some();
+        if !has_endpoints && resolved.issuer.is_none() {
+            return Err(format!(
+                "provider {:?} needs authorization_url, token_url and userinfo_url, or an issuer",
+                self.id
+            ));
+        }
+        for url in [
+            &resolved.authorization_url,
+            &resolved.token_url,
+            &resolved.userinfo_url,
+            &resolved.issuer,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            url::Url::parse(url)
+                .map_err(|error| format!("provider {:?}: {url:?}: {error}", self.id))?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self) -> Resolved {
+        let preset = preset(&self.id);
+        let pick = |own: &Option<String>, preset_value: Option<&'static str>| {
+            own.clone().or_else(|| preset_value.map(str::to_owned))
+        };
+        Resolved {
+            name: self
+                .name
+                .clone()
+                .or_else(|| preset.as_ref().map(|p| p.name.to_owned()))
+                .unwrap_or_else(|| self.id.clone()),
+            kind: self
+                .kind
+                .or_else(|| preset.as_ref().map(|p| p.kind))
+                .unwrap_or(ProviderKind::Oidc),
+            authorization_url: pick(
+                &self.authorization_url,
+                preset.as_ref().and_then(|p| p.authorization_url),
+            ),
+            token_url: pick(&self.token_url, preset.as_ref().and_then(|p| p.token_url)),
+            userinfo_url: pick(
+                &self.userinfo_url,
+                preset.as_ref().and_then(|p| p.userinfo_url),
+            ),
+            issuer: pick(&self.issuer, preset.as_ref().and_then(|p| p.issuer)),
+            scopes: self.scopes.clone().unwrap_or_else(|| {
+                preset
+                    .as_ref()
+                    .map(|p| p.scopes.iter().map(|s| (*s).to_owned()).collect())
+                    .unwrap_or_else(|| vec!["openid".into(), "email".into(), "profile".into()])
+            }),
+        }
+    }
+}
+
+struct Resolved {
+    name: String,
+    kind: ProviderKind,
+    authorization_url: Option<String>,
+    token_url: Option<String>,
+    userinfo_url: Option<String>,
+    issuer: Option<String>,
+    scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Endpoints {
+    authorization: String,
+    token: String,
+    userinfo: String,
+}
+
+/// Why a provider sign-in failed; the code goes to the sign-in page.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    #[error("the identity provider could not be reached: {0}")]
+    Unreachable(String),
+    #[error("the identity provider refused the authorization code: {0}")]
+    CodeRefused(String),
+    #[error("the identity provider's user information is unusable: {0}")]
+    BadProfile(String),
+}
+
+impl OAuthError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            OAuthError::Unreachable(_) => "provider_unreachable",
+            OAuthError::CodeRefused(_) => "code_refused",
+            OAuthError::BadProfile(_) => "profile_unusable",
+        }
+    }
+}
+
+/// A configured provider, ready to start and finish sign-ins.
+pub struct Provider {
+    pub id: String,
+    pub name: String,
+    kind: ProviderKind,
+    client_id: String,
+    client_secret: Option<String>,
+    scopes: Vec<String>,
+    configured: Resolved,
+    discovered: OnceCell<Endpoints>,
+}
+
+type ConfiguredClient =
+    BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// Where a sign-in goes next: the provider's page, and what to keep until
+/// the callback.
+pub struct Authorization {
+    pub url: String,
+    pub state: String,
+    pub pkce_verifier: String,
+}
+
+impl Provider {
+    pub fn new(settings: &ProviderSettings) -> Self {
+        let configured = settings.resolve();
+        Provider {
+            id: settings.id.clone(),
+            name: configured.name.clone(),
+            kind: configured.kind,
+            client_id: settings.client_id.clone(),
+            client_secret: settings.client_secret.clone(),
+            scopes: configured.scopes.clone(),
+            configured,
+            discovered: OnceCell::new(),
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ProviderKind::Oidc => "oidc",
+            ProviderKind::Github | ProviderKind::Discord => "oauth",
+        }
+    }
+
+    /// The endpoints, discovering missing ones from the issuer once.
+    async fn endpoints(&self, http: &reqwest::Client) -> Result<Endpoints, OAuthError> {
+        let c = &self.configured;
+        if let (Some(authorization), Some(token), Some(userinfo)) =
+            (&c.authorization_url, &c.token_url, &c.userinfo_url)
+        {
+            return Ok(Endpoints {
+                authorization: authorization.clone(),
+                token: token.clone(),
+                userinfo: userinfo.clone(),
+            });
+        }
+        let issuer = c
+            .issuer
+            .clone()
+            .ok_or_else(|| OAuthError::Unreachable("no endpoints and no issuer".to_owned()))?;
+        self.discovered
+            .get_or_try_init(|| async {
+                let url = format!(
+                    "{}/.well-known/openid-configuration",
+                    issuer.trim_end_matches('/')
+                );
+                let document: Value = http
+                    .get(&url)
+                    .send()
+                    .await
+                    .and_then(reqwest::Response::error_for_status)
+                    .map_err(|error| {
+                        OAuthError::Unreachable(format!("discovery at {url}: {error}"))
+                    })?
+                    .json()
+                    .await
+                    .map_err(|error| {
+                        OAuthError::Unreachable(format!("discovery at {url}: {error}"))
+                    })?;
+                let field = |own: &Option<String>, name: &str| {
+                    own.clone()
+                        .or_else(|| document[name].as_str().map(str::to_owned))
+                        .ok_or_else(|| {
+                            OAuthError::Unreachable(format!("discovery document lacks {name}"))
+                        })
+                };
+                Ok(Endpoints {
+                    authorization: field(&c.authorization_url, "authorization_endpoint")?,
+                    token: field(&c.token_url, "token_endpoint")?,
+                    userinfo: field(&c.userinfo_url, "userinfo_endpoint")?,
+                })
+            })
+            .await
+            .cloned()
+    }
+
+    fn client(
+        &self,
+        endpoints: &Endpoints,
+        redirect: &str,
+    ) -> Result<ConfiguredClient, OAuthError> {
+        let invalid =
+            |error: url::ParseError| OAuthError::Unreachable(format!("bad endpoint URL: {error}"));
+        let mut client = BasicClient::new(ClientId::new(self.client_id.clone()))
+            .set_auth_uri(AuthUrl::new(endpoints.authorization.clone()).map_err(invalid)?)
+            .set_token_uri(TokenUrl::new(endpoints.token.clone()).map_err(invalid)?)
+            .set_redirect_uri(RedirectUrl::new(redirect.to_owned()).map_err(invalid)?);
+        if let Some(secret) = &self.client_secret {
+            client = client.set_client_secret(ClientSecret::new(secret.clone()));
+        }
+        Ok(client)
+    }
+
+    /// Starts a sign-in: the provider URL with a fresh `state` and PKCE challenge.
+    pub async fn authorize(
+        &self,
+        http: &reqwest::Client,
+        redirect: &str,
+    ) -> Result<Authorization, OAuthError> {
+        let endpoints = self.endpoints(http).await?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (url, state) = self
+            .client(&endpoints, redirect)?
+            .authorize_url(CsrfToken::new_random)
+            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(challenge)
+            .url();
+        Ok(Authorization {
+            url: url.to_string(),
+            state: state.secret().clone(),
+            pkce_verifier: verifier.secret().clone(),
+        })
+    }
+
+    /// Finishes a sign-in: trades the code for a token (with the PKCE
+    /// verifier) and reads who signed in.
+    pub async fn finish(
+        &self,
+        http: &reqwest::Client,
+        redirect: &str,
+        code: &str,
+        pkce_verifier: &str,
+    ) -> Result<ProviderIdentity, OAuthError> {
+        let endpoints = self.endpoints(http).await?;
+        let client = self.client(&endpoints, redirect)?;
+        let request = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()));
+        // The client is moved into each request future: a future borrowing
+        // it would not be `Send` for every lifetime oauth2 asks about.
+        let owned_http = http.clone();
+        let send = move |request: HttpRequest| {
+            let http = owned_http.clone();
+            async move { send_request(&http, request).await }
+        };
+        let token = request
+            .request_async(&send)
+            .await
+            .map_err(|error| OAuthError::CodeRefused(error.to_string()))?;
+        let access_token = token.access_token().secret();
+        let profile = get_json(http, &endpoints.userinfo, access_token).await?;
+        let mut identity = self.identity_from(&profile)?;
+        if self.kind == ProviderKind::Github && !identity.email_verified {
+            self.github_verified_email(http, &endpoints.userinfo, access_token, &mut identity)
+                .await;
+        }
+        Ok(identity)
+    }
+
+    fn identity_from(&self, profile: &Value) -> Result<ProviderIdentity, OAuthError> {
+        let text = |name: &str| {
+            profile[name]
+                .as_str()
+                .map(str::to_owned)
+                .filter(|s| !s.is_empty())
+        };
+        let id = match &profile[if self.kind == ProviderKind::Oidc {
+            "sub"
+        } else {
+            "id"
+        }] {
+            Value::String(id) if !id.is_empty() => id.clone(),
+            Value::Number(id) => id.to_string(),
+            _ => return Err(OAuthError::BadProfile("no account id".to_owned())),
+        };
+        let identity = match self.kind {
+            ProviderKind::Oidc => ProviderIdentity {
+                provider: self.id.clone(),
+                provider_account_id: id,
+                email: text("email"),
+                email_verified: profile["email_verified"].as_bool().unwrap_or(false),
+                name: text("name").or_else(|| text("preferred_username")),
+                image: text("picture"),
+            },
+            ProviderKind::Github => ProviderIdentity {
+                provider: self.id.clone(),
+                provider_account_id: id,
+                email: text("email"),
+                // GitHub's profile email is not marked verified; the emails
+                // endpoint says which are.
+                email_verified: false,
+                name: text("name").or_else(|| text("login")),
+                image: text("avatar_url"),
+            },
+            ProviderKind::Discord => ProviderIdentity {
+                provider: self.id.clone(),
+                provider_account_id: id.clone(),
+                email: text("email"),
+                email_verified: profile["verified"].as_bool().unwrap_or(false),
+                name: text("global_name").or_else(|| text("username")),
+                image: text("avatar")
+                    .map(|hash| format!("https://cdn.discordapp.com/avatars/{id}/{hash}.png")),
+            },
+        };
+        Ok(identity)
+    }
+
+    async fn github_verified_email(
+        &self,
+        http: &reqwest::Client,
+        userinfo: &str,
+        access_token: &str,
+        identity: &mut ProviderIdentity,
+    ) {
+        let url = format!("{}/emails", userinfo.trim_end_matches('/'));
+        let Ok(Value::Array(emails)) = get_json(http, &url, access_token).await else {
+            return;
+        };
+        let verified = emails.iter().find(|email| {
+            email["verified"].as_bool() == Some(true) && email["primary"].as_bool() == Some(true)
+        });
+        if let Some(address) = verified.and_then(|email| email["email"].as_str()) {
+            identity.email = Some(address.to_owned());
+            identity.email_verified = true;
+        }
+    }
+}
+
+async fn get_json(
+    http: &reqwest::Client,
+    url: &str,
+    access_token: &str,
+) -> Result<Value, OAuthError> {
+    http.get(url)
+        .bearer_auth(access_token)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|error| OAuthError::Unreachable(format!("user info: {error}")))?
+        .json()
+        .await
+        .map_err(|error| OAuthError::BadProfile(error.to_string()))
+}
+
+/// Runs an `oauth2` request on Plaza's own reqwest client.
+async fn send_request(
+    http: &reqwest::Client,
+    request: HttpRequest,
+) -> Result<HttpResponse, reqwest::Error> {
+    let (parts, body) = request.into_parts();
+    let response = http
+        .request(parts.method, parts.uri.to_string())
+        .headers(parts.headers)
+        .body(body)
+        .send()
+        .await?;
+    let mut builder = axum::http::Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        builder = builder.header(name, value);
+    }
+    let body = response.bytes().await?.to_vec();
+    Ok(builder.body(body).unwrap_or_default())
+}
+
+/// The outbound client for identity providers: no redirects followed (a
+/// token endpoint must answer itself), short timeouts.
+pub fn http_client(app_name: &str) -> Result<reqwest::Client, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .connect_timeout(Duration::from_secs(5))
+        .user_agent(format!("{app_name}/{}", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|error| format!("cannot build the HTTP client: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(id: &str) -> ProviderSettings {
+        ProviderSettings {
+            id: id.to_owned(),
+            name: None,
+            kind: None,
+            client_id: "client".to_owned(),
+            client_secret: Some("secret".to_owned()),
+            authorization_url: None,
+            token_url: None,
+            userinfo_url: None,
+            issuer: None,
+            scopes: None,
+        }
+    }
+
+    #[test]
+    fn presets_need_only_client_credentials() {
+        for id in ["github", "google", "discord"] {
+            assert!(settings(id).validate().is_ok(), "{id}");
+        }
+        assert!(settings("custom").validate().is_err());
+        assert!(settings("Bad Id").validate().is_err());
+        assert!(settings("credentials").validate().is_err());
+    }
+
+    #[test]
+    fn profiles_map_per_provider_kind() {
+        let github = Provider::new(&settings("github"));
+        let identity = github
+            .identity_from(&serde_json::json!({"id": 42, "login": "octo", "email": "o@x.io"}))
+            .unwrap();
+        assert_eq!(identity.provider_account_id, "42");
+        assert!(
+            !identity.email_verified,
+            "GitHub profile emails are not trusted as verified"
+        );
+        let discord = Provider::new(&settings("discord"));
+        let identity = discord
+            .identity_from(&serde_json::json!({"id": "9", "username": "d", "email": "d@x.io", "verified": true, "avatar": "abc"}))
+            .unwrap();
+        assert!(identity.email_verified);
+        assert_eq!(
+            identity.image.as_deref(),
+            Some("https://cdn.discordapp.com/avatars/9/abc.png")
+        );
+        assert!(
+            discord
+                .identity_from(&serde_json::json!({"username": "x"}))
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Plaza: a self-hostable back end for community platforms.
+#[derive(Debug, Parser)]
+#[command(name = "plaza", version, about)]
+pub struct Cli {
+    /// Settings file (TOML). Default: `plaza.toml` in the working directory, if present.
+    #[arg(long, global = true, env = "PLAZA_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Create or update the database schema, then exit.
+    Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Mint an admin JWT for a user with an admin role; prints only the token.
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user (how a new install gets its first administrator).
+    Create(CreateUserArgs),
+    /// Ban a user: their sessions end and their tokens stop working at once.
+    Ban(EmailArgs),
+    /// Lift a ban.
+    Unban(EmailArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateUserArgs {
+    #[arg(long)]
+    pub email: String,
+    /// At least 8 characters.
+    #[arg(long)]
+    pub password: String,
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Derived from the name or email when not given.
+    #[arg(long)]
+    pub username: Option<String>,
+    /// user, moderator, admin or super_admin.
+    #[arg(long, default_value = "user")]
+    pub role: String,
+}
+
+#[derive(Debug, Args)]
+pub struct EmailArgs {
+    #[arg(long)]
+    pub email: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[arg(long)]
+    pub email: String,
+    /// Comma-separated: admin:read, admin:write, admin:delete, admin:super.
+    #[arg(long, value_delimiter = ',')]
+    pub permissions: Vec<String>,
+    /// Lifetime such as 30m, 1h or 3600s (at most admin_token_ttl_secs).
+    #[arg(long, default_value = "1h")]
+    pub ttl: String,
+}
+
+/// Parses `90s`, `30m`, `1h`, `2d` or bare seconds.
+pub fn parse_ttl(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let value: i64 = number
+        .parse()
+        .map_err(|_| format!("invalid --ttl {text:?}: expected e.g. 30m, 1h or 3600"))?;
+    let factor = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("invalid --ttl unit in {text:?}: use s, m, h or d")),
+    };
+    Ok(value.saturating_mul(factor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ttl;
+
+    #[test]
+    fn ttls_take_common_units() {
+        assert_eq!(parse_ttl("1h"), Ok(3600));
+        assert_eq!(parse_ttl("30m"), Ok(1800));
+        assert_eq!(parse_ttl("45"), Ok(45));
+        assert!(parse_ttl("1w").is_err());
+        assert!(parse_ttl("h").is_err());
+    }
+}

@@ -1,0 +1,109 @@
+//! The administrative subcommands: bootstrap users and tokens on a fresh
+//! install without going through HTTP.
+
+use plaza_domain::users::{NewUser, Role, UserStatus, is_valid_username};
+
+use crate::cli::{CreateUserArgs, EmailArgs, TokenArgs, parse_ttl};
+use crate::state::AppState;
+
+/// Creates a user; prints its id.
+pub async fn create_user(state: &AppState, args: CreateUserArgs) -> Result<(), String> {
+    let role = Role::parse(&args.role).ok_or_else(|| {
+        format!(
+            "unknown role {:?}: use user, moderator, admin or super_admin",
+            args.role
+        )
+    })?;
+    crate::controllers::users::check_password(&args.password).map_err(|error| error.to_string())?;
+    if !args.email.contains('@') {
+        return Err(format!("{:?} is not an email address", args.email));
+    }
+    if let Some(username) = &args.username
+        && !is_valid_username(username)
+    {
+        return Err(format!(
+            "invalid username {username:?}: 3-30 of a-z, 0-9, _ - ."
+        ));
+    }
+    let password_hash = state
+        .auth
+        .passwords
+        .hash(&args.password)
+        .await
+        .map_err(|error| error.to_string())?;
+    let user = state
+        .db
+        .create_user(NewUser {
+            email: args.email,
+            email_verified: true,
+            username: args.username,
+            name: args.name,
+            image: None,
+            password_hash: Some(password_hash),
+            role,
+        })
+        .await
+        .map_err(|error| error.to_string())?;
+    println!("{}", user.id());
+    eprintln!(
+        "created user {} ({}) with role {}",
+        user.row.username,
+        user.row.email,
+        user.role.as_str()
+    );
+    Ok(())
+}
+
+/// Bans or unbans a user by email.
+pub async fn set_status(
+    state: &AppState,
+    args: EmailArgs,
+    status: UserStatus,
+) -> Result<(), String> {
+    let user = state
+        .db
+        .user_by_email(&args.email)
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("no user with email {}", args.email))?;
+    state
+        .db
+        .set_user_status(user.id(), status)
+        .await
+        .map_err(|error| error.to_string())?;
+    eprintln!("{} is now {}", user.row.email, status.as_str());
+    Ok(())
+}
+
+/// Mints an admin JWT and prints it alone on stdout.
+pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String> {
+    let user = state
+        .db
+        .user_by_email(&args.email)
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("no user with email {}", args.email))?;
+    if !user.is_active() {
+        return Err(format!("{} is {}", args.email, user.status.as_str()));
+    }
+    if !user.role.is_admin() {
+        return Err(format!(
+            "{} has role {}; admin tokens need admin or super_admin",
+            args.email,
+            user.role.as_str()
+        ));
+    }
+    let ttl = parse_ttl(&args.ttl)?;
+    let requested = (!args.permissions.is_empty()).then_some(args.permissions.as_slice());
+    let (token, _) =
+        crate::auth::issue_admin_token(state, user.id(), user.role, requested, Some(ttl)).map_err(
+            |error| match error {
+                crate::error::AppError::InsufficientAdminPermissions { required } => {
+                    format!("role {} cannot hold {required}", user.role.as_str())
+                }
+                other => other.to_string(),
+            },
+        )?;
+    println!("{token}");
+    Ok(())
+}

@@ -1,0 +1,738 @@
+//! The `/api/auth/*` surface: sign-in pages and flows, sessions, linked
+//! accounts and admin tokens.
+
+use axum::Form;
+use axum::extract::{FromRequest, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use plaza_domain::accounts::{LinkedAccount, UnlinkOutcome};
+use plaza_domain::auth_state::PendingOAuth;
+use plaza_domain::sessions::SessionClient;
+use plaza_domain::time::{from_millis, now_millis};
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::jwt::AdminPermission;
+use crate::auth::signin::{self, StartedSession};
+use crate::auth::tokens::{hash_token, random_token};
+use crate::auth::{
+    CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie,
+};
+use crate::error::AppError;
+use crate::error::schema::GeneralError;
+use crate::extract::json::parse_json;
+use crate::extract::{AppJson, AppQuery};
+use crate::pages;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(signin_page, signin_with_credentials))
+        .routes(routes!(signin_with_provider))
+        .routes(routes!(provider_callback))
+        .routes(routes!(signout_page, signout))
+        .routes(routes!(session))
+        .routes(routes!(providers))
+        .routes(routes!(csrf))
+        .routes(routes!(accounts))
+        .routes(routes!(unlink_account))
+        .routes(routes!(admin_token))
+}
+
+/// How long a started provider sign-in may take.
+const OAUTH_STATE_TTL_MILLIS: i64 = 10 * 60 * 1000;
+
+/// The user part of a session answer.
+#[derive(Serialize, ToSchema)]
+pub struct SessionUserView {
+    #[schema(example = "42")]
+    pub id: String,
+    pub name: Option<String>,
+    pub email: String,
+    pub image: Option<String>,
+    /// The user's roles, e.g. `["admin"]`.
+    pub roles: Vec<String>,
+}
+
+/// A signed-in session.
+#[derive(Serialize, ToSchema)]
+pub struct SessionView {
+    pub user: SessionUserView,
+    /// When the session ends unless used again.
+    pub expires: String,
+}
+
+fn session_view(user: &plaza_domain::users::User, expires_at: i64) -> SessionView {
+    SessionView {
+        user: SessionUserView {
+            id: user.id().to_string(),
+            name: user.row.name.clone(),
+            email: user.row.email.clone(),
+            image: user.row.image.clone(),
+            roles: vec![user.role.as_str().to_owned()],
+        },
+        expires: rfc3339(expires_at),
+    }
+}
+
+fn rfc3339(millis: i64) -> String {
+    from_millis(millis).format(&Rfc3339).unwrap_or_default()
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SigninPageQuery {
+    /// Where to go after signing in (same origin only).
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+    /// An error code from a failed attempt, shown on the page.
+    pub error: Option<String>,
+}
+
+/// The sign-in page: configured providers and a credentials form.
+#[utoipa::path(
+    get,
+    path = "/api/auth/signin",
+    tag = "auth",
+    params(SigninPageQuery),
+    responses((status = 200, description = "HTML sign-in page", content_type = "text/html", body = String))
+)]
+pub async fn signin_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppQuery(query): AppQuery<SigninPageQuery>,
+) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let callback = safe_callback(&state, query.callback_url.as_deref());
+    let html = pages::signin(&state, &csrf_token, &callback, query.error.as_deref());
+    let mut response = Html(html).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Credentials sign-in body (JSON, or the sign-in page's form).
+#[derive(Deserialize, ToSchema)]
+pub struct CredentialsBody {
+    pub email: String,
+    pub password: String,
+    /// Form posts only: the token from `GET /api/auth/csrf` or the page.
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: Option<String>,
+    /// Form posts only: where to go afterwards.
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+}
+
+/// Sign in with email and password. JSON gets `200 {user, expires}`; a form
+/// post gets a redirect. Wrong credentials are 401, the same for unknown
+/// emails; repeated failures are 429 for a while.
+#[utoipa::path(
+    post,
+    path = "/api/auth/signin",
+    tag = "auth",
+    request_body(content = CredentialsBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Signed in; the session cookie is set", body = SessionView),
+        (status = 303, description = "Form post: signed in, or back to the page with an error"),
+        (status = 401, description = "Wrong email or password", body = GeneralError),
+        (status = 403, description = "Form post without a valid CSRF token", body = GeneralError),
+        (status = 422, description = "Missing or malformed fields", body = GeneralError),
+        (status = 429, description = "Too many failures for this account or address", body = GeneralError),
+    )
+)]
+pub async fn signin_with_credentials(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    request: Request,
+) -> Result<Response, AppError> {
+    let client = session_client(request.headers(), address);
+    if is_form(request.headers()) {
+        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let Form(body): Form<CredentialsBody> = Form::from_request(request, &state)
+            .await
+            .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+        check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        let callback = safe_callback(&state, body.callback_url.as_deref());
+        return Ok(
+            match signin::sign_in_with_password(&state, &body.email, &body.password, client).await {
+                Ok(started) => {
+                    with_session_cookie(&state, &started, Redirect::to(&callback).into_response())
+                }
+                Err(AppError::InvalidCredentials) => {
+                    Redirect::to(&signin_error_url(&callback, "credentials")).into_response()
+                }
+                Err(AppError::RateLimited) => {
+                    Redirect::to(&signin_error_url(&callback, "too_many_attempts")).into_response()
+                }
+                Err(other) => return Err(other),
+            },
+        );
+    }
+    let AppJson(body) = AppJson::<CredentialsBody>::from_request(request, &state).await?;
+    if body.email.trim().is_empty() {
+        return Err(AppError::invalid("email", "is required"));
+    }
+    if body.password.len() > crate::auth::password::MAX_PASSWORD_LENGTH {
+        return Err(AppError::InvalidCredentials);
+    }
+    let started =
+        signin::sign_in_with_password(&state, &body.email, &body.password, client).await?;
+    let view = session_view(&started.user, started.expires_at);
+    Ok(with_session_cookie(
+        &state,
+        &started,
+        AppJson(view).into_response(),
+    ))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProviderSigninQuery {
+    /// Where to go after signing in (same origin only).
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+}
+
+/// Start signing in with an identity provider: redirects to it with `state`
+/// and a PKCE challenge.
+#[utoipa::path(
+    get,
+    path = "/api/auth/signin/{provider}",
+    tag = "auth",
+    params(("provider" = String, Path, description = "Provider id, e.g. github"), ProviderSigninQuery),
+    responses(
+        (status = 302, description = "Redirect to the identity provider"),
+        (status = 404, description = "No such provider", body = GeneralError),
+        (status = 502, description = "The provider's discovery document could not be read", body = GeneralError),
+    )
+)]
+pub async fn signin_with_provider(
+    State(state): State<AppState>,
+    Path(provider_id): Path<String>,
+    AppQuery(query): AppQuery<ProviderSigninQuery>,
+) -> Result<Response, AppError> {
+    let provider = state
+        .auth
+        .provider(&provider_id)
+        .ok_or(AppError::NotFound("provider"))?;
+    let authorization = provider
+        .authorize(&state.auth.http, &callback_url_for(&state, &provider_id))
+        .await
+        .map_err(|error| AppError::Unavailable(error.to_string()))?;
+    state
+        .db
+        .save_oauth_state(
+            &hash_token(&authorization.state),
+            &PendingOAuth {
+                provider: provider_id,
+                pkce_verifier: authorization.pkce_verifier,
+                callback_url: safe_callback(&state, query.callback_url.as_deref()),
+                expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
+            },
+        )
+        .await?;
+    Ok(Redirect::to(&authorization.url).into_response())
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallbackQuery {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    /// Set by the provider when the person declined or it failed.
+    pub error: Option<String>,
+}
+
+/// Finish a provider sign-in: checks `state`, trades the code (with the PKCE
+/// verifier), links or creates the user, starts the session and redirects to
+/// the callback URL. Failures redirect to the sign-in page with `?error=`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/callback/{provider}",
+    tag = "auth",
+    params(("provider" = String, Path, description = "Provider id"), CallbackQuery),
+    responses(
+        (status = 302, description = "Signed in (to the callback URL) or refused (to the sign-in page with `error`)"),
+        (status = 404, description = "No such provider", body = GeneralError),
+    )
+)]
+pub async fn provider_callback(
+    State(state): State<AppState>,
+    Path(provider_id): Path<String>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    AppQuery(query): AppQuery<CallbackQuery>,
+) -> Result<Response, AppError> {
+    let provider = state
+        .auth
+        .provider(&provider_id)
+        .ok_or(AppError::NotFound("provider"))?;
+    // The state is consumed first, so it is single-use even when the
+    // provider reports an error.
+    let pending = match &query.state {
+        Some(value) => state.db.take_oauth_state(&hash_token(value)).await?,
+        None => None,
+    };
+    let Some(pending) = pending.filter(|pending| pending.provider == provider_id) else {
+        return Ok(refused("invalid_state"));
+    };
+    if query.error.is_some() {
+        return Ok(refused("provider_error"));
+    }
+    let Some(code) = query.code.as_deref() else {
+        return Ok(refused("provider_error"));
+    };
+    let identity = match provider
+        .finish(
+            &state.auth.http,
+            &callback_url_for(&state, &provider_id),
+            code,
+            &pending.pkce_verifier,
+        )
+        .await
+    {
+        Ok(identity) => identity,
+        Err(error) => {
+            tracing::warn!(provider = %provider_id, %error, "provider sign-in failed");
+            return Ok(refused(error.code()));
+        }
+    };
+    let user = match signin::user_for_provider_identity(&state, identity).await? {
+        Ok(user) => user,
+        Err(refusal) => return Ok(refused(refusal.code())),
+    };
+    let client = session_client(&headers, address);
+    let started = signin::start_session(&state, user, client).await?;
+    Ok(with_session_cookie(
+        &state,
+        &started,
+        Redirect::to(&pending.callback_url).into_response(),
+    ))
+}
+
+/// The sign-out page: a button that posts the sign-out form.
+#[utoipa::path(
+    get,
+    path = "/api/auth/signout",
+    tag = "auth",
+    responses((status = 200, description = "HTML sign-out page", content_type = "text/html", body = String))
+)]
+pub async fn signout_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let mut response = Html(pages::signout(&state, &csrf_token)).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Sign-out answer.
+#[derive(Serialize, ToSchema)]
+pub struct SignedOut {
+    pub success: bool,
+}
+
+/// Sign out: ends the session and clears the cookie. JSON callers get
+/// `{success}`; form posts are redirected home.
+#[utoipa::path(
+    post,
+    path = "/api/auth/signout",
+    tag = "auth",
+    responses(
+        (status = 200, description = "Signed out", body = SignedOut),
+        (status = 303, description = "Form post: signed out, redirected home"),
+        (status = 403, description = "Cross-origin request or a form without a valid CSRF token", body = GeneralError),
+    )
+)]
+pub async fn signout(
+    State(state): State<AppState>,
+    OptionalUser(user): OptionalUser,
+    request: Request,
+) -> Result<Response, AppError> {
+    let form = is_form(request.headers());
+    if form {
+        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let Form(fields): Form<std::collections::HashMap<String, String>> =
+            Form::from_request(request, &state)
+                .await
+                .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+        check_csrf(
+            csrf_cookie.as_deref(),
+            fields.get("csrfToken").map(String::as_str),
+        )?;
+    }
+    if let Some(principal) = user {
+        state.db.delete_session(&principal.token_hash).await?;
+    }
+    let mut response = if form {
+        Redirect::to("/").into_response()
+    } else {
+        AppJson(SignedOut { success: true }).into_response()
+    };
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state.settings, SESSION_COOKIE, "", 0),
+    );
+    Ok(response)
+}
+
+/// The current session: `{user, expires}`, or `{}` when signed out.
+#[utoipa::path(
+    get,
+    path = "/api/auth/session",
+    tag = "auth",
+    responses((status = 200, description = "The session, or an empty object", body = SessionView))
+)]
+pub async fn session(OptionalUser(user): OptionalUser) -> Response {
+    let mut response = match user {
+        Some(principal) => AppJson(session_view(
+            &principal.session.user,
+            principal.session.expires_at,
+        ))
+        .into_response(),
+        None => AppJson(serde_json::json!({})).into_response(),
+    };
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A configured way to sign in.
+#[derive(Serialize, ToSchema)]
+pub struct ProviderView {
+    pub id: String,
+    pub name: String,
+    /// `oidc`, `oauth` or `credentials`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(rename = "signinUrl")]
+    pub signin_url: String,
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: String,
+}
+
+/// The configured identity providers, keyed by id (as NextAuth clients
+/// expect), including `credentials`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/providers",
+    tag = "auth",
+    responses((status = 200, description = "Providers by id", body = std::collections::BTreeMap<String, ProviderView>))
+)]
+pub async fn providers(
+    State(state): State<AppState>,
+) -> AppJson<std::collections::BTreeMap<String, ProviderView>> {
+    let base = state
+        .settings
+        .base_url
+        .as_str()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut all: std::collections::BTreeMap<String, ProviderView> = state
+        .auth
+        .providers
+        .iter()
+        .map(|provider| {
+            (
+                provider.id.clone(),
+                ProviderView {
+                    id: provider.id.clone(),
+                    name: provider.name.clone(),
+                    kind: provider.kind_name().to_owned(),
+                    signin_url: format!("{base}/api/auth/signin/{}", provider.id),
+                    callback_url: callback_url_for(&state, &provider.id),
+                },
+            )
+        })
+        .collect();
+    all.insert(
+        "credentials".to_owned(),
+        ProviderView {
+            id: "credentials".to_owned(),
+            name: "Email and password".to_owned(),
+            kind: "credentials".to_owned(),
+            signin_url: format!("{base}/api/auth/signin"),
+            callback_url: format!("{base}/api/auth/signin"),
+        },
+    );
+    AppJson(all)
+}
+
+/// A CSRF token for form posts.
+#[derive(Serialize, ToSchema)]
+pub struct CsrfView {
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: String,
+}
+
+/// A CSRF token for the sign-in and sign-out forms (double-submit: the same
+/// value is set in a cookie).
+#[utoipa::path(
+    get,
+    path = "/api/auth/csrf",
+    tag = "auth",
+    responses((status = 200, description = "The token", body = CsrfView))
+)]
+pub async fn csrf(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let mut response = AppJson(CsrfView { csrf_token }).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// One linked identity-provider account.
+#[derive(Serialize, ToSchema)]
+pub struct AccountView {
+    pub provider: String,
+    #[serde(rename = "providerAccountId")]
+    pub provider_account_id: String,
+    pub email: Option<String>,
+    #[serde(rename = "emailVerified")]
+    pub email_verified: bool,
+    #[serde(rename = "lastUsedAt")]
+    pub last_used_at: Option<String>,
+    #[serde(rename = "createdAt")]
+    pub created_at: String,
+}
+
+impl From<LinkedAccount> for AccountView {
+    fn from(account: LinkedAccount) -> Self {
+        AccountView {
+            provider: account.provider,
+            provider_account_id: account.provider_account_id,
+            email: account.email,
+            email_verified: account.email_verified.0,
+            last_used_at: account.last_used_at.map(rfc3339),
+            created_at: rfc3339(account.created_at),
+        }
+    }
+}
+
+/// The current user's ways to sign in.
+#[derive(Serialize, ToSchema)]
+pub struct AccountsView {
+    pub accounts: Vec<AccountView>,
+    #[serde(rename = "hasPassword")]
+    pub has_password: bool,
+}
+
+/// The current user's linked identity providers.
+#[utoipa::path(
+    get,
+    path = "/api/auth/accounts",
+    tag = "auth",
+    security(("session_cookie" = [])),
+    responses(
+        (status = 200, description = "Linked accounts", body = AccountsView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+    )
+)]
+pub async fn accounts(
+    State(state): State<AppState>,
+    CurrentUser(principal): CurrentUser,
+) -> Result<AppJson<AccountsView>, AppError> {
+    let accounts = state.db.accounts_of_user(principal.user_id()).await?;
+    Ok(AppJson(AccountsView {
+        accounts: accounts.into_iter().map(AccountView::from).collect(),
+        has_password: principal.session.user.row.password_hash.is_some(),
+    }))
+}
+
+/// Unlink answer.
+#[derive(Serialize, ToSchema)]
+pub struct UnlinkedView {
+    pub message: String,
+    pub provider: String,
+}
+
+/// Unlink an identity provider from the current user. Refused with 409 when
+/// it is their last way to sign in.
+#[utoipa::path(
+    delete,
+    path = "/api/auth/accounts/{providerId}",
+    tag = "auth",
+    security(("session_cookie" = [])),
+    params(("providerId" = String, Path, description = "Provider id, e.g. github")),
+    responses(
+        (status = 200, description = "Unlinked", body = UnlinkedView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 404, description = "That provider is not linked", body = GeneralError),
+        (status = 409, description = "It is the last way to sign in", body = GeneralError),
+    )
+)]
+pub async fn unlink_account(
+    State(state): State<AppState>,
+    CurrentUser(principal): CurrentUser,
+    Path(provider_id): Path<String>,
+) -> Result<AppJson<UnlinkedView>, AppError> {
+    match state
+        .db
+        .unlink_account(principal.user_id(), &provider_id)
+        .await?
+    {
+        UnlinkOutcome::Unlinked => Ok(AppJson(UnlinkedView {
+            message: format!("{provider_id} was unlinked from your account"),
+            provider: provider_id,
+        })),
+        UnlinkOutcome::NotLinked => Err(AppError::NotFound("linked account")),
+        UnlinkOutcome::LastSignInMethod => Err(AppError::Conflict(
+            "cannot unlink the last way to sign in: set a password or link another provider first"
+                .to_owned(),
+        )),
+    }
+}
+
+/// Admin token request: a subset of the caller's admin permissions and a
+/// lifetime up to the configured maximum.
+#[derive(Deserialize, ToSchema, Default)]
+pub struct TokenRequest {
+    pub permissions: Option<Vec<String>>,
+    /// Seconds; at most `admin_token_ttl_secs`.
+    #[serde(rename = "ttlSeconds")]
+    pub ttl_seconds: Option<i64>,
+}
+
+/// An admin JWT.
+#[derive(Serialize, ToSchema)]
+pub struct TokenView {
+    pub token: String,
+    #[serde(rename = "expiresAt")]
+    pub expires_at: String,
+    pub permissions: Vec<AdminPermission>,
+}
+
+/// Exchange an admin's session for a short-lived admin JWT for the
+/// versioned admin surface.
+#[utoipa::path(
+    post,
+    path = "/api/auth/token",
+    tag = "auth",
+    security(("session_cookie" = [])),
+    request_body(content = TokenRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The token", body = TokenView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Not an admin, or asked for permissions beyond the role", body = GeneralError),
+        (status = 422, description = "Unknown permission or bad lifetime", body = GeneralError),
+    )
+)]
+pub async fn admin_token(
+    State(state): State<AppState>,
+    CurrentUser(principal): CurrentUser,
+    request: Request,
+) -> Result<AppJson<TokenView>, AppError> {
+    let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
+        .await
+        .map_err(|_| AppError::PayloadTooLarge { limit: 64 * 1024 })?;
+    let wanted: TokenRequest = if body.is_empty() {
+        TokenRequest::default()
+    } else {
+        parse_json(&body)?
+    };
+    let (token, claims) = crate::auth::issue_admin_token(
+        &state,
+        principal.user_id(),
+        principal.role(),
+        wanted.permissions.as_deref(),
+        wanted.ttl_seconds,
+    )?;
+    Ok(AppJson(TokenView {
+        token,
+        expires_at: rfc3339(claims.exp * 1000),
+        permissions: claims.permissions,
+    }))
+}
+
+fn with_session_cookie(
+    state: &AppState,
+    started: &StartedSession,
+    mut response: Response,
+) -> Response {
+    let max_age = (started.expires_at - now_millis()) / 1000;
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state.settings, SESSION_COOKIE, &started.token, max_age),
+    );
+    response
+}
+
+fn session_client(headers: &HeaderMap, address: Option<std::net::IpAddr>) -> SessionClient {
+    SessionClient {
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|value| value.to_str().ok())
+            .map(|agent| agent.chars().take(512).collect()),
+        ip_address: address.map(|ip| ip.to_string()),
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// The CSRF token in the request's cookie, or a new one with its cookie.
+fn csrf_token_for(state: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
+    match cookie_value(headers, CSRF_COOKIE) {
+        Some(token) => (token, None),
+        None => {
+            let token = random_token();
+            let cookie = set_cookie(&state.settings, CSRF_COOKIE, &token, 24 * 3600);
+            (token, Some(cookie))
+        }
+    }
+}
+
+/// Double-submit check for form posts.
+fn check_csrf(cookie: Option<&str>, submitted: Option<&str>) -> Result<(), AppError> {
+    match (cookie, submitted) {
+        (Some(cookie), Some(submitted)) if !cookie.is_empty() && cookie == submitted => Ok(()),
+        _ => Err(AppError::Forbidden),
+    }
+}
+
+/// The provider callback address registered with the provider.
+fn callback_url_for(state: &AppState, provider_id: &str) -> String {
+    format!(
+        "{}/api/auth/callback/{provider_id}",
+        state.settings.base_url.as_str().trim_end_matches('/')
+    )
+}
+
+/// `requested` if it stays on this site (a path, or an absolute URL with the
+/// base URL's origin), else `/`: sign-in must not become an open redirect.
+fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
+    let Some(requested) = requested.map(str::trim).filter(|value| !value.is_empty()) else {
+        return "/".to_owned();
+    };
+    if requested.starts_with('/') && !requested.starts_with("//") && !requested.contains('\\') {
+        return requested.to_owned();
+    }
+    match url::Url::parse(requested) {
+        Ok(url) if url.origin() == state.settings.base_url.origin() => url.to_string(),
+        _ => "/".to_owned(),
+    }
+}
+
+/// Back to the sign-in page with an error code.
+fn refused(code: &str) -> Response {
+    Redirect::to(&signin_error_url("/", code)).into_response()
+}
+
+fn signin_error_url(callback: &str, code: &str) -> String {
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("error", code)
+        .append_pair("callbackUrl", callback)
+        .finish();
+    format!("/api/auth/signin?{query}")
+}

@@ -1,0 +1,95 @@
+//! The OpenAPI document and the Swagger UI page.
+
+use utoipa::openapi::path::{HttpMethod, OperationBuilder};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi as OpenApiDocument};
+use utoipa::{Modify, OpenApi};
+
+use crate::error::schema::{
+    AdminError, AdminV1Error, GeneralError, ImageError, PlainError, UploadError,
+};
+
+/// Path of the machine-readable document.
+pub const OPENAPI_PATH: &str = "/api/openapi";
+/// Path of the interactive page.
+pub const SWAGGER_PATH: &str = "/api/swagger";
+
+/// The document's fixed parts; operations are added by each controller's
+/// `routes()` as the router is built, so a route cannot be served undocumented.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Plaza API",
+        description = "Back end of a community platform: identity, profiles, posts, search, moderation, analytics and generated images. Errors come in the shape of the surface that answers; see the `*Error` schemas.",
+    ),
+    components(schemas(GeneralError, AdminV1Error, AdminError, UploadError, PlainError, ImageError)),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "system", description = "Health, version, metrics and this document"),
+        (name = "auth", description = "Sign-in, sessions, linked accounts and admin tokens"),
+        (name = "users", description = "Accounts and profiles"),
+    )
+)]
+pub struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut OpenApiDocument) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin_jwt",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some("Admin JWT from POST /api/auth/token"))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "session_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "plaza_session",
+                "Session cookie set at sign-in",
+            ))),
+        );
+    }
+}
+
+/// Completes the collected document with the version and the two routes the
+/// Swagger UI router serves itself.
+pub fn finish(mut document: OpenApiDocument) -> OpenApiDocument {
+    document.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    let json = ContentBuilder::new().build();
+    document.paths.add_path_operation(
+        OPENAPI_PATH,
+        vec![HttpMethod::Get],
+        OperationBuilder::new()
+            .tag("system")
+            .operation_id(Some("openapi"))
+            .summary(Some("This OpenAPI 3.1 document"))
+            .response(
+                "200",
+                ResponseBuilder::new()
+                    .description("The OpenAPI document")
+                    .content("application/json", json),
+            ),
+    );
+    document.paths.add_path_operation(
+        SWAGGER_PATH,
+        vec![HttpMethod::Get],
+        OperationBuilder::new()
+            .tag("system")
+            .operation_id(Some("swagger"))
+            .summary(Some(
+                "Interactive API reference (Swagger UI, assets bundled)",
+            ))
+            .response(
+                "303",
+                ResponseBuilder::new().description("Redirect to the page at /api/swagger/"),
+            ),
+    );
+    document
+}

@@ -1,0 +1,45 @@
+//! Prometheus metrics.
+
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::MetricsAccess;
+use crate::error::schema::GeneralError;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(metrics))
+}
+
+/// Request counts and latency histograms by route template and status, and
+/// database pool figures, in the Prometheus text format. Open to an admin
+/// token with `admin:read`, or to anyone when `metrics_public` is on.
+#[utoipa::path(
+    get,
+    path = "/api/metrics",
+    tag = "system",
+    security((), ("admin_jwt" = ["admin:read"])),
+    responses(
+        (status = 200, description = "Prometheus text exposition format", content_type = "text/plain", body = String),
+        (status = 401, description = "No valid admin token", body = GeneralError),
+        (status = 403, description = "Token lacks admin:read", body = GeneralError),
+    )
+)]
+pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> Response {
+    let pool = state.db.pool_stats();
+    metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(pool.size));
+    metrics::gauge!("db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
+    metrics::gauge!("db_pool_max_connections").set(f64::from(pool.max));
+    state.metrics.run_upkeep();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}

@@ -1,0 +1,8 @@
+//! One module per resource; each handler is one operation, annotated for the
+//! OpenAPI document, and each module's `routes()` registers its handlers.
+
+pub mod auth;
+pub mod docs;
+pub mod metrics;
+pub mod system;
+pub mod users;

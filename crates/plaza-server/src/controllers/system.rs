@@ -1,0 +1,153 @@
+//! Health and version.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::error::schema::PlainError;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(version))
+}
+
+/// The service's own view of whether it can serve requests.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`, or `error` when the database does not answer.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+    pub timestamp: String,
+    #[schema(example = "0.1.0")]
+    pub version: &'static str,
+    /// `connected` or `unreachable`, from a real round trip.
+    #[schema(example = "connected")]
+    pub database: &'static str,
+    /// Time since start, e.g. `3h 12m 5s`.
+    #[schema(example = "3h 12m 5s")]
+    pub uptime: String,
+}
+
+/// Health check, with a database round trip.
+#[utoipa::path(
+    get,
+    path = "/api/health",
+    tag = "system",
+    responses(
+        (status = 200, description = "Serving, database reachable", body = Health),
+        (status = 503, description = "The database does not answer", body = Health),
+    )
+)]
+pub async fn health(State(state): State<AppState>) -> Response {
+    let database_ok = state.db.ping().await.is_ok();
+    let body = Health {
+        status: if database_ok { "ok" } else { "error" },
+        timestamp: now_rfc3339(),
+        version: env!("CARGO_PKG_VERSION"),
+        database: if database_ok {
+            "connected"
+        } else {
+            "unreachable"
+        },
+        uptime: human_duration(state.started_at.elapsed()),
+    };
+    let status = if database_ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, no_store_headers(), Json(body)).into_response()
+}
+
+/// The running application version.
+#[derive(Serialize, ToSchema)]
+pub struct Version {
+    /// `<major>.<minor>.<patch>` from the build's package metadata.
+    #[schema(example = "0.1.0")]
+    pub version: &'static str,
+}
+
+/// Application version. No authentication, no rate limit, never cached, and
+/// readable from any origin.
+#[utoipa::path(
+    get,
+    path = "/api/version",
+    tag = "system",
+    responses(
+        (status = 200, description = "The running version", body = Version),
+        (status = 500, description = "Version information unreadable", body = PlainError),
+    )
+)]
+pub async fn version() -> Response {
+    (
+        no_store_headers(),
+        [(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        )],
+        Json(Version {
+            version: env!("CARGO_PKG_VERSION"),
+        }),
+    )
+        .into_response()
+}
+
+/// Headers that keep browsers and proxies from caching an answer.
+pub fn no_store_headers() -> [(header::HeaderName, HeaderValue); 3] {
+    [
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, no-store, must-revalidate"),
+        ),
+        (header::PRAGMA, HeaderValue::from_static("no-cache")),
+        (header::EXPIRES, HeaderValue::from_static("0")),
+    ]
+}
+
+fn now_rfc3339() -> String {
+    OffsetDateTime::now_utc()
+        .format(&Rfc3339)
+        .unwrap_or_default()
+}
+
+/// `93784s` reads as `1d 2h 3m 4s`; leading zero units are left out.
+pub fn human_duration(duration: Duration) -> String {
+    let total = duration.as_secs();
+    let units = [
+        (total / 86_400, "d"),
+        (total / 3_600 % 24, "h"),
+        (total / 60 % 60, "m"),
+        (total % 60, "s"),
+    ];
+    let parts: Vec<String> = units
+        .iter()
+        .skip_while(|(value, unit)| *value == 0 && *unit != "s")
+        .map(|(value, unit)| format!("{value}{unit}"))
+        .collect();
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn uptime_reads_like_a_person_would_write_it() {
+        assert_eq!(human_duration(Duration::from_secs(0)), "0s");
+        assert_eq!(human_duration(Duration::from_secs(65)), "1m 5s");
+        assert_eq!(human_duration(Duration::from_secs(93_784)), "1d 2h 3m 4s");
+        assert_eq!(human_duration(Duration::from_secs(3_600)), "1h 0m 0s");
+    }
+}

@@ -1,0 +1,120 @@
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{AppError, FieldError};
+
+/// JSON in and out. Syntax errors are 400; a body that parses but has a
+/// missing field or a wrong type is 422 with the field's path; anything but
+/// `application/json` is 415.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AppJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for AppJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json_content_type(request.headers()) {
+            return Err(AppError::UnsupportedMediaType(
+                "expected a request body with Content-Type: application/json".to_owned(),
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(body_rejection)?;
+        parse_json(&bytes).map(AppJson)
+    }
+}
+
+impl<T: Serialize> IntoResponse for AppJson<T> {
+    fn into_response(self) -> Response {
+        axum::Json(self.0).into_response()
+    }
+}
+
+/// Deserializes a JSON body, telling syntax errors (400) from data errors (422).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => {
+                let field = if path == "." { "body".to_owned() } else { path };
+                let reason = strip_position(&inner.to_string());
+                AppError::Validation {
+                    message: format!("invalid {field}: {reason}"),
+                    fields: vec![FieldError::new(field, reason)],
+                }
+            }
+            _ => AppError::BadRequest(format!("malformed JSON body: {inner}")),
+        }
+    })
+}
+
+/// serde_json appends " at line 1 column 12", which says nothing a client
+/// sending one JSON object needs.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) => message[..index].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+fn is_json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json"
+                || (mime.starts_with("application/") && mime.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+/// Maps a failure to read the body: too large is 413, anything else is 400.
+pub fn body_rejection(rejection: BytesRejection) -> AppError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        AppError::PayloadTooLarge { limit: 0 }
+    } else {
+        AppError::BadRequest(format!("could not read the request body: {rejection}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        tags: Vec<String>,
+    }
+
+    #[test]
+    fn syntax_errors_are_bad_requests() {
+        let error = parse_json::<Body>(b"{\"name\": ").unwrap_err();
+        assert!(matches!(error, AppError::BadRequest(_)), "{error:?}");
+    }
+
+    #[test]
+    fn data_errors_name_the_field() {
+        let error = parse_json::<Body>(br#"{"name": "a", "tags": [1]}"#).unwrap_err();
+        match error {
+            AppError::Validation { fields, .. } => assert_eq!(fields[0].field, "tags[0]"),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Extractors whose rejections are [`AppError`](crate::error::AppError)s, so
+//! bad input gets the answering surface's error shape and a message that says
+//! what was wrong.
+
+pub mod json;
+mod path;
+pub mod query;
+
+pub use json::AppJson;
+pub use path::IdPath;
+pub use query::AppQuery;

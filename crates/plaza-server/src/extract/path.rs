@@ -1,0 +1,46 @@
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use crate::error::AppError;
+
+/// A database id taken from the last `{id}`-style path segment. Ids are
+/// digits only; anything else is a path that names nothing, so 404.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdPath(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdPath {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(raw): axum::extract::Path<String> =
+            axum::extract::Path::from_request_parts(parts, state)
+                .await
+                .map_err(|_| AppError::NotFound("resource"))?;
+        parse_id(&raw)
+            .map(IdPath)
+            .ok_or(AppError::NotFound("resource"))
+    }
+}
+
+/// Digits only, fitting in a positive i64.
+pub fn parse_id(raw: &str) -> Option<i64> {
+    if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse::<i64>().ok().filter(|id| *id > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_id;
+
+    #[test]
+    fn ids_are_positive_digits_only() {
+        assert_eq!(parse_id("42"), Some(42));
+        assert_eq!(parse_id("+42"), None);
+        assert_eq!(parse_id("-1"), None);
+        assert_eq!(parse_id("0"), None);
+        assert_eq!(parse_id("4 2"), None);
+        assert_eq!(parse_id("99999999999999999999"), None);
+    }
+}

@@ -1,0 +1,17 @@
+//! The Plaza service: HTTP routes, extractors, error rendering, settings and
+//! start-up. The domain lives in `plaza-domain`; this crate only parses,
+//! authorizes, calls the domain and renders.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod commands;
+pub mod controllers;
+pub mod error;
+pub mod extract;
+pub mod middleware;
+pub mod pages;
+pub mod settings;
+pub mod startup;
+pub mod state;
+pub mod telemetry;

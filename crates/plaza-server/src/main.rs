@@ -1,0 +1,89 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use plaza_domain::users::UserStatus;
+use plaza_server::app::{Server, shutdown_signal};
+use plaza_server::cli::{Cli, Command, UserCommand};
+use plaza_server::commands;
+use plaza_server::settings::Settings;
+use plaza_server::startup::open_database;
+use plaza_server::state::AppState;
+use plaza_server::telemetry::init_logging;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load(cli.config.as_deref()) {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("plaza: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(settings.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("plaza: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command.unwrap_or(Command::Serve) {
+            Command::Serve => serve(settings).await,
+            Command::Migrate => open_database(&settings)
+                .await
+                .map(|_| tracing::info!("schema is up to date"))
+                .map_err(|error| error.to_string()),
+            Command::User(command) => {
+                let state = offline_state(settings).await?;
+                match command {
+                    UserCommand::Create(args) => commands::create_user(&state, args).await,
+                    UserCommand::Ban(args) => {
+                        commands::set_status(&state, args, UserStatus::Banned).await
+                    }
+                    UserCommand::Unban(args) => {
+                        commands::set_status(&state, args, UserStatus::Active).await
+                    }
+                }
+            }
+            Command::Token(args) => {
+                commands::mint_token(&offline_state(settings).await?, args).await
+            }
+        }
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("plaza: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// State for a one-off command: the database and identity services, no server.
+async fn offline_state(settings: Settings) -> Result<AppState, String> {
+    let database = open_database(&settings)
+        .await
+        .map_err(|error| error.to_string())?;
+    AppState::new(settings, database)
+}
+
+async fn serve(settings: Settings) -> Result<(), String> {
+    let bind = settings.bind;
+    let database = open_database(&settings)
+        .await
+        .map_err(|error| error.to_string())?;
+    let state = AppState::new(settings, database)?;
+    let server = Server::bind(state)
+        .await
+        .map_err(|error| format!("cannot listen on {bind}: {error}"))?;
+    let address = server.local_addr().map_err(|error| error.to_string())?;
+    tracing::info!(%address, "listening on http://{address}");
+    server
+        .run(shutdown_signal())
+        .await
+        .map_err(|error| format!("server error: {error}"))
+}

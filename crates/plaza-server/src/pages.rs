@@ -1,0 +1,117 @@
+//! Server-rendered HTML pages (sign-in, sign-out). Every interpolated value
+//! is escaped.
+
+use crate::state::AppState;
+
+/// Escapes text for HTML element content and quoted attributes.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;background:#f4f4f7;margin:0;display:flex;\
+min-height:100vh;align-items:center;justify-content:center}main{background:#fff;padding:2rem;\
+border-radius:12px;box-shadow:0 2px 12px #0002;width:min(360px,90vw)}h1{font-size:1.4rem;margin:0 0 1rem}\
+label{display:block;margin:.6rem 0 .2rem;font-size:.9rem}input{width:100%;box-sizing:border-box;\
+padding:.55rem;border:1px solid #bbb;border-radius:6px}button,.provider{display:block;width:100%;\
+box-sizing:border-box;margin-top:1rem;padding:.6rem;border:0;border-radius:6px;background:#118ab2;\
+color:#fff;font-size:1rem;text-align:center;text-decoration:none;cursor:pointer}.provider{background:#333}\
+.error{background:#fde2e1;color:#8a1c1c;padding:.6rem;border-radius:6px}hr{margin:1.4rem 0;border:0;\
+border-top:1px solid #ddd}";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{title}</title><style>{STYLE}</style></head><body><main>{body}</main></body></html>",
+        title = escape(title),
+    )
+}
+
+fn error_text(code: &str) -> &'static str {
+    match code {
+        "credentials" => "Wrong email or password.",
+        "too_many_attempts" => "Too many failed attempts. Try again later.",
+        "account_not_linked" => {
+            "That email belongs to an account here, but the provider has not verified it. Sign in another way, then link the provider."
+        }
+        "account_disabled" => "This account is disabled.",
+        "email_required" => "The provider did not share an email address.",
+        _ => "Sign-in failed. Please try again.",
+    }
+}
+
+/// The sign-in page: one button per provider and the credentials form.
+pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<&str>) -> String {
+    let app = &state.settings.app_name;
+    let callback_query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("callbackUrl", callback)
+        .finish();
+    let mut body = format!("<h1>Sign in to {}</h1>", escape(app));
+    if let Some(code) = error {
+        body.push_str(&format!(
+            "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
+            escape(code),
+            escape(error_text(code))
+        ));
+    }
+    for provider in &state.auth.providers {
+        body.push_str(&format!(
+            "<a class=\"provider\" data-provider=\"{id}\" href=\"/api/auth/signin/{id}?{query}\">Sign in with {name}</a>",
+            id = escape(&provider.id),
+            query = escape(&callback_query),
+            name = escape(&provider.name),
+        ));
+    }
+    if !state.auth.providers.is_empty() {
+        body.push_str("<hr>");
+    }
+    body.push_str(&format!(
+        "<form method=\"post\" action=\"/api/auth/signin\">\
+         <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"callbackUrl\" value=\"{callback}\">\
+         <label for=\"email\">Email</label><input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"email\" required>\
+         <label for=\"password\">Password</label><input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
+         <button type=\"submit\">Sign in with email</button></form>",
+        csrf = escape(csrf_token),
+        callback = escape(callback),
+    ));
+    page(&format!("Sign in · {app}"), &body)
+}
+
+/// The sign-out page.
+pub fn signout(state: &AppState, csrf_token: &str) -> String {
+    let app = &state.settings.app_name;
+    let body = format!(
+        "<h1>Sign out of {app}</h1><p>Are you sure you want to sign out?</p>\
+         <form method=\"post\" action=\"/api/auth/signout\">\
+         <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+         <button type=\"submit\">Sign out</button></form>",
+        app = escape(app),
+        csrf = escape(csrf_token),
+    );
+    page(&format!("Sign out · {app}"), &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn markup_is_escaped() {
+        assert_eq!(
+            escape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! Settings: built-in defaults, then an optional `plaza.toml`, then `PLAZA_*`
+//! environment variables. Everything is checked once at start-up so that a bad
+//! value stops the process with one line naming the setting.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+/// The prefix of every environment variable Plaza reads.
+pub const ENV_PREFIX: &str = "PLAZA_";
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Every setting Plaza has. Field names are the keys of `plaza.toml`; the
+/// environment variable is the upper-cased name with the `PLAZA_` prefix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settings {
+    /// Listen address; port 0 picks a free port and logs it.
+    pub bind: SocketAddr,
+    /// `sqlite://…` or `postgres://…`; unset means `plaza.db` in the data directory.
+    pub database_url: Option<String>,
+    /// Holds the SQLite database, generated keys, uploads and backups.
+    pub data_dir: PathBuf,
+    /// The public address of the service, used for absolute URLs and cookies.
+    pub base_url: Url,
+    /// Open sign-up through `POST /api/users`.
+    pub signup: bool,
+    /// `false` turns every rate limit off (tests, benchmarks).
+    pub rate_limits_enabled: bool,
+    /// Lets link preview reach loopback and private addresses.
+    pub link_preview_allow_private: bool,
+    /// Serves `/api/metrics` without an admin token.
+    pub metrics_public: bool,
+    /// Shares rate-limit counts between instances.
+    pub redis_url: Option<String>,
+    pub log_format: LogFormat,
+    /// Requests that take longer are answered with 408.
+    pub request_timeout_secs: u64,
+    /// Largest request body accepted outside the upload routes.
+    pub body_limit_bytes: usize,
+    pub database_max_connections: u32,
+    /// How long start-up keeps retrying a database that does not answer.
+    pub database_connect_timeout_secs: u64,
+    /// How long a request waits for a pooled connection before failing with 503.
+    pub database_acquire_timeout_secs: u64,
+    /// Origins other than the base URL's that browsers may call the API from.
+    pub cors_allowed_origins: Vec<String>,
+    /// How long shutdown waits for in-flight requests and background work.
+    pub shutdown_grace_secs: u64,
+    /// The application name, shown on pages and in outbound user agents.
+    pub app_name: String,
+    /// Session lifetime; it slides forward while the session is used.
+    pub session_ttl_secs: u64,
+    /// HS256 key for admin JWTs (at least 32 characters). Unset: generated
+    /// once and kept in the data directory. Set it when running several
+    /// instances, so they all accept each other's tokens.
+    pub jwt_secret: Option<String>,
+    /// Lifetime of admin JWTs, and the longest a caller may ask for.
+    pub admin_token_ttl_secs: u64,
+    /// Argon2id memory cost in KiB.
+    pub password_hash_memory_kib: u32,
+    /// Argon2id passes.
+    pub password_hash_iterations: u32,
+    /// Failed sign-ins per account or address before sign-in is refused (429).
+    pub sign_in_max_failures: u32,
+    /// How long failures are counted, and how long the refusal lasts.
+    pub sign_in_lockout_secs: u64,
+    /// Read the client address from `X-Forwarded-For` (only behind a proxy
+    /// that sets it).
+    pub trust_proxy_headers: bool,
+    /// Identity providers (OAuth 2.0 / OpenID Connect).
+    pub auth_providers: Vec<crate::auth::oauth::ProviderSettings>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            database_url: None,
+            data_dir: PathBuf::from("./data"),
+            base_url: Url::parse("http://localhost:3000").expect("the default base URL is valid"),
+            signup: true,
+            rate_limits_enabled: true,
+            link_preview_allow_private: false,
+            metrics_public: false,
+            redis_url: None,
+            log_format: LogFormat::Text,
+            request_timeout_secs: 30,
+            body_limit_bytes: 1024 * 1024,
+            database_max_connections: 16,
+            database_connect_timeout_secs: 30,
+            database_acquire_timeout_secs: 5,
+            cors_allowed_origins: Vec::new(),
+            shutdown_grace_secs: 20,
+            app_name: "Plaza".to_owned(),
+            session_ttl_secs: 30 * 24 * 3600,
+            jwt_secret: None,
+            admin_token_ttl_secs: 3600,
+            password_hash_memory_kib: 65_536,
+            password_hash_iterations: 3,
+            sign_in_max_failures: 5,
+            sign_in_lockout_secs: 900,
+            trust_proxy_headers: false,
+            auth_providers: Vec::new(),
+        }
+    }
+}
+
+/// A setting that cannot be used, with the name the operator wrote it under.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting {setting}: {problem}")]
+pub struct SettingsError {
+    pub setting: String,
+    pub problem: String,
+}
+
+impl SettingsError {
+    fn new(key: &str, problem: impl Into<String>) -> Self {
+        SettingsError {
+            setting: format!("`{key}` ({ENV_PREFIX}{})", key.to_uppercase()),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl Settings {
+    /// Loads defaults, then `config_file` if it exists (it must, when given
+    /// explicitly), then the environment.
+    pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        match config_file {
+            Some(path) if !path.exists() => {
+                return Err(SettingsError {
+                    setting: "--config".to_owned(),
+                    problem: format!("file {} does not exist", path.display()),
+                });
+            }
+            Some(path) => figment = figment.merge(Toml::file_exact(path)),
+            None => figment = figment.merge(Toml::file("plaza.toml")),
+        }
+        let figment = figment.merge(Env::prefixed(ENV_PREFIX).filter(|key| {
+            // PLAZA_CONFIG names the file itself and PLAZA_TEST_* belong to the
+            // test harness; neither is a setting.
+            key != "config" && !key.as_str().starts_with("test_")
+        }));
+        let settings: Settings = figment.extract().map_err(figment_error)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), SettingsError> {
+        if !matches!(self.base_url.scheme(), "http" | "https") || self.base_url.host().is_none() {
+            return Err(SettingsError::new(
+                "base_url",
+                format!("{} is not an absolute http(s) URL", self.base_url),
+            ));
+        }
+        if let Some(url) = &self.database_url
+            && plaza_domain::Backend::from_url(url).is_none()
+        {
+            return Err(SettingsError::new(
+                "database_url",
+                "must start with sqlite:// or postgres://",
+            ));
+        }
+        for (key, value) in [
+            ("request_timeout_secs", self.request_timeout_secs),
+            (
+                "database_connect_timeout_secs",
+                self.database_connect_timeout_secs,
+            ),
+            (
+                "database_acquire_timeout_secs",
+                self.database_acquire_timeout_secs,
+            ),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::new(key, "must be at least 1"));
+            }
+        }
+        if self.database_max_connections == 0 {
+            return Err(SettingsError::new(
+                "database_max_connections",
+                "must be at least 1",
+            ));
+        }
+        if let Some(secret) = &self.jwt_secret
+            && secret.len() < crate::auth::jwt::MIN_SECRET_LENGTH
+        {
+            return Err(SettingsError::new(
+                "jwt_secret",
+                format!(
+                    "must be at least {} characters",
+                    crate::auth::jwt::MIN_SECRET_LENGTH
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("session_ttl_secs", self.session_ttl_secs),
+            ("admin_token_ttl_secs", self.admin_token_ttl_secs),
+            ("sign_in_lockout_secs", self.sign_in_lockout_secs),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::new(key, "must be at least 1"));
+            }
+        }
+        if self.password_hash_memory_kib < 8 || self.password_hash_iterations == 0 {
+            return Err(SettingsError::new(
+                "password_hash_memory_kib",
+                "Argon2 needs at least 8 KiB and 1 iteration",
+            ));
+        }
+        for provider in &self.auth_providers {
+            provider
+                .validate()
+                .map_err(|problem| SettingsError::new("auth_providers", problem))?;
+        }
+        if self.body_limit_bytes < 1024 {
+            return Err(SettingsError::new(
+                "body_limit_bytes",
+                "must be at least 1024",
+            ));
+        }
+        for origin in &self.cors_allowed_origins {
+            if origin.parse::<axum::http::HeaderValue>().is_err() || Url::parse(origin).is_err() {
+                return Err(SettingsError::new(
+                    "cors_allowed_origins",
+                    format!("{origin:?} is not an origin such as https://example.com"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The database URL in use: the setting, or the embedded SQLite file.
+    pub fn effective_database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("plaza.db").display()),
+        }
+    }
+
+    /// Whether cookies must carry `Secure`.
+    pub fn is_https(&self) -> bool {
+        self.base_url.scheme() == "https"
+    }
+
+    /// The origin of the base URL, as browsers send it in `Origin`.
+    pub fn base_origin(&self) -> String {
+        self.base_url.origin().ascii_serialization()
+    }
+}
+
+fn figment_error(error: figment::Error) -> SettingsError {
+    let key = error.path.join(".");
+    if key.is_empty() {
+        return SettingsError {
+            setting: "file".to_owned(),
+            problem: error.to_string(),
+        };
+    }
+    let source = match error
+        .metadata
+        .as_ref()
+        .and_then(|meta| meta.source.as_ref())
+    {
+        Some(figment::Source::File(path)) => format!("in {}", path.display()),
+        _ => "from the environment".to_owned(),
+    };
+    SettingsError {
+        setting: format!(
+            "`{key}` ({ENV_PREFIX}{}, {source})",
+            key.replace('.', "__").to_uppercase()
+        ),
+        problem: error.kind.to_string(),
+    }
+}

@@ -1,0 +1,40 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use plaza_domain::Database;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::Auth;
+use crate::settings::Settings;
+
+/// Shared application state; cloning is cheap.
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub db: Database,
+    pub auth: Arc<Auth>,
+    pub metrics: PrometheusHandle,
+    pub started_at: Instant,
+    /// Work that outlives its request (analytics writes, cleanup). Shutdown
+    /// waits for it, so nothing accepted is lost.
+    pub background: TaskTracker,
+}
+
+impl AppState {
+    /// Fails when identity services cannot start (an unreadable key file,
+    /// impossible hashing parameters).
+    pub fn new(settings: Settings, db: Database) -> Result<Self, String> {
+        let auth = Auth::new(&settings)?;
+        Ok(AppState {
+            settings: Arc::new(settings),
+            db,
+            auth: Arc::new(auth),
+            metrics: crate::telemetry::metrics_handle(),
+            started_at: Instant::now(),
+            background: TaskTracker::new(),
+        })
+    }
+}

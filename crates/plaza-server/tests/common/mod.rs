@@ -1,0 +1,300 @@
+//! Test harness: starts the real `plaza` binary on an ephemeral port against
+//! a fresh SQLite file or a fresh PostgreSQL database, and speaks HTTP to it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// The database a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The PostgreSQL server URL for tests (its `test` database is only used to
+/// create one fresh database per test).
+pub fn postgres_admin_url() -> Option<String> {
+    std::env::var("PLAZA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+}
+
+/// Whether PostgreSQL tests run; they are skipped, loudly, without a URL,
+/// unless `PLAZA_TEST_REQUIRE_POSTGRES=1` (as in CI) makes that a failure.
+pub fn postgres_enabled(test: &str) -> bool {
+    if postgres_admin_url().is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+        "PLAZA_TEST_REQUIRE_POSTGRES=1 but PLAZA_TEST_POSTGRES_URL is not set"
+    );
+    eprintln!("SKIPPED {test} on PostgreSQL: set PLAZA_TEST_POSTGRES_URL to run it");
+    false
+}
+
+/// Generates `sqlite` and `postgres` tests for each async `fn(Backend)`.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::common::Backend::Sqlite).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if $crate::common::postgres_enabled(stringify!($name)) {
+                    super::$name($crate::common::Backend::Postgres).await;
+                }
+            }
+        }
+    )*};
+}
+
+/// A fresh PostgreSQL database, dropped with the test.
+pub struct PostgresDatabase {
+    pub url: String,
+    name: String,
+    admin_url: String,
+}
+
+impl PostgresDatabase {
+    pub async fn create() -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let admin_url = postgres_admin_url().expect("PostgreSQL URL");
+        let name = format!(
+            "plaza_test_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            rand_suffix()
+        );
+        run_admin_sql(&admin_url, &format!("CREATE DATABASE {name}")).await;
+        let mut url = url::Url::parse(&admin_url).expect("valid PostgreSQL URL");
+        url.set_path(&name);
+        PostgresDatabase {
+            url: url.to_string(),
+            name,
+            admin_url,
+        }
+    }
+}
+
+impl Drop for PostgresDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let statement = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let _ = std::thread::spawn(move || {
+            if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                runtime.block_on(run_admin_sql(&admin_url, &statement));
+            }
+        })
+        .join();
+    }
+}
+
+async fn run_admin_sql(admin_url: &str, statement: &str) {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect(admin_url)
+        .await
+        .expect("connect to the PostgreSQL test server");
+    sqlx::Executor::execute(&mut connection, statement)
+        .await
+        .expect("administrative SQL");
+}
+
+fn rand_suffix() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.subsec_nanos())
+        .unwrap_or_default();
+    nanos % 1_000_000
+}
+
+/// A running `plaza serve`.
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub database_url: String,
+    pub data_dir: TempDir,
+    child: Child,
+    logs: Arc<Mutex<Vec<String>>>,
+    log_reader: Option<std::thread::JoinHandle<()>>,
+    _postgres: Option<PostgresDatabase>,
+}
+
+/// Settings every test server gets unless the test overrides them.
+const DEFAULT_ENV: &[(&str, &str)] = &[
+    ("PLAZA_BIND", "127.0.0.1:0"),
+    ("PLAZA_RATE_LIMITS_ENABLED", "false"),
+    ("PLAZA_LOG_FORMAT", "text"),
+    ("PLAZA_DATABASE_CONNECT_TIMEOUT_SECS", "10"),
+    ("RUST_LOG", "info,sqlx=warn"),
+];
+
+impl TestServer {
+    pub async fn start(backend: Backend) -> Self {
+        Self::start_with(backend, &[]).await
+    }
+
+    /// Starts with extra `PLAZA_*` variables on top of the defaults.
+    pub async fn start_with(backend: Backend, env: &[(&str, &str)]) -> Self {
+        let data_dir = tempfile::tempdir().expect("temporary directory");
+        let (database_url, postgres) = match backend {
+            Backend::Sqlite => (
+                format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
+                None,
+            ),
+            Backend::Postgres => {
+                let database = PostgresDatabase::create().await;
+                (database.url.clone(), Some(database))
+            }
+        };
+        let mut all_env: Vec<(String, String)> = DEFAULT_ENV
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        all_env.push(("PLAZA_DATABASE_URL".into(), database_url.clone()));
+        all_env.push((
+            "PLAZA_DATA_DIR".into(),
+            data_dir.path().display().to_string(),
+        ));
+        for (key, value) in env {
+            all_env.retain(|(existing, _)| existing != key);
+            all_env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+        let (child, base, logs, log_reader) = spawn_plaza(&all_env, &[]);
+        TestServer {
+            base,
+            client: client(),
+            database_url,
+            data_dir,
+            child,
+            logs,
+            log_reader: Some(log_reader),
+            _postgres: postgres,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Everything the server has logged so far.
+    pub fn logs(&self) -> String {
+        self.logs
+            .lock()
+            .map(|lines| lines.join("\n"))
+            .unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits for the process to exit and its logs to end.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait for plaza");
+        if let Some(reader) = self.log_reader.take() {
+            let _ = reader.join();
+        }
+        status
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that keeps no cookies and never follows redirects, so tests see
+/// exactly what the server sent.
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("HTTP client")
+}
+
+/// Starts `plaza` with `env` and `args`, and waits until it logs its address.
+pub fn spawn_plaza(
+    env: &[(String, String)],
+    args: &[&str],
+) -> (
+    Child,
+    String,
+    Arc<Mutex<Vec<String>>>,
+    std::thread::JoinHandle<()>,
+) {
+    let mut command = plaza_command(env);
+    command
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn plaza");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let (address_tx, address_rx) = std::sync::mpsc::channel();
+    let sink = logs.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(address) = line
+                .split("listening on http://")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                let _ = address_tx.send(address.to_owned());
+            }
+            if let Ok(mut lines) = sink.lock() {
+                lines.push(line);
+            }
+        }
+    });
+    match address_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(address) => (child, format!("http://{address}"), logs, reader),
+        Err(_) => {
+            let _ = child.kill();
+            let output = logs
+                .lock()
+                .map(|lines| lines.join("\n"))
+                .unwrap_or_default();
+            panic!("plaza did not start listening:\n{output}");
+        }
+    }
+}
+
+/// A `plaza` command with a clean environment: only `env` and the basics.
+pub fn plaza_command(env: &[(String, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_plaza"));
+    command.env_clear();
+    for key in ["PATH", "HOME", "LANG"] {
+        if let Ok(value) = std::env::var(key) {
+            command.env(key, value);
+        }
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command
+}
