@@ -36,6 +36,17 @@ pub enum UserCommand {
     Ban(EmailArgs),
     /// Lift a ban.
     Unban(EmailArgs),
+    /// Change a user's role; their admin tokens follow the new role at once.
+    Role(RoleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RoleArgs {
+    #[arg(long)]
+    pub email: String,
+    /// user, moderator, admin or super_admin.
+    #[arg(long)]
+    pub role: String,
 }
 
 #[derive(Debug, Args)]

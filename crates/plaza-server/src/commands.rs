@@ -3,7 +3,7 @@
 
 use plaza_domain::users::{NewUser, Role, UserStatus, is_valid_username};
 
-use crate::cli::{CreateUserArgs, EmailArgs, TokenArgs, parse_ttl};
+use crate::cli::{CreateUserArgs, EmailArgs, RoleArgs, TokenArgs, parse_ttl};
 use crate::state::AppState;
 
 /// Creates a user; prints its id.
@@ -72,6 +72,29 @@ pub async fn set_status(
         .await
         .map_err(|error| error.to_string())?;
     eprintln!("{} is now {}", user.row.email, status.as_str());
+    Ok(())
+}
+
+/// Changes a user's role by email.
+pub async fn set_role(state: &AppState, args: RoleArgs) -> Result<(), String> {
+    let role = Role::parse(&args.role).ok_or_else(|| {
+        format!(
+            "unknown role {:?}: use user, moderator, admin or super_admin",
+            args.role
+        )
+    })?;
+    let user = state
+        .db
+        .user_by_email(&args.email)
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("no user with email {}", args.email))?;
+    state
+        .db
+        .set_user_role(user.id(), role)
+        .await
+        .map_err(|error| error.to_string())?;
+    eprintln!("{} now has role {}", user.row.email, role.as_str());
     Ok(())
 }
 

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
                     UserCommand::Unban(args) => {
                         commands::set_status(&state, args, UserStatus::Active).await
                     }
+                    UserCommand::Role(args) => commands::set_role(&state, args).await,
                 }
             }
             Command::Token(args) => {

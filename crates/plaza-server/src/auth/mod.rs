@@ -174,6 +174,19 @@ impl FromRequestParts<AppState> for AdminToken {
     }
 }
 
+/// A valid admin token, whatever permissions it carries (revoking one's own
+/// token needs no particular permission).
+#[derive(Debug, Clone)]
+pub struct AnyAdminToken(pub AdminToken);
+
+impl FromRequestParts<AppState> for AnyAdminToken {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        admin_token_for(parts, state).await.map(AnyAdminToken)
+    }
+}
+
 /// Validates the bearer token without the per-method permission check.
 async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {
     let bearer = parts

@@ -19,7 +19,8 @@ use crate::auth::jwt::AdminPermission;
 use crate::auth::signin::{self, StartedSession};
 use crate::auth::tokens::{hash_token, random_token};
 use crate::auth::{
-    CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie,
+    AnyAdminToken, CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, SESSION_COOKIE,
+    cookie_value, set_cookie,
 };
 use crate::error::AppError;
 use crate::error::schema::GeneralError;
@@ -39,7 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(csrf))
         .routes(routes!(accounts))
         .routes(routes!(unlink_account))
-        .routes(routes!(admin_token))
+        .routes(routes!(admin_token, revoke_admin_token))
 }
 
 /// How long a started provider sign-in may take.
@@ -206,7 +207,7 @@ pub struct ProviderSigninQuery {
     tag = "auth",
     params(("provider" = String, Path, description = "Provider id, e.g. github"), ProviderSigninQuery),
     responses(
-        (status = 302, description = "Redirect to the identity provider"),
+        (status = 303, description = "Redirect to the identity provider"),
         (status = 404, description = "No such provider", body = GeneralError),
         (status = 502, description = "The provider's discovery document could not be read", body = GeneralError),
     )
@@ -257,7 +258,7 @@ pub struct CallbackQuery {
     tag = "auth",
     params(("provider" = String, Path, description = "Provider id"), CallbackQuery),
     responses(
-        (status = 302, description = "Signed in (to the callback URL) or refused (to the sign-in page with `error`)"),
+        (status = 303, description = "Signed in (to the callback URL) or refused (to the sign-in page with `error`)"),
         (status = 404, description = "No such provider", body = GeneralError),
     )
 )]
@@ -648,6 +649,39 @@ pub async fn admin_token(
         token,
         expires_at: rfc3339(claims.exp * 1000),
         permissions: claims.permissions,
+    }))
+}
+
+/// Revocation answer.
+#[derive(Serialize, ToSchema)]
+pub struct RevokedView {
+    pub success: bool,
+    pub jti: String,
+}
+
+/// Revoke the admin JWT sent in `Authorization`; it stops working on every
+/// instance at once.
+#[utoipa::path(
+    delete,
+    path = "/api/auth/token",
+    tag = "auth",
+    security(("admin_jwt" = [])),
+    responses(
+        (status = 200, description = "Revoked", body = RevokedView),
+        (status = 401, description = "No valid admin token", body = GeneralError),
+    )
+)]
+pub async fn revoke_admin_token(
+    State(state): State<AppState>,
+    AnyAdminToken(token): AnyAdminToken,
+) -> Result<AppJson<RevokedView>, AppError> {
+    state
+        .db
+        .revoke_token(&token.claims.jti, token.claims.exp.saturating_mul(1000))
+        .await?;
+    Ok(AppJson(RevokedView {
+        success: true,
+        jti: token.claims.jti,
     }))
 }
 

@@ -48,8 +48,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
         let inner = error.into_inner();
         match inner.classify() {
             serde_json::error::Category::Data => {
-                let field = if path == "." { "body".to_owned() } else { path };
                 let reason = strip_position(&inner.to_string());
+                let field = if path == "." {
+                    missing_field(&reason).unwrap_or("body").to_owned()
+                } else {
+                    path
+                };
                 AppError::Validation {
                     message: format!("invalid {field}: {reason}"),
                     fields: vec![FieldError::new(field, reason)],
@@ -58,6 +62,13 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
             _ => AppError::BadRequest(format!("malformed JSON body: {inner}")),
         }
     })
+}
+
+/// The field named by serde's "missing field `x`" message.
+pub fn missing_field(reason: &str) -> Option<&str> {
+    reason
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
 }
 
 /// serde_json appends " at line 1 column 12", which says nothing a client

@@ -29,9 +29,7 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, AppError> {
         let path = error.path().to_string();
         let reason = error.into_inner().to_string();
         let field = if path == "." {
-            reason
-                .strip_prefix("missing field `")
-                .and_then(|rest| rest.split('`').next())
+            super::json::missing_field(&reason)
                 .unwrap_or("query")
                 .to_owned()
         } else {

@@ -2,6 +2,8 @@
 //! a fresh SQLite file or a fresh PostgreSQL database, and speaks HTTP to it.
 #![allow(dead_code)]
 
+pub mod fake_idp;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -127,6 +129,7 @@ pub struct TestServer {
     pub client: reqwest::Client,
     pub database_url: String,
     pub data_dir: TempDir,
+    env: Vec<(String, String)>,
     child: Child,
     logs: Arc<Mutex<Vec<String>>>,
     log_reader: Option<std::thread::JoinHandle<()>>,
@@ -140,7 +143,14 @@ const DEFAULT_ENV: &[(&str, &str)] = &[
     ("PLAZA_LOG_FORMAT", "text"),
     ("PLAZA_DATABASE_CONNECT_TIMEOUT_SECS", "10"),
     ("RUST_LOG", "info,sqlx=warn"),
+    ("PLAZA_JWT_SECRET", TEST_JWT_SECRET),
+    // Cheap hashing keeps tests fast; production defaults are in settings.
+    ("PLAZA_PASSWORD_HASH_MEMORY_KIB", "1024"),
+    ("PLAZA_PASSWORD_HASH_ITERATIONS", "1"),
 ];
+
+/// The admin JWT key test servers use, so tests can forge tokens.
+pub const TEST_JWT_SECRET: &str = "test-secret-test-secret-test-secret-0123";
 
 impl TestServer {
     pub async fn start(backend: Backend) -> Self {
@@ -149,7 +159,14 @@ impl TestServer {
 
     /// Starts with extra `PLAZA_*` variables on top of the defaults.
     pub async fn start_with(backend: Backend, env: &[(&str, &str)]) -> Self {
+        Self::start_with_config(backend, "", env).await
+    }
+
+    /// Starts with a settings file (TOML) as well as environment variables.
+    pub async fn start_with_config(backend: Backend, config: &str, env: &[(&str, &str)]) -> Self {
         let data_dir = tempfile::tempdir().expect("temporary directory");
+        let config_path = data_dir.path().join("plaza.toml");
+        std::fs::write(&config_path, config).expect("write the settings file");
         let (database_url, postgres) = match backend {
             Backend::Sqlite => (
                 format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
@@ -169,6 +186,7 @@ impl TestServer {
             "PLAZA_DATA_DIR".into(),
             data_dir.path().display().to_string(),
         ));
+        all_env.push(("PLAZA_CONFIG".into(), config_path.display().to_string()));
         for (key, value) in env {
             all_env.retain(|(existing, _)| existing != key);
             all_env.push(((*key).to_owned(), (*value).to_owned()));
@@ -179,6 +197,7 @@ impl TestServer {
             client: client(),
             database_url,
             data_dir,
+            env: all_env,
             child,
             logs,
             log_reader: Some(log_reader),
@@ -196,6 +215,60 @@ impl TestServer {
             .send()
             .await
             .expect("request")
+    }
+
+    /// Runs a `plaza` subcommand against this server's database and settings.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        plaza_command(&self.env)
+            .args(args)
+            .output()
+            .expect("run plaza")
+    }
+
+    /// Runs one SQL statement on this server's database, behind its back.
+    pub async fn sql(&self, statement: &str) {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        sqlx::query(statement).execute(&pool).await.expect("SQL");
+        pool.close().await;
+    }
+
+    /// Creates a user from the command line and returns its id.
+    pub fn create_user(&self, email: &str, password: &str, role: &str) -> i64 {
+        let output = self.cli(&[
+            "user",
+            "create",
+            "--email",
+            email,
+            "--password",
+            password,
+            "--role",
+            role,
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .parse()
+            .expect("user id")
+    }
+
+    /// Signs in with credentials and returns the `Cookie` header value.
+    pub async fn sign_in(&self, email: &str, password: &str) -> String {
+        let response = self
+            .client
+            .post(self.url("/api/auth/signin"))
+            .json(&serde_json::json!({"email": email, "password": password}))
+            .send()
+            .await
+            .expect("sign in");
+        assert_eq!(response.status(), 200, "sign-in of {email} failed");
+        session_cookie(&response).expect("session cookie")
     }
 
     /// Everything the server has logged so far.
@@ -224,6 +297,18 @@ impl Drop for TestServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `plaza_session=…` pair from a response's `Set-Cookie`, if any.
+pub fn session_cookie(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with("plaza_session=") && !value.starts_with("plaza_session=;"))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_owned)
 }
 
 /// A client that keeps no cookies and never follows redirects, so tests see

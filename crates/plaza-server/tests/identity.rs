@@ -1,0 +1,897 @@
+//! Identity through HTTP: sign-up, credentials and provider sign-in,
+//! sessions, linked accounts, admin tokens, and who may call what.
+
+mod common;
+
+use common::fake_idp::FakeIdp;
+use common::{Backend, TEST_JWT_SECRET, TestServer, session_cookie};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+on_both_databases!(
+    sign_up_sign_in_session_and_sign_out,
+    wrong_password_and_unknown_email_answer_alike,
+    repeated_failures_are_refused_for_a_while,
+    expired_sessions_end,
+    banning_revokes_sessions_and_tokens_at_once,
+    cross_origin_cookie_writes_are_refused,
+    provider_sign_in_creates_a_user_and_a_session,
+    provider_sign_in_refuses_a_wrong_state,
+    provider_codes_cannot_be_replayed,
+    provider_errors_send_people_back_to_sign_in,
+    unverified_provider_emails_never_link,
+    verified_provider_emails_link_to_the_existing_user,
+    the_last_way_to_sign_in_cannot_be_unlinked,
+    admins_exchange_sessions_for_tokens,
+    bad_tokens_are_refused_with_the_spec_codes,
+    access_matrix,
+    sign_up_validates_and_refuses_duplicates,
+    form_sign_in_needs_the_csrf_token,
+);
+
+const PASSWORD: &str = "correct horse battery";
+
+async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let created = server
+        .client
+        .post(server.url("/api/users"))
+        .json(&json!({"email": "Ada@Example.com", "password": PASSWORD, "name": "Ada Lovelace"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let user: Value = created.json().await.unwrap();
+    assert_eq!(user["email"], "ada@example.com");
+    assert_eq!(user["username"], "ada_lovelace");
+    assert!(user["id"].is_string());
+
+    let cookie = server.sign_in("ada@example.com", PASSWORD).await;
+    let session: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["user"]["email"], "ada@example.com");
+    assert_eq!(session["user"]["roles"], json!(["user"]));
+    assert!(session["expires"].is_string());
+
+    let signed_out = server
+        .client
+        .post(server.url("/api/auth/signout"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_out.status(), 200);
+    let after: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(after, json!({}), "the old cookie no longer works");
+}
+
+async fn wrong_password_and_unknown_email_answer_alike(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("known@example.com", PASSWORD, "user");
+    let mut answers = Vec::new();
+    for email in ["known@example.com", "unknown@example.com"] {
+        let response = server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .json(&json!({"email": email, "password": "not the password"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401);
+        assert!(session_cookie(&response).is_none());
+        answers.push(response.text().await.unwrap());
+    }
+    assert_eq!(answers[0], answers[1]);
+    let body: Value = serde_json::from_str(&answers[0]).unwrap();
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
+}
+
+async fn repeated_failures_are_refused_for_a_while(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_SIGN_IN_MAX_FAILURES", "3")]).await;
+    server.create_user("target@example.com", PASSWORD, "user");
+    for _ in 0..3 {
+        let response = server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .json(&json!({"email": "target@example.com", "password": "guess"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401);
+    }
+    let locked = server
+        .client
+        .post(server.url("/api/auth/signin"))
+        .json(&json!({"email": "target@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        locked.status(),
+        429,
+        "even the right password waits out the lockout"
+    );
+    let body: Value = locked.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED");
+    // When the window has passed, the right password works again.
+    server
+        .sql("UPDATE login_failures SET window_started_at = 0")
+        .await;
+    server.sign_in("target@example.com", PASSWORD).await;
+}
+
+async fn expired_sessions_end(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("brief@example.com", PASSWORD, "user");
+    let cookie = server.sign_in("brief@example.com", PASSWORD).await;
+    let accounts = server
+        .client
+        .get(server.url("/api/auth/accounts"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accounts.status(), 200);
+    server.sql("UPDATE sessions SET expires_at = 1").await;
+    let accounts = server
+        .client
+        .get(server.url("/api/auth/accounts"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accounts.status(), 401);
+}
+
+async fn banning_revokes_sessions_and_tokens_at_once(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("boss@example.com", PASSWORD, "admin");
+    let cookie = server.sign_in("boss@example.com", PASSWORD).await;
+    let token = mint(&server, "boss@example.com", "admin:read");
+    assert_eq!(metrics_with(&server, &token).await.status(), 200);
+    let output = server.cli(&["user", "ban", "--email", "boss@example.com"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session, json!({}));
+    assert_eq!(metrics_with(&server, &token).await.status(), 401);
+    let again = server
+        .client
+        .post(server.url("/api/auth/signin"))
+        .json(&json!({"email": "boss@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 401, "banned users cannot sign in");
+}
+
+async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("victim@example.com", PASSWORD, "user");
+    let cookie = server.sign_in("victim@example.com", PASSWORD).await;
+    for (header, value) in [
+        ("origin", "https://evil.example"),
+        ("referer", "https://evil.example/page"),
+    ] {
+        let response = server
+            .client
+            .post(server.url("/api/auth/signout"))
+            .header("cookie", &cookie)
+            .header(header, value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{header}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "FORBIDDEN");
+    }
+    let session: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        session["user"]["email"], "victim@example.com",
+        "the refused sign-out did nothing"
+    );
+    let same_origin = server
+        .client
+        .post(server.url("/api/auth/signout"))
+        .header("cookie", &cookie)
+        .header("origin", "http://localhost:3000")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same_origin.status(), 200);
+}
+
+/// Walks the browser through a provider sign-in and returns the final
+/// response from Plaza's callback.
+async fn provider_round_trip(server: &TestServer) -> reqwest::Response {
+    let start = server
+        .get("/api/auth/signin/fake?callbackUrl=/welcome")
+        .await;
+    assert_eq!(start.status(), 303);
+    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        authorize.contains("code_challenge_method=S256"),
+        "{authorize}"
+    );
+    assert!(authorize.contains("state="), "{authorize}");
+    let at_idp = server.client.get(&authorize).send().await.unwrap();
+    let back = at_idp.headers()["location"].to_str().unwrap().to_owned();
+    server
+        .client
+        .get(local(server, &back))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Plaza's callback URL points at the configured base URL; tests reach the
+/// server on its real port instead.
+fn local(server: &TestServer, url: &str) -> String {
+    let parsed = url::Url::parse(url).unwrap();
+    format!(
+        "{}{}?{}",
+        server.base,
+        parsed.path(),
+        parsed.query().unwrap_or_default()
+    )
+}
+
+async fn provider_server(backend: Backend) -> (TestServer, FakeIdp) {
+    let idp = FakeIdp::start().await;
+    let server = TestServer::start_with_config(backend, &idp.config_toml(), &[]).await;
+    (server, idp)
+}
+
+async fn provider_sign_in_creates_a_user_and_a_session(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.set_profile(json!({"sub": "u-1", "email": "new@idp.example", "email_verified": true, "name": "New Person"}));
+    let done = provider_round_trip(&server).await;
+    assert_eq!(done.status(), 303);
+    assert_eq!(done.headers()["location"], "/welcome");
+    let cookie = session_cookie(&done).expect("session cookie");
+    let session: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["user"]["email"], "new@idp.example");
+    assert_eq!(session["user"]["name"], "New Person");
+    let accounts: Value = server
+        .client
+        .get(server.url("/api/auth/accounts"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(accounts["accounts"][0]["provider"], "fake");
+    assert_eq!(accounts["accounts"][0]["providerAccountId"], "u-1");
+    assert_eq!(accounts["hasPassword"], false);
+    let providers: Value = server
+        .get("/api/auth/providers")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(providers["fake"]["name"], "Fake IdP");
+    assert_eq!(
+        providers["fake"]["callbackUrl"],
+        "http://localhost:3000/api/auth/callback/fake"
+    );
+}
+
+async fn provider_sign_in_refuses_a_wrong_state(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.set_profile(json!({"sub": "u-2", "email": "s@idp.example", "email_verified": true}));
+    let start = server.get("/api/auth/signin/fake").await;
+    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
+    let at_idp = server.client.get(&authorize).send().await.unwrap();
+    let back = at_idp.headers()["location"].to_str().unwrap().to_owned();
+    let code = url::Url::parse(&back)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let forged = server
+        .get(&format!("/api/auth/callback/fake?code={code}&state=forged"))
+        .await;
+    assert_eq!(forged.status(), 303);
+    assert!(
+        forged.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=invalid_state")
+    );
+    assert!(session_cookie(&forged).is_none());
+}
+
+async fn provider_codes_cannot_be_replayed(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.set_profile(json!({"sub": "u-3", "email": "r@idp.example", "email_verified": true}));
+    let start = server.get("/api/auth/signin/fake").await;
+    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
+    let at_idp = server.client.get(&authorize).send().await.unwrap();
+    let back = local(&server, at_idp.headers()["location"].to_str().unwrap());
+    let first = server.client.get(&back).send().await.unwrap();
+    assert!(session_cookie(&first).is_some());
+    let replay = server.client.get(&back).send().await.unwrap();
+    assert!(
+        session_cookie(&replay).is_none(),
+        "a replayed callback starts no session"
+    );
+    assert!(
+        replay.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=invalid_state")
+    );
+    // Even with a fresh state, the provider refuses the used code.
+    let start = server.get("/api/auth/signin/fake").await;
+    let state = url::Url::parse(start.headers()["location"].to_str().unwrap())
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    let code = url::Url::parse(&back)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .unwrap()
+        .1
+        .into_owned();
+    let reused = server
+        .get(&format!(
+            "/api/auth/callback/fake?code={code}&state={state}"
+        ))
+        .await;
+    assert!(session_cookie(&reused).is_none());
+    assert!(
+        reused.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=code_refused")
+    );
+}
+
+async fn provider_errors_send_people_back_to_sign_in(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.deny(true);
+    let done = provider_round_trip(&server).await;
+    assert_eq!(done.status(), 303);
+    assert!(
+        done.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("/api/auth/signin?error=provider_error")
+    );
+    assert!(session_cookie(&done).is_none());
+    let page = server
+        .get("/api/auth/signin?error=provider_error")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("role=\"alert\""));
+}
+
+async fn unverified_provider_emails_never_link(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    server.create_user("owner@example.com", PASSWORD, "user");
+    idp.set_profile(
+        json!({"sub": "attacker", "email": "owner@example.com", "email_verified": false}),
+    );
+    let done = provider_round_trip(&server).await;
+    assert!(session_cookie(&done).is_none());
+    assert!(
+        done.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=account_not_linked")
+    );
+    let cookie = server.sign_in("owner@example.com", PASSWORD).await;
+    let accounts: Value = server
+        .client
+        .get(server.url("/api/auth/accounts"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(accounts["accounts"], json!([]));
+}
+
+async fn verified_provider_emails_link_to_the_existing_user(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    let id = server.create_user("owner@example.com", PASSWORD, "user");
+    idp.set_profile(
+        json!({"sub": "owner-at-idp", "email": "OWNER@example.com", "email_verified": true}),
+    );
+    let done = provider_round_trip(&server).await;
+    let cookie = session_cookie(&done).expect("signed in");
+    let session: Value = server
+        .client
+        .get(server.url("/api/auth/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["user"]["id"], id.to_string());
+}
+
+async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.set_profile(json!({"sub": "only", "email": "only@idp.example", "email_verified": true}));
+    let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
+    let refused = server
+        .client
+        .delete(server.url("/api/auth/accounts/fake"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "CONFLICT");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("last way to sign in")
+    );
+    let missing = server
+        .client
+        .delete(server.url("/api/auth/accounts/github"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    // A user with a password may unlink the provider.
+    server.create_user("both@example.com", PASSWORD, "user");
+    idp.set_profile(json!({"sub": "both", "email": "both@example.com", "email_verified": true}));
+    let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
+    let unlinked = server
+        .client
+        .delete(server.url("/api/auth/accounts/fake"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unlinked.status(), 200);
+    let body: Value = unlinked.json().await.unwrap();
+    assert_eq!(body["provider"], "fake");
+    assert!(body["message"].is_string());
+}
+
+fn mint(server: &TestServer, email: &str, permissions: &str) -> String {
+    let output = server.cli(&[
+        "token",
+        "--email",
+        email,
+        "--permissions",
+        permissions,
+        "--ttl",
+        "10m",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "only the token on stdout");
+    stdout.trim().to_owned()
+}
+
+async fn metrics_with(server: &TestServer, token: &str) -> reqwest::Response {
+    server
+        .client
+        .get(server.url("/api/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn admins_exchange_sessions_for_tokens(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    server.create_user("member@example.com", PASSWORD, "user");
+    let admin = server.sign_in("admin@example.com", PASSWORD).await;
+    let issued = server
+        .client
+        .post(server.url("/api/auth/token"))
+        .header("cookie", &admin)
+        .json(&json!({"permissions": ["admin:read"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(issued.status(), 200);
+    let body: Value = issued.json().await.unwrap();
+    assert_eq!(body["permissions"], json!(["admin:read"]));
+    assert!(body["expiresAt"].is_string());
+    let token = body["token"].as_str().unwrap();
+    assert_eq!(metrics_with(&server, token).await.status(), 200);
+
+    let too_much = server
+        .client
+        .post(server.url("/api/auth/token"))
+        .header("cookie", &admin)
+        .json(&json!({"permissions": ["admin:super"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_much.status(), 403, "admins cannot mint admin:super");
+    let member = server.sign_in("member@example.com", PASSWORD).await;
+    let refused = server
+        .client
+        .post(server.url("/api/auth/token"))
+        .header("cookie", &member)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let anonymous = server
+        .client
+        .post(server.url("/api/auth/token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+fn forge(claims: Value, secret: &str) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+async fn bad_tokens_are_refused_with_the_spec_codes(backend: Backend) {
+    use base64::Engine as _;
+    let server = TestServer::start(backend).await;
+    let id = server.create_user("root@example.com", PASSWORD, "super_admin");
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let claims = |exp: i64, permissions: Value, jti: &str| json!({"sub": id.to_string(), "role": "super_admin", "permissions": permissions, "iat": now, "exp": exp, "jti": jti});
+    let valid = forge(
+        claims(now + 600, json!(["admin:super"]), "ok"),
+        TEST_JWT_SECRET,
+    );
+    assert_eq!(metrics_with(&server, &valid).await.status(), 200);
+
+    let expired = forge(
+        claims(now - 5, json!(["admin:super"]), "old"),
+        TEST_JWT_SECRET,
+    );
+    let wrong_key = forge(
+        claims(now + 600, json!(["admin:super"]), "k"),
+        "another-secret-another-secret-another",
+    );
+    let header =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#);
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(claims(now + 600, json!(["admin:super"]), "n").to_string());
+    let alg_none = format!("{header}.{payload}.");
+    for (name, token) in [
+        ("expired", expired),
+        ("wrong signature", wrong_key),
+        ("alg none", alg_none),
+        ("garbage", "abc".to_owned()),
+    ] {
+        let response = metrics_with(&server, &token).await;
+        assert_eq!(response.status(), 401, "{name}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "UNAUTHORIZED", "{name}");
+    }
+
+    let write_only = forge(
+        claims(now + 600, json!(["admin:write"]), "w"),
+        TEST_JWT_SECRET,
+    );
+    let response = metrics_with(&server, &write_only).await;
+    assert_eq!(response.status(), 403);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+    assert_eq!(body["error"]["requiredPermission"], "admin:read");
+
+    // Revoking the jti stops the token.
+    let revoked = server
+        .client
+        .delete(server.url("/api/auth/token"))
+        .bearer_auth(&valid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(metrics_with(&server, &valid).await.status(), 401);
+
+    // Demotion stops a token at once.
+    let fresh = mint(&server, "root@example.com", "admin:read");
+    assert_eq!(metrics_with(&server, &fresh).await.status(), 200);
+    let output = server.cli(&[
+        "user",
+        "role",
+        "--email",
+        "root@example.com",
+        "--role",
+        "user",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let response = metrics_with(&server, &fresh).await;
+    assert_eq!(response.status(), 403);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "FORBIDDEN");
+}
+
+/// Who gets what, for every protected route that exists so far.
+async fn access_matrix(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("user@example.com", PASSWORD, "user");
+    server.create_user("mod@example.com", PASSWORD, "moderator");
+    server.create_user("reader@example.com", PASSWORD, "admin");
+    server.create_user("super@example.com", PASSWORD, "super_admin");
+    server.create_user("banned@example.com", PASSWORD, "admin");
+    let sessions = [
+        (
+            "user",
+            Some(server.sign_in("user@example.com", PASSWORD).await),
+            None,
+        ),
+        (
+            "moderator",
+            Some(server.sign_in("mod@example.com", PASSWORD).await),
+            None,
+        ),
+        (
+            "admin:read",
+            Some(server.sign_in("reader@example.com", PASSWORD).await),
+            Some(mint(&server, "reader@example.com", "admin:read")),
+        ),
+        (
+            "admin:super",
+            Some(server.sign_in("super@example.com", PASSWORD).await),
+            Some(mint(&server, "super@example.com", "admin:super")),
+        ),
+        (
+            "banned",
+            Some(server.sign_in("banned@example.com", PASSWORD).await),
+            Some(mint(&server, "banned@example.com", "admin:read")),
+        ),
+    ];
+    assert!(
+        server
+            .cli(&["user", "ban", "--email", "banned@example.com"])
+            .status
+            .success()
+    );
+
+    // (method, path, body, [anonymous, user, moderator, admin:read, admin:super, banned])
+    let matrix: [(&str, &str, Option<Value>, [u16; 6]); 6] = [
+        ("GET", "/api/metrics", None, [401, 401, 401, 200, 200, 401]),
+        (
+            "GET",
+            "/api/auth/accounts",
+            None,
+            [401, 200, 200, 200, 200, 401],
+        ),
+        (
+            "DELETE",
+            "/api/auth/accounts/github",
+            None,
+            [401, 404, 404, 404, 404, 401],
+        ),
+        (
+            "POST",
+            "/api/auth/token",
+            Some(json!({"permissions": ["admin:read"]})),
+            [401, 403, 403, 200, 200, 401],
+        ),
+        (
+            "DELETE",
+            "/api/auth/token",
+            None,
+            [401, 401, 401, 200, 200, 401],
+        ),
+        (
+            "GET",
+            "/api/auth/session",
+            None,
+            [200, 200, 200, 200, 200, 200],
+        ),
+    ];
+    for (method, path, body, expected) in matrix {
+        let mut callers: Vec<(&str, Option<String>, Option<String>)> =
+            vec![("anonymous", None, None)];
+        callers.extend(
+            sessions
+                .iter()
+                .map(|(name, cookie, token)| (*name, cookie.clone(), token.clone())),
+        );
+        for ((name, cookie, token), want) in callers.into_iter().zip(expected) {
+            let mut request = server
+                .client
+                .request(method.parse().unwrap(), server.url(path));
+            if let Some(cookie) = &cookie {
+                request = request.header("cookie", cookie);
+            }
+            if let Some(token) = &token {
+                request = request.bearer_auth(token);
+            }
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            let status = request.send().await.unwrap().status().as_u16();
+            assert_eq!(status, want, "{method} {path} as {name}");
+        }
+    }
+}
+
+async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let cases = [
+        (
+            json!({"email": "not-an-email", "password": PASSWORD}),
+            "email",
+        ),
+        (json!({"email": "a@b.co", "password": "short"}), "password"),
+        (
+            json!({"email": "a@b.co", "password": PASSWORD, "username": "Bad Name!"}),
+            "username",
+        ),
+        (json!({"email": "a@b.co"}), "password"),
+        (json!({"email": 5, "password": PASSWORD}), "email"),
+    ];
+    for (body, field) in cases {
+        let response = server
+            .client
+            .post(server.url("/api/users"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
+        assert_eq!(error["error"]["details"]["field"], field, "{body}: {error}");
+    }
+    let malformed = server
+        .client
+        .post(server.url("/api/users"))
+        .header("content-type", "application/json")
+        .body("{\"email\":")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    let not_json = server
+        .client
+        .post(server.url("/api/users"))
+        .header("content-type", "text/plain")
+        .body("hi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), 415);
+    let first = server
+        .client
+        .post(server.url("/api/users"))
+        .json(&json!({"email": "dup@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 201);
+    let second = server
+        .client
+        .post(server.url("/api/users"))
+        .json(&json!({"email": "DUP@example.com", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 409);
+}
+
+async fn form_sign_in_needs_the_csrf_token(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("form@example.com", PASSWORD, "user");
+    let csrf = server.get("/api/auth/csrf").await;
+    let csrf_cookie = csrf.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let token = csrf.json::<Value>().await.unwrap()["csrfToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let without = server
+        .client
+        .post(server.url("/api/auth/signin"))
+        .form(&[("email", "form@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(without.status(), 403);
+    let with = server
+        .client
+        .post(server.url("/api/auth/signin"))
+        .header("cookie", &csrf_cookie)
+        .form(&[
+            ("email", "form@example.com"),
+            ("password", PASSWORD),
+            ("csrfToken", &token),
+            ("callbackUrl", "https://evil.example/"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with.status(), 303);
+    assert_eq!(
+        with.headers()["location"],
+        "/",
+        "foreign callback URLs are not followed"
+    );
+    assert!(session_cookie(&with).is_some());
+}
