@@ -131,7 +131,7 @@ pub struct TestServer {
     pub data_dir: TempDir,
     env: Vec<(String, String)>,
     child: Child,
-    logs: Arc<Mutex<Vec<String>>>,
+    logs: Logs,
     log_reader: Option<std::thread::JoinHandle<()>>,
     _postgres: Option<PostgresDatabase>,
 }
@@ -167,7 +167,12 @@ impl TestServer {
         let data_dir = tempfile::tempdir().expect("temporary directory");
         let config_path = data_dir.path().join("plaza.toml");
         std::fs::write(&config_path, config).expect("write the settings file");
+        let given_url = env
+            .iter()
+            .find(|(key, _)| *key == "PLAZA_DATABASE_URL")
+            .map(|(_, url)| (*url).to_owned());
         let (database_url, postgres) = match backend {
+            _ if given_url.is_some() => (given_url.unwrap_or_default(), None),
             Backend::Sqlite => (
                 format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
                 None,
@@ -273,10 +278,20 @@ impl TestServer {
 
     /// Everything the server has logged so far.
     pub fn logs(&self) -> String {
-        self.logs
-            .lock()
-            .map(|lines| lines.join("\n"))
-            .unwrap_or_default()
+        self.logs.text()
+    }
+
+    /// Blocks until the server logs a line containing `needle`.
+    pub fn wait_for_log(&self, needle: &str) {
+        assert!(
+            self.logs.wait_for(needle, Duration::from_secs(30)),
+            "plaza never logged {needle:?}:\n{}",
+            self.logs()
+        );
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM and waits for the process to exit and its logs to end.
@@ -311,6 +326,42 @@ pub fn session_cookie(response: &reqwest::Response) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A server's log lines, shared with the thread that reads them.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<(Mutex<Vec<String>>, std::sync::Condvar)>);
+
+impl Logs {
+    fn push(&self, line: String) {
+        let (lines, changed) = &*self.0;
+        if let Ok(mut lines) = lines.lock() {
+            lines.push(line);
+        }
+        changed.notify_all();
+    }
+
+    pub fn text(&self) -> String {
+        self.0
+            .0
+            .lock()
+            .map(|lines| lines.join("\n"))
+            .unwrap_or_default()
+    }
+
+    /// Waits, without polling, until a line contains `needle`.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> bool {
+        let (lines, changed) = &*self.0;
+        let Ok(guard) = lines.lock() else {
+            return false;
+        };
+        changed
+            .wait_timeout_while(guard, timeout, |lines| {
+                !lines.iter().any(|line| line.contains(needle))
+            })
+            .map(|(_, result)| !result.timed_out())
+            .unwrap_or(false)
+    }
+}
+
 /// A client that keeps no cookies and never follows redirects, so tests see
 /// exactly what the server sent.
 pub fn client() -> reqwest::Client {
@@ -326,12 +377,7 @@ pub fn client() -> reqwest::Client {
 pub fn spawn_plaza(
     env: &[(String, String)],
     args: &[&str],
-) -> (
-    Child,
-    String,
-    Arc<Mutex<Vec<String>>>,
-    std::thread::JoinHandle<()>,
-) {
+) -> (Child, String, Logs, std::thread::JoinHandle<()>) {
     let mut command = plaza_command(env);
     command
         .args(args)
@@ -339,7 +385,7 @@ pub fn spawn_plaza(
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn plaza");
     let stderr = child.stderr.take().expect("stderr is piped");
-    let logs = Arc::new(Mutex::new(Vec::new()));
+    let logs = Logs::default();
     let (address_tx, address_rx) = std::sync::mpsc::channel();
     let sink = logs.clone();
     let reader = std::thread::spawn(move || {
@@ -351,20 +397,14 @@ pub fn spawn_plaza(
             {
                 let _ = address_tx.send(address.to_owned());
             }
-            if let Ok(mut lines) = sink.lock() {
-                lines.push(line);
-            }
+            sink.push(line);
         }
     });
     match address_rx.recv_timeout(Duration::from_secs(30)) {
         Ok(address) => (child, format!("http://{address}"), logs, reader),
         Err(_) => {
             let _ = child.kill();
-            let output = logs
-                .lock()
-                .map(|lines| lines.join("\n"))
-                .unwrap_or_default();
-            panic!("plaza did not start listening:\n{output}");
+            panic!("plaza did not start listening:\n{}", logs.text());
         }
     }
 }

@@ -1,0 +1,176 @@
+//! Plaza's middleware stack around test-only routes, in-process: panics,
+//! malformed bodies and timeouts get the surface's error shape.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use plaza_server::app::with_middleware;
+use plaza_server::extract::AppJson;
+use plaza_server::settings::Settings;
+use serde_json::{Value, json};
+
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Echo {
+    name: String,
+    count: u32,
+}
+
+async fn serve(router: Router, settings: Settings) -> String {
+    let app = with_middleware(router, &settings);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    base
+}
+
+async fn panics() -> &'static str {
+    panic!("secret internals: token=abc")
+}
+
+fn test_routes() -> Router {
+    Router::new()
+        .route("/api/panic", get(panics))
+        .route("/api/v1/admin/panic", get(panics))
+        .route(
+            "/api/echo",
+            post(|AppJson(body): AppJson<Echo>| async move { AppJson(body) }),
+        )
+        .route(
+            "/api/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                "late"
+            }),
+        )
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_a_500_without_internals() {
+    let base = serve(test_routes(), Settings::default()).await;
+    let response = client()
+        .get(format!("{base}/api/panic"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 500);
+    assert!(response.headers().contains_key("x-request-id"));
+    let body = response.text().await.unwrap();
+    assert!(!body.contains("secret"), "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "SERVER_ERROR");
+    let admin: Value = client()
+        .get(format!("{base}/api/v1/admin/panic"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(admin["success"], false);
+    assert_eq!(admin["error"]["code"], "SERVER_ERROR");
+}
+
+#[tokio::test]
+async fn json_bodies_are_checked_with_clear_messages() {
+    let base = serve(test_routes(), Settings::default()).await;
+    let client = client();
+    let ok: Value = client
+        .post(format!("{base}/api/echo"))
+        .json(&json!({"name": "a", "count": 2}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ok, json!({"name": "a", "count": 2}));
+    let cases = [
+        ("application/json", "{\"name\": ", 400, "BAD_REQUEST"),
+        (
+            "application/json",
+            "{\"name\": \"a\", \"count\": -1}",
+            422,
+            "VALIDATION_ERROR",
+        ),
+        (
+            "application/json",
+            "{\"name\": \"a\"}",
+            422,
+            "VALIDATION_ERROR",
+        ),
+        (
+            "text/plain",
+            "{\"name\": \"a\", \"count\": 1}",
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+    ];
+    for (content_type, body, status, code) in cases {
+        let response = client
+            .post(format!("{base}/api/echo"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], code, "{body}");
+        assert!(!error["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let missing: Value = client
+        .post(format!("{base}/api/echo"))
+        .json(&json!({"name": "a"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(missing["error"]["details"]["field"], "count");
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413() {
+    let settings = Settings {
+        body_limit_bytes: 2048,
+        ..Settings::default()
+    };
+    let base = serve(test_routes(), settings).await;
+    let big = format!("{{\"name\": \"{}\", \"count\": 1}}", "x".repeat(10_000));
+    let response = client()
+        .post(format!("{base}/api/echo"))
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "PAYLOAD_TOO_LARGE");
+}
+
+#[tokio::test]
+async fn slow_requests_time_out_with_408() {
+    let settings = Settings {
+        request_timeout_secs: 1,
+        ..Settings::default()
+    };
+    let base = serve(test_routes(), settings).await;
+    let response = client()
+        .get(format!("{base}/api/slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 408);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "REQUEST_TIMEOUT");
+}

@@ -1,0 +1,204 @@
+//! Failure behaviour: the database going away and coming back, and a
+//! graceful shutdown that finishes what it started.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use common::{Backend, PostgresDatabase, TestServer, postgres_enabled};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+
+/// A loopback TCP proxy to PostgreSQL that the test can cut and restore.
+struct Switch {
+    port: u16,
+    up: Arc<AtomicBool>,
+    cut: Arc<Notify>,
+    refused: Arc<AtomicU32>,
+    refused_once: Arc<Notify>,
+}
+
+impl Switch {
+    async fn start(target: u16, up: bool) -> Switch {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let switch = Switch {
+            port: listener.local_addr().unwrap().port(),
+            up: Arc::new(AtomicBool::new(up)),
+            cut: Arc::new(Notify::new()),
+            refused: Arc::new(AtomicU32::new(0)),
+            refused_once: Arc::new(Notify::new()),
+        };
+        let (up, cut, refused, refused_once) = (
+            switch.up.clone(),
+            switch.cut.clone(),
+            switch.refused.clone(),
+            switch.refused_once.clone(),
+        );
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !up.load(Ordering::SeqCst) {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    refused_once.notify_waiters();
+                    drop(client);
+                    continue;
+                }
+                let cut = cut.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        () = cut.notified() => {}
+                    }
+                });
+            }
+        });
+        switch
+    }
+
+    fn down(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        self.cut.notify_waiters();
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+fn proxied(url: &str, port: u16) -> String {
+    let mut url = url::Url::parse(url).unwrap();
+    url.set_port(Some(port)).unwrap();
+    url.to_string()
+}
+
+fn postgres_port() -> u16 {
+    url::Url::parse(&common::postgres_admin_url().unwrap())
+        .unwrap()
+        .port()
+        .unwrap_or(5432)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_goes_away_gives_503_and_recovers() {
+    if !postgres_enabled("a_database_that_goes_away_gives_503_and_recovers") {
+        return;
+    }
+    let database = PostgresDatabase::create().await;
+    let switch = Switch::start(postgres_port(), true).await;
+    let url = proxied(&database.url, switch.port);
+    let server = TestServer::start_with(
+        Backend::Postgres,
+        &[
+            ("PLAZA_DATABASE_URL", &url),
+            ("PLAZA_DATABASE_ACQUIRE_TIMEOUT_SECS", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(server.get("/api/health").await.status(), 200);
+
+    switch.down();
+    let health = server.get("/api/health").await;
+    assert_eq!(health.status(), 503);
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(body["status"], "error");
+    assert_eq!(body["database"], "unreachable");
+    let sign_up = server
+        .client
+        .post(server.url("/api/users"))
+        .json(&serde_json::json!({"email": "a@b.co", "password": "long enough"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        sign_up.status(),
+        503,
+        "a database outage is not a client error or a 500"
+    );
+    let body: Value = sign_up.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+    assert!(!server.logs().contains("panicked"));
+
+    switch.restore();
+    let health = server.get("/api/health").await;
+    assert_eq!(health.status(), 200, "{}", server.logs());
+    let sign_up = server
+        .client
+        .post(server.url("/api/users"))
+        .json(&serde_json::json!({"email": "a@b.co", "password": "long enough"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sign_up.status(), 201);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_waits_for_a_database_that_comes_up_late() {
+    if !postgres_enabled("start_up_waits_for_a_database_that_comes_up_late") {
+        return;
+    }
+    let database = PostgresDatabase::create().await;
+    let switch = Switch::start(postgres_port(), false).await;
+    let url = proxied(&database.url, switch.port);
+    // Bring the database "up" once Plaza has been refused at least once.
+    let refused_once = switch.refused_once.clone();
+    let up = switch.up.clone();
+    let opener = tokio::spawn(async move {
+        refused_once.notified().await;
+        up.store(true, Ordering::SeqCst);
+    });
+    let server = tokio::task::spawn_blocking(move || {
+        tokio::runtime::Handle::current().block_on(TestServer::start_with(
+            Backend::Postgres,
+            &[
+                ("PLAZA_DATABASE_URL", &url),
+                ("PLAZA_DATABASE_CONNECT_TIMEOUT_SECS", "30"),
+            ],
+        ))
+    })
+    .await
+    .unwrap();
+    opener.await.unwrap();
+    assert!(switch.refused.load(Ordering::SeqCst) >= 1);
+    assert!(
+        server.logs().contains("database not reachable yet"),
+        "{}",
+        server.logs()
+    );
+    assert_eq!(server.get("/api/health").await.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_requests_in_flight() {
+    let mut server = TestServer::start(Backend::Sqlite).await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let body = r#"{"email":"nobody@example.com","password":"not the password"}"#;
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /api/auth/signin HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..10]).await.unwrap();
+    stream.flush().await.unwrap();
+
+    let pid = server.pid();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    server.wait_for_log("shutdown requested");
+    // The request started before the signal still gets its answer.
+    stream.write_all(&body.as_bytes()[10..]).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    // New connections are refused once it has stopped.
+    assert!(TcpStream::connect(&address).await.is_err());
+}
