@@ -3,10 +3,14 @@
 //! schemes. No test here connects anywhere but 127.0.0.1: refused targets
 //! are refused before any connection is attempted.
 
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use plaza_link_preview::{FetchConfig, PreviewClient, PreviewError, StaticResolver};
+use plaza_link_preview::{
+    FetchConfig, Lookup, PreviewClient, PreviewError, Resolver, StaticResolver,
+};
 use url::Url;
 
 use crate::support::TestServer;
@@ -216,4 +220,81 @@ async fn allow_private_still_refuses_multicast_and_unspecified() {
     ] {
         assert_refused(client.preview(url, &base()).await, url);
     }
+}
+
+/// A name answering with a refused address first and a permitted one
+/// second: the connection must go only to the permitted one (the checked
+/// list is the list connected to). Two servers on distinct loopback
+/// addresses tell which one was reached.
+#[tokio::test]
+async fn mixed_dns_answer_connects_only_to_the_permitted_address() {
+    let permitted = TestServer::start().await;
+    let port = permitted.port();
+    let Ok(_refused) = tokio::time::timeout(
+        Duration::from_secs(5),
+        TestServer::start_on(&format!("127.0.0.2:{port}")),
+    )
+    .await
+    else {
+        panic!("could not bind 127.0.0.2");
+    };
+    let resolver = StaticResolver::new()
+        .with("mixed.example", "127.0.0.2".parse().expect("ip"))
+        .with("mixed.example", "127.0.0.1".parse().expect("ip"));
+    let config = FetchConfig {
+        allowed_ports: vec![port],
+        allowed_networks: vec!["127.0.0.1/32".parse().expect("net")],
+        ..FetchConfig::default()
+    };
+    let client = PreviewClient::with_resolver(config, Arc::new(resolver)).expect("client");
+    let p = client
+        .preview(&format!("http://mixed.example:{port}/whoami"), &base())
+        .await
+        .expect("preview");
+    assert_eq!(p.title, "127.0.0.1");
+}
+
+/// A rebinding DNS server: the first answer is permitted, every later one
+/// is private. The name is looked up once per connection, and that one
+/// answer is both checked and connected to, so there is no second lookup
+/// for the rebinding answer to slip into.
+struct Rebinding {
+    lookups: AtomicUsize,
+}
+
+impl Resolver for Rebinding {
+    fn lookup<'a>(&'a self, _host: &'a str) -> Lookup<'a> {
+        let n = self.lookups.fetch_add(1, Ordering::SeqCst);
+        let ip: IpAddr = if n == 0 {
+            [127, 0, 0, 1].into()
+        } else {
+            [10, 0, 0, 1].into()
+        };
+        Box::pin(async move { Ok(vec![ip]) })
+    }
+}
+
+#[tokio::test]
+async fn dns_rebinding_gets_a_single_lookup() {
+    let server = TestServer::start().await;
+    let resolver = Arc::new(Rebinding {
+        lookups: AtomicUsize::new(0),
+    });
+    let config = FetchConfig {
+        allowed_ports: vec![server.port()],
+        allowed_networks: vec!["127.0.0.1/32".parse().expect("net")],
+        ..FetchConfig::default()
+    };
+    let client = PreviewClient::with_resolver(config, resolver.clone()).expect("client");
+    let url = format!("http://rebind.example:{}/whoami", server.port());
+    let p = client
+        .preview(&url, &base())
+        .await
+        .expect("first answer is permitted");
+    assert_eq!(p.title, "127.0.0.1");
+    assert_eq!(
+        resolver.lookups.load(Ordering::SeqCst),
+        1,
+        "one lookup per connection"
+    );
 }

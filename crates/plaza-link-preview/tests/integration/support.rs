@@ -82,7 +82,13 @@ impl Drop for TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_on("127.0.0.1:0").await
+    }
+
+    /// A server on a chosen loopback address (any of 127.0.0.0/8 binds on
+    /// Linux), for tests that need two distinguishable hosts.
+    pub async fn start_on(bind: &str) -> TestServer {
+        let listener = TcpListener::bind(bind).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let fixtures = load_fixtures();
         let task = tokio::spawn(async move {
@@ -92,7 +98,7 @@ impl TestServer {
                 };
                 let fixtures = fixtures.clone();
                 tokio::spawn(async move {
-                    let _ = handle(stream, &fixtures).await;
+                    let _ = handle(stream, &fixtures, addr).await;
                 });
             }
         });
@@ -197,7 +203,11 @@ fn compress(encoding: &str, body: &[u8]) -> Vec<u8> {
     }
 }
 
-async fn handle(mut stream: TcpStream, fixtures: &[Fixture]) -> std::io::Result<()> {
+async fn handle(
+    mut stream: TcpStream,
+    fixtures: &[Fixture],
+    local: SocketAddr,
+) -> std::io::Result<()> {
     let Some(req) = read_request(&mut stream).await else {
         return Ok(());
     };
@@ -236,6 +246,10 @@ async fn handle(mut stream: TcpStream, fixtures: &[Fixture]) -> std::io::Result<
         }
         let headers = [("Location", format!("/chain/{}", n - 1))];
         return respond(&mut stream, "301 Moved Permanently", &headers, b"").await;
+    }
+    if path == "/whoami" {
+        let body = format!("<title>{}</title>", local.ip());
+        return respond(&mut stream, "200 OK", &[html], body.as_bytes()).await;
     }
     if path == "/echo-headers" {
         let ua = req.header("user-agent").unwrap_or("none").to_owned();
