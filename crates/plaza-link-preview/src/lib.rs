@@ -7,6 +7,8 @@
 //! The crate holds no HTTP server: the server crate maps a
 //! [`PreviewError`] onto `400` or `502` with [`PreviewError::status`].
 
+#![warn(missing_docs)]
+
 mod charset;
 pub mod extract;
 pub mod fetch;
