@@ -15,7 +15,7 @@ pub mod quotes;
 mod render;
 mod text;
 
-pub use background::{PALETTE, Pattern};
+pub use background::PALETTE;
 pub use fonts::FONT_FAMILY;
 pub use render::{OgError, preload, render_png};
 pub use text::{MAX_AUTHOR_CHARS, MAX_QUOTE_CHARS};

@@ -69,9 +69,12 @@ pub fn render_png(svg: &str) -> Result<Vec<u8>, OgError> {
 fn encode(pixmap: &Pixmap) -> Result<Vec<u8>, OgError> {
     let opaque = pixmap.pixels().iter().all(|p| p.alpha() == u8::MAX);
     let (colour, data): (png::ColorType, Vec<u8>) = if opaque {
-        let mut rgb = Vec::with_capacity(pixmap.data().len() / 4 * 3);
-        for chunk in pixmap.data().chunks_exact(4) {
-            rgb.extend_from_slice(chunk.get(..3).unwrap_or(&[0, 0, 0]));
+        // Opaque premultiplied pixels are their straight values.
+        let mut rgb = vec![0u8; pixmap.data().len() / 4 * 3];
+        for (dst, src) in rgb.chunks_exact_mut(3).zip(pixmap.data().chunks_exact(4)) {
+            dst[0] = src[0];
+            dst[1] = src[1];
+            dst[2] = src[2];
         }
         (png::ColorType::Rgb, rgb)
     } else {
