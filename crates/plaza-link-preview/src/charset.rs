@@ -6,9 +6,11 @@
 //! honour by re-parsing), so the prescan reads up to the end of the head
 //! rather than the spec's first 1024 bytes.
 
+use std::ops::ControlFlow;
+
 use encoding_rs::{Encoding, UTF_8, WINDOWS_1252, X_USER_DEFINED};
 
-use crate::tokenizer::{Token, Tokenizer};
+use crate::html::{Token, tokenize};
 
 /// How far into the document the `<meta charset>` prescan looks.
 const PRESCAN_LIMIT: usize = 64 * 1024;
@@ -60,36 +62,54 @@ fn from_meta_label(label: &[u8]) -> Option<&'static Encoding> {
     })
 }
 
+/// Looks for an encoding declared in the head of the undecoded `bytes`.
+///
+/// Markup is ASCII in every encoding a document can declare from inside, so
+/// the bytes are read as windows-1252 (which maps every byte to a character
+/// and ASCII to itself) for the tokenizer; only the ASCII labels matter.
 fn prescan(bytes: &[u8]) -> Option<&'static Encoding> {
-    let mut tokenizer = Tokenizer::new(bytes);
-    while let Some(token) = tokenizer.next_token() {
-        match token {
-            Token::Start(tag) if tag.is("meta") => {
-                if let Some(label) = tag.attr("charset")
-                    && let Some(encoding) = from_meta_label(label.trim_ascii())
-                {
-                    return Some(encoding);
-                }
-                let is_content_type = tag
-                    .attr("http-equiv")
-                    .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"content-type"));
-                if is_content_type {
-                    let content = tag.attr("content").map(String::from_utf8_lossy);
-                    if let Some(encoding) = content
-                        .as_deref()
-                        .and_then(charset_param)
-                        .and_then(|l| from_meta_label(l.as_bytes()))
-                    {
-                        return Some(encoding);
-                    }
-                }
+    let (text, _) = WINDOWS_1252.decode_without_bom_handling(bytes);
+    let mut found = None;
+    tokenize(&text, |token| match token {
+        Token::Start(tag) if tag.is("meta") => {
+            found = meta_encoding(
+                tag.attr("charset"),
+                tag.attr("http-equiv"),
+                tag.attr("content"),
+            );
+            if found.is_some() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
             }
-            Token::Start(tag) if tag.is("body") => return None,
-            Token::End(name) if name.eq_ignore_ascii_case(b"head") => return None,
-            _ => {}
         }
+        Token::Start(tag) if tag.is("body") => ControlFlow::Break(()),
+        Token::End(name) if &**name == "head" => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    });
+    found
+}
+
+/// The encoding a `<meta>` declares through `charset`, or through
+/// `http-equiv="Content-Type"` with a `charset=` in `content`.
+fn meta_encoding(
+    charset: Option<&str>,
+    http_equiv: Option<&str>,
+    content: Option<&str>,
+) -> Option<&'static Encoding> {
+    if let Some(encoding) = charset.and_then(|label| from_meta_label(label.trim_ascii().as_bytes()))
+    {
+        return Some(encoding);
     }
-    None
+    let is_content_type =
+        http_equiv.is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case("content-type"));
+    if is_content_type {
+        content
+            .and_then(charset_param)
+            .and_then(|label| from_meta_label(label.as_bytes()))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,15 @@
 //! non-empty value; within one source the first non-empty occurrence wins.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
+use html5ever::LocalName;
 use serde::Serialize;
 use url::Url;
 
 use crate::charset;
-use crate::text::{clean, decode_attr, decode_text};
-use crate::tokenizer::{StartTag, Token, Tokenizer};
+use crate::html::{StartTag, Token, tokenize};
+use crate::text::clean;
 
 /// Longest title returned, in characters; longer ones are cut with `…` so a
 /// hostile page cannot make the preview (or the client's layout) huge.
@@ -72,18 +74,17 @@ pub fn extract(html: &[u8], content_type: Option<&str>, page_url: &Url) -> Metad
     let (encoding, bom_len) = charset::detect(html, content_type);
     let (text, _) = encoding.decode_without_bom_handling(&html[bom_len.min(html.len())..]);
     let mut collector = Collector::new();
-    let mut tokenizer = Tokenizer::new(text.as_bytes());
-    while let Some(token) = tokenizer.next_token() {
+    tokenize(&text, |token| {
         collector.token(token);
-    }
+        ControlFlow::Continue(())
+    });
     collector.finish(page_url)
 }
 
 /// An open element, for microdata scoping and text capture.
 struct Open {
-    /// Lower-cased tag name, truncated; enough to match end tags.
-    name: [u8; 12],
-    name_len: u8,
+    /// Tag name (an interned atom: comparing is cheap).
+    name: LocalName,
     /// `Some(is_property)` when the element has `itemscope`.
     item: Option<bool>,
     /// The element is an `itemprop="image" itemscope` (an `ImageObject`).
@@ -91,9 +92,8 @@ struct Open {
 }
 
 impl Open {
-    fn matches(&self, name: &[u8]) -> bool {
-        name.len() == usize::from(self.name_len)
-            && name.eq_ignore_ascii_case(&self.name[..name.len()])
+    fn matches(&self, name: &str) -> bool {
+        &*self.name == name
     }
 }
 
@@ -111,8 +111,9 @@ struct Collector {
     description: Option<(Source, String)>,
     images: [Vec<String>; 4],
     base_href: Option<String>,
-    /// The previous token opened an HTML `<title>`.
-    in_title: bool,
+    /// Text of the HTML `<title>` being read, while one is open and could
+    /// still give the title.
+    title_text: Option<String>,
     stack: Vec<Open>,
     /// Elements not pushed because the stack was full.
     untracked: usize,
@@ -163,8 +164,8 @@ const INLINE: [&str; 22] = [
     "s", "samp", "small", "span", "strong", "sub", "sup", "u",
 ];
 
-fn is_any(name: &[u8], list: &[&str]) -> bool {
-    list.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+fn is_any(name: &str, list: &[&str]) -> bool {
+    list.contains(&name)
 }
 
 impl Collector {
@@ -174,7 +175,7 @@ impl Collector {
             description: None,
             images: Default::default(),
             base_href: None,
-            in_title: false,
+            title_text: None,
             stack: Vec::new(),
             untracked: 0,
             item_depth: 0,
@@ -215,38 +216,37 @@ impl Collector {
         }
     }
 
-    fn offer_attr(&mut self, field: Field, source: Source, raw: Option<&[u8]>) {
-        if let Some(raw) = raw {
-            self.offer_text(field, source, decode_attr(raw));
+    fn offer_attr(&mut self, field: Field, source: Source, value: Option<&str>) {
+        if let Some(value) = value {
+            self.offer_text(field, source, Cow::Borrowed(value));
         }
     }
 
     fn token(&mut self, token: Token<'_>) {
-        let was_title = std::mem::take(&mut self.in_title);
-        if !self.captures.is_empty()
-            && let Token::Start(StartTag { name, .. }) | Token::End(name) = &token
-            && !is_any(name, &INLINE)
-        {
-            self.captures
-                .iter_mut()
-                .filter(|c| c.text.len() < MAX_CAPTURE_BYTES)
-                .for_each(|c| c.text.push(' '));
+        if let Token::Start(StartTag { name, .. }) | Token::End(name) = &token {
+            // A tag ends the raw text of an open `<title>`.
+            if let Some(title) = self.title_text.take() {
+                self.offer_text(Field::Title, Source::Standard, Cow::Owned(title));
+            }
+            if !self.captures.is_empty() && !is_any(name, &INLINE) {
+                self.captures
+                    .iter_mut()
+                    .filter(|c| c.text.len() < MAX_CAPTURE_BYTES)
+                    .for_each(|c| c.text.push(' '));
+            }
         }
         match token {
             Token::Start(tag) => self.start(&tag),
             Token::End(name) => self.end(name),
-            Token::RawText(raw) => {
-                if was_title {
-                    self.offer_text(Field::Title, Source::Standard, decode_text(raw));
+            Token::RawText(text) => {
+                if let Some(title) = &mut self.title_text {
+                    title.push_str(text);
                 }
             }
-            Token::Text(raw) => {
-                if !self.captures.is_empty() {
-                    let text = decode_text(raw);
-                    for capture in &mut self.captures {
-                        if capture.text.len() < MAX_CAPTURE_BYTES {
-                            capture.text.push_str(&text);
-                        }
+            Token::Text(text) => {
+                for capture in &mut self.captures {
+                    if capture.text.len() < MAX_CAPTURE_BYTES {
+                        capture.text.push_str(text);
                     }
                 }
             }
@@ -254,16 +254,23 @@ impl Collector {
     }
 
     fn start(&mut self, tag: &StartTag<'_>) {
-        let name = tag.name;
+        let name: &str = tag.name;
         if !tag.foreign {
             if tag.is("meta") {
                 self.meta(tag);
             } else if tag.is("title") {
-                self.in_title = true;
+                // Read the text only while it could still give the title.
+                let taken = self
+                    .title
+                    .as_ref()
+                    .is_some_and(|(best, _)| *best <= Source::Standard);
+                if !taken {
+                    self.title_text = Some(String::new());
+                }
             } else if tag.is("link") {
                 let is_image_src = tag.attr("rel").is_some_and(|rel| {
-                    rel.split(|b| b.is_ascii_whitespace())
-                        .any(|t| t.eq_ignore_ascii_case(b"image_src"))
+                    rel.split(|c: char| c.is_ascii_whitespace())
+                        .any(|t| t.eq_ignore_ascii_case("image_src"))
                 });
                 if is_image_src {
                     self.offer_attr(Field::Image, Source::Standard, tag.attr("href"));
@@ -272,15 +279,15 @@ impl Collector {
                 && self.base_href.is_none()
                 && let Some(href) = tag.attr("href")
             {
-                self.base_href = Some(decode_attr(href).trim().to_owned());
+                self.base_href = Some(href.trim().to_owned());
             }
         }
         // Implied end tags for the common cases.
         if let Some(top) = self.stack.last() {
-            let closes = (top.matches(b"p") && is_any(name, &CLOSES_P))
-                || (top.matches(b"li") && tag.is("li"))
-                || ((top.matches(b"dt") || top.matches(b"dd")) && (tag.is("dt") || tag.is("dd")))
-                || (top.matches(b"option") && tag.is("option"));
+            let closes = (top.matches("p") && is_any(name, &CLOSES_P))
+                || (top.matches("li") && tag.is("li"))
+                || ((top.matches("dt") || top.matches("dd")) && (tag.is("dt") || tag.is("dd")))
+                || (top.matches("option") && tag.is("option"));
             if closes {
                 self.pop_to(self.stack.len() - 1);
             }
@@ -294,17 +301,17 @@ impl Collector {
         let mut capture = None;
         if let Some(props) = itemprop {
             for prop in props
-                .split(|b| b.is_ascii_whitespace())
+                .split(|c: char| c.is_ascii_whitespace())
                 .filter(|p| !p.is_empty())
             {
-                let field = if accepted && prop.eq_ignore_ascii_case(b"name") {
+                let field = if accepted && prop.eq_ignore_ascii_case("name") {
                     Field::Title
-                } else if accepted && prop.eq_ignore_ascii_case(b"description") {
+                } else if accepted && prop.eq_ignore_ascii_case("description") {
                     Field::Description
-                } else if (accepted && prop.eq_ignore_ascii_case(b"image"))
+                } else if (accepted && prop.eq_ignore_ascii_case("image"))
                     || (in_image_item
-                        && (prop.eq_ignore_ascii_case(b"url")
-                            || prop.eq_ignore_ascii_case(b"contentUrl")))
+                        && (prop.eq_ignore_ascii_case("url")
+                            || prop.eq_ignore_ascii_case("contentUrl")))
                 {
                     Field::Image
                 } else {
@@ -330,10 +337,6 @@ impl Collector {
             self.untracked = self.untracked.saturating_add(1);
             return;
         }
-        let mut stored = [0u8; 12];
-        let name_len = name.len().min(stored.len());
-        stored[..name_len].copy_from_slice(&name[..name_len]);
-        stored.make_ascii_lowercase();
         let item = itemscope.then_some(itemprop.is_some());
         if let Some(is_property) = item {
             self.item_depth += 1;
@@ -345,8 +348,7 @@ impl Collector {
             self.image_item_depth += 1;
         }
         self.stack.push(Open {
-            name: stored,
-            name_len: name_len as u8,
+            name: tag.name.clone(),
             item,
             image_item,
         });
@@ -366,7 +368,7 @@ impl Collector {
                 continue;
             };
             let key = key.trim_ascii();
-            let lower = |s: &str| key.eq_ignore_ascii_case(s.as_bytes());
+            let lower = |s: &str| key.eq_ignore_ascii_case(s);
             let target = if lower("og:title") {
                 (Field::Title, Source::OpenGraph)
             } else if lower("og:description") {
@@ -390,7 +392,7 @@ impl Collector {
         }
     }
 
-    fn end(&mut self, name: &[u8]) {
+    fn end(&mut self, name: &str) {
         if self.untracked > 0 {
             // Assume the end tag closes one of the untracked elements.
             self.untracked -= 1;
@@ -424,6 +426,10 @@ impl Collector {
     }
 
     fn finish(mut self, page_url: &Url) -> Metadata {
+        // A `<title>` left open runs to the end of the document.
+        if let Some(title) = self.title_text.take() {
+            self.offer_text(Field::Title, Source::Standard, Cow::Owned(title));
+        }
         self.pop_to(0);
         for capture in std::mem::take(&mut self.captures) {
             self.offer_text(capture.field, Source::Microdata, Cow::Owned(capture.text));
@@ -449,8 +455,8 @@ impl Collector {
 
 /// The microdata value carried by an attribute of `tag`, by element type, or
 /// `None` when the value is the element's text content.
-fn microdata_value<'a>(tag: &StartTag<'a>) -> Option<&'a [u8]> {
-    let name = tag.name;
+fn microdata_value<'a>(tag: &StartTag<'a>) -> Option<&'a str> {
+    let name: &str = tag.name;
     if tag.is("meta") {
         Some(
             tag.attr("content")
@@ -545,6 +551,17 @@ mod tests {
         assert_eq!(
             m.image.as_deref(),
             Some("https://example.com/static/img/x.png")
+        );
+    }
+
+    #[test]
+    fn references_decoded_in_text_and_attributes() {
+        let m = run(r#"<title>Tom &amp; Jerry &eacute;&#x27;&#39;</title>
+            <meta property="og:image" content="/a?b=1&copy=2&amp;c">"#);
+        assert_eq!(m.title, "Tom & Jerry é''");
+        assert_eq!(
+            m.image.as_deref(),
+            Some("https://example.com/a?b=1&copy=2&c")
         );
     }
 

@@ -23,7 +23,6 @@ use url::{Host, Url};
 
 use crate::extract::{Metadata, absolute_image_url, extract};
 use crate::policy::{AddressPolicy, IpNet};
-use crate::tokenizer::contains_head_end;
 
 /// Settings of a [`PreviewClient`].
 #[derive(Debug, Clone)]
@@ -484,6 +483,30 @@ impl PreviewClient {
     }
 }
 
+/// Whether `haystack` contains the end tag `</head` or the start tag `<body`
+/// (ASCII case-insensitive, as whole tag names): the fetcher's cheap signal
+/// that the document head is complete, so an extraction is worth trying.
+///
+/// This looks at undecoded bytes as they arrive, across `.await`s, which the
+/// tokenizer cannot do (its buffers are not `Send`, and the encoding is not
+/// known yet). A false signal, such as `</head>` inside a script, only costs
+/// one extraction of the bytes read so far; the extraction itself
+/// tokenizes properly.
+fn contains_head_end(haystack: &[u8]) -> bool {
+    let ends_name = |b: Option<&u8>| {
+        b.is_none_or(|&b| matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'))
+    };
+    memchr::memchr_iter(b'<', haystack).any(|i| {
+        let rest = &haystack[i + 1..];
+        let is = |name: &[u8]| {
+            rest.get(..name.len())
+                .is_some_and(|r| r.eq_ignore_ascii_case(name))
+                && ends_name(rest.get(name.len()))
+        };
+        is(b"/head") || is(b"body")
+    })
+}
+
 /// `<app>-LinkPreview/1.0` with `app` reduced to product-token characters.
 fn user_agent(app_name: &str) -> String {
     let app: String = app_name
@@ -593,6 +616,15 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn head_end_detection() {
+        assert!(contains_head_end(b"<meta></HEAD>"));
+        assert!(contains_head_end(b"<Body>"));
+        assert!(contains_head_end(b"</head"));
+        assert!(!contains_head_end(b"<header></headline>"));
+        assert!(!contains_head_end(b"<bod"));
+    }
 
     #[test]
     fn user_agent_form() {

@@ -12,9 +12,9 @@
 mod charset;
 pub mod extract;
 pub mod fetch;
+mod html;
 pub mod policy;
 mod text;
-mod tokenizer;
 
 pub use extract::{Metadata, extract};
 pub use fetch::{

@@ -1,29 +1,5 @@
-//! Turning raw markup fragments into bounded plain text.
-
-use std::borrow::Cow;
-
-/// Decodes character references in text content (`&amp;`, `&eacute;`,
-/// `&#x27;`, ...), borrowing when there is nothing to decode.
-pub(crate) fn decode_text(raw: &[u8]) -> Cow<'_, str> {
-    let s = String::from_utf8_lossy(raw);
-    if s.contains('&') {
-        Cow::Owned(htmlize::unescape(s).into_owned())
-    } else {
-        s
-    }
-}
-
-/// Decodes character references in an attribute value, with the spec's
-/// attribute rule for legacy references without `;` (`?a=1&copy=2` keeps
-/// `&copy`).
-pub(crate) fn decode_attr(raw: &[u8]) -> Cow<'_, str> {
-    let s = String::from_utf8_lossy(raw);
-    if s.contains('&') {
-        Cow::Owned(htmlize::unescape_attribute(s).into_owned())
-    } else {
-        s
-    }
-}
+//! Turning text and attribute values (references already decoded by the
+//! tokenizer) into bounded plain text.
 
 /// Makes display text: removes anything shaped like a tag (sites often
 /// double-escape markup into `og:description`, and the result must be plain
@@ -121,14 +97,5 @@ mod tests {
         assert_eq!(clean("日本語のタイトル", 3), "日本…");
         let huge = "x".repeat(10_000_000);
         assert_eq!(clean(&huge, 300).chars().count(), 300);
-    }
-
-    #[test]
-    fn entities_decoded() {
-        assert_eq!(
-            decode_text(b"Tom &amp; Jerry &eacute;&#x27;&#39;"),
-            "Tom & Jerry é''"
-        );
-        assert_eq!(decode_attr(b"/a?b=1&copy=2&amp;c"), "/a?b=1&copy=2&c");
     }
 }
