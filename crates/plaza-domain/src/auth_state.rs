@@ -70,6 +70,33 @@ impl Database {
         Ok(())
     }
 
+    /// Deletes what can no longer matter: expired sessions, abandoned OAuth
+    /// attempts, revocations of tokens past their expiry and failure counts
+    /// older than `failure_window_millis`. Returns the rows removed.
+    pub async fn purge_expired_security_state(
+        &self,
+        failure_window_millis: i64,
+    ) -> Result<u64, DomainError> {
+        let now = now_millis();
+        let mut removed = 0;
+        for (statement, cutoff) in [
+            ("DELETE FROM sessions WHERE expires_at <= $1", now),
+            ("DELETE FROM oauth_states WHERE expires_at <= $1", now),
+            ("DELETE FROM revoked_tokens WHERE expires_at <= $1", now),
+            (
+                "DELETE FROM login_failures WHERE window_started_at <= $1",
+                now - failure_window_millis,
+            ),
+        ] {
+            removed += sqlx::query(statement)
+                .bind(cutoff)
+                .execute(self.pool())
+                .await?
+                .rows_affected();
+        }
+        Ok(removed)
+    }
+
     /// Counts a failed sign-in under `key` within a window of `window_millis`
     /// and returns the count in the current window.
     pub async fn record_sign_in_failure(

@@ -107,13 +107,4 @@ impl Database {
             .await?;
         Ok(())
     }
-
-    /// Removes expired sessions; run periodically.
-    pub async fn delete_expired_sessions(&self) -> Result<u64, DomainError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
-            .bind(now_millis())
-            .execute(self.pool())
-            .await?;
-        Ok(done.rows_affected())
-    }
 }

@@ -8,6 +8,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -32,6 +33,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(controllers::metrics::routes())
         .merge(controllers::auth::routes())
         .merge(controllers::users::routes())
+        .merge(controllers::images::routes())
+        .merge(controllers::link_preview::routes())
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.
@@ -145,6 +148,8 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
+        let stop_background = CancellationToken::new();
+        spawn_janitor(&state, stop_background.clone());
         let app = build_app(self.state);
         axum::serve(
             self.listener,
@@ -153,6 +158,7 @@ impl Server {
         .with_graceful_shutdown(shutdown)
         .await?;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
+        stop_background.cancel();
         state.background.close();
         if tokio::time::timeout(grace, state.background.wait())
             .await
@@ -167,6 +173,30 @@ impl Server {
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// How often expired sessions, OAuth attempts and revocations are deleted.
+const JANITOR_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Periodic clean-up, tracked as background work so shutdown waits for a
+/// pass in progress.
+fn spawn_janitor(state: &AppState, stop: CancellationToken) {
+    let db = state.db.clone();
+    let failure_window = i64::try_from(state.settings.sign_in_lockout_secs)
+        .unwrap_or(i64::MAX / 1000)
+        .saturating_mul(1000);
+    state.background.spawn(async move {
+        let mut interval = tokio::time::interval(JANITOR_INTERVAL);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                _ = interval.tick() => match db.purge_expired_security_state(failure_window).await {
+                    Ok(removed) => tracing::debug!(removed, "purged expired security state"),
+                    Err(error) => tracing::warn!(%error, "could not purge expired security state"),
+                },
+            }
+        }
+    });
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -104,6 +104,15 @@ pub enum AppError {
     /// A dependency (the database) is down; the client may retry.
     #[error("service temporarily unavailable")]
     Unavailable(String),
+    /// A failure whose surface names it with a fixed title, such as link
+    /// preview's "Failed to fetch link preview" (502) with the target's answer
+    /// as details.
+    #[error("{details}")]
+    Titled {
+        status: StatusCode,
+        title: &'static str,
+        details: String,
+    },
     /// A bug or an unexpected failure. The cause is logged, never sent.
     #[error("internal server error")]
     Internal(String),
@@ -140,6 +149,7 @@ impl AppError {
             AppError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
             AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Titled { status, .. } => *status,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -161,6 +171,11 @@ impl AppError {
             AppError::RateLimited => "RATE_LIMITED",
             AppError::Timeout => "REQUEST_TIMEOUT",
             AppError::Unavailable(_) => "SERVICE_UNAVAILABLE",
+            AppError::Titled { status, .. } if *status == StatusCode::BAD_GATEWAY => {
+                "UPSTREAM_ERROR"
+            }
+            AppError::Titled { status, .. } if status.is_server_error() => "SERVER_ERROR",
+            AppError::Titled { .. } => "BAD_REQUEST",
             AppError::Internal(_) => "SERVER_ERROR",
         }
     }
@@ -221,6 +236,8 @@ pub struct ErrorReport {
     pub extra: Map<String, Value>,
     /// Unknown routes answer in the general shape whatever their prefix.
     pub general_only: bool,
+    /// The `error` string of the string-shaped surfaces, when the error names it.
+    pub title: Option<&'static str>,
 }
 
 impl From<&AppError> for ErrorReport {
@@ -249,6 +266,10 @@ impl From<&AppError> for ErrorReport {
             },
             extra,
             general_only: matches!(error, AppError::RouteNotFound),
+            title: match error {
+                AppError::Titled { title, .. } => Some(title),
+                _ => None,
+            },
         }
     }
 }
@@ -386,6 +407,9 @@ fn unversioned_admin_title(report: &ErrorReport) -> &'static str {
 }
 
 fn upload_title(report: &ErrorReport) -> &'static str {
+    if let Some(title) = report.title {
+        return title;
+    }
     match report.code {
         "UNAUTHORIZED" => "Authentication required",
         "PAYLOAD_TOO_LARGE" => "File too large",
@@ -396,6 +420,9 @@ fn upload_title(report: &ErrorReport) -> &'static str {
 }
 
 fn plain_title(report: &ErrorReport) -> String {
+    if let Some(title) = report.title {
+        return title.to_owned();
+    }
     match report.code {
         "SERVER_ERROR" => "Internal server error".to_owned(),
         "RATE_LIMITED" => "Rate limit exceeded".to_owned(),

@@ -39,6 +39,8 @@ pub struct Settings {
     pub rate_limits_enabled: bool,
     /// Lets link preview reach loopback and private addresses.
     pub link_preview_allow_private: bool,
+    /// Ports link preview may fetch besides 80 and 443.
+    pub link_preview_allowed_ports: Vec<u16>,
     /// Serves `/api/metrics` without an admin token.
     pub metrics_public: bool,
     /// Shares rate-limit counts between instances.
@@ -92,6 +94,7 @@ impl Default for Settings {
             signup: true,
             rate_limits_enabled: true,
             link_preview_allow_private: false,
+            link_preview_allowed_ports: Vec::new(),
             metrics_public: false,
             redis_url: None,
             log_format: LogFormat::Text,

@@ -16,6 +16,8 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub db: Database,
     pub auth: Arc<Auth>,
+    /// One guarded outbound client for every link preview.
+    pub link_preview: Arc<plaza_link_preview::PreviewClient>,
     pub metrics: PrometheusHandle,
     pub started_at: Instant,
     /// Work that outlives its request (analytics writes, cleanup). Shutdown
@@ -28,10 +30,19 @@ impl AppState {
     /// impossible hashing parameters).
     pub fn new(settings: Settings, db: Database) -> Result<Self, String> {
         let auth = Auth::new(&settings)?;
+        let link_preview =
+            plaza_link_preview::PreviewClient::new(plaza_link_preview::FetchConfig {
+                app_name: settings.app_name.clone(),
+                allow_private: settings.link_preview_allow_private,
+                allowed_ports: settings.link_preview_allowed_ports.clone(),
+                ..plaza_link_preview::FetchConfig::default()
+            })
+            .map_err(|error| format!("cannot build the link preview client: {error}"))?;
         Ok(AppState {
             settings: Arc::new(settings),
             db,
             auth: Arc::new(auth),
+            link_preview: Arc::new(link_preview),
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),
             background: TaskTracker::new(),

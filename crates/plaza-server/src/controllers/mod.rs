@@ -3,6 +3,8 @@
 
 pub mod auth;
 pub mod docs;
+pub mod images;
+pub mod link_preview;
 pub mod metrics;
 pub mod system;
 pub mod users;
