@@ -4,8 +4,9 @@
 //
 //   node peer.mjs [AVATARS] [PNGS]
 //
-// Prints one JSON object per measurement, and which rasteriser @vercel/og
-// used (it uses sharp when `import("sharp")` succeeds, else resvg-wasm).
+// Prints one JSON object per measurement (wall and CPU seconds of the whole
+// process, all its threads), and which rasteriser @vercel/og used (it uses
+// sharp when `import("sharp")` succeeds, else resvg-wasm).
 
 import { createAvatar } from "@dicebear/core";
 import { adventurer } from "@dicebear/collection";
@@ -96,20 +97,31 @@ for (let i = 0; i < 100; i++) avatar(`warm-${i}`, 200);
 for (let i = 0; i < 3; i++) await new ImageResponse(card(`warm-${i}`), { width: 1200, height: 630 }).arrayBuffer();
 
 let start = process.hrtime.bigint();
+let cpuStart = process.cpuUsage();
 let bytes = 0;
 for (let i = 0; i < avatars; i++) bytes += avatar(`user-${i}`, 200).length;
 let seconds = Number(process.hrtime.bigint() - start) / 1e9;
-console.log(JSON.stringify({ name: "avatar_svg_200", count: avatars, seconds, per_second: avatars / seconds, avg_bytes: Math.round(bytes / avatars) }));
+let cpu = process.cpuUsage(cpuStart);
+console.log(
+  JSON.stringify({
+    name: "avatar_svg_200",
+    count: avatars,
+    seconds,
+    per_second: avatars / seconds,
+    avg_bytes: Math.round(bytes / avatars),
+    cpu_seconds: (cpu.user + cpu.system) / 1e6,
+  }),
+);
 
 start = process.hrtime.bigint();
-const cpuStart = process.cpuUsage();
+cpuStart = process.cpuUsage();
 bytes = 0;
 for (let i = 0; i < pngs; i++) {
   const png = await new ImageResponse(card(`user-${i}`), { width: 1200, height: 630 }).arrayBuffer();
   bytes += png.byteLength;
 }
 seconds = Number(process.hrtime.bigint() - start) / 1e9;
-const cpu = process.cpuUsage(cpuStart);
+cpu = process.cpuUsage(cpuStart);
 console.log(
   JSON.stringify({
     name: "og_png_1200x630",

@@ -49,15 +49,25 @@ node - "$RESULTS" <<'JS'
 const fs = require("node:fs");
 const rows = fs.readFileSync(process.argv[2], "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
-const rate = (side, name) => median(rows.filter((r) => r.side === side && r.name === name).map((r) => r.per_second));
+const pick = (side, name) => rows.filter((r) => r.side === side && r.name === name);
+const rate = (side, name) => median(pick(side, name).map((r) => r.per_second));
+const cpuRate = (side, name) => {
+  const xs = pick(side, name).filter((r) => r.cpu_seconds > 0).map((r) => r.count / r.cpu_seconds);
+  return xs.length ? median(xs) : null;
+};
 const fmt = (x) => x.toFixed(x < 100 ? 2 : 0).padStart(12);
 const peerOg = rows.find((r) => r.side === "peer" && r.name === "og_png_1200x630");
 console.log(`@vercel/og rasteriser: ${peerOg.rasteriser}`);
-console.log(`peer OG CPU seconds per wall second (median round): ${median(rows.filter((r) => r.side === "peer" && r.name === "og_png_1200x630").map((r) => r.cpu_seconds / r.seconds)).toFixed(2)}`);
+console.log(`load average when done: ${fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 console.log("");
-console.log(`${"images/s".padEnd(26)}${"Plaza".padStart(12)}${"Node peer".padStart(12)}${"ratio".padStart(9)}  target`);
+console.log("images/s: wall-clock rate; per CPU-s: images per CPU-second (Plaza: its one thread; Node: all threads)");
+console.log(`${"".padEnd(18)}${"Plaza".padStart(12)}${"Node peer".padStart(12)}${"ratio".padStart(9)}${"Plaza/CPU-s".padStart(14)}${"Node/CPU-s".padStart(13)}${"ratio".padStart(9)}  target`);
 for (const [name, label, target] of [["avatar_svg_200", "avatar SVG 200px", 10], ["og_png_1200x630", "OG PNG 1200x630", 2]]) {
   const p = rate("plaza", name), n = rate("peer", name), ratio = p / n;
-  console.log(`${label.padEnd(26)}${fmt(p)}${fmt(n)}${(ratio.toFixed(1) + "x").padStart(9)}  >= ${target}x ${ratio >= target ? "met" : "NOT met"}`);
+  const pc = cpuRate("plaza", name), nc = cpuRate("peer", name);
+  const cpuRatio = pc && nc ? (pc / nc).toFixed(1) + "x" : "n/a";
+  console.log(
+    `${label.padEnd(18)}${fmt(p)}${fmt(n)}${(ratio.toFixed(1) + "x").padStart(9)}${(pc ? fmt(pc) : "n/a").padStart(14)}${(nc ? fmt(nc) : "n/a").padStart(13)}${cpuRatio.padStart(9)}  >= ${target}x ${ratio >= target ? "met" : "NOT met"}`,
+  );
 }
 JS
