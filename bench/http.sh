@@ -5,7 +5,8 @@
 #   2. GET /api/health (one database round trip per request).
 #   3. GET /api/auth/session signed in against anonymous: what session
 #      lookup adds to a request.
-#   4. Start-up time to the first answer on an existing database, and idle
+#   4. GET /api/link-preview of an article page served on loopback.
+#   5. Start-up time to the first answer on an existing database, and idle
 #      resident memory.
 # Usage: bench/http.sh [seconds per run, default 10] [connections, default 50]
 set -euo pipefail
@@ -14,7 +15,7 @@ DURATION="${1:-10}"
 CONNECTIONS="${2:-50}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 
-cargo build --release -q -p plaza-server -p bare-hello
+[ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server -p bare-hello
 PLAZA=target/release/plaza
 BARE=target/release/bare-hello
 WORK=$(mktemp -d)
@@ -30,6 +31,8 @@ export PLAZA_DATA_DIR="$WORK/data" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
 "$PLAZA" user create --email bench@example.com --password bench-password >/dev/null 2>&1
 
 PLAZA_PORT=$(free_port)
+BARE_PORT=$(free_port)
+export PLAZA_LINK_PREVIEW_ALLOW_PRIVATE=true PLAZA_LINK_PREVIEW_ALLOWED_PORTS="[$BARE_PORT]"
 start_ns=$(date +%s%N)
 PLAZA_BIND="127.0.0.1:$PLAZA_PORT" "$PLAZA" serve 2>"$WORK/plaza.log" &
 PIDS+=($!)
@@ -38,7 +41,6 @@ wait_http "http://127.0.0.1:$PLAZA_PORT/api/version"
 startup_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 idle_rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$PLAZA_PID/status")
 
-BARE_PORT=$(free_port)
 BARE_BIND="127.0.0.1:$BARE_PORT" "$BARE" &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$BARE_PORT/api/version"
@@ -74,6 +76,8 @@ run plaza-version-2 "http://127.0.0.1:$PLAZA_PORT/api/version"
 run plaza-health "http://127.0.0.1:$PLAZA_PORT/api/health"
 run session-anonymous "http://127.0.0.1:$PLAZA_PORT/api/auth/session"
 run session-signed-in "http://127.0.0.1:$PLAZA_PORT/api/auth/session" "Cookie: $COOKIE"
+run link-preview "http://127.0.0.1:$PLAZA_PORT/api/link-preview?url=http%3A%2F%2F127.0.0.1%3A$BARE_PORT%2Fpage"
+run avatar "http://127.0.0.1:$PLAZA_PORT/api/avatar-image?seed=bench&size=200"
 
 ratio() { python3 -c "print(f'{(float(open(\"$WORK/$1.rps\").read())+float(open(\"$WORK/$2.rps\").read()))/(float(open(\"$WORK/$3.rps\").read())+float(open(\"$WORK/$4.rps\").read())):.2f}')"; }
 echo
@@ -86,5 +90,7 @@ signed = float(open(f"{work}/session-signed-in.rps").read())
 print(f"session lookup: signed-in / anonymous throughput {signed/anon:.2f}; "
       f"added per request at this concurrency ~{(1/signed - 1/anon)*1e6:.1f} us of server time")
 PY
+echo "link previews per second over HTTP: $(cat "$WORK/link-preview.rps") (target >= 2000)"
+echo "avatars per second over HTTP: $(cat "$WORK/avatar.rps") (target >= 5000)"
 echo "start-up to first answer on an existing database: ${startup_ms} ms (target < 1000)"
 echo "idle resident memory after start: $((idle_rss_kb / 1024)) MB (target < 30)"
