@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
@@ -21,7 +21,9 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::controllers::{self, docs};
 use crate::error::AppError;
-use crate::middleware::{refuse_cross_origin_writes, render_errors, track_metrics};
+use crate::middleware::{
+    MakeRequestUuid, refuse_cross_origin_writes, render_errors, track_metrics,
+};
 use crate::settings::Settings;
 use crate::state::AppState;
 
@@ -33,6 +35,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(controllers::metrics::routes())
         .merge(controllers::auth::routes())
         .merge(controllers::users::routes())
+        .merge(controllers::posts::routes())
+        .merge(controllers::search::routes())
         .merge(controllers::images::routes())
         .merge(controllers::link_preview::routes())
 }

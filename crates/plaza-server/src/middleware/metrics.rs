@@ -1,27 +1,61 @@
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
+use metrics::{Counter, Histogram};
+
+/// The series of one (method, status) under a route.
+struct Series {
+    method: Method,
+    status: u16,
+    requests: Counter,
+    duration: Histogram,
+}
+
+/// Metric handles by route template, so a request costs one map lookup
+/// instead of building label sets and registry keys on every call.
+static SERIES: LazyLock<RwLock<HashMap<Box<str>, Vec<Series>>>> = LazyLock::new(Default::default);
+
+fn record(route: &str, method: &Method, status: u16, seconds: f64) {
+    if let Ok(series) = SERIES.read()
+        && let Some(found) = series
+            .get(route)
+            .and_then(|all| all.iter().find(|s| s.status == status && s.method == method))
+    {
+        found.requests.increment(1);
+        found.duration.record(seconds);
+        return;
+    }
+    let labels = [
+        ("method", method.to_string()),
+        ("route", route.to_owned()),
+        ("status", status.to_string()),
+    ];
+    let created = Series {
+        method: method.clone(),
+        status,
+        requests: metrics::counter!("http_requests_total", &labels),
+        duration: metrics::histogram!("http_request_duration_seconds", &labels),
+    };
+    created.requests.increment(1);
+    created.duration.record(seconds);
+    if let Ok(mut series) = SERIES.write() {
+        series.entry(route.into()).or_default().push(created);
+    }
+}
 
 /// Counts requests and records their latency by route template (never the raw
 /// path, which would explode the number of series) and status.
 pub async fn track_metrics(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|path| path.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().to_string();
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let response = next.run(request).await;
-    let labels = [
-        ("method", method),
-        ("route", route),
-        ("status", response.status().as_u16().to_string()),
-    ];
-    metrics::counter!("http_requests_total", &labels).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels)
-        .record(started.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    record(route, &method, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
 }
