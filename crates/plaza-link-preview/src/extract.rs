@@ -76,7 +76,11 @@ pub fn extract(html: &[u8], content_type: Option<&str>, page_url: &Url) -> Metad
     let mut collector = Collector::new();
     tokenize(&text, |token| {
         collector.token(token);
-        ControlFlow::Continue(())
+        if collector.settled() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
     });
     collector.finish(page_url)
 }
@@ -121,6 +125,9 @@ struct Collector {
     property_item_depth: usize,
     image_item_depth: usize,
     captures: Vec<Capture>,
+    /// The first Open Graph image is an absolute, usable URL: it is the
+    /// image whatever follows, `<base href>` included.
+    og_image_settled: bool,
 }
 
 const VOID: [&str; 15] = [
@@ -182,6 +189,7 @@ impl Collector {
             property_item_depth: 0,
             image_item_depth: 0,
             captures: Vec::new(),
+            og_image_settled: false,
         }
     }
 
@@ -212,8 +220,24 @@ impl Collector {
             && list.len() < MAX_IMAGE_CANDIDATES
             && trimmed.len() <= MAX_IMAGE_URL_LEN * 2
         {
+            if source == Source::OpenGraph && list.is_empty() {
+                self.og_image_settled = Url::parse(trimmed)
+                    .is_ok_and(|url| absolute_image_url(trimmed, &url).is_some());
+            }
             list.push(trimmed.to_owned());
         }
+    }
+
+    /// Whether nothing later in the document can change the result, so
+    /// tokenizing can stop: Open Graph, the best source, has given the title
+    /// and the description (the first non-empty occurrence wins) and an
+    /// image that needs no base.
+    fn settled(&self) -> bool {
+        let from_og = |slot: &Option<(Source, String)>| {
+            slot.as_ref()
+                .is_some_and(|(source, _)| *source == Source::OpenGraph)
+        };
+        self.og_image_settled && from_og(&self.title) && from_og(&self.description)
     }
 
     fn offer_attr(&mut self, field: Field, source: Source, value: Option<&str>) {
@@ -563,6 +587,41 @@ mod tests {
             m.image.as_deref(),
             Some("https://example.com/a?b=1&copy=2&c")
         );
+    }
+
+    #[test]
+    fn stopping_early_changes_nothing() {
+        let og =
+            r#"<meta property="og:title" content="T"><meta property="og:description" content="D">"#;
+        // Settled: an absolute first image; later tags cannot change it.
+        let m = run(&format!(
+            r#"{og}<meta property="og:image" content="https://cdn.example.net/i.png">
+            <base href="https://other.example/"><meta property="og:title" content="Later">"#
+        ));
+        assert_eq!(m.title, "T");
+        assert_eq!(m.image.as_deref(), Some("https://cdn.example.net/i.png"));
+        // Not settled: a relative or unusable first image still depends on
+        // what follows.
+        let m = run(&format!(
+            r#"{og}<meta property="og:image" content="i.png"><base href="/static/">"#
+        ));
+        assert_eq!(m.image.as_deref(), Some("https://example.com/static/i.png"));
+        let m = run(&format!(
+            r#"{og}<meta property="og:image" content="javascript:x">
+            <meta property="og:image" content="https://cdn.example.net/j.png">"#
+        ));
+        assert_eq!(m.image.as_deref(), Some("https://cdn.example.net/j.png"));
+    }
+
+    #[test]
+    fn long_element_names_and_nul() {
+        let m = run("<div itemscope><custom-element-aaaa itemprop=name>T \
+            <custom-element-aaab>u</custom-element-aaab></custom-element-aaaa> after</div>");
+        assert_eq!(m.title, "T u");
+        // U+0000 as the spec says: U+FFFD in RCDATA, dropped from text.
+        assert_eq!(run("<title>a\0b</title>").title, "a\u{fffd}b");
+        let m = run("<div itemscope><p itemprop=description>x\0y</p></div>");
+        assert_eq!(m.description, "xy");
     }
 
     #[test]

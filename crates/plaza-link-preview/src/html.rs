@@ -22,11 +22,9 @@ use html5ever::tokenizer::{
 };
 use html5ever::{Attribute, LocalName, local_name};
 
-/// Bytes handed to the tokenizer at a time. Feeding in pieces lets a caller
-/// stop early (the charset prescan usually stops at the first `<meta>`) and
-/// keeps every buffer far below the tokenizer's 4 GiB buffer limit whatever
-/// the input size.
-const FEED_BYTES: usize = 16 * 1024;
+/// Bytes handed to the tokenizer at a time, which keeps every buffer far
+/// below the tokenizer's 4 GiB buffer limit whatever the input size.
+const FEED_BYTES: usize = 64 * 1024;
 
 /// One token of a document, borrowed from the tokenizer.
 pub(crate) enum Token<'a> {
@@ -198,6 +196,11 @@ fn raw_state(name: &LocalName) -> RawState {
     }
 }
 
+/// Answers a tag token. Only tag tokens may get an answer other than
+/// `Continue` (html5ever asserts it for the others). Once the handler has
+/// stopped, the answer is `Script`: the pause the tree builder uses to run a
+/// script, which makes `feed` return at once; [`tokenize`] then does not
+/// resume.
 impl<F: FnMut(Token<'_>) -> ControlFlow<()>> TokenSink for Sink<F> {
     type Handle = ();
 
@@ -207,6 +210,7 @@ impl<F: FnMut(Token<'_>) -> ControlFlow<()>> TokenSink for Sink<F> {
                 let state = self.start(&tag.name, &tag.attrs, tag.self_closing);
                 self.raw.set(!matches!(state, RawState::None));
                 match state {
+                    _ if self.stopped.get() => TokenSinkResult::Script(()),
                     RawState::None => TokenSinkResult::Continue,
                     RawState::Raw(kind) => TokenSinkResult::RawData(kind),
                     RawState::Plaintext => TokenSinkResult::Plaintext,
@@ -220,7 +224,11 @@ impl<F: FnMut(Token<'_>) -> ControlFlow<()>> TokenSink for Sink<F> {
                     self.foreign_depth.set(self.foreign_depth.get() - 1);
                 }
                 self.emit(Token::End(&tag.name));
-                TokenSinkResult::Continue
+                if self.stopped.get() {
+                    TokenSinkResult::Script(())
+                } else {
+                    TokenSinkResult::Continue
+                }
             }
             H5Token::CharacterTokens(text) if self.raw.get() => {
                 self.emit(Token::RawText(&text));
@@ -242,7 +250,10 @@ impl<F: FnMut(Token<'_>) -> ControlFlow<()>> TokenSink for Sink<F> {
 }
 
 /// Tokenizes `text`, passing each token to `handler` in document order until
-/// the input ends or `handler` returns [`ControlFlow::Break`].
+/// the input ends or `handler` returns [`ControlFlow::Break`]. A break on a
+/// tag stops the tokenizer there (the charset prescan stops at the first
+/// `<meta charset>`, extraction once nothing can change its result); a break
+/// on text stops it at the next tag.
 pub(crate) fn tokenize(text: &str, handler: impl FnMut(Token<'_>) -> ControlFlow<()>) {
     let sink = Sink {
         handler: RefCell::new(handler),
@@ -255,13 +266,14 @@ pub(crate) fn tokenize(text: &str, handler: impl FnMut(Token<'_>) -> ControlFlow
     let mut rest = text;
     while !rest.is_empty() {
         let cut = rest.floor_char_boundary(FEED_BYTES.min(rest.len()));
-        // A character is at most 4 bytes, so a piece is never empty.
+        // The boundary is 0 only if the first character were longer than
+        // FEED_BYTES, which no character is; never loop on an empty piece.
         let cut = if cut == 0 { rest.len() } else { cut };
         let (piece, tail) = rest.split_at(cut);
         rest = tail;
         queue.push_back(StrTendril::from_slice(piece));
-        // The sink never asks to pause for a script, so feeding runs until
-        // the queue is drained.
+        // Feeding runs until the queue is drained or the sink pauses, which
+        // it does only once stopped.
         let _ = tokenizer.feed(&queue);
         if tokenizer.sink.stopped.get() {
             return;
@@ -361,6 +373,13 @@ mod tests {
             }
         });
         assert_eq!(seen, 3);
+        // A break on text takes effect at the next tag.
+        let mut seen = Vec::new();
+        tokenize("a&amp;b<i>c", |token| {
+            seen.push(matches!(token, Token::Text(_)));
+            ControlFlow::Break(())
+        });
+        assert_eq!(seen, vec![true]);
     }
 
     #[test]
