@@ -2,6 +2,7 @@
 
 use sqlx::FromRow;
 
+use crate::listing::{Arg, Filters, Page, SortOrder, bind_all};
 use crate::time::now_millis;
 use crate::{Database, DomainError, Flag};
 
@@ -342,6 +343,252 @@ impl Database {
         .await?;
         Ok(())
     }
+}
+
+/// The columns a user list may be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UserSort {
+    #[default]
+    CreatedAt,
+    Username,
+}
+
+impl UserSort {
+    pub const ALL: [UserSort; 2] = [UserSort::CreatedAt, UserSort::Username];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserSort::CreatedAt => "created_at",
+            UserSort::Username => "username",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<UserSort> {
+        UserSort::ALL.into_iter().find(|sort| sort.as_str() == name)
+    }
+}
+
+/// Filters and order of a user list.
+#[derive(Debug, Clone, Default)]
+pub struct UserQuery {
+    pub role: Option<Role>,
+    pub status: Option<UserStatus>,
+    pub sort: UserSort,
+    pub order: SortOrder,
+}
+
+/// One page of users and how many match in all.
+#[derive(Debug, Clone)]
+pub struct UserPage {
+    pub users: Vec<User>,
+    pub total: i64,
+}
+
+/// Fields an update changes; `None` keeps the current value, and for the
+/// nullable ones `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct UserChanges {
+    pub name: Option<Option<String>>,
+    pub username: Option<String>,
+    pub image: Option<Option<String>>,
+    pub bio: Option<String>,
+    pub location: Option<String>,
+    pub profile_public: Option<bool>,
+    pub role: Option<Role>,
+    pub status: Option<UserStatus>,
+}
+
+impl User {
+    /// Whether anyone may see this user: active, with a public profile.
+    pub fn is_public(&self) -> bool {
+        self.is_active() && self.row.profile_public.0
+    }
+}
+
+impl UserQuery {
+    fn filters(&self, everyone: bool) -> Filters {
+        let mut filters = Filters::default();
+        if !everyone {
+            filters.push("u.status = 'active' AND u.profile_public = TRUE");
+        }
+        if let Some(role) = self.role {
+            let role = filters.arg(Arg::Text(role.as_str().to_owned()));
+            filters.push(format!("u.role = {role}"));
+        }
+        if let Some(status) = self.status {
+            let status = filters.arg(Arg::Text(status.as_str().to_owned()));
+            filters.push(format!("u.status = {status}"));
+        }
+        filters
+    }
+
+    /// ORDER BY text from fixed strings only.
+    fn order_by(&self) -> String {
+        let direction = self.order.sql();
+        match self.sort {
+            UserSort::CreatedAt => format!("u.created_at {direction}, u.id {direction}"),
+            UserSort::Username => format!("u.username {direction}"),
+        }
+    }
+}
+
+impl Database {
+    /// One page of users matching `query`: active users with public
+    /// profiles, or everyone when `everyone` (an admin is asking).
+    pub async fn list_users(
+        &self,
+        query: &UserQuery,
+        everyone: bool,
+        page: Page,
+    ) -> Result<UserPage, DomainError> {
+        let filters = query.filters(everyone);
+        let (total,): (i64,) = bind_all(
+            sqlx::query_as(&format!(
+                "SELECT COUNT(*) FROM users u{}",
+                filters.where_sql()
+            )),
+            filters.args(),
+        )
+        .fetch_one(self.pool())
+        .await?;
+        if page.offset >= total || page.limit == 0 {
+            return Ok(UserPage {
+                users: Vec::new(),
+                total,
+            });
+        }
+        let (sql, args) = list_users_sql(query, everyone, page);
+        let rows: Vec<UserRow> = bind_all(sqlx::query_as(&sql), args)
+            .fetch_all(self.pool())
+            .await?;
+        let users = rows
+            .into_iter()
+            .map(User::try_from)
+            .collect::<Result<_, _>>()?;
+        Ok(UserPage { users, total })
+    }
+
+    /// The query plans of [`Database::list_users`], for tests that check
+    /// every list reads an index.
+    pub async fn explain_list_users(
+        &self,
+        query: &UserQuery,
+        everyone: bool,
+    ) -> Result<Vec<String>, DomainError> {
+        let (sql, args) = list_users_sql(
+            query,
+            everyone,
+            Page {
+                limit: 20,
+                offset: 0,
+            },
+        );
+        let mut plan = self.explain(&sql, args).await?;
+        let filters = query.filters(everyone);
+        plan.extend(
+            self.explain(
+                &format!("SELECT COUNT(*) FROM users u{}", filters.where_sql()),
+                filters.args(),
+            )
+            .await?,
+        );
+        Ok(plan)
+    }
+
+    /// Applies `changes` in one transaction. A taken username is a
+    /// [`DomainError::Conflict`]; a status other than active ends every
+    /// session of the user at once, as [`Database::set_user_status`] does.
+    pub async fn update_user(&self, id: i64, changes: UserChanges) -> Result<User, DomainError> {
+        let mut sets = Vec::new();
+        let mut args = Vec::new();
+        let mut set = |column: &str, value: Option<Arg>| match value {
+            Some(value) => {
+                args.push(value);
+                sets.push(format!("{column} = ${}", args.len()));
+            }
+            None => sets.push(format!("{column} = NULL")),
+        };
+        if let Some(name) = changes.name {
+            set("name", name.map(Arg::Text));
+        }
+        if let Some(username) = changes.username {
+            set("username", Some(Arg::Text(username)));
+        }
+        if let Some(image) = changes.image {
+            set("image", image.map(Arg::Text));
+        }
+        if let Some(bio) = changes.bio {
+            set("bio", Some(Arg::Text(bio)));
+        }
+        if let Some(location) = changes.location {
+            set("location", Some(Arg::Text(location)));
+        }
+        if let Some(profile_public) = changes.profile_public {
+            set("profile_public", Some(Arg::Bool(profile_public)));
+        }
+        if let Some(role) = changes.role {
+            set("role", Some(Arg::Text(role.as_str().to_owned())));
+        }
+        if let Some(status) = changes.status {
+            set("status", Some(Arg::Text(status.as_str().to_owned())));
+        }
+        set("updated_at", Some(Arg::Int(now_millis())));
+        args.push(Arg::Int(id));
+        let sql = format!(
+            "UPDATE users SET {} WHERE id = ${} RETURNING {USER_COLUMNS}",
+            sets.join(", "),
+            args.len()
+        );
+        let mut tx = self.pool().begin().await?;
+        let row: Option<UserRow> = bind_all(sqlx::query_as(&sql), args)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|error| match DomainError::from(error) {
+                DomainError::Conflict(_) => DomainError::Conflict("username is taken".to_owned()),
+                other => other,
+            })?;
+        let user = User::try_from(row.ok_or(DomainError::NotFound("user"))?)?;
+        if !user.is_active() {
+            sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    /// Deletes a user and, by cascade, everything that is theirs: posts
+    /// (with their tags and the reports on them), reports they made,
+    /// sessions, linked accounts and direct capability grants.
+    pub async fn delete_user(&self, id: i64) -> Result<(), DomainError> {
+        let deleted = sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(DomainError::NotFound("user"));
+        }
+        Ok(())
+    }
+}
+
+/// The page statement of [`Database::list_users`].
+fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec<Arg>) {
+    let mut filters = query.filters(everyone);
+    let limit = filters.arg(Arg::Int(page.limit));
+    let offset = filters.arg(Arg::Int(page.offset));
+    let columns = USER_COLUMNS
+        .split(", ")
+        .map(|column| format!("u.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {columns} FROM users u{} ORDER BY {} LIMIT {limit} OFFSET {offset}",
+        filters.where_sql(),
+        query.order_by()
+    );
+    (sql, filters.args())
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(controllers::metrics::routes())
         .merge(controllers::auth::routes())
         .merge(controllers::users::routes())
+        .merge(controllers::posts::routes())
+        .merge(controllers::search::routes())
         .merge(controllers::images::routes())
         .merge(controllers::link_preview::routes())
 }

@@ -26,6 +26,27 @@ pub enum Command {
     User(UserCommand),
     /// Mint an admin JWT for a user with an admin role; prints only the token.
     Token(TokenArgs),
+    /// Development tools.
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Fill the database with generated users and posts (for benchmarks and
+    /// trying things out; run it before serving, not while serving).
+    Seed(SeedArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SeedArgs {
+    /// How many users to create.
+    #[arg(long, default_value_t = 0)]
+    pub users: u64,
+    /// How many posts to create, by random users (the new ones, or the
+    /// existing ones when --users is 0).
+    #[arg(long, default_value_t = 0)]
+    pub posts: u64,
 }
 
 #[derive(Debug, Subcommand)]

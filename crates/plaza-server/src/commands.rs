@@ -3,7 +3,7 @@
 
 use plaza_domain::users::{NewUser, Role, UserStatus, is_valid_username};
 
-use crate::cli::{CreateUserArgs, EmailArgs, RoleArgs, TokenArgs, parse_ttl};
+use crate::cli::{CreateUserArgs, EmailArgs, RoleArgs, SeedArgs, TokenArgs, parse_ttl};
 use crate::state::AppState;
 
 /// Creates a user; prints its id.
@@ -128,5 +128,35 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
             },
         )?;
     println!("{token}");
+    Ok(())
+}
+
+/// Writes generated users and posts, printing progress to stderr and the
+/// totals to stdout.
+pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
+    let mut last_report = std::time::Instant::now();
+    let mut report = |progress: plaza_domain::seed::SeedProgress| {
+        let done = progress.written == progress.total;
+        if done || last_report.elapsed().as_secs() >= 2 {
+            last_report = std::time::Instant::now();
+            eprintln!(
+                "seed: {} {}/{} ({:.1}s)",
+                progress.table, progress.written, progress.total, progress.elapsed_secs
+            );
+        }
+    };
+    let started = std::time::Instant::now();
+    let summary = state
+        .db
+        .seed_content(args.users, args.posts, &mut report)
+        .await
+        .map_err(|error| error.to_string())?;
+    println!(
+        "seeded {} users, {} posts and {} tags in {:.1}s",
+        summary.users,
+        summary.posts,
+        summary.tags,
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
-use plaza_server::cli::{Cli, Command, UserCommand};
+use plaza_server::cli::{Cli, Command, DevCommand, UserCommand};
 use plaza_server::commands;
 use plaza_server::settings::Settings;
 use plaza_server::startup::open_database;
@@ -52,6 +52,9 @@ fn main() -> ExitCode {
             }
             Command::Token(args) => {
                 commands::mint_token(&offline_state(settings).await?, args).await
+            }
+            Command::Dev(DevCommand::Seed(args)) => {
+                commands::seed(&offline_state(settings).await?, args).await
             }
         }
     });

@@ -29,6 +29,8 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "system", description = "Health, version, metrics and this document"),
         (name = "auth", description = "Sign-in, sessions, linked accounts and admin tokens"),
         (name = "users", description = "Accounts and profiles"),
+        (name = "posts", description = "Posts, their tags and reports"),
+        (name = "search", description = "Full-text search over posts and users"),
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),
     )

@@ -6,5 +6,8 @@ pub mod docs;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;
+pub mod params;
+pub mod posts;
+pub mod search;
 pub mod system;
 pub mod users;

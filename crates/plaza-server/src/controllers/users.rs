@@ -1,24 +1,34 @@
-//! Users: sign-up, and the general user schema.
+//! Users: sign-up, the general user schema (listing, reading, changing and
+//! deleting users) and public profiles. Emails are shown to their owner and
+//! to admins only; users without a public profile, and inactive or banned
+//! ones, exist only for themselves and admins.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use plaza_domain::users::{NewUser, Role, User, is_valid_username};
-use serde::{Deserialize, Serialize};
+use plaza_domain::users::{
+    NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
+};
+use serde::{Deserialize, Deserializer, Serialize};
 use time::format_description::well_known::Rfc3339;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::OptionalUser;
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
+use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
+use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::error::schema::GeneralError;
 use crate::error::{AppError, FieldError};
-use crate::extract::AppJson;
+use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::settings::Settings;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_user))
+    OpenApiRouter::new()
+        .routes(routes!(list_users, create_user))
+        .routes(routes!(get_user, update_user, delete_user))
+        .routes(routes!(user_profile))
 }
 
 /// A user in the general schema (SPEC.md "User, general schema").
@@ -41,7 +51,8 @@ pub struct UserView {
     pub login_count: i64,
 }
 
-fn timestamp(millis: i64) -> String {
+/// A stored timestamp as the general schemas write it (RFC 3339, UTC).
+pub fn timestamp(millis: i64) -> String {
     plaza_domain::time::from_millis(millis)
         .format(&Rfc3339)
         .unwrap_or_default()
@@ -188,4 +199,407 @@ pub async fn create_user(
         })
         .await?;
     Ok((StatusCode::CREATED, AppJson(UserView::new(&user, true))).into_response())
+}
+
+/// The name people see: the display name, else the username.
+pub fn display_name(user: &User) -> String {
+    user.row
+        .name
+        .clone()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| user.row.username.clone())
+}
+
+/// The user's image, or their generated avatar (seeded by the user id, so
+/// it survives a change of username).
+pub fn avatar_url(settings: &Settings, user: &User) -> String {
+    match &user.row.image {
+        Some(image) => image.clone(),
+        None => format!(
+            "{}/api/avatar-image?seed={}",
+            settings.base_url.as_str().trim_end_matches('/'),
+            user.id()
+        ),
+    }
+}
+
+/// Whether the caller sees this user's email: the user themself or an admin.
+fn shows_email(caller: Option<&SessionPrincipal>, user: &User) -> bool {
+    caller.is_some_and(|principal| principal.user_id() == user.id() || principal.role().is_admin())
+}
+
+/// A page of users.
+#[derive(Serialize, ToSchema)]
+pub struct UserList {
+    pub users: Vec<UserView>,
+    pub pagination: Pagination,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UserListQuery {
+    /// `user`, `moderator`, `admin` or `super_admin`.
+    pub role: Option<String>,
+    /// `active`, `inactive` or `banned`; only admins see other than active users.
+    pub status: Option<String>,
+    /// `created_at` (default) or `username`.
+    pub sort: Option<String>,
+    /// `asc` or `desc` (default).
+    pub order: Option<String>,
+    /// 1 to 100, default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Items to skip, default 0.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+}
+
+/// List users: active users with public profiles, or everyone for admins.
+/// Emails are shown to admins, and to each user on their own entry.
+#[utoipa::path(
+    get,
+    path = "/api/users",
+    tag = "users",
+    params(UserListQuery),
+    responses(
+        (status = 200, description = "A page of users and the total", body = UserList),
+        (status = 422, description = "A filter, sort, order, limit or offset is invalid", body = GeneralError),
+    )
+)]
+pub async fn list_users(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    AppQuery(query): AppQuery<UserListQuery>,
+) -> Result<AppJson<UserList>, AppError> {
+    let mut problems = Problems::default();
+    let role = query.role.as_deref().and_then(|raw| {
+        problems.check(
+            "role",
+            Role::parse(raw)
+                .ok_or_else(|| "must be user, moderator, admin or super_admin".to_owned()),
+        )
+    });
+    let status = query.status.as_deref().and_then(|raw| {
+        problems.check(
+            "status",
+            UserStatus::parse(raw).ok_or_else(|| "must be active, inactive or banned".to_owned()),
+        )
+    });
+    let sort = query
+        .sort
+        .as_deref()
+        .and_then(|raw| {
+            problems.check(
+                "sort",
+                UserSort::parse(raw).ok_or_else(|| "must be created_at or username".to_owned()),
+            )
+        })
+        .unwrap_or_default();
+    let order = params::order(&mut problems, query.order.as_deref());
+    let page = params::page(
+        &mut problems,
+        query.limit.as_deref(),
+        query.offset.as_deref(),
+    );
+    problems.finish()?;
+    let everyone = caller
+        .as_ref()
+        .is_some_and(|principal| principal.role().is_admin());
+    let filter = UserQuery {
+        role,
+        status,
+        sort,
+        order,
+    };
+    let listed = state.db.list_users(&filter, everyone, page).await?;
+    Ok(AppJson(UserList {
+        users: listed
+            .users
+            .iter()
+            .map(|user| UserView::new(user, shows_email(caller.as_ref(), user)))
+            .collect(),
+        pagination: Pagination::new(listed.total, page),
+    }))
+}
+
+/// Get a user in the general schema. Users without a public profile, and
+/// inactive or banned ones, are 404 except to themselves and admins.
+#[utoipa::path(
+    get,
+    path = "/api/users/{id}",
+    tag = "users",
+    params(("id" = String, Path, description = "User id (digits)")),
+    responses(
+        (status = 200, description = "The user", body = UserView),
+        (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
+    )
+)]
+pub async fn get_user(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    IdPath(id): IdPath,
+) -> Result<AppJson<UserView>, AppError> {
+    let user = state.db.user_by_id(id).await?;
+    let privileged = shows_email(caller.as_ref(), &user);
+    if !privileged && !user.is_public() {
+        return Err(AppError::NotFound("user"));
+    }
+    Ok(AppJson(UserView::new(&user, privileged)))
+}
+
+/// May `caller` change or delete `target`? Themselves, always; others only
+/// as an admin, and only users of a lower role (a super admin: anyone).
+/// Someone they may not even see is 404.
+fn check_manages(caller: &SessionPrincipal, target: &User) -> Result<(), AppError> {
+    if caller.user_id() == target.id() {
+        return Ok(());
+    }
+    let role = caller.role();
+    if !role.is_admin() {
+        return Err(if target.is_public() {
+            AppError::Forbidden
+        } else {
+            AppError::NotFound("user")
+        });
+    }
+    if role != Role::SuperAdmin && target.role >= role {
+        return Err(AppError::Forbidden);
+    }
+    Ok(())
+}
+
+/// Reads a present-but-null JSON field as `Some(None)`, so an update can
+/// clear it, while an absent field stays `None`.
+fn double_option<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// Changes to a user; absent fields stay as they are, `null` clears `name`
+/// and `image`.
+#[derive(Deserialize, ToSchema)]
+pub struct UserUpdateBody {
+    /// 1 to 100 characters, or null.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub name: Option<Option<String>>,
+    /// 3-30 of `a-z 0-9 _ - .`, starting with a letter or digit; unique.
+    pub username: Option<String>,
+    /// An http(s) URL of at most 2048 characters, or null for the generated avatar.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub image: Option<Option<String>>,
+    /// At most 500 characters.
+    pub bio: Option<String>,
+    /// At most 100 characters.
+    pub location: Option<String>,
+    pub profile_public: Option<bool>,
+    /// Admins only, never on themselves: `user`, `moderator` or `admin`
+    /// (up to their own role).
+    pub role: Option<String>,
+    /// Admins only, never on themselves: `active`, `inactive` or `banned`.
+    pub status: Option<String>,
+}
+
+/// Most characters in a bio.
+const MAX_BIO_CHARS: usize = 500;
+/// Most characters in a location.
+const MAX_LOCATION_CHARS: usize = 100;
+/// Most characters in an image URL.
+const MAX_IMAGE_URL_CHARS: usize = 2048;
+
+fn check_image(image: &str) -> Result<(), String> {
+    let valid = image.chars().count() <= MAX_IMAGE_URL_CHARS
+        && url::Url::parse(image)
+            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some());
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be an http(s) URL of at most {MAX_IMAGE_URL_CHARS} characters, or null"
+        ))
+    }
+}
+
+/// Checks an update body against the rules of fields and of who may change
+/// what, and turns it into domain changes.
+fn checked_changes(
+    caller: &SessionPrincipal,
+    target: &User,
+    body: UserUpdateBody,
+) -> Result<UserChanges, AppError> {
+    let mut problems = Problems::default();
+    if let Some(Some(name)) = &body.name {
+        problems.check("name", check_text(name, 100, true, TextRule::Line));
+    }
+    if let Some(username) = &body.username
+        && !is_valid_username(username)
+    {
+        problems.add(
+            "username",
+            "must be 3-30 characters of a-z, 0-9, _, - and ., starting with a letter or digit",
+        );
+    }
+    if let Some(Some(image)) = &body.image {
+        problems.check("image", check_image(image));
+    }
+    if let Some(bio) = &body.bio {
+        problems.check(
+            "bio",
+            check_text(bio, MAX_BIO_CHARS, false, TextRule::Lines),
+        );
+    }
+    if let Some(location) = &body.location {
+        problems.check(
+            "location",
+            check_text(location, MAX_LOCATION_CHARS, false, TextRule::Line),
+        );
+    }
+    let role = body.role.as_deref().and_then(|raw| {
+        problems.check(
+            "role",
+            Role::parse(raw).ok_or_else(|| "must be user, moderator or admin".to_owned()),
+        )
+    });
+    let status = body.status.as_deref().and_then(|raw| {
+        problems.check(
+            "status",
+            UserStatus::parse(raw).ok_or_else(|| "must be active, inactive or banned".to_owned()),
+        )
+    });
+    problems.finish()?;
+    // Role and status: unchanged values pass (a client may send back the
+    // whole object); changes need an admin acting on someone else, and
+    // super_admin is granted outside the API only.
+    let role = role.filter(|role| *role != target.role);
+    let status = status.filter(|status| *status != target.status);
+    if role.is_some() || status.is_some() {
+        let own = caller.user_id() == target.id();
+        if own || !caller.role().is_admin() {
+            return Err(AppError::Forbidden);
+        }
+        if role.is_some_and(|role| role == Role::SuperAdmin || role > caller.role()) {
+            return Err(AppError::Forbidden);
+        }
+    }
+    Ok(UserChanges {
+        name: body
+            .name
+            .map(|name| name.map(|name| name.trim().to_owned())),
+        username: body.username,
+        image: body.image,
+        bio: body.bio,
+        location: body.location.map(|location| location.trim().to_owned()),
+        profile_public: body.profile_public,
+        role,
+        status,
+    })
+}
+
+/// Change a user: themselves or an admin (of a lower role). Nobody changes
+/// their own role or status; a status other than active ends the user's
+/// sessions at once.
+#[utoipa::path(
+    put,
+    path = "/api/users/{id}",
+    tag = "users",
+    params(("id" = String, Path, description = "User id (digits)")),
+    request_body = UserUpdateBody,
+    responses(
+        (status = 200, description = "The changed user", body = UserView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Not allowed to change this user, or this field", body = GeneralError),
+        (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
+        (status = 409, description = "Username taken", body = GeneralError),
+        (status = 422, description = "Invalid fields", body = GeneralError),
+    )
+)]
+pub async fn update_user(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdPath(id): IdPath,
+    AppJson(body): AppJson<UserUpdateBody>,
+) -> Result<AppJson<UserView>, AppError> {
+    let target = state.db.user_by_id(id).await?;
+    check_manages(&caller, &target)?;
+    let changes = checked_changes(&caller, &target, body)?;
+    let user = state.db.update_user(id, changes).await?;
+    Ok(AppJson(UserView::new(&user, true)))
+}
+
+/// Delete a user: themselves or an admin (of a lower role). Their posts,
+/// the reports on them, their own reports, sessions and linked accounts are
+/// deleted with them.
+#[utoipa::path(
+    delete,
+    path = "/api/users/{id}",
+    tag = "users",
+    params(("id" = String, Path, description = "User id (digits)")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Not allowed to delete this user", body = GeneralError),
+        (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
+    )
+)]
+pub async fn delete_user(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdPath(id): IdPath,
+) -> Result<StatusCode, AppError> {
+    let target = state.db.user_by_id(id).await?;
+    check_manages(&caller, &target)?;
+    state.db.delete_user(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A public profile (SPEC.md "Public profile").
+#[derive(Serialize, ToSchema)]
+pub struct PublicProfile {
+    #[schema(example = "42")]
+    pub id: String,
+    pub username: String,
+    /// The name, else the username.
+    pub display_name: String,
+    /// The user's image, else `<base_url>/api/avatar-image?seed=<id>`.
+    pub avatar_url: String,
+    pub bio: String,
+    pub created_at: String,
+    /// Always `public`: other profiles are not served.
+    #[schema(example = "public")]
+    pub profile_visibility: String,
+}
+
+/// A user's public profile; 404 when the user does not exist, is not
+/// active, or keeps their profile private.
+#[utoipa::path(
+    get,
+    path = "/api/users/{id}/profile",
+    tag = "users",
+    params(("id" = String, Path, description = "User id (digits)")),
+    responses(
+        (status = 200, description = "The profile", body = PublicProfile),
+        (status = 404, description = "No such user, or the profile is not public", body = GeneralError),
+    )
+)]
+pub async fn user_profile(
+    State(state): State<AppState>,
+    IdPath(id): IdPath,
+) -> Result<AppJson<PublicProfile>, AppError> {
+    let user = state.db.user_by_id(id).await?;
+    if !user.is_public() {
+        return Err(AppError::NotFound("user"));
+    }
+    Ok(AppJson(PublicProfile {
+        id: user.id().to_string(),
+        username: user.row.username.clone(),
+        display_name: display_name(&user),
+        avatar_url: avatar_url(&state.settings, &user),
+        bio: user.row.bio.clone(),
+        created_at: timestamp(user.row.created_at),
+        profile_visibility: "public".to_owned(),
+    }))
 }

@@ -1,0 +1,195 @@
+//! Checks shared by the content routes: paging, sort order, ids and
+//! booleans in query strings, and the rules every stored text follows.
+//! Query parameters arrive as strings and are checked here, so each bad one
+//! gets a 422 naming it and saying what would be right.
+
+use plaza_domain::listing::{Page, SortOrder};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::{AppError, FieldError};
+
+/// Page size when none is asked for.
+pub const DEFAULT_LIMIT: i64 = 20;
+/// Largest page size.
+pub const MAX_LIMIT: i64 = 100;
+
+/// The problems found in one request, reported together.
+#[derive(Debug, Default)]
+pub struct Problems(Vec<FieldError>);
+
+impl Problems {
+    pub fn add(&mut self, field: impl Into<String>, reason: impl Into<String>) {
+        self.0.push(FieldError::new(field, reason));
+    }
+
+    /// The value of `result`, or `None` with its error recorded under `field`.
+    pub fn check<T>(&mut self, field: &str, result: Result<T, String>) -> Option<T> {
+        result.map_err(|reason| self.add(field, reason)).ok()
+    }
+
+    /// `Ok` when nothing was wrong, else a 422 listing every field.
+    pub fn finish(self) -> Result<(), AppError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.0.iter().map(|field| field.field.as_str()).collect();
+        Err(AppError::Validation {
+            message: format!("invalid {}", names.join(", ")),
+            fields: self.0,
+        })
+    }
+}
+
+/// `limit` (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`]) and `offset`
+/// (0 or more, default 0). An offset past the end is not an error: the page
+/// is empty.
+pub fn page(problems: &mut Problems, limit: Option<&str>, offset: Option<&str>) -> Page {
+    let limit = problems
+        .check("limit", parse_limit(limit))
+        .unwrap_or(DEFAULT_LIMIT);
+    let offset = problems.check("offset", parse_offset(offset)).unwrap_or(0);
+    Page { limit, offset }
+}
+
+fn parse_limit(raw: Option<&str>) -> Result<i64, String> {
+    let Some(raw) = raw else {
+        return Ok(DEFAULT_LIMIT);
+    };
+    let reason = format!("must be a whole number from 1 to {MAX_LIMIT}");
+    match raw.trim().parse::<i64>() {
+        Ok(limit) if (1..=MAX_LIMIT).contains(&limit) => Ok(limit),
+        _ => Err(reason),
+    }
+}
+
+fn parse_offset(raw: Option<&str>) -> Result<i64, String> {
+    let Some(raw) = raw else { return Ok(0) };
+    match raw.trim().parse::<i64>() {
+        Ok(offset) if offset >= 0 => Ok(offset),
+        _ => Err(format!("must be a whole number from 0 to {}", i64::MAX)),
+    }
+}
+
+/// `asc` or `desc` (default).
+pub fn order(problems: &mut Problems, raw: Option<&str>) -> SortOrder {
+    raw.and_then(|raw| {
+        problems.check(
+            "order",
+            SortOrder::parse(raw).ok_or_else(|| "must be asc or desc".to_owned()),
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// `true` or `false`.
+pub fn boolean(problems: &mut Problems, field: &str, raw: Option<&str>) -> Option<bool> {
+    raw.and_then(|raw| {
+        problems.check(
+            field,
+            match raw {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err("must be true or false".to_owned()),
+            },
+        )
+    })
+}
+
+/// A database id given as a filter: digits only, like ids in paths.
+pub fn id(problems: &mut Problems, field: &str, raw: Option<&str>) -> Option<i64> {
+    raw.and_then(|raw| {
+        let parsed = raw
+            .bytes()
+            .all(|byte| byte.is_ascii_digit())
+            .then(|| raw.parse::<i64>().ok())
+            .flatten()
+            .filter(|id| *id > 0);
+        problems.check(
+            field,
+            parsed.ok_or_else(|| "must be a user id (digits only)".to_owned()),
+        )
+    })
+}
+
+/// How a stored text is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextRule {
+    /// One line: no control characters at all.
+    Line,
+    /// Several lines: newlines and tabs allowed, other control characters
+    /// (NUL among them, which PostgreSQL cannot store) refused.
+    Lines,
+}
+
+/// Checks a text: at most `max_chars`, non-blank when `required`, and no
+/// control characters its rule does not allow. Returns the reason when
+/// it is refused.
+pub fn check_text(
+    value: &str,
+    max_chars: usize,
+    required: bool,
+    rule: TextRule,
+) -> Result<(), String> {
+    if required && value.trim().is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if value.chars().count() > max_chars {
+        return Err(format!("must be at most {max_chars} characters"));
+    }
+    let allowed = |c: char| rule == TextRule::Lines && matches!(c, '\n' | '\r' | '\t');
+    if value.chars().any(|c| c.is_control() && !allowed(c)) {
+        return Err("must not contain control characters".to_owned());
+    }
+    Ok(())
+}
+
+/// Paging of a list answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Pagination {
+    /// How many items match in all.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+    /// Whether items follow this page.
+    #[serde(rename = "hasMore")]
+    pub has_more: bool,
+}
+
+impl Pagination {
+    pub fn new(total: i64, page: Page) -> Self {
+        Pagination {
+            total,
+            limit: page.limit,
+            offset: page.offset,
+            has_more: page.offset.saturating_add(page.limit) < total,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_outside_the_range_are_refused() {
+        assert_eq!(parse_limit(None), Ok(DEFAULT_LIMIT));
+        assert_eq!(parse_limit(Some("100")), Ok(100));
+        assert!(parse_limit(Some("0")).is_err());
+        assert!(parse_limit(Some("101")).is_err());
+        assert!(parse_limit(Some("-1")).is_err());
+        assert!(parse_limit(Some("1e3")).is_err());
+        assert!(parse_offset(Some("-1")).is_err());
+        assert_eq!(parse_offset(Some("99999999999")), Ok(99_999_999_999));
+    }
+
+    #[test]
+    fn texts_refuse_control_characters_by_rule() {
+        assert!(check_text("a\nb", 10, true, TextRule::Lines).is_ok());
+        assert!(check_text("a\nb", 10, true, TextRule::Line).is_err());
+        assert!(check_text("a\0b", 10, true, TextRule::Lines).is_err());
+        assert!(check_text("   ", 10, true, TextRule::Line).is_err());
+        assert!(check_text("日本語", 3, true, TextRule::Line).is_ok());
+        assert!(check_text("日本語!", 3, true, TextRule::Line).is_err());
+    }
+}

@@ -1,0 +1,451 @@
+//! Posts: the general post schema, listing with filters, writing, and
+//! reports. Drafts and hidden posts exist only for their author and for
+//! moderators; everyone else gets 404 for them.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use plaza_domain::posts::{
+    MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery, PostSort,
+    Viewer, normalize_tag,
+};
+use plaza_domain::reports::{MAX_REASON_CHARS, Report};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
+use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::users::timestamp;
+use crate::error::AppError;
+use crate::error::schema::GeneralError;
+use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_posts, create_post))
+        .routes(routes!(get_post, update_post, delete_post))
+        .routes(routes!(report_post))
+}
+
+/// What a signed-in principal (or nobody) may see.
+pub fn viewer_of(principal: Option<&SessionPrincipal>) -> Viewer {
+    Viewer::new(principal.map(|principal| (principal.user_id(), principal.role())))
+}
+
+/// A post in the general schema (SPEC.md "Post, general schema").
+#[derive(Serialize, ToSchema)]
+pub struct PostView {
+    #[schema(example = "17")]
+    pub id: String,
+    pub title: String,
+    pub content: String,
+    #[schema(example = "42")]
+    pub author_id: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The author's switch; false for a draft.
+    pub published: bool,
+    pub tags: Vec<String>,
+    /// `published`, `draft`, `hidden` or `flagged`; shown to the author and
+    /// to moderators only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+impl PostView {
+    pub fn new(post: &Post, viewer: Viewer) -> Self {
+        let sees_status = match viewer {
+            Viewer::Anonymous => false,
+            Viewer::Member(id) => id == post.author_id,
+            Viewer::Moderator(_) => true,
+        };
+        PostView {
+            id: post.id.to_string(),
+            title: post.title.clone(),
+            content: post.content.clone(),
+            author_id: post.author_id.to_string(),
+            created_at: timestamp(post.created_at),
+            updated_at: timestamp(post.updated_at),
+            published: post.published,
+            tags: post.tags.clone(),
+            status: sees_status.then(|| post.status().as_str().to_owned()),
+        }
+    }
+}
+
+/// A page of posts.
+#[derive(Serialize, ToSchema)]
+pub struct PostList {
+    pub posts: Vec<PostView>,
+    pub pagination: Pagination,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PostListQuery {
+    /// Only posts by this user (an id, digits only).
+    #[param(example = "42")]
+    pub author: Option<String>,
+    /// `true` for published posts only, `false` for drafts only (yours, or
+    /// everyone's for moderators).
+    #[param(value_type = Option<bool>)]
+    pub published: Option<String>,
+    /// Only posts with this tag (case-insensitive).
+    pub tag: Option<String>,
+    /// `created_at` (default), `updated_at` or `title`.
+    pub sort: Option<String>,
+    /// `asc` or `desc` (default).
+    pub order: Option<String>,
+    /// 1 to 100, default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Items to skip, default 0.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+}
+
+/// List the posts the caller may see, newest first unless asked otherwise.
+#[utoipa::path(
+    get,
+    path = "/api/posts",
+    tag = "posts",
+    params(PostListQuery),
+    responses(
+        (status = 200, description = "A page of posts and the total", body = PostList),
+        (status = 422, description = "A filter, sort, order, limit or offset is invalid", body = GeneralError),
+    )
+)]
+pub async fn list_posts(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    AppQuery(query): AppQuery<PostListQuery>,
+) -> Result<AppJson<PostList>, AppError> {
+    let mut problems = Problems::default();
+    let author = params::id(&mut problems, "author", query.author.as_deref());
+    let published = params::boolean(&mut problems, "published", query.published.as_deref());
+    let tag = query.tag.as_deref().and_then(|raw| {
+        problems.check(
+            "tag",
+            normalize_tag(raw).ok_or_else(|| tag_rule().to_owned()),
+        )
+    });
+    let sort = query
+        .sort
+        .as_deref()
+        .and_then(|raw| {
+            problems.check(
+                "sort",
+                PostSort::parse(raw)
+                    .ok_or_else(|| "must be created_at, updated_at or title".to_owned()),
+            )
+        })
+        .unwrap_or_default();
+    let order = params::order(&mut problems, query.order.as_deref());
+    let page = params::page(
+        &mut problems,
+        query.limit.as_deref(),
+        query.offset.as_deref(),
+    );
+    problems.finish()?;
+    let viewer = viewer_of(caller.as_ref());
+    let filter = PostQuery {
+        author,
+        published,
+        tag,
+        sort,
+        order,
+        ..PostQuery::default()
+    };
+    let listed = state.db.list_posts(&filter, viewer, page).await?;
+    Ok(AppJson(PostList {
+        posts: listed
+            .posts
+            .iter()
+            .map(|post| PostView::new(post, viewer))
+            .collect(),
+        pagination: Pagination::new(listed.total, page),
+    }))
+}
+
+/// Get one post; drafts and hidden posts are 404 except to their author and
+/// moderators.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{id}",
+    tag = "posts",
+    params(("id" = String, Path, description = "Post id (digits)")),
+    responses(
+        (status = 200, description = "The post", body = PostView),
+        (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
+    )
+)]
+pub async fn get_post(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    IdPath(id): IdPath,
+) -> Result<AppJson<PostView>, AppError> {
+    let viewer = viewer_of(caller.as_ref());
+    let post = state.db.post_for(id, viewer).await?;
+    Ok(AppJson(PostView::new(&post, viewer)))
+}
+
+/// A new post.
+#[derive(Deserialize, ToSchema)]
+pub struct NewPostBody {
+    /// 1 to 200 characters, one line.
+    pub title: String,
+    /// 1 to 20000 characters.
+    pub content: String,
+    /// At most 10 tags of 1 to 30 letters, digits, `-` or `_`; stored lower-case.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Default true; false keeps it a draft.
+    pub published: Option<bool>,
+}
+
+/// Changes to a post; absent fields stay as they are.
+#[derive(Deserialize, ToSchema)]
+pub struct PostUpdateBody {
+    pub title: Option<String>,
+    pub content: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub published: Option<bool>,
+}
+
+fn tag_rule() -> &'static str {
+    "must be 1 to 30 letters, digits, - or _, starting with a letter or digit"
+}
+
+fn check_title(problems: &mut Problems, title: &str) {
+    problems.check(
+        "title",
+        check_text(title, MAX_TITLE_CHARS, true, TextRule::Line),
+    );
+}
+
+fn check_content(problems: &mut Problems, content: &str) {
+    problems.check(
+        "content",
+        check_text(content, MAX_CONTENT_CHARS, true, TextRule::Lines),
+    );
+}
+
+/// Normalizes tags, dropping repeats; each bad one is reported by position.
+fn checked_tags(problems: &mut Problems, tags: &[String]) -> Vec<String> {
+    if tags.len() > MAX_TAGS {
+        problems.add("tags", format!("must be at most {MAX_TAGS} tags"));
+        return Vec::new();
+    }
+    let mut normalized: Vec<String> = Vec::with_capacity(tags.len());
+    for (index, raw) in tags.iter().enumerate() {
+        match normalize_tag(raw) {
+            Some(tag) if !normalized.contains(&tag) => normalized.push(tag),
+            Some(_) => {}
+            None => problems.add(format!("tags[{index}]"), tag_rule()),
+        }
+    }
+    normalized
+}
+
+/// Write a post as the signed-in user.
+#[utoipa::path(
+    post,
+    path = "/api/posts",
+    tag = "posts",
+    request_body = NewPostBody,
+    responses(
+        (status = 201, description = "Created", body = PostView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 422, description = "A field breaks a limit", body = GeneralError),
+    )
+)]
+pub async fn create_post(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    AppJson(body): AppJson<NewPostBody>,
+) -> Result<Response, AppError> {
+    let mut problems = Problems::default();
+    check_title(&mut problems, &body.title);
+    check_content(&mut problems, &body.content);
+    let tags = checked_tags(&mut problems, &body.tags);
+    problems.finish()?;
+    let post = state
+        .db
+        .create_post(NewPost {
+            author_id: caller.user_id(),
+            title: body.title.trim().to_owned(),
+            content: body.content,
+            tags,
+            published: body.published.unwrap_or(true),
+        })
+        .await?;
+    let view = PostView::new(&post, viewer_of(Some(&caller)));
+    Ok((StatusCode::CREATED, AppJson(view)).into_response())
+}
+
+/// The post `id` if the caller may change it: 404 when they may not see
+/// it, 403 when they may see but not change it.
+async fn editable_post(
+    state: &AppState,
+    caller: &SessionPrincipal,
+    id: i64,
+) -> Result<(Post, Viewer), AppError> {
+    let viewer = viewer_of(Some(caller));
+    let post = state.db.post_for(id, viewer).await?;
+    if !post.editable_by(viewer) {
+        return Err(AppError::Forbidden);
+    }
+    Ok((post, viewer))
+}
+
+/// Change a post: its author or a moderator. A moderator's decision
+/// (hidden, flagged) stays whatever the author changes.
+#[utoipa::path(
+    put,
+    path = "/api/posts/{id}",
+    tag = "posts",
+    params(("id" = String, Path, description = "Post id (digits)")),
+    request_body = PostUpdateBody,
+    responses(
+        (status = 200, description = "The changed post", body = PostView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Neither the author nor a moderator", body = GeneralError),
+        (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
+        (status = 422, description = "A field breaks a limit, or nothing to change", body = GeneralError),
+    )
+)]
+pub async fn update_post(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdPath(id): IdPath,
+    AppJson(body): AppJson<PostUpdateBody>,
+) -> Result<AppJson<PostView>, AppError> {
+    let (_, viewer) = editable_post(&state, &caller, id).await?;
+    let mut problems = Problems::default();
+    if let Some(title) = &body.title {
+        check_title(&mut problems, title);
+    }
+    if let Some(content) = &body.content {
+        check_content(&mut problems, content);
+    }
+    let tags = body
+        .tags
+        .as_deref()
+        .map(|tags| checked_tags(&mut problems, tags));
+    if body.title.is_none() && body.content.is_none() && tags.is_none() && body.published.is_none()
+    {
+        problems.add(
+            "body",
+            "must change at least one of title, content, tags, published",
+        );
+    }
+    problems.finish()?;
+    let post = state
+        .db
+        .update_post(
+            id,
+            PostChanges {
+                title: body.title.map(|title| title.trim().to_owned()),
+                content: body.content,
+                tags,
+                published: body.published,
+            },
+        )
+        .await?;
+    Ok(AppJson(PostView::new(&post, viewer)))
+}
+
+/// Delete a post for good: its author or a moderator.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{id}",
+    tag = "posts",
+    params(("id" = String, Path, description = "Post id (digits)")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Neither the author nor a moderator", body = GeneralError),
+        (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
+    )
+)]
+pub async fn delete_post(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdPath(id): IdPath,
+) -> Result<StatusCode, AppError> {
+    editable_post(&state, &caller, id).await?;
+    state.db.delete_post(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Why a post should be looked at.
+#[derive(Deserialize, ToSchema)]
+pub struct ReportBody {
+    /// 1 to 1000 characters.
+    pub reason: String,
+}
+
+/// A filed report.
+#[derive(Serialize, ToSchema)]
+pub struct ReportView {
+    #[schema(example = "5")]
+    pub id: String,
+    #[schema(example = "17")]
+    pub post_id: String,
+    pub reason: String,
+    pub created_at: String,
+}
+
+impl From<&Report> for ReportView {
+    fn from(report: &Report) -> Self {
+        ReportView {
+            id: report.id.to_string(),
+            post_id: report.post_id.to_string(),
+            reason: report.reason.clone(),
+            created_at: timestamp(report.created_at),
+        }
+    }
+}
+
+/// Report a post to the moderators, once per user and post; one's own
+/// posts cannot be reported.
+#[utoipa::path(
+    post,
+    path = "/api/posts/{id}/report",
+    tag = "posts",
+    params(("id" = String, Path, description = "Post id (digits)")),
+    request_body = ReportBody,
+    responses(
+        (status = 201, description = "Reported", body = ReportView),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "The caller's own post", body = GeneralError),
+        (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
+        (status = 409, description = "Already reported by the caller", body = GeneralError),
+        (status = 422, description = "Missing or overlong reason", body = GeneralError),
+    )
+)]
+pub async fn report_post(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdPath(id): IdPath,
+    AppJson(body): AppJson<ReportBody>,
+) -> Result<Response, AppError> {
+    let post = state.db.post_for(id, viewer_of(Some(&caller))).await?;
+    if post.author_id == caller.user_id() {
+        return Err(AppError::Forbidden);
+    }
+    let mut problems = Problems::default();
+    problems.check(
+        "reason",
+        check_text(&body.reason, MAX_REASON_CHARS, true, TextRule::Lines),
+    );
+    problems.finish()?;
+    let report = state
+        .db
+        .report_post(id, caller.user_id(), body.reason.trim().to_owned())
+        .await?;
+    Ok((StatusCode::CREATED, AppJson(ReportView::from(&report))).into_response())
+}

@@ -1,0 +1,299 @@
+//! Full-text search over posts and users: relevance ranking, as-you-type
+//! prefix matching of the last word, and highlighted snippets. Results are
+//! only ever what the caller may see anyway.
+
+use axum::extract::State;
+use plaza_domain::listing::Page;
+use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, SearchTerms, UserHit};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{OptionalUser, SessionPrincipal};
+use crate::controllers::params::{self, Problems, TextRule, check_text};
+use crate::controllers::posts::viewer_of;
+use crate::controllers::users::{avatar_url, display_name, timestamp};
+use crate::error::AppError;
+use crate::error::schema::GeneralError;
+use crate::extract::{AppJson, AppQuery};
+use crate::settings::Settings;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search))
+        .routes(routes!(search_posts))
+        .routes(routes!(search_users))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// The words to find, 1 to 200 characters; the last word also matches
+    /// longer words unless followed by a space.
+    pub q: Option<String>,
+    /// `post` (default) or `user` (only on `/api/search`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// 1 to 100, default 20.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Results to skip, default 0; the newest 1000 matches are ranked, so
+    /// pages past them are empty.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+}
+
+/// A matching post. `title_highlight` and `snippet` are HTML-escaped with
+/// matches in `<mark>`, safe to insert as HTML.
+#[derive(Serialize, ToSchema)]
+pub struct PostResult {
+    #[schema(example = "17")]
+    pub id: String,
+    pub title: String,
+    pub title_highlight: String,
+    /// An excerpt of the content around the matches.
+    pub snippet: String,
+    #[schema(example = "42")]
+    pub author_id: String,
+    pub tags: Vec<String>,
+    pub published: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Relevance; higher is better, comparable within one query only.
+    pub score: f64,
+}
+
+impl From<&PostHit> for PostResult {
+    fn from(hit: &PostHit) -> Self {
+        PostResult {
+            id: hit.post.id.to_string(),
+            title: hit.post.title.clone(),
+            title_highlight: hit.title_html.clone(),
+            snippet: hit.snippet_html.clone(),
+            author_id: hit.post.author_id.to_string(),
+            tags: hit.post.tags.clone(),
+            published: hit.post.published,
+            created_at: timestamp(hit.post.created_at),
+            updated_at: timestamp(hit.post.updated_at),
+            score: hit.score,
+        }
+    }
+}
+
+/// A matching user, with public profile fields (never the email).
+/// Highlights are HTML-escaped with matches in `<mark>`.
+#[derive(Serialize, ToSchema)]
+pub struct UserResult {
+    #[schema(example = "42")]
+    pub id: String,
+    pub username: String,
+    pub display_name: String,
+    pub avatar_url: String,
+    pub bio: String,
+    pub username_highlight: String,
+    pub name_highlight: Option<String>,
+    /// An excerpt of the bio around the matches.
+    pub snippet: String,
+    pub created_at: String,
+    pub score: f64,
+}
+
+impl UserResult {
+    fn new(hit: &UserHit, settings: &Settings) -> Self {
+        UserResult {
+            id: hit.user.id().to_string(),
+            username: hit.user.row.username.clone(),
+            display_name: display_name(&hit.user),
+            avatar_url: avatar_url(settings, &hit.user),
+            bio: hit.user.row.bio.clone(),
+            username_highlight: hit.username_html.clone(),
+            name_highlight: hit.name_html.clone(),
+            snippet: hit.bio_html.clone(),
+            created_at: timestamp(hit.user.row.created_at),
+            score: hit.score,
+        }
+    }
+}
+
+/// One result, tagged with its `type`.
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SearchResult {
+    Post(PostResult),
+    User(UserResult),
+}
+
+/// Paging of search results: no total (counting every match would cost as
+/// much as ranking it), only whether a next page exists.
+#[derive(Serialize, ToSchema)]
+pub struct SearchPagination {
+    pub limit: i64,
+    pub offset: i64,
+    #[serde(rename = "hasMore")]
+    pub has_more: bool,
+}
+
+/// Search results, most relevant first (an exact title or name match
+/// before everything else).
+#[derive(Serialize, ToSchema)]
+pub struct SearchResponse {
+    pub query: String,
+    /// `post` or `user`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub results: Vec<SearchResult>,
+    pub pagination: SearchPagination,
+}
+
+/// What a search looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Posts,
+    Users,
+}
+
+/// Checks the query and paging; `kind` is `None` when the route fixes it.
+fn checked(params: &SearchParams, fixed: Option<Kind>) -> Result<(String, Kind, Page), AppError> {
+    let mut problems = Problems::default();
+    let q = match &params.q {
+        None => {
+            problems.add("q", "is required");
+            String::new()
+        }
+        Some(q) => {
+            problems.check("q", check_text(q, MAX_QUERY_CHARS, true, TextRule::Line));
+            q.clone()
+        }
+    };
+    let kind = match (fixed, params.kind.as_deref()) {
+        (Some(kind), _) => kind,
+        (None, None | Some("post" | "posts")) => Kind::Posts,
+        (None, Some("user" | "users")) => Kind::Users,
+        (None, Some(_)) => {
+            problems.add("type", "must be post or user");
+            Kind::Posts
+        }
+    };
+    let page = params::page(
+        &mut problems,
+        params.limit.as_deref(),
+        params.offset.as_deref(),
+    );
+    problems.finish()?;
+    Ok((q, kind, page))
+}
+
+async fn run(
+    state: &AppState,
+    caller: Option<&SessionPrincipal>,
+    q: String,
+    kind: Kind,
+    page: Page,
+) -> Result<SearchResponse, AppError> {
+    let terms = SearchTerms::parse(&q);
+    let (results, has_more, kind_name) = match kind {
+        Kind::Posts => {
+            let found = state
+                .db
+                .search_posts(&terms, viewer_of(caller), page)
+                .await?;
+            let results = found
+                .hits
+                .iter()
+                .map(|hit| SearchResult::Post(PostResult::from(hit)))
+                .collect();
+            (results, found.has_more, "post")
+        }
+        Kind::Users => {
+            // Admins find every user, as they list every user; others find
+            // active users with public profiles.
+            let everyone = caller.is_some_and(|principal| principal.role().is_admin());
+            let found = state.db.search_users(&terms, everyone, page).await?;
+            let results = found
+                .hits
+                .iter()
+                .map(|hit| SearchResult::User(UserResult::new(hit, &state.settings)))
+                .collect();
+            (results, found.has_more, "user")
+        }
+    };
+    Ok(SearchResponse {
+        query: q,
+        kind: kind_name.to_owned(),
+        results,
+        pagination: SearchPagination {
+            limit: page.limit,
+            offset: page.offset,
+            has_more,
+        },
+    })
+}
+
+/// Search posts (default) or users, by `type`.
+#[utoipa::path(
+    get,
+    path = "/api/search",
+    tag = "search",
+    params(SearchParams),
+    responses(
+        (status = 200, description = "Results, most relevant first", body = SearchResponse),
+        (status = 422, description = "Missing or invalid q, type, limit or offset", body = GeneralError),
+    )
+)]
+pub async fn search(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    AppQuery(params): AppQuery<SearchParams>,
+) -> Result<AppJson<SearchResponse>, AppError> {
+    let (q, kind, page) = checked(&params, None)?;
+    run(&state, caller.as_ref(), q, kind, page)
+        .await
+        .map(AppJson)
+}
+
+/// Search posts: title, tags and content, title weighted highest.
+#[utoipa::path(
+    get,
+    path = "/api/search/posts",
+    tag = "search",
+    params(SearchParams),
+    responses(
+        (status = 200, description = "Matching posts, most relevant first", body = SearchResponse),
+        (status = 422, description = "Missing or invalid q, limit or offset", body = GeneralError),
+    )
+)]
+pub async fn search_posts(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    AppQuery(params): AppQuery<SearchParams>,
+) -> Result<AppJson<SearchResponse>, AppError> {
+    let (q, kind, page) = checked(&params, Some(Kind::Posts))?;
+    run(&state, caller.as_ref(), q, kind, page)
+        .await
+        .map(AppJson)
+}
+
+/// Search users: username and name weighted highest, then bio.
+#[utoipa::path(
+    get,
+    path = "/api/search/users",
+    tag = "search",
+    params(SearchParams),
+    responses(
+        (status = 200, description = "Matching users, most relevant first", body = SearchResponse),
+        (status = 422, description = "Missing or invalid q, limit or offset", body = GeneralError),
+    )
+)]
+pub async fn search_users(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    AppQuery(params): AppQuery<SearchParams>,
+) -> Result<AppJson<SearchResponse>, AppError> {
+    let (q, kind, page) = checked(&params, Some(Kind::Users))?;
+    run(&state, caller.as_ref(), q, kind, page)
+        .await
+        .map(AppJson)
+}
