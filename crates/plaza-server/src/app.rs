@@ -1,6 +1,7 @@
 //! The router builder and the server's life cycle.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -39,6 +40,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(controllers::search::routes())
         .merge(controllers::images::routes())
         .merge(controllers::link_preview::routes())
+        .merge(controllers::og::routes())
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.
@@ -53,10 +55,6 @@ pub fn build_app(state: AppState) -> Router {
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
         .fallback(|| async { AppError::RouteNotFound })
-        .layer(from_fn_with_state(
-            state.clone(),
-            refuse_cross_origin_writes,
-        ))
         .with_state(state);
     with_middleware(router, &settings)
 }
@@ -64,7 +62,7 @@ pub fn build_app(state: AppState) -> Router {
 /// Wraps routes in Plaza's middleware stack: request ids, tracing, error
 /// rendering per surface, panic recovery, timeout, CORS, body limit and
 /// metrics. Public so tests can put test-only routes behind the same stack.
-pub fn with_middleware(router: Router, settings: &Settings) -> Router {
+pub fn with_middleware(router: Router, settings: &Arc<Settings>) -> Router {
     let request_id = HeaderName::from_static("x-request-id");
     router.route_layer(from_fn(track_metrics)).layer(
         ServiceBuilder::new()
@@ -92,6 +90,10 @@ pub fn with_middleware(router: Router, settings: &Settings) -> Router {
                 Duration::from_secs(settings.request_timeout_secs),
             ))
             .layer(cors_layer(settings))
+            .layer(from_fn_with_state(
+                settings.clone(),
+                refuse_cross_origin_writes,
+            ))
             .layer(DefaultBodyLimit::max(settings.body_limit_bytes)),
     )
 }

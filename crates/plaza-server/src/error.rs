@@ -320,7 +320,8 @@ impl Surface {
             Surface::Upload
         } else if under("/api/link-preview") || under("/api/version") {
             Surface::Plain
-        } else if under("/api/avatar-image") || under("/api/og-image") {
+        } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
+        {
             Surface::Image
         } else {
             Surface::General

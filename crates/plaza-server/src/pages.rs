@@ -1,5 +1,5 @@
-//! Server-rendered HTML pages (sign-in, sign-out). Every interpolated value
-//! is escaped.
+//! Server-rendered HTML pages (sign-in, sign-out, share-image viewer). Every
+//! interpolated value is escaped.
 
 use crate::state::AppState;
 
@@ -101,6 +101,33 @@ pub fn signout(state: &AppState, csrf_token: &str) -> String {
         csrf = escape(csrf_token),
     );
     page(&format!("Sign out · {app}"), &body)
+}
+
+/// The share-image viewer: the image, with Open Graph and Twitter card tags
+/// for whoever unfurls the page, and its size shown once it has loaded.
+pub fn og_viewer(state: &AppState, image_path: &str) -> String {
+    let app = escape(&state.settings.app_name);
+    let base = state.settings.base_url.as_str().trim_end_matches('/');
+    let image = escape(&format!("{base}{image_path}"));
+    let local = escape(image_path);
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{app}</title>\
+         <meta property=\"og:title\" content=\"{app}\">\
+         <meta property=\"og:type\" content=\"website\">\
+         <meta property=\"og:image\" content=\"{image}\">\
+         <meta property=\"og:image:width\" content=\"1200\"><meta property=\"og:image:height\" content=\"630\">\
+         <meta name=\"twitter:card\" content=\"summary_large_image\">\
+         <meta name=\"twitter:image\" content=\"{image}\">\
+         <style>body{{margin:0;background:#0b0d17;color:#ddd;font-family:system-ui,sans-serif;display:flex;\
+         flex-direction:column;align-items:center;justify-content:center;min-height:100vh}}\
+         img{{max-width:min(1200px,96vw);height:auto;border-radius:8px;box-shadow:0 4px 24px #0008}}</style>\
+         </head><body><img id=\"card\" src=\"{local}\" width=\"1200\" height=\"630\" alt=\"Share image\">\
+         <p id=\"size\"></p><script>const card=document.getElementById('card');\
+         const show=()=>{{document.getElementById('size').textContent=card.naturalWidth+' x '+card.naturalHeight;}};\
+         card.complete&&card.naturalWidth?show():card.addEventListener('load',show);</script></body></html>"
+    )
 }
 
 #[cfg(test)]

@@ -80,6 +80,14 @@ pub struct Settings {
     /// Read the client address from `X-Forwarded-For` (only behind a proxy
     /// that sets it).
     pub trust_proxy_headers: bool,
+    /// Quote providers for share images; unset uses the built-in rotation
+    /// (Quotable 40, ZenQuotes 30, DummyJSON 20, API Ninjas 10).
+    pub og_quote_providers: Option<Vec<plaza_og_image::quotes::ProviderConfig>>,
+    /// API key of the fourth default quote provider (API Ninjas); without it
+    /// that provider is skipped.
+    pub og_quotes_api_key: Option<String>,
+    /// The tagline of the fallback share image.
+    pub tagline: String,
     /// Identity providers (OAuth 2.0 / OpenID Connect).
     pub auth_providers: Vec<crate::auth::oauth::ProviderSettings>,
 }
@@ -114,6 +122,9 @@ impl Default for Settings {
             sign_in_max_failures: 5,
             sign_in_lockout_secs: 900,
             trust_proxy_headers: false,
+            og_quote_providers: None,
+            og_quotes_api_key: None,
+            tagline: "A community platform".to_owned(),
             auth_providers: Vec::new(),
         }
     }

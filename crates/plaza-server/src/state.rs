@@ -10,12 +10,26 @@ use tokio_util::task::TaskTracker;
 use crate::auth::Auth;
 use crate::settings::Settings;
 
-/// Shared application state; cloning is cheap.
+/// Shared application state. Cloning (once per extractor per request) is one
+/// atomic increment.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+pub struct Shared {
     pub settings: Arc<Settings>,
     pub db: Database,
     pub auth: Arc<Auth>,
+    /// Quotes for share images, from the configured providers.
+    pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
     /// One guarded outbound client for every link preview.
     pub link_preview: Arc<plaza_link_preview::PreviewClient>,
     pub metrics: PrometheusHandle,
@@ -38,14 +52,22 @@ impl AppState {
                 ..plaza_link_preview::FetchConfig::default()
             })
             .map_err(|error| format!("cannot build the link preview client: {error}"))?;
-        Ok(AppState {
+        let providers = settings.og_quote_providers.clone().unwrap_or_else(|| {
+            plaza_og_image::quotes::default_providers(settings.og_quotes_api_key.clone())
+        });
+        let quotes = Arc::new(plaza_og_image::quotes::QuoteSource::new(
+            crate::auth::oauth::http_client(&settings.app_name)?,
+            providers,
+        ));
+        Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
             auth: Arc::new(auth),
             link_preview: Arc::new(link_preview),
+            quotes,
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),
             background: TaskTracker::new(),
-        })
+        })))
     }
 }

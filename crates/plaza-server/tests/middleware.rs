@@ -17,7 +17,7 @@ struct Echo {
 }
 
 async fn serve(router: Router, settings: Settings) -> String {
-    let app = with_middleware(router, &settings);
+    let app = with_middleware(router, &std::sync::Arc::new(settings));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {

@@ -6,6 +6,7 @@ pub mod docs;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;
+pub mod og;
 pub mod params;
 pub mod posts;
 pub mod search;

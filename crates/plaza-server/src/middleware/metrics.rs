@@ -22,9 +22,10 @@ static SERIES: LazyLock<RwLock<HashMap<Box<str>, Vec<Series>>>> = LazyLock::new(
 
 fn record(route: &str, method: &Method, status: u16, seconds: f64) {
     if let Ok(series) = SERIES.read()
-        && let Some(found) = series
-            .get(route)
-            .and_then(|all| all.iter().find(|s| s.status == status && s.method == method))
+        && let Some(found) = series.get(route).and_then(|all| {
+            all.iter()
+                .find(|s| s.status == status && s.method == method)
+        })
     {
         found.requests.increment(1);
         found.duration.record(seconds);
@@ -56,6 +57,11 @@ pub async fn track_metrics(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let response = next.run(request).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    record(route, &method, response.status().as_u16(), started.elapsed().as_secs_f64());
+    record(
+        route,
+        &method,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
     response
 }

@@ -1,0 +1,228 @@
+//! Open Graph share images and their viewer page.
+
+use std::sync::LazyLock;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::controllers::system::no_store_headers;
+use crate::error::AppError;
+use crate::error::schema::ImageError;
+use crate::extract::AppQuery;
+use crate::pages;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(og_image))
+        .routes(routes!(og_image_viewer))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct OgQuery {
+    /// Seed of the background and the avatar; random when missing.
+    pub seed: Option<String>,
+    /// The quote; without quote and author one comes from the quote providers.
+    pub quote: Option<String>,
+    /// Who said it.
+    pub author: Option<String>,
+    /// `true` forces a random seed.
+    pub random: Option<String>,
+    /// `png` (default) or `svg`.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kind: Option<String>,
+    /// `true` answers with the image even to a browser.
+    pub direct: Option<String>,
+}
+
+/// Known crawlers and link unfurlers, on top of the `isbot` list.
+const UNFURLERS: [&str; 10] = [
+    "facebookexternalhit",
+    "twitterbot",
+    "slackbot",
+    "linkedinbot",
+    "discordbot",
+    "whatsapp",
+    "telegrambot",
+    "googlebot",
+    "bingbot",
+    "embedly",
+];
+
+static BOTS: LazyLock<isbot::Bots> = LazyLock::new(|| {
+    let mut bots = isbot::Bots::default();
+    bots.append(&UNFURLERS);
+    bots
+});
+
+/// A request is a crawler when its User-Agent is a known bot, or carries no
+/// browser signature at all (DECISIONS.md).
+pub fn is_crawler(headers: &HeaderMap) -> bool {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    !agent.contains("Mozilla/") || BOTS.is_bot(agent)
+}
+
+/// A 1200×630 share image: seeded pattern background, the seed's avatar and a
+/// quote. Crawlers get the image (PNG, or SVG with `type=svg`); browsers are
+/// redirected to `/og-image-viewer` unless `direct=true`. A rendering failure
+/// answers the fallback card.
+#[utoipa::path(
+    get,
+    path = "/api/og-image",
+    tag = "images",
+    params(OgQuery),
+    responses(
+        (status = 200, description = "The image", content_type = "image/png", body = Vec<u8>),
+        (status = 302, description = "A browser: redirected to the viewer page with the same query"),
+        (status = 400, description = "`type` is not png or svg", body = ImageError),
+    )
+)]
+pub async fn og_image(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw_query): RawQuery,
+    AppQuery(query): AppQuery<OgQuery>,
+) -> Result<Response, AppError> {
+    let svg_wanted = match query.kind.as_deref() {
+        None | Some("png") => false,
+        Some("svg") => true,
+        Some(other) => {
+            return Err(AppError::BadRequest(format!(
+                "type must be png or svg, got {:?}",
+                other.chars().take(20).collect::<String>()
+            )));
+        }
+    };
+    if query.direct.as_deref() != Some("true") && !is_crawler(&headers) {
+        let target = match raw_query {
+            Some(raw) if !raw.is_empty() => format!("/og-image-viewer?{raw}"),
+            _ => "/og-image-viewer".to_owned(),
+        };
+        return Ok(found(&target));
+    }
+    let seed = match (&query.seed, query.random.as_deref()) {
+        (Some(seed), random) if !seed.is_empty() && random != Some("true") => seed.clone(),
+        _ => plaza_og_image::random_seed(),
+    };
+    let (quote, author) = match (query.quote, query.author) {
+        (None, None) => {
+            let quote = state.quotes.next_quote().await;
+            (quote.text, quote.author)
+        }
+        (quote, author) => (quote.unwrap_or_default(), author.unwrap_or_default()),
+    };
+    let svg = plaza_og_image::render_svg(&seed, &quote, &author);
+    if svg_wanted {
+        return Ok(image_response("image/svg+xml", svg.into_bytes()));
+    }
+    let fallback_title = state.settings.app_name.clone();
+    let fallback_tagline = state.settings.tagline.clone();
+    let rendered = tokio::task::spawn_blocking(move || plaza_og_image::render_png(&svg))
+        .await
+        .map_err(AppError::internal)?;
+    match rendered {
+        Ok(png) => Ok(image_response("image/png", png)),
+        Err(error) => {
+            tracing::error!(%error, "share image rendering failed; answering the fallback card");
+            let fallback = plaza_og_image::fallback_svg(&fallback_title, &fallback_tagline);
+            Ok(image_response("image/svg+xml", fallback.into_bytes()))
+        }
+    }
+}
+
+/// A 302 redirect, as DECISIONS.md asks for the browser case.
+fn found(target: &str) -> Response {
+    match HeaderValue::from_str(target) {
+        Ok(location) => (
+            axum::http::StatusCode::FOUND,
+            [(header::LOCATION, location)],
+        )
+            .into_response(),
+        Err(_) => AppError::BadRequest("query cannot be redirected".to_owned()).into_response(),
+    }
+}
+
+fn image_response(content_type: &'static str, body: Vec<u8>) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        no_store_headers(),
+        body,
+    )
+        .into_response()
+}
+
+/// The page browsers see for a share link: the image, with Open Graph and
+/// Twitter card tags pointing at it with `direct=true`.
+#[utoipa::path(
+    get,
+    path = "/og-image-viewer",
+    tag = "images",
+    params(OgQuery),
+    responses((status = 200, description = "HTML page showing the image", content_type = "text/html", body = String))
+)]
+pub async fn og_image_viewer(
+    State(state): State<AppState>,
+    RawQuery(raw_query): RawQuery,
+) -> Response {
+    let mut pairs: Vec<(String, String)> =
+        url::form_urlencoded::parse(raw_query.unwrap_or_default().as_bytes())
+            .into_owned()
+            .filter(|(key, _)| key != "direct")
+            .collect();
+    pairs.push(("direct".to_owned(), "true".to_owned()));
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    let image_path = format!("/api/og-image?{query}");
+    (
+        no_store_headers(),
+        Html(pages::og_viewer(&state, &image_path)),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::USER_AGENT, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn crawlers_and_browsers_are_told_apart() {
+        for crawler in [
+            "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+            "Twitterbot/1.0",
+            "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+            "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+            "WhatsApp/2.23.20.0 A",
+            "TelegramBot (like TwitterBot)",
+            "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+            "curl/8.5.0",
+            "",
+        ] {
+            assert!(is_crawler(&agent(crawler)), "{crawler}");
+        }
+        for browser in [
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:127.0) Gecko/20100101 Firefox/127.0",
+        ] {
+            assert!(!is_crawler(&agent(browser)), "{browser}");
+        }
+    }
+}
