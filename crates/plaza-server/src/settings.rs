@@ -118,7 +118,7 @@ impl Default for Settings {
             jwt_secret: None,
             admin_token_ttl_secs: 3600,
             password_hash_memory_kib: 65_536,
-            password_hash_iterations: 3,
+            password_hash_iterations: 2,
             sign_in_max_failures: 5,
             sign_in_lockout_secs: 900,
             trust_proxy_headers: false,
