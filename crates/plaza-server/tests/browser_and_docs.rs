@@ -142,10 +142,19 @@ async fn the_openapi_document_validates_against_openapi_3_1() {
 #[tokio::test]
 async fn the_share_image_viewer_shows_the_image_in_chromium() {
     let Some(chromium) = chromium() else {
-        return skip("the_share_image_viewer_shows_the_image_in_chromium", "chromium is not installed");
+        return skip(
+            "the_share_image_viewer_shows_the_image_in_chromium",
+            "chromium is not installed",
+        );
     };
     let server = TestServer::start(Backend::Sqlite).await;
-    let dom = rendered_dom(&chromium, &server.url("/og-image-viewer?seed=view&quote=Hello%20there&author=Tester"));
+    let dom = rendered_dom(
+        &chromium,
+        &server.url("/og-image-viewer?seed=view&quote=Hello%20there&author=Tester"),
+    );
     assert!(dom.contains("property=\"og:image\""), "{dom}");
-    assert!(dom.contains("1200 x 630"), "the image loaded at its full size:\n{dom}");
+    assert!(
+        dom.contains("1200 x 630"),
+        "the image loaded at its full size:\n{dom}"
+    );
 }
