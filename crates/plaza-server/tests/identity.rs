@@ -47,16 +47,7 @@ async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
     assert!(user["id"].is_string());
 
     let cookie = server.sign_in("ada@example.com", PASSWORD).await;
-    let session: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(session["user"]["email"], "ada@example.com");
     assert_eq!(session["user"]["roles"], json!(["user"]));
     assert!(session["expires"].is_string());
@@ -69,16 +60,7 @@ async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(signed_out.status(), 200);
-    let after: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let after: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(after, json!({}), "the old cookie no longer works");
 }
 
@@ -172,16 +154,7 @@ async fn banning_revokes_sessions_and_tokens_at_once(backend: Backend) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let session: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(session, json!({}));
     assert_eq!(metrics_with(&server, &token).await.status(), 401);
     let again = server
@@ -214,16 +187,7 @@ async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "FORBIDDEN");
     }
-    let session: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(
         session["user"]["email"], "victim@example.com",
         "the refused sign-out did nothing"
@@ -287,28 +251,10 @@ async fn provider_sign_in_creates_a_user_and_a_session(backend: Backend) {
     assert_eq!(done.status(), 303);
     assert_eq!(done.headers()["location"], "/welcome");
     let cookie = session_cookie(&done).expect("session cookie");
-    let session: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(session["user"]["email"], "new@idp.example");
     assert_eq!(session["user"]["name"], "New Person");
-    let accounts: Value = server
-        .client
-        .get(server.url("/api/auth/accounts"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let accounts: Value = server.get_json_as("/api/auth/accounts", &cookie).await;
     assert_eq!(accounts["accounts"][0]["provider"], "fake");
     assert_eq!(accounts["accounts"][0]["providerAccountId"], "u-1");
     assert_eq!(accounts["hasPassword"], false);
@@ -438,16 +384,7 @@ async fn unverified_provider_emails_never_link(backend: Backend) {
             .contains("error=account_not_linked")
     );
     let cookie = server.sign_in("owner@example.com", PASSWORD).await;
-    let accounts: Value = server
-        .client
-        .get(server.url("/api/auth/accounts"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let accounts: Value = server.get_json_as("/api/auth/accounts", &cookie).await;
     assert_eq!(accounts["accounts"], json!([]));
 }
 
@@ -459,16 +396,7 @@ async fn verified_provider_emails_link_to_the_existing_user(backend: Backend) {
     );
     let done = provider_round_trip(&server).await;
     let cookie = session_cookie(&done).expect("signed in");
-    let session: Value = server
-        .client
-        .get(server.url("/api/auth/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(session["user"]["id"], id.to_string());
 }
 

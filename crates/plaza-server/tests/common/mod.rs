@@ -263,6 +263,19 @@ impl TestServer {
             .expect("user id")
     }
 
+    /// GETs `path` with a `Cookie` header and parses the JSON answer.
+    pub async fn get_json_as(&self, path: &str, cookie: &str) -> serde_json::Value {
+        self.client
+            .get(self.url(path))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON body")
+    }
+
     /// Signs in with credentials and returns the `Cookie` header value.
     pub async fn sign_in(&self, email: &str, password: &str) -> String {
         let response = self
