@@ -1,10 +1,13 @@
-//! Building blocks of list queries: sort direction, paging, and WHERE
-//! clauses assembled from optional filters with numbered placeholders, so
-//! user input only ever travels as a bound value.
+//! Building blocks of list queries: sort direction, paging, numbered
+//! placeholders for values (so user input only ever travels bound), and
+//! JSON aggregation of a page into one value.
 
+use serde::Deserialize;
 use sqlx::Any;
 use sqlx::any::AnyArguments;
 use sqlx::query::QueryAs;
+
+use crate::Backend;
 
 /// Sort direction of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,38 +51,28 @@ pub(crate) enum Arg {
     Bool(bool),
 }
 
-/// A WHERE clause under construction: fragments joined with AND, each
-/// referring to its values by `$n`.
+/// The values of one statement, numbered in the order they are added.
 #[derive(Debug, Default)]
-pub(crate) struct Filters {
-    clauses: Vec<String>,
-    args: Vec<Arg>,
+pub(crate) struct Args(Vec<Arg>);
+
+impl Args {
+    /// Registers a value and returns its placeholder (`$1`, `$2`, …).
+    pub(crate) fn push(&mut self, value: Arg) -> String {
+        self.0.push(value);
+        format!("${}", self.0.len())
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<Arg> {
+        self.0
+    }
 }
 
-impl Filters {
-    /// Registers a value and returns its placeholder (`$1`, `$2`, …).
-    pub(crate) fn arg(&mut self, value: Arg) -> String {
-        self.args.push(value);
-        format!("${}", self.args.len())
-    }
-
-    /// Adds a condition (fixed SQL text with placeholders from [`Filters::arg`]).
-    pub(crate) fn push(&mut self, clause: impl Into<String>) {
-        self.clauses.push(clause.into());
-    }
-
-    /// ` WHERE a AND b`, or nothing when there is no condition.
-    pub(crate) fn where_sql(&self) -> String {
-        if self.clauses.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", self.clauses.join(" AND "))
-        }
-    }
-
-    /// The values in placeholder order, to bind with [`bind_all`].
-    pub(crate) fn args(&self) -> Vec<Arg> {
-        self.args.clone()
+/// ` WHERE a AND b` from fixed SQL fragments, or nothing without any.
+pub(crate) fn where_clause(conditions: &[String]) -> String {
+    if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
     }
 }
 
@@ -96,4 +89,46 @@ pub(crate) fn bind_all<'q, O>(
         };
     }
     query
+}
+
+/// The rows of `source` (a subquery aliased `p`) as one JSON text: an array
+/// of `element` (a `json_array(…)` of columns), in `order`. A page read
+/// this way crosses from the database in one value instead of one message
+/// per row, which is most of the cost of a page on SQLite.
+pub(crate) fn json_rows(backend: Backend, element: &str, order: &str, source: &str) -> String {
+    match backend {
+        Backend::Sqlite => {
+            format!("(SELECT json_group_array({element} ORDER BY {order}) FROM {source})")
+        }
+        Backend::Postgres => format!(
+            "(SELECT CAST(COALESCE(json_agg({element} ORDER BY {order}), '[]'::json) AS TEXT) \
+             FROM {source})"
+        ),
+    }
+}
+
+/// `json_array` on SQLite, `json_build_array` on PostgreSQL.
+pub(crate) fn json_array(backend: Backend, items: &str) -> String {
+    match backend {
+        Backend::Sqlite => format!("json_array({items})"),
+        Backend::Postgres => format!("json_build_array({items})"),
+    }
+}
+
+/// A flag inside JSON built by the database: `true`/`false` from
+/// PostgreSQL, `1`/`0` from SQLite.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum JsonFlag {
+    Bool(bool),
+    Int(i64),
+}
+
+impl From<JsonFlag> for bool {
+    fn from(flag: JsonFlag) -> bool {
+        match flag {
+            JsonFlag::Bool(value) => value,
+            JsonFlag::Int(value) => value != 0,
+        }
+    }
 }

@@ -11,7 +11,11 @@ use std::collections::HashMap;
 
 use sqlx::FromRow;
 
-use crate::listing::{Arg, Filters, Page, SortOrder, bind_all};
+use serde::Deserialize;
+
+use crate::listing::{
+    Arg, Args, JsonFlag, Page, SortOrder, bind_all, json_array, json_rows, where_clause,
+};
 use crate::time::now_millis;
 use crate::users::Role;
 use crate::{Backend, Database, DomainError, Flag};
@@ -335,40 +339,37 @@ pub struct PostPage {
     pub total: i64,
 }
 
-/// The FROM clause and conditions of a post list, shared by the page query
-/// and the count.
-struct PostSelection {
-    from: &'static str,
-    filters: Filters,
-}
-
 impl PostQuery {
-    /// Conditions of the filters other than visibility.
-    fn selection(&self) -> PostSelection {
-        let mut filters = Filters::default();
+    /// The FROM clause and the conditions of the filters (not of
+    /// visibility), their values added to `args`.
+    fn selection(&self, args: &mut Args) -> (&'static str, Vec<String>) {
+        let mut conditions = Vec::new();
         let from = match &self.tag {
             Some(tag) => {
-                let tag = filters.arg(Arg::Text(tag.clone()));
-                filters.push(format!("t.tag = {tag}"));
+                conditions.push(format!("t.tag = {}", args.push(Arg::Text(tag.clone()))));
                 "post_tags t JOIN posts p ON p.id = t.post_id"
             }
             None => "posts p",
         };
         if let Some(author) = self.author {
-            let author = filters.arg(Arg::Int(author));
-            filters.push(format!("p.author_id = {author}"));
+            conditions.push(format!("p.author_id = {}", args.push(Arg::Int(author))));
         }
         if let Some(published) = self.published {
-            let published = filters.arg(Arg::Bool(published));
-            filters.push(format!("p.published = {published}"));
+            conditions.push(format!("p.published = {}", args.push(Arg::Bool(published))));
         }
         if let Some(status) = self.status {
-            filters.push(status.condition());
+            conditions.push(status.condition().to_owned());
         }
         if self.reported_only {
-            filters.push("p.report_count > 0");
+            conditions.push("p.report_count > 0".to_owned());
         }
-        PostSelection { from, filters }
+        (from, conditions)
+    }
+
+    /// Whether the total comes from counting rows (an index range the
+    /// filter selects) rather than from `post_counts`.
+    fn counts_rows(&self) -> bool {
+        self.author.is_some() || self.tag.is_some() || self.reported_only
     }
 
     /// ORDER BY text from fixed strings only. A tag page in creation order
@@ -383,6 +384,13 @@ impl PostQuery {
         }
     }
 
+    /// The same order over the page's rows (the subquery `listed`).
+    fn page_order(&self) -> String {
+        let direction = self.order.sql();
+        let column = self.sort.column().replace("p.", "listed.");
+        format!("{column} {direction}, listed.id {direction}")
+    }
+
     /// Whether a (published, moderation) pair passes the published and
     /// status filters; the Rust twin of their SQL, for counting from
     /// `post_counts`.
@@ -392,18 +400,156 @@ impl PostQuery {
                 .status
                 .is_none_or(|wanted| wanted == PostStatus::of(published, moderation))
     }
+
+    /// An SQL expression for how many posts `viewer` may see match: a sum of
+    /// `post_counts` rows (plus, for a member, their own other posts from the
+    /// author index), or a count over the index range the filters select.
+    fn total_sql(&self, viewer: Viewer, args: &mut Args) -> String {
+        if self.counts_rows() {
+            let (from, mut conditions) = self.selection(args);
+            conditions.extend(visibility(viewer, args));
+            return format!("(SELECT COUNT(*) FROM {from}{})", where_clause(&conditions));
+        }
+        let public_only = !matches!(viewer, Viewer::Moderator(_));
+        let scopes: Vec<String> = [true, false]
+            .into_iter()
+            .flat_map(|published| {
+                Moderation::ALL
+                    .into_iter()
+                    .map(move |moderation| (published, moderation))
+            })
+            .filter(|&(published, moderation)| {
+                self.admits(published, moderation)
+                    && (!public_only || (published && moderation != Moderation::Hidden))
+            })
+            .map(|(published, moderation)| format!("'{}'", counter_scope(published, moderation)))
+            .collect();
+        let counted = if scopes.is_empty() {
+            "0".to_owned()
+        } else {
+            format!(
+                "(SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts \
+                 WHERE scope IN ({}))",
+                scopes.join(", ")
+            )
+        };
+        match viewer {
+            Viewer::Member(id) => {
+                let (_, mut conditions) = self.selection(args);
+                conditions.push(format!("p.author_id = {}", args.push(Arg::Int(id))));
+                conditions.push(format!("NOT {PUBLIC_SQL}"));
+                format!(
+                    "({counted} + (SELECT COUNT(*) FROM posts p{}))",
+                    where_clause(&conditions)
+                )
+            }
+            Viewer::Anonymous | Viewer::Moderator(_) => counted,
+        }
+    }
+
+    /// An SQL expression for the page as one JSON text (see
+    /// [`json_rows`]).
+    fn page_sql(&self, backend: Backend, viewer: Viewer, page: Page, args: &mut Args) -> String {
+        let (from, mut conditions) = self.selection(args);
+        conditions.extend(visibility(viewer, args));
+        let limit = args.push(Arg::Int(page.limit));
+        let offset = args.push(Arg::Int(page.offset));
+        let source = format!(
+            "(SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset}) listed",
+            where_clause(&conditions),
+            self.order_by()
+        );
+        json_rows(
+            backend,
+            &post_json(backend, "listed"),
+            &self.page_order(),
+            &source,
+        )
+    }
 }
 
-/// Restricts `filters` to what `viewer` may see.
-fn restrict_to(filters: &mut Filters, viewer: Viewer) {
+/// The `post_counts` scope of a (published, moderation) pair, as the
+/// triggers name it.
+fn counter_scope(published: bool, moderation: Moderation) -> String {
+    let switch = if published {
+        "published"
+    } else {
+        "unpublished"
+    };
+    format!("{switch}:{}", moderation.as_str())
+}
+
+/// The condition that keeps to what `viewer` may see, if any.
+fn visibility(viewer: Viewer, args: &mut Args) -> Option<String> {
     match viewer {
-        Viewer::Anonymous => filters.push(PUBLIC_SQL),
-        Viewer::Member(id) => {
-            let id = filters.arg(Arg::Int(id));
-            filters.push(format!("({PUBLIC_SQL} OR p.author_id = {id})"));
-        }
-        Viewer::Moderator(_) => {}
+        Viewer::Anonymous => Some(PUBLIC_SQL.to_owned()),
+        Viewer::Member(id) => Some(format!(
+            "({PUBLIC_SQL} OR p.author_id = {})",
+            args.push(Arg::Int(id))
+        )),
+        Viewer::Moderator(_) => None,
     }
+}
+
+/// A post (columns of `alias`) as a JSON array, in [`POST_COLUMNS`] order.
+pub(crate) fn post_json(backend: Backend, alias: &str) -> String {
+    json_array(backend, &POST_COLUMNS.replace("p.", &format!("{alias}.")))
+}
+
+/// A post as [`post_json`] writes it.
+#[derive(Deserialize)]
+pub(crate) struct PostJson(
+    i64,
+    i64,
+    String,
+    String,
+    String,
+    JsonFlag,
+    String,
+    i64,
+    i64,
+    i64,
+);
+
+impl TryFrom<PostJson> for Post {
+    type Error = DomainError;
+
+    fn try_from(
+        PostJson(
+            id,
+            author_id,
+            title,
+            content,
+            tags,
+            published,
+            moderation,
+            report_count,
+            created_at,
+            updated_at,
+        ): PostJson,
+    ) -> Result<Self, DomainError> {
+        Post::try_from(PostRow {
+            id,
+            author_id,
+            title,
+            content,
+            tags,
+            published: Flag(published.into()),
+            moderation,
+            report_count,
+            created_at,
+            updated_at,
+        })
+    }
+}
+
+/// Reads a page written by [`json_rows`]; a page that does not parse is a
+/// bug, reported as a decoding error.
+pub(crate) fn parse_json_page<T: serde::de::DeserializeOwned>(
+    json: &str,
+) -> Result<Vec<T>, DomainError> {
+    serde_json::from_str(json)
+        .map_err(|error| DomainError::Database(sqlx::Error::Decode(Box::new(error))))
 }
 
 impl Database {
@@ -528,81 +674,61 @@ impl Database {
 
     /// One page of the posts `viewer` may see that match `query`, and their
     /// total. Every variant reads an index in the requested order, so a page
-    /// costs about `offset + limit` index entries, and the total comes from
-    /// the `post_counts` table unless an author, tag or reported filter
-    /// narrows it to an index range that is counted.
+    /// costs about `offset + limit` index entries; the total comes from the
+    /// `post_counts` table unless an author, tag or reported filter narrows
+    /// it to an index range that is counted. A first page is one statement;
+    /// a later one counts first, so a page past the end costs nothing more.
     pub async fn list_posts(
         &self,
         query: &PostQuery,
         viewer: Viewer,
         page: Page,
     ) -> Result<PostPage, DomainError> {
-        let total = self.count_posts(query, viewer).await?;
-        if page.offset >= total || page.limit == 0 {
-            return Ok(PostPage {
-                posts: Vec::new(),
-                total,
-            });
-        }
-        let PostSelection { from, mut filters } = query.selection();
-        restrict_to(&mut filters, viewer);
-        let limit = filters.arg(Arg::Int(page.limit));
-        let offset = filters.arg(Arg::Int(page.offset));
-        let sql = format!(
-            "SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset}",
-            filters.where_sql(),
-            query.order_by()
-        );
-        let rows: Vec<PostRow> = bind_all(sqlx::query_as(&sql), filters.args())
-            .fetch_all(self.pool())
+        if page.offset > 0 || page.limit == 0 {
+            let mut args = Args::default();
+            let total_sql = query.total_sql(viewer, &mut args);
+            let (total,): (i64,) = bind_all(
+                sqlx::query_as(&format!("SELECT {total_sql}")),
+                args.into_vec(),
+            )
+            .fetch_one(self.pool())
             .await?;
-        let posts = rows
-            .into_iter()
-            .map(Post::try_from)
-            .collect::<Result<_, _>>()?;
-        Ok(PostPage { posts, total })
+            if page.offset >= total || page.limit == 0 {
+                return Ok(PostPage {
+                    posts: Vec::new(),
+                    total,
+                });
+            }
+            let mut args = Args::default();
+            let page_sql = query.page_sql(self.backend(), viewer, page, &mut args);
+            let (json,): (String,) = bind_all(
+                sqlx::query_as(&format!("SELECT {page_sql}")),
+                args.into_vec(),
+            )
+            .fetch_one(self.pool())
+            .await?;
+            let posts = parse_posts(&json)?;
+            return Ok(PostPage { posts, total });
+        }
+        let (sql, args) = self.first_page_sql(query, viewer, page);
+        let (total, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
+            .fetch_one(self.pool())
+            .await?;
+        Ok(PostPage {
+            posts: parse_posts(&json)?,
+            total,
+        })
     }
 
-    /// How many posts `viewer` may see match `query`.
-    async fn count_posts(&self, query: &PostQuery, viewer: Viewer) -> Result<i64, DomainError> {
-        if query.author.is_some() || query.tag.is_some() || query.reported_only {
-            let PostSelection { from, mut filters } = query.selection();
-            restrict_to(&mut filters, viewer);
-            let sql = format!("SELECT COUNT(*) FROM {from}{}", filters.where_sql());
-            let (count,): (i64,) = bind_all(sqlx::query_as(&sql), filters.args())
-                .fetch_one(self.pool())
-                .await?;
-            return Ok(count);
-        }
-        let counts = self.post_state_counts().await?;
-        let sum = |include: &dyn Fn(bool, Moderation) -> bool| -> i64 {
-            counts
-                .iter()
-                .filter(|(published, moderation, _)| {
-                    query.admits(*published, *moderation) && include(*published, *moderation)
-                })
-                .map(|(_, _, total)| total)
-                .sum()
-        };
-        let public =
-            |published: bool, moderation: Moderation| published && moderation != Moderation::Hidden;
-        Ok(match viewer {
-            Viewer::Anonymous => sum(&public),
-            Viewer::Moderator(_) => sum(&|_, _| true),
-            Viewer::Member(id) => {
-                // Public posts from the counters, plus the member's own
-                // others from the author index.
-                let PostSelection { mut filters, .. } = query.selection();
-                let id = filters.arg(Arg::Int(id));
-                filters.push(format!("p.author_id = {id}"));
-                filters.push(format!("NOT {PUBLIC_SQL}"));
-                let sql = format!("SELECT COUNT(*) FROM posts p{}", filters.where_sql());
-                let (own,): (i64,) = bind_all(sqlx::query_as(&sql), filters.args())
-                    .fetch_one(self.pool())
-                    .await?;
-                sum(&public) + own
-            }
-        })
+    /// The statement of a first page: the total and the page together.
+    fn first_page_sql(&self, query: &PostQuery, viewer: Viewer, page: Page) -> (String, Vec<Arg>) {
+        let mut args = Args::default();
+        let total_sql = query.total_sql(viewer, &mut args);
+        let page_sql = query.page_sql(self.backend(), viewer, page, &mut args);
+        (
+            format!("SELECT {total_sql} AS total, {page_sql} AS page"),
+            args.into_vec(),
+        )
     }
 
     /// The `post_counts` rows as (published, moderation, count).
@@ -634,31 +760,36 @@ impl Database {
         Ok(by_status)
     }
 
-    /// The query plan of the page query of [`Database::list_posts`], one
-    /// line per step, for tests and benchmarks that check every list reads
-    /// an index.
+    /// A number that changes whenever any post is written (triggers bump it
+    /// in the same transaction), so a cache of rendered lists and searches
+    /// can tell, with one cheap read, whether an entry is still current,
+    /// whichever instance or process wrote.
+    pub async fn content_generation(&self) -> Result<i64, DomainError> {
+        let (generation,): (i64,) =
+            sqlx::query_as("SELECT value FROM content_generation WHERE id = $1")
+                .bind(1_i64)
+                .fetch_one(self.pool())
+                .await?;
+        Ok(generation)
+    }
+
+    /// The query plan of the first-page statement of
+    /// [`Database::list_posts`], one line per step, for tests and benchmarks
+    /// that check every list reads an index.
     pub async fn explain_list_posts(
         &self,
         query: &PostQuery,
         viewer: Viewer,
     ) -> Result<Vec<String>, DomainError> {
-        let PostSelection { from, mut filters } = query.selection();
-        restrict_to(&mut filters, viewer);
-        let limit = filters.arg(Arg::Int(20));
-        let offset = filters.arg(Arg::Int(0));
-        let page_sql = format!(
-            "SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset}",
-            filters.where_sql(),
-            query.order_by()
+        let (sql, args) = self.first_page_sql(
+            query,
+            viewer,
+            Page {
+                limit: 20,
+                offset: 0,
+            },
         );
-        let mut plan = self.explain(&page_sql, filters.args()).await?;
-        if query.author.is_some() || query.tag.is_some() || query.reported_only {
-            let PostSelection { from, mut filters } = query.selection();
-            restrict_to(&mut filters, viewer);
-            let count_sql = format!("SELECT COUNT(*) FROM {from}{}", filters.where_sql());
-            plan.extend(self.explain(&count_sql, filters.args()).await?);
-        }
-        Ok(plan)
+        self.explain(&sql, args).await
     }
 
     /// `EXPLAIN QUERY PLAN` (SQLite) or `EXPLAIN` (PostgreSQL) of one
@@ -685,6 +816,14 @@ impl Database {
             }
         }
     }
+}
+
+/// Reads a page of [`post_json`] arrays.
+fn parse_posts(json: &str) -> Result<Vec<Post>, DomainError> {
+    parse_json_page::<PostJson>(json)?
+        .into_iter()
+        .map(Post::try_from)
+        .collect()
 }
 
 /// Inserts one `post_tags` row per tag, in one statement.

@@ -1,21 +1,29 @@
 //! Full-text search over posts and users, with relevance ranking, prefix
-//! matching of the last word (as-you-type) and highlighted snippets.
+//! matching of the word being typed, and highlighted snippets.
 //!
 //! SQLite uses FTS5 tables kept in step by triggers; PostgreSQL uses
 //! generated `tsvector` columns with GIN indexes. The text a user typed is
 //! never handed to either query parser: it is cut into words of letters and
 //! digits, and each word travels quoted.
 //!
-//! Ranking is bounded: relevance (bm25 on SQLite, `ts_rank` on PostgreSQL,
-//! title weighted highest, an exact title match first) orders the newest
-//! [`SEARCH_WINDOW`] matches the viewer may see. A rare word is ranked over
-//! all its matches; a word in a large share of a million posts costs the
-//! same as a rare one instead of scoring every match on every keystroke.
+//! Ranking is bounded by design. The candidates are the newest
+//! [`SEARCH_WINDOW`] matches the viewer may see (read straight off the
+//! full-text index in id order); relevance orders them: an exact title (or
+//! name) first, then, on PostgreSQL, `ts_rank` over the weighted vector
+//! (title, tags, body) and, on SQLite, the words found in the title (from
+//! the index's title column) and in the tags. Corpus-wide scoring such as
+//! FTS5's bm25 reads every match of every word to weigh it, which for a
+//! word in most of a million posts costs tens of milliseconds; this costs
+//! the same for a common word as for a rare one, and a rare word is ranked
+//! over all its matches.
+//!
+//! Highlights are made here rather than by `snippet()` or `ts_headline`, so
+//! they are the same on both engines and cost only the page's text.
 
 use sqlx::FromRow;
 
-use crate::listing::{Arg, Filters, Page, bind_all};
-use crate::posts::{POST_COLUMNS, PUBLIC_SQL, Post, PostRow, Viewer};
+use crate::listing::{Arg, Args, Page, bind_all, json_array, json_rows};
+use crate::posts::{PUBLIC_SQL, Post, PostJson, Viewer, parse_json_page, post_json};
 use crate::users::{USER_COLUMNS, User, UserRow};
 use crate::{Backend, Database, DomainError};
 
@@ -25,28 +33,32 @@ pub const MAX_QUERY_CHARS: usize = 200;
 pub const MAX_TERMS: usize = 12;
 /// How many of the newest matches are ranked; results past it are not
 /// served (see the module documentation).
-pub const SEARCH_WINDOW: i64 = 1000;
-
-/// Marks around matches as the databases return them: private-use
-/// characters, turned into `<mark>` after the text is HTML-escaped.
-const MARK_START: char = '\u{E000}';
-const MARK_END: char = '\u{E001}';
+pub const SEARCH_WINDOW: i64 = 200;
+/// Words of a query whose presence in the title is scored on SQLite.
+const SCORED_WORDS: usize = 4;
+/// Words of a content snippet.
+const SNIPPET_WORDS: usize = 24;
+/// The longest word that is always a prefix while typed: FTS5's prefix
+/// indexes (2 and 3 characters) make these cheap. A longer typed word is
+/// first searched whole, and as a prefix only when too few posts have it.
+const CHEAP_PREFIX_CHARS: usize = 3;
 
 /// A parsed query: lower-case words of letters and digits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchTerms {
     words: Vec<String>,
-    /// Whether the last word also matches longer words (it is being typed).
-    prefix_last: bool,
+    /// Whether the last word is still being typed (no space after it) and
+    /// may match longer words.
+    typing: bool,
     /// The whole query, trimmed and lower-cased: a title or name equal to it
     /// ranks first.
     exact: String,
 }
 
 impl SearchTerms {
-    /// Cuts `query` into words. The last word matches as a prefix when it
-    /// has at least two characters and the query does not end with a space
-    /// (the person is still typing it).
+    /// Cuts `query` into words. The last word is taken as being typed when
+    /// it has at least two characters and the query does not end with a
+    /// space.
     pub fn parse(query: &str) -> SearchTerms {
         let words: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric())
@@ -54,11 +66,11 @@ impl SearchTerms {
             .map(str::to_lowercase)
             .take(MAX_TERMS)
             .collect();
-        let prefix_last = words.last().is_some_and(|word| word.chars().count() >= 2)
+        let typing = words.last().is_some_and(|word| word.chars().count() >= 2)
             && !query.ends_with(char::is_whitespace);
         SearchTerms {
             words,
-            prefix_last,
+            typing,
             exact: query.trim().to_lowercase(),
         }
     }
@@ -68,36 +80,64 @@ impl SearchTerms {
         self.words.is_empty()
     }
 
+    /// Whether the first search already treats the last word as a prefix.
+    fn prefix_first(&self) -> bool {
+        self.typing
+            && self
+                .words
+                .last()
+                .is_some_and(|word| word.chars().count() <= CHEAP_PREFIX_CHARS)
+    }
+
     /// An FTS5 query: every word quoted (so no word is an operator), all
-    /// required, the last one a prefix when typed.
-    fn fts5(&self) -> String {
-        self.rendered(|word| format!("\"{word}\""), "*", " ")
+    /// required, the last one a prefix when `prefix`; `columns` restricts it
+    /// to some columns (`{title}`).
+    fn fts5(&self, words: &[String], prefix: bool, columns: Option<&str>) -> String {
+        let body = self.rendered(words, prefix, |word| format!("\"{word}\""), "*", " ");
+        match columns {
+            Some(columns) => format!("{{{columns}}} : ({body})"),
+            None => body,
+        }
     }
 
     /// A `to_tsquery` text: every word quoted as a lexeme, all required.
-    fn tsquery(&self) -> String {
-        self.rendered(|word| format!("'{word}'"), ":*", " & ")
+    fn tsquery(&self, prefix: bool) -> String {
+        self.rendered(&self.words, prefix, |word| format!("'{word}'"), ":*", " & ")
     }
 
-    fn rendered(&self, quote: impl Fn(&str) -> String, prefix: &str, join: &str) -> String {
-        let last = self.words.len().saturating_sub(1);
-        self.words
+    fn rendered(
+        &self,
+        words: &[String],
+        prefix: bool,
+        quote: impl Fn(&str) -> String,
+        star: &str,
+        join: &str,
+    ) -> String {
+        words
             .iter()
-            .enumerate()
-            .map(|(index, word)| {
+            .map(|word| {
                 let mut term = quote(word);
-                if index == last && self.prefix_last {
-                    term.push_str(prefix);
+                if prefix && Some(word) == self.words.last() {
+                    term.push_str(star);
                 }
                 term
             })
             .collect::<Vec<_>>()
             .join(join)
     }
+
+    /// Whether a word of a text is a match.
+    fn matches(&self, token: &str, prefix: bool) -> bool {
+        let token = token.to_lowercase();
+        self.words.iter().any(|word| {
+            token == *word
+                || (prefix && Some(word) == self.words.last() && token.starts_with(word.as_str()))
+        })
+    }
 }
 
-/// One page of search results; there is no total (it would cost as much as
-/// ranking every match), only whether another page follows.
+/// One page of search results; there is no total (see the module
+/// documentation), only whether another page follows.
 #[derive(Debug, Clone)]
 pub struct SearchPage<T> {
     pub hits: Vec<T>,
@@ -112,8 +152,8 @@ pub struct PostHit {
     pub score: f64,
     /// The title, HTML-escaped, matches in `<mark>`.
     pub title_html: String,
-    /// A short excerpt of the content around the matches, HTML-escaped,
-    /// matches in `<mark>`.
+    /// About two dozen words of the content from the first match on,
+    /// HTML-escaped, matches in `<mark>`.
     pub snippet_html: String,
 }
 
@@ -129,22 +169,11 @@ pub struct UserHit {
 }
 
 #[derive(FromRow)]
-struct PostHitRow {
-    #[sqlx(flatten)]
-    post: PostRow,
-    score: f64,
-    title_marked: Option<String>,
-    snippet_marked: Option<String>,
-}
-
-#[derive(FromRow)]
 struct UserHitRow {
     #[sqlx(flatten)]
     user: UserRow,
     score: f64,
-    username_marked: Option<String>,
-    name_marked: Option<String>,
-    bio_marked: Option<String>,
+    candidates: i64,
 }
 
 /// What one rebuild re-indexed.
@@ -154,22 +183,10 @@ pub struct RebuildSummary {
     pub users: i64,
 }
 
-/// HTML-escapes `text` and turns the match marks into balanced `<mark>`
-/// elements (marks typed by users themselves cannot unbalance them).
-fn marked_html(text: &str) -> String {
-    let mut html = String::with_capacity(text.len() + 16);
-    let mut open = false;
+/// HTML-escapes `text` into `html`.
+fn escape_into(html: &mut String, text: &str) {
     for c in text.chars() {
         match c {
-            MARK_START if !open => {
-                html.push_str("<mark>");
-                open = true;
-            }
-            MARK_END if open => {
-                html.push_str("</mark>");
-                open = false;
-            }
-            MARK_START | MARK_END => {}
             '&' => html.push_str("&amp;"),
             '<' => html.push_str("&lt;"),
             '>' => html.push_str("&gt;"),
@@ -178,34 +195,108 @@ fn marked_html(text: &str) -> String {
             other => html.push(other),
         }
     }
-    if open {
-        html.push_str("</mark>");
+}
+
+/// Byte ranges of the words of `text` (runs of letters and digits, as the
+/// query is cut).
+fn word_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let mut start = None;
+    for (index, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(index),
+            (false, Some(from)) => {
+                ranges.push((from, index));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = start {
+        ranges.push((from, text.len()));
+    }
+    ranges
+}
+
+/// `text[from..to]` HTML-escaped with the matching words in `<mark>`.
+fn marked(
+    text: &str,
+    words: &[(usize, usize)],
+    from: usize,
+    to: usize,
+    terms: &SearchTerms,
+    prefix: bool,
+) -> String {
+    let mut html = String::with_capacity(to - from + 16);
+    let mut at = from;
+    for &(start, end) in words
+        .iter()
+        .filter(|(start, end)| *start >= from && *end <= to)
+    {
+        if terms.matches(&text[start..end], prefix) {
+            escape_into(&mut html, &text[at..start]);
+            html.push_str("<mark>");
+            escape_into(&mut html, &text[start..end]);
+            html.push_str("</mark>");
+            at = end;
+        }
+    }
+    escape_into(&mut html, &text[at..to]);
+    html
+}
+
+/// The whole of `text`, escaped and marked.
+fn highlight(text: &str, terms: &SearchTerms, prefix: bool) -> String {
+    marked(text, &word_ranges(text), 0, text.len(), terms, prefix)
+}
+
+/// About [`SNIPPET_WORDS`] words of `text` starting a little before the
+/// first match (or from the start when the match was elsewhere), with `…`
+/// where it is cut.
+fn snippet(text: &str, terms: &SearchTerms, prefix: bool) -> String {
+    let words = word_ranges(text);
+    if words.len() <= SNIPPET_WORDS {
+        return marked(text, &words, 0, text.len(), terms, prefix);
+    }
+    let first = words
+        .iter()
+        .position(|&(start, end)| terms.matches(&text[start..end], prefix))
+        .unwrap_or(0);
+    let start = first.saturating_sub(3).min(words.len() - SNIPPET_WORDS);
+    let end = start + SNIPPET_WORDS;
+    let from = if start == 0 { 0 } else { words[start].0 };
+    let to = if end == words.len() {
+        text.len()
+    } else {
+        words[end - 1].1
+    };
+    let mut html = String::new();
+    if from > 0 {
+        html.push('…');
+    }
+    html.push_str(&marked(text, &words, from, to, terms, prefix));
+    if to < text.len() {
+        html.push('…');
     }
     html
 }
 
-/// `ts_headline` options: whole field, or a snippet of about `words` words.
-fn headline_options(words: Option<u32>) -> String {
-    let marks = format!("StartSel={MARK_START}, StopSel={MARK_END}");
-    match words {
-        None => format!("{marks}, HighlightAll=true"),
-        Some(words) => format!(
-            "{marks}, MaxWords={words}, MinWords={}, ShortWord=1, MaxFragments=1, \
-             FragmentDelimiter=\" … \"",
-            words / 2
-        ),
-    }
-}
-
 /// The page inside the window, or `None` when it starts past the window.
 fn window_page(page: Page) -> Option<Page> {
-    if page.offset >= SEARCH_WINDOW || page.limit == 0 {
+    if page.offset >= SEARCH_WINDOW || page.limit <= 0 {
         return None;
     }
     Some(Page {
         limit: page.limit.min(SEARCH_WINDOW - page.offset),
         offset: page.offset,
     })
+}
+
+/// One run of a search: the statement's candidates (how many matches the
+/// window held) and the page (one row more than asked).
+struct Run<T> {
+    candidates: i64,
+    rows: Vec<T>,
 }
 
 impl Database {
@@ -217,99 +308,127 @@ impl Database {
         page: Page,
     ) -> Result<SearchPage<PostHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                has_more: false,
-            });
+            return Ok(empty_page());
         };
-        let (sql, args) = self.search_posts_sql(terms, viewer, page);
-        let mut rows: Vec<PostHitRow> = bind_all(sqlx::query_as(&sql), args)
-            .fetch_all(self.pool())
-            .await?;
-        let has_more = rows.len() as i64 > page.limit;
-        rows.truncate(usize::try_from(page.limit).unwrap_or(usize::MAX));
-        let hits = rows
+        let mut prefix = terms.prefix_first();
+        let mut run = self.search_posts_once(terms, viewer, page, prefix).await?;
+        if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
+            prefix = true;
+            run = self.search_posts_once(terms, viewer, page, prefix).await?;
+        }
+        let has_more = run.rows.len() as i64 > page.limit;
+        let hits = run
+            .rows
             .into_iter()
-            .map(|row| {
-                Ok(PostHit {
-                    post: Post::try_from(row.post)?,
-                    score: row.score,
-                    title_html: marked_html(row.title_marked.as_deref().unwrap_or_default()),
-                    snippet_html: marked_html(row.snippet_marked.as_deref().unwrap_or_default()),
-                })
+            .take(usize::try_from(page.limit).unwrap_or(usize::MAX))
+            .map(|(post, score)| PostHit {
+                title_html: highlight(&post.title, terms, prefix),
+                snippet_html: snippet(&post.content, terms, prefix),
+                post,
+                score,
             })
-            .collect::<Result<_, DomainError>>()?;
+            .collect();
         Ok(SearchPage { hits, has_more })
     }
 
-    /// The statement of [`Database::search_posts`] for a page (one row more
-    /// than asked, to tell whether another page follows).
+    async fn search_posts_once(
+        &self,
+        terms: &SearchTerms,
+        viewer: Viewer,
+        page: Page,
+        prefix: bool,
+    ) -> Result<Run<(Post, f64)>, DomainError> {
+        let (sql, args) = self.search_posts_sql(terms, viewer, page, prefix);
+        let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
+            .fetch_one(self.pool())
+            .await?;
+        let rows = parse_json_page::<(PostJson, f64)>(&json)?
+            .into_iter()
+            .map(|(post, score)| Ok((Post::try_from(post)?, score)))
+            .collect::<Result<_, DomainError>>()?;
+        Ok(Run { candidates, rows })
+    }
+
+    /// The statement of one run of [`Database::search_posts`]: candidates
+    /// and the page as JSON (see [`json_rows`]).
     fn search_posts_sql(
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
         page: Page,
+        prefix: bool,
     ) -> (String, Vec<Arg>) {
-        let mut filters = Filters::default();
+        let backend = self.backend();
+        let mut args = Args::default();
         let visibility = match viewer {
             Viewer::Anonymous => format!(" AND {PUBLIC_SQL}"),
             Viewer::Member(id) => {
-                let id = filters.arg(Arg::Int(id));
-                format!(" AND ({PUBLIC_SQL} OR p.author_id = {id})")
+                format!(
+                    " AND ({PUBLIC_SQL} OR p.author_id = {})",
+                    args.push(Arg::Int(id))
+                )
             }
             Viewer::Moderator(_) => String::new(),
         };
-        let exact = filters.arg(Arg::Text(terms.exact.clone()));
-        let limit = filters.arg(Arg::Int(page.limit + 1));
-        let offset = filters.arg(Arg::Int(page.offset));
-        let sql = match self.backend() {
+        let exact = args.push(Arg::Text(terms.exact.clone()));
+        let hits = match backend {
             Backend::Sqlite => {
-                let query = filters.arg(Arg::Text(terms.fts5()));
-                let start = filters.arg(Arg::Text(MARK_START.to_string()));
-                let end = filters.arg(Arg::Text(MARK_END.to_string()));
+                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
+                let mut score = vec!["0".to_owned()];
+                for word in terms.words.iter().take(SCORED_WORDS) {
+                    let in_title = args.push(Arg::Text(terms.fts5(
+                        std::slice::from_ref(word),
+                        prefix,
+                        Some("title"),
+                    )));
+                    score.push(format!(
+                        "2 * (r.id IN (SELECT rowid FROM posts_fts \
+                         WHERE posts_fts MATCH {in_title} AND rowid >= (SELECT MIN(id) FROM recent)))"
+                    ));
+                    let tag = args.push(Arg::Text(format!("% {word} %")));
+                    score.push(format!("((' ' || p.tags || ' ') LIKE {tag})"));
+                }
                 format!(
-                    "WITH hits AS ( \
-                       SELECT posts_fts.rowid AS id, bm25(posts_fts, 10.0, 1.0, 4.0) AS rank \
-                       FROM posts_fts JOIN posts p ON p.id = posts_fts.rowid \
+                    "recent AS ( \
+                       SELECT posts_fts.rowid AS id FROM posts_fts \
+                       JOIN posts p ON p.id = posts_fts.rowid \
                        WHERE posts_fts MATCH {query}{visibility} \
                        ORDER BY posts_fts.rowid DESC LIMIT {SEARCH_WINDOW}), \
-                     page AS ( \
-                       SELECT h.id, h.rank, lower(p.title) = {exact} AS exact \
-                       FROM hits h JOIN posts p ON p.id = h.id \
-                       ORDER BY exact DESC, h.rank, h.id DESC LIMIT {limit} OFFSET {offset}) \
-                     SELECT {POST_COLUMNS}, -page.rank AS score, \
-                       highlight(posts_fts, 0, {start}, {end}) AS title_marked, \
-                       snippet(posts_fts, 1, {start}, {end}, '…', 24) AS snippet_marked \
-                     FROM page JOIN posts p ON p.id = page.id \
-                     JOIN posts_fts ON posts_fts.rowid = page.id \
-                     WHERE posts_fts MATCH {query} \
-                     ORDER BY page.exact DESC, page.rank, page.id DESC"
+                     hits AS ( \
+                       SELECT r.id AS id, lower(p.title) = {exact} AS exact, \
+                         CAST({} AS DOUBLE PRECISION) AS score \
+                       FROM recent r JOIN posts p ON p.id = r.id)",
+                    score.join(" + ")
                 )
             }
             Backend::Postgres => {
-                let query = filters.arg(Arg::Text(terms.tsquery()));
-                let whole = filters.arg(Arg::Text(headline_options(None)));
-                let snippet = filters.arg(Arg::Text(headline_options(Some(24))));
+                let query = args.push(Arg::Text(terms.tsquery(prefix)));
                 let tsquery = format!("to_tsquery('simple', {query})");
                 format!(
-                    "WITH hits AS ( \
-                       SELECT p.id, ts_rank(p.search_vector, {tsquery})::float8 AS score, \
-                         lower(p.title) = {exact} AS exact \
-                       FROM posts p \
-                       WHERE p.search_vector @@ {tsquery}{visibility} \
-                       ORDER BY p.id DESC LIMIT {SEARCH_WINDOW}), \
-                     page AS ( \
-                       SELECT id, score, exact FROM hits \
-                       ORDER BY exact DESC, score DESC, id DESC LIMIT {limit} OFFSET {offset}) \
-                     SELECT {POST_COLUMNS}, page.score AS score, \
-                       ts_headline('simple', p.title, {tsquery}, {whole}) AS title_marked, \
-                       ts_headline('simple', p.content, {tsquery}, {snippet}) AS snippet_marked \
-                     FROM page JOIN posts p ON p.id = page.id \
-                     ORDER BY page.exact DESC, page.score DESC, page.id DESC"
+                    "hits AS ( \
+                       SELECT p.id, lower(p.title) = {exact} AS exact, \
+                         CAST(ts_rank(p.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
+                       FROM posts p WHERE p.search_vector @@ {tsquery}{visibility} \
+                       ORDER BY p.id DESC LIMIT {SEARCH_WINDOW})"
                 )
             }
         };
-        (sql, filters.args())
+        let limit = args.push(Arg::Int(page.limit + 1));
+        let offset = args.push(Arg::Int(page.offset));
+        let element = json_array(backend, &format!("{}, page.score", post_json(backend, "p")));
+        let rows = json_rows(
+            backend,
+            &element,
+            "page.exact DESC, page.score DESC, page.id DESC",
+            "page JOIN posts p ON p.id = page.id",
+        );
+        let sql = format!(
+            "WITH {hits}, \
+             page AS (SELECT id, exact, score FROM hits \
+               ORDER BY exact DESC, score DESC, id DESC LIMIT {limit} OFFSET {offset}) \
+             SELECT (SELECT COUNT(*) FROM hits) AS candidates, {rows} AS page"
+        );
+        (sql, args.into_vec())
     }
 
     /// Users that match `terms`: active users with public profiles, or
@@ -322,30 +441,55 @@ impl Database {
         page: Page,
     ) -> Result<SearchPage<UserHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                has_more: false,
-            });
+            return Ok(empty_page());
         };
-        let (sql, args) = self.search_users_sql(terms, everyone, page);
-        let mut rows: Vec<UserHitRow> = bind_all(sqlx::query_as(&sql), args)
+        let mut prefix = terms.prefix_first();
+        let mut run = self
+            .search_users_once(terms, everyone, page, prefix)
+            .await?;
+        if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
+            prefix = true;
+            run = self
+                .search_users_once(terms, everyone, page, prefix)
+                .await?;
+        }
+        let has_more = run.rows.len() as i64 > page.limit;
+        let hits = run
+            .rows
+            .into_iter()
+            .take(usize::try_from(page.limit).unwrap_or(usize::MAX))
+            .map(|(user, score)| UserHit {
+                username_html: highlight(&user.row.username, terms, prefix),
+                name_html: user
+                    .row
+                    .name
+                    .as_deref()
+                    .map(|name| highlight(name, terms, prefix)),
+                bio_html: snippet(&user.row.bio, terms, prefix),
+                user,
+                score,
+            })
+            .collect();
+        Ok(SearchPage { hits, has_more })
+    }
+
+    async fn search_users_once(
+        &self,
+        terms: &SearchTerms,
+        everyone: bool,
+        page: Page,
+        prefix: bool,
+    ) -> Result<Run<(User, f64)>, DomainError> {
+        let (sql, args) = self.search_users_sql(terms, everyone, page, prefix);
+        let found: Vec<UserHitRow> = bind_all(sqlx::query_as(&sql), args)
             .fetch_all(self.pool())
             .await?;
-        let has_more = rows.len() as i64 > page.limit;
-        rows.truncate(usize::try_from(page.limit).unwrap_or(usize::MAX));
-        let hits = rows
+        let candidates = found.first().map_or(0, |row| row.candidates);
+        let rows = found
             .into_iter()
-            .map(|row| {
-                Ok(UserHit {
-                    user: User::try_from(row.user)?,
-                    score: row.score,
-                    username_html: marked_html(row.username_marked.as_deref().unwrap_or_default()),
-                    name_html: row.name_marked.as_deref().map(marked_html),
-                    bio_html: marked_html(row.bio_marked.as_deref().unwrap_or_default()),
-                })
-            })
+            .map(|row| Ok((User::try_from(row.user)?, row.score)))
             .collect::<Result<_, DomainError>>()?;
-        Ok(SearchPage { hits, has_more })
+        Ok(Run { candidates, rows })
     }
 
     fn search_users_sql(
@@ -353,78 +497,78 @@ impl Database {
         terms: &SearchTerms,
         everyone: bool,
         page: Page,
+        prefix: bool,
     ) -> (String, Vec<Arg>) {
-        let mut filters = Filters::default();
+        let mut args = Args::default();
         let visibility = if everyone {
             ""
         } else {
             " AND u.status = 'active' AND u.profile_public = TRUE"
         };
-        let exact = filters.arg(Arg::Text(terms.exact.clone()));
-        let limit = filters.arg(Arg::Int(page.limit + 1));
-        let offset = filters.arg(Arg::Int(page.offset));
+        let exact = args.push(Arg::Text(terms.exact.clone()));
+        let exact_sql =
+            format!("(lower(u.username) = {exact} OR lower(coalesce(u.name, '')) = {exact})");
+        let hits = match self.backend() {
+            Backend::Sqlite => {
+                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
+                let mut score = vec!["0".to_owned()];
+                for word in terms.words.iter().take(SCORED_WORDS) {
+                    let in_name = args.push(Arg::Text(terms.fts5(
+                        std::slice::from_ref(word),
+                        prefix,
+                        Some("username name"),
+                    )));
+                    score.push(format!(
+                        "2 * (r.id IN (SELECT rowid FROM users_fts \
+                         WHERE users_fts MATCH {in_name} AND rowid >= (SELECT MIN(id) FROM recent)))"
+                    ));
+                }
+                format!(
+                    "recent AS ( \
+                       SELECT users_fts.rowid AS id FROM users_fts \
+                       JOIN users u ON u.id = users_fts.rowid \
+                       WHERE users_fts MATCH {query}{visibility} \
+                       ORDER BY users_fts.rowid DESC LIMIT {SEARCH_WINDOW}), \
+                     hits AS ( \
+                       SELECT r.id AS id, {exact_sql} AS exact, \
+                         CAST({} AS DOUBLE PRECISION) AS score \
+                       FROM recent r JOIN users u ON u.id = r.id)",
+                    score.join(" + ")
+                )
+            }
+            Backend::Postgres => {
+                let query = args.push(Arg::Text(terms.tsquery(prefix)));
+                let tsquery = format!("to_tsquery('simple', {query})");
+                format!(
+                    "hits AS ( \
+                       SELECT u.id, {exact_sql} AS exact, \
+                         CAST(ts_rank(u.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
+                       FROM users u WHERE u.search_vector @@ {tsquery}{visibility} \
+                       ORDER BY u.id DESC LIMIT {SEARCH_WINDOW})"
+                )
+            }
+        };
+        let limit = args.push(Arg::Int(page.limit + 1));
+        let offset = args.push(Arg::Int(page.offset));
         let columns = USER_COLUMNS
             .split(", ")
             .map(|column| format!("u.{column}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let exact_sql =
-            format!("(lower(u.username) = {exact} OR lower(coalesce(u.name, '')) = {exact})");
-        let sql = match self.backend() {
-            Backend::Sqlite => {
-                let query = filters.arg(Arg::Text(terms.fts5()));
-                let start = filters.arg(Arg::Text(MARK_START.to_string()));
-                let end = filters.arg(Arg::Text(MARK_END.to_string()));
-                format!(
-                    "WITH hits AS ( \
-                       SELECT users_fts.rowid AS id, bm25(users_fts, 10.0, 10.0, 1.0) AS rank \
-                       FROM users_fts JOIN users u ON u.id = users_fts.rowid \
-                       WHERE users_fts MATCH {query}{visibility} \
-                       ORDER BY users_fts.rowid DESC LIMIT {SEARCH_WINDOW}), \
-                     page AS ( \
-                       SELECT h.id, h.rank, {exact_sql} AS exact \
-                       FROM hits h JOIN users u ON u.id = h.id \
-                       ORDER BY exact DESC, h.rank, h.id DESC LIMIT {limit} OFFSET {offset}) \
-                     SELECT {columns}, -page.rank AS score, \
-                       highlight(users_fts, 0, {start}, {end}) AS username_marked, \
-                       highlight(users_fts, 1, {start}, {end}) AS name_marked, \
-                       snippet(users_fts, 2, {start}, {end}, '…', 16) AS bio_marked \
-                     FROM page JOIN users u ON u.id = page.id \
-                     JOIN users_fts ON users_fts.rowid = page.id \
-                     WHERE users_fts MATCH {query} \
-                     ORDER BY page.exact DESC, page.rank, page.id DESC"
-                )
-            }
-            Backend::Postgres => {
-                let query = filters.arg(Arg::Text(terms.tsquery()));
-                let whole = filters.arg(Arg::Text(headline_options(None)));
-                let snippet = filters.arg(Arg::Text(headline_options(Some(16))));
-                let tsquery = format!("to_tsquery('simple', {query})");
-                format!(
-                    "WITH hits AS ( \
-                       SELECT u.id, ts_rank(u.search_vector, {tsquery})::float8 AS score, \
-                         {exact_sql} AS exact \
-                       FROM users u \
-                       WHERE u.search_vector @@ {tsquery}{visibility} \
-                       ORDER BY u.id DESC LIMIT {SEARCH_WINDOW}), \
-                     page AS ( \
-                       SELECT id, score, exact FROM hits \
-                       ORDER BY exact DESC, score DESC, id DESC LIMIT {limit} OFFSET {offset}) \
-                     SELECT {columns}, page.score AS score, \
-                       ts_headline('simple', u.username, {tsquery}, {whole}) AS username_marked, \
-                       CASE WHEN u.name IS NULL THEN NULL \
-                         ELSE ts_headline('simple', u.name, {tsquery}, {whole}) END AS name_marked, \
-                       ts_headline('simple', u.bio, {tsquery}, {snippet}) AS bio_marked \
-                     FROM page JOIN users u ON u.id = page.id \
-                     ORDER BY page.exact DESC, page.score DESC, page.id DESC"
-                )
-            }
-        };
-        (sql, filters.args())
+        let sql = format!(
+            "WITH {hits}, \
+             page AS (SELECT id, exact, score FROM hits \
+               ORDER BY exact DESC, score DESC, id DESC LIMIT {limit} OFFSET {offset}) \
+             SELECT {columns}, page.score AS score, (SELECT COUNT(*) FROM hits) AS candidates \
+             FROM page JOIN users u ON u.id = page.id \
+             ORDER BY page.exact DESC, page.score DESC, page.id DESC"
+        );
+        (sql, args.into_vec())
     }
 
-    /// The query plans of both searches for `terms` as `viewer` sees them,
-    /// for tests and benchmarks that check they read the full-text indexes.
+    /// The query plans of both searches for `terms` as `viewer` sees them
+    /// (whole words, then the last word as a prefix), for tests and
+    /// benchmarks that check they read the full-text indexes.
     pub async fn explain_search(
         &self,
         terms: &SearchTerms,
@@ -434,16 +578,20 @@ impl Database {
             limit: 20,
             offset: 0,
         };
-        let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, page);
-        let mut plan = self.explain(&posts_sql, posts_args).await?;
-        let (users_sql, users_args) =
-            self.search_users_sql(terms, matches!(viewer, Viewer::Moderator(_)), page);
-        plan.extend(self.explain(&users_sql, users_args).await?);
+        let mut plan = Vec::new();
+        for prefix in [false, true] {
+            let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, page, prefix);
+            plan.extend(self.explain(&posts_sql, posts_args).await?);
+            let (users_sql, users_args) =
+                self.search_users_sql(terms, matches!(viewer, Viewer::Moderator(_)), page, prefix);
+            plan.extend(self.explain(&users_sql, users_args).await?);
+        }
         Ok(plan)
     }
 
     /// Rebuilds the full-text indexes from the rows (the admin surface's
-    /// `rebuild_search` maintenance action): FTS5 `rebuild` on SQLite,
+    /// `rebuild_search` maintenance action): FTS5 `rebuild` (which also
+    /// leaves each index in one segment, the fastest to read) on SQLite,
     /// `REINDEX` of the GIN indexes on PostgreSQL (whose vectors are
     /// generated columns and cannot drift).
     pub async fn rebuild_search(&self) -> Result<RebuildSummary, DomainError> {
@@ -467,6 +615,13 @@ impl Database {
     }
 }
 
+fn empty_page<T>() -> SearchPage<T> {
+    SearchPage {
+        hits: Vec::new(),
+        has_more: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,17 +629,33 @@ mod tests {
     #[test]
     fn queries_become_quoted_words_with_a_typed_prefix() {
         let terms = SearchTerms::parse("Rust async pat");
-        assert_eq!(terms.fts5(), "\"rust\" \"async\" \"pat\"*");
-        assert_eq!(terms.tsquery(), "'rust' & 'async' & 'pat':*");
+        assert_eq!(
+            terms.fts5(&terms.words, true, None),
+            "\"rust\" \"async\" \"pat\"*"
+        );
+        assert_eq!(terms.tsquery(true), "'rust' & 'async' & 'pat':*");
+        assert_eq!(
+            terms.fts5(&terms.words[..1], false, Some("title")),
+            "{title} : (\"rust\")"
+        );
+        assert!(
+            terms.prefix_first(),
+            "a three-letter word is a cheap prefix"
+        );
+        assert!(!SearchTerms::parse("rust asyn").prefix_first());
         let finished = SearchTerms::parse("rust async ");
-        assert_eq!(finished.fts5(), "\"rust\" \"async\"");
+        assert!(!finished.typing);
+        assert_eq!(
+            finished.fts5(&finished.words, false, None),
+            "\"rust\" \"async\""
+        );
     }
 
     #[test]
     fn operators_and_quotes_are_only_separators() {
         let terms = SearchTerms::parse("\" OR 1=1 -- NEAR(a b) 'x':* & !y");
         assert_eq!(
-            terms.fts5(),
+            terms.fts5(&terms.words, false, None),
             "\"or\" \"1\" \"1\" \"near\" \"a\" \"b\" \"x\" \"y\""
         );
         assert!(SearchTerms::parse("!!! ''' ---").is_empty());
@@ -493,15 +664,46 @@ mod tests {
     #[test]
     fn unicode_words_are_kept_whole() {
         let terms = SearchTerms::parse("Café 日本語");
-        assert_eq!(terms.tsquery(), "'café' & '日本語':*");
+        assert_eq!(terms.tsquery(true), "'café' & '日本語':*");
     }
 
     #[test]
-    fn snippets_are_escaped_and_marks_balanced() {
-        let text = format!("<b>{MARK_START}x{MARK_START}&{MARK_END}{MARK_END} {MARK_START}y");
+    fn highlights_escape_the_text_and_mark_whole_words() {
+        let terms = SearchTerms::parse("rust gard");
         assert_eq!(
-            marked_html(&text),
-            "&lt;b&gt;<mark>x&amp;</mark> <mark>y</mark>"
+            highlight("<b>Rust</b> & trust, Gardening", &terms, true),
+            "&lt;b&gt;<mark>Rust</mark>&lt;/b&gt; &amp; trust, <mark>Gardening</mark>"
+        );
+        assert_eq!(
+            highlight("Gardening", &terms, false),
+            "Gardening",
+            "no prefix, no partial words"
+        );
+    }
+
+    #[test]
+    fn snippets_start_near_the_first_match() {
+        let text = (1..=60)
+            .map(|n| {
+                if n == 40 {
+                    "needle".to_owned()
+                } else {
+                    format!("w{n}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let terms = SearchTerms::parse("needle ");
+        let cut = snippet(&text, &terms, false);
+        assert!(
+            cut.starts_with("…w37 w38 w39 <mark>needle</mark> w41"),
+            "{cut}"
+        );
+        assert!(cut.ends_with("w60"), "{cut}");
+        let start = snippet(&text, &SearchTerms::parse("absent "), false);
+        assert!(
+            start.starts_with("w1 w2") && start.ends_with("w24…"),
+            "{start}"
         );
     }
 

@@ -2,7 +2,7 @@
 
 use sqlx::FromRow;
 
-use crate::listing::{Arg, Filters, Page, SortOrder, bind_all};
+use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
 use crate::{Database, DomainError, Flag};
 
@@ -406,20 +406,32 @@ impl User {
 }
 
 impl UserQuery {
-    fn filters(&self, everyone: bool) -> Filters {
-        let mut filters = Filters::default();
+    /// The conditions of the filters and of what the caller may see, their
+    /// values added to `args`.
+    fn conditions(&self, everyone: bool, args: &mut Args) -> Vec<String> {
+        let mut conditions = Vec::new();
         if !everyone {
-            filters.push("u.status = 'active' AND u.profile_public = TRUE");
+            conditions.push("u.status = 'active' AND u.profile_public = TRUE".to_owned());
         }
         if let Some(role) = self.role {
-            let role = filters.arg(Arg::Text(role.as_str().to_owned()));
-            filters.push(format!("u.role = {role}"));
+            let role = args.push(Arg::Text(role.as_str().to_owned()));
+            conditions.push(format!("u.role = {role}"));
         }
         if let Some(status) = self.status {
-            let status = filters.arg(Arg::Text(status.as_str().to_owned()));
-            filters.push(format!("u.status = {status}"));
+            let status = args.push(Arg::Text(status.as_str().to_owned()));
+            conditions.push(format!("u.status = {status}"));
         }
-        filters
+        conditions
+    }
+
+    /// The count statement of a list.
+    fn count_sql(&self, everyone: bool) -> (String, Vec<Arg>) {
+        let mut args = Args::default();
+        let conditions = self.conditions(everyone, &mut args);
+        (
+            format!("SELECT COUNT(*) FROM users u{}", where_clause(&conditions)),
+            args.into_vec(),
+        )
     }
 
     /// ORDER BY text from fixed strings only.
@@ -441,16 +453,10 @@ impl Database {
         everyone: bool,
         page: Page,
     ) -> Result<UserPage, DomainError> {
-        let filters = query.filters(everyone);
-        let (total,): (i64,) = bind_all(
-            sqlx::query_as(&format!(
-                "SELECT COUNT(*) FROM users u{}",
-                filters.where_sql()
-            )),
-            filters.args(),
-        )
-        .fetch_one(self.pool())
-        .await?;
+        let (count_sql, count_args) = query.count_sql(everyone);
+        let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args)
+            .fetch_one(self.pool())
+            .await?;
         if page.offset >= total || page.limit == 0 {
             return Ok(UserPage {
                 users: Vec::new(),
@@ -484,14 +490,8 @@ impl Database {
             },
         );
         let mut plan = self.explain(&sql, args).await?;
-        let filters = query.filters(everyone);
-        plan.extend(
-            self.explain(
-                &format!("SELECT COUNT(*) FROM users u{}", filters.where_sql()),
-                filters.args(),
-            )
-            .await?,
-        );
+        let (count_sql, count_args) = query.count_sql(everyone);
+        plan.extend(self.explain(&count_sql, count_args).await?);
         Ok(plan)
     }
 
@@ -575,9 +575,10 @@ impl Database {
 
 /// The page statement of [`Database::list_users`].
 fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec<Arg>) {
-    let mut filters = query.filters(everyone);
-    let limit = filters.arg(Arg::Int(page.limit));
-    let offset = filters.arg(Arg::Int(page.offset));
+    let mut args = Args::default();
+    let conditions = query.conditions(everyone, &mut args);
+    let limit = args.push(Arg::Int(page.limit));
+    let offset = args.push(Arg::Int(page.offset));
     let columns = USER_COLUMNS
         .split(", ")
         .map(|column| format!("u.{column}"))
@@ -585,10 +586,10 @@ fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec
         .join(", ");
     let sql = format!(
         "SELECT {columns} FROM users u{} ORDER BY {} LIMIT {limit} OFFSET {offset}",
-        filters.where_sql(),
+        where_clause(&conditions),
         query.order_by()
     );
-    (sql, filters.args())
+    (sql, args.into_vec())
 }
 
 #[cfg(test)]

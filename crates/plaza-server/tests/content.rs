@@ -18,6 +18,7 @@ on_both_databases!(
     deleting_a_user_deletes_their_content_everywhere,
     public_profiles_and_generated_avatars,
     posts_are_reported_once_per_user,
+    cached_answers_never_outlive_a_write,
     access_matrix,
 );
 
@@ -1148,6 +1149,82 @@ async fn posts_are_reported_once_per_user(backend: Backend) {
         204
     );
     assert!(db.reports_for_posts(&[target_id]).await.unwrap().is_empty());
+}
+
+async fn cached_answers_never_outlive_a_write(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    let first = post(
+        &server,
+        &author,
+        json!({"title": "First walrus", "content": "x"}),
+    )
+    .await;
+    let list = "/api/posts?limit=5";
+    let search = "/api/search/posts?q=walrus";
+    let (_, before) = get(&server, list, None).await;
+    assert_eq!(ids(&before, "posts"), vec![first.clone()]);
+    assert_eq!(
+        get(&server, search, None).await.1["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        get(&server, list, None).await.1,
+        before,
+        "the same answer twice"
+    );
+
+    // A write through the API, then one behind its back in plain SQL: the
+    // next anonymous answer shows each at once.
+    let second = post(
+        &server,
+        &author,
+        json!({"title": "Second walrus", "content": "x"}),
+    )
+    .await;
+    let (_, after) = get(&server, list, None).await;
+    assert_eq!(ids(&after, "posts"), vec![second.clone(), first.clone()]);
+    assert_eq!(
+        get(&server, search, None).await.1["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    server
+        .sql(&format!(
+            "UPDATE posts SET title = 'Renamed' WHERE id = {second}"
+        ))
+        .await;
+    let (_, renamed) = get(&server, list, None).await;
+    assert_eq!(renamed["posts"][0]["title"], "Renamed");
+    server
+        .sql(&format!(
+            "UPDATE posts SET published = FALSE WHERE id = {first}"
+        ))
+        .await;
+    let (_, hidden) = get(&server, list, None).await;
+    assert_eq!(ids(&hidden, "posts"), vec![second.clone()]);
+    assert_eq!(hidden["pagination"]["total"], 1);
+    // Signed-in callers and no-cache requests are answered afresh.
+    let (_, own) = get(&server, list, Some(&author)).await;
+    assert_eq!(
+        own["pagination"]["total"], 2,
+        "the author still sees the draft"
+    );
+    let fresh = server
+        .client
+        .get(server.url(list))
+        .header("cache-control", "no-cache")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fresh.headers()["content-type"], "application/json");
+    let fresh: Value = fresh.json().await.unwrap();
+    assert_eq!(fresh, hidden);
 }
 
 async fn access_matrix(backend: Backend) {

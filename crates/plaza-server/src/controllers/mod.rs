@@ -2,6 +2,7 @@
 //! OpenAPI document, and each module's `routes()` registers its handlers.
 
 pub mod auth;
+pub mod cache;
 pub mod docs;
 pub mod images;
 pub mod link_preview;

@@ -2,8 +2,11 @@
 //! reports. Drafts and hidden posts exist only for their author and for
 //! moderators; everyone else gets 404 for them.
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::posts::{
     MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery, PostSort,
@@ -16,6 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
+use crate::controllers::cache::{self, AnswerCache};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::timestamp;
 use crate::error::AppError;
@@ -28,6 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_posts, create_post))
         .routes(routes!(get_post, update_post, delete_post))
         .routes(routes!(report_post))
+        .layer(Extension(AnswerCache::shared()))
 }
 
 /// What a signed-in principal (or nobody) may see.
@@ -108,6 +113,8 @@ pub struct PostListQuery {
 }
 
 /// List the posts the caller may see, newest first unless asked otherwise.
+/// Anonymous answers are cached while no post changes (see
+/// `Cache-Control: no-cache`).
 #[utoipa::path(
     get,
     path = "/api/posts",
@@ -121,8 +128,11 @@ pub struct PostListQuery {
 pub async fn list_posts(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    Extension(cache): Extension<Arc<AnswerCache>>,
+    headers: HeaderMap,
+    RawQuery(raw_query): RawQuery,
     AppQuery(query): AppQuery<PostListQuery>,
-) -> Result<AppJson<PostList>, AppError> {
+) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let author = params::id(&mut problems, "author", query.author.as_deref());
     let published = params::boolean(&mut problems, "published", query.published.as_deref());
@@ -159,15 +169,19 @@ pub async fn list_posts(
         order,
         ..PostQuery::default()
     };
-    let listed = state.db.list_posts(&filter, viewer, page).await?;
-    Ok(AppJson(PostList {
-        posts: listed
-            .posts
-            .iter()
-            .map(|post| PostView::new(post, viewer))
-            .collect(),
-        pagination: Pagination::new(listed.total, page),
-    }))
+    let key = cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
+    cache::answer(&state, &cache, key, async {
+        let listed = state.db.list_posts(&filter, viewer, page).await?;
+        Ok(PostList {
+            posts: listed
+                .posts
+                .iter()
+                .map(|post| PostView::new(post, viewer))
+                .collect(),
+            pagination: Pagination::new(listed.total, page),
+        })
+    })
+    .await
 }
 
 /// Get one post; drafts and hidden posts are 404 except to their author and

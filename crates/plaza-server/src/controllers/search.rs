@@ -2,7 +2,12 @@
 //! prefix matching of the last word, and highlighted snippets. Results are
 //! only ever what the caller may see anyway.
 
-use axum::extract::State;
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use plaza_domain::listing::Page;
 use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, SearchTerms, UserHit};
 use serde::{Deserialize, Serialize};
@@ -11,6 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{OptionalUser, SessionPrincipal};
+use crate::controllers::cache::{self, AnswerCache};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::viewer_of;
 use crate::controllers::users::{avatar_url, display_name, timestamp};
@@ -25,6 +31,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(search))
         .routes(routes!(search_posts))
         .routes(routes!(search_users))
+        .layer(Extension(AnswerCache::shared()))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -232,7 +239,8 @@ async fn run(
     })
 }
 
-/// Search posts (default) or users, by `type`.
+/// Search posts (default) or users, by `type`. Anonymous post searches are
+/// cached while no post changes (see `Cache-Control: no-cache`).
 #[utoipa::path(
     get,
     path = "/api/search",
@@ -246,15 +254,27 @@ async fn run(
 pub async fn search(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    Extension(cache): Extension<Arc<AnswerCache>>,
+    headers: HeaderMap,
+    RawQuery(raw_query): RawQuery,
     AppQuery(params): AppQuery<SearchParams>,
-) -> Result<AppJson<SearchResponse>, AppError> {
+) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, None)?;
-    run(&state, caller.as_ref(), q, kind, page)
-        .await
-        .map(AppJson)
+    let key = (kind == Kind::Posts)
+        .then(|| cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
+        .flatten();
+    cache::answer(
+        &state,
+        &cache,
+        key,
+        run(&state, caller.as_ref(), q, kind, page),
+    )
+    .await
 }
 
 /// Search posts: title, tags and content, title weighted highest.
+/// Anonymous answers are cached while no post changes (see
+/// `Cache-Control: no-cache`).
 #[utoipa::path(
     get,
     path = "/api/search/posts",
@@ -268,12 +288,25 @@ pub async fn search(
 pub async fn search_posts(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    Extension(cache): Extension<Arc<AnswerCache>>,
+    headers: HeaderMap,
+    RawQuery(raw_query): RawQuery,
     AppQuery(params): AppQuery<SearchParams>,
-) -> Result<AppJson<SearchResponse>, AppError> {
+) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, Some(Kind::Posts))?;
-    run(&state, caller.as_ref(), q, kind, page)
-        .await
-        .map(AppJson)
+    let key = cache::key(
+        caller.is_none(),
+        &headers,
+        "search/posts",
+        raw_query.as_deref(),
+    );
+    cache::answer(
+        &state,
+        &cache,
+        key,
+        run(&state, caller.as_ref(), q, kind, page),
+    )
+    .await
 }
 
 /// Search users: username and name weighted highest, then bio.

@@ -1,0 +1,175 @@
+//! Rendered answers of the public post list and post search, kept for
+//! anonymous readers: the front page and popular searches are asked for
+//! over and over with the same parameters.
+//!
+//! An answer is reused only while the database's content generation (bumped
+//! by triggers on every write to posts, by any instance or process) is the
+//! one it was rendered at, so a cached answer is never older than a fresh
+//! one would be: checking costs one single-row read instead of the list or
+//! search query. Signed-in callers see their own drafts and are never served
+//! from here; a request with `Cache-Control: no-cache` is rendered afresh.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::error::AppError;
+use crate::state::AppState;
+
+/// Most answers kept.
+const MAX_ENTRIES: usize = 1024;
+/// Largest answer kept (a page of long posts is rendered every time).
+const MAX_ANSWER_BYTES: usize = 256 * 1024;
+/// Most bytes kept in all.
+const MAX_TOTAL_BYTES: usize = 32 * 1024 * 1024;
+
+/// Answers by request key, each with the generation it was rendered at.
+#[derive(Default)]
+pub struct AnswerCache {
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    by_key: HashMap<String, (i64, Bytes)>,
+    bytes: usize,
+}
+
+impl AnswerCache {
+    pub fn shared() -> Arc<AnswerCache> {
+        Arc::new(AnswerCache::default())
+    }
+
+    fn get(&self, key: &str, generation: i64) -> Option<Bytes> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .by_key
+            .get(key)
+            .filter(|(rendered_at, _)| *rendered_at == generation)
+            .map(|(_, body)| body.clone())
+    }
+
+    /// Keeps an answer; when full, answers of older generations go first,
+    /// then everything.
+    fn put(&self, key: String, generation: i64, body: Bytes) {
+        if body.len() > MAX_ANSWER_BYTES {
+            return;
+        }
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + body.len() > MAX_TOTAL_BYTES {
+            entries
+                .by_key
+                .retain(|_, (rendered_at, _)| *rendered_at == generation);
+            if entries.by_key.len() >= MAX_ENTRIES {
+                entries.by_key.clear();
+            }
+            entries.bytes = entries.by_key.values().map(|(_, body)| body.len()).sum();
+            if entries.bytes + body.len() > MAX_TOTAL_BYTES {
+                entries.by_key.clear();
+                entries.bytes = 0;
+            }
+        }
+        entries.bytes += body.len();
+        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, body)) {
+            entries.bytes -= replaced.len();
+        }
+    }
+}
+
+/// The cache key of a request, or `None` when it must be rendered for the
+/// caller: signed in, or asking with `Cache-Control: no-cache`.
+pub fn key(
+    anonymous: bool,
+    headers: &HeaderMap,
+    route: &str,
+    query: Option<&str>,
+) -> Option<String> {
+    let no_cache = headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.to_ascii_lowercase().contains("no-cache"));
+    (anonymous && !no_cache).then(|| format!("{route}?{}", query.unwrap_or_default()))
+}
+
+/// Answers from `cache` when `key` is cached at the current generation;
+/// otherwise renders with `render` (and keeps the answer when there is a
+/// key).
+pub async fn answer<T: Serialize>(
+    state: &AppState,
+    cache: &AnswerCache,
+    key: Option<String>,
+    render: impl Future<Output = Result<T, AppError>>,
+) -> Result<Response, AppError> {
+    let generation = match &key {
+        Some(key) => {
+            let generation = state.db.content_generation().await?;
+            if let Some(body) = cache.get(key, generation) {
+                return Ok(json_response(body));
+            }
+            Some(generation)
+        }
+        None => None,
+    };
+    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    if let (Some(key), Some(generation)) = (key, generation) {
+        cache.put(key, generation, body.clone());
+    }
+    Ok(json_response(body))
+}
+
+fn json_response(body: Bytes) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_served_only_at_their_generation() {
+        let cache = AnswerCache::default();
+        cache.put("posts?".into(), 7, Bytes::from_static(b"[1]"));
+        assert_eq!(cache.get("posts?", 7), Some(Bytes::from_static(b"[1]")));
+        assert_eq!(cache.get("posts?", 8), None);
+        assert_eq!(cache.get("posts?limit=1", 7), None);
+    }
+
+    #[test]
+    fn the_cache_stays_bounded() {
+        let cache = AnswerCache::default();
+        for n in 0..(MAX_ENTRIES + 10) {
+            cache.put(format!("k{n}"), 1, Bytes::from_static(b"x"));
+        }
+        let entries = cache.entries.lock().unwrap();
+        assert!(entries.by_key.len() <= MAX_ENTRIES);
+        drop(entries);
+        cache.put("big".into(), 1, Bytes::from(vec![0; MAX_ANSWER_BYTES + 1]));
+        assert_eq!(cache.get("big", 1), None);
+    }
+
+    #[test]
+    fn signed_in_and_no_cache_requests_have_no_key() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            key(true, &headers, "posts", Some("limit=20")).as_deref(),
+            Some("posts?limit=20")
+        );
+        assert_eq!(key(false, &headers, "posts", None), None);
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("No-Cache"));
+        assert_eq!(key(true, &headers, "posts", None), None);
+    }
+}
