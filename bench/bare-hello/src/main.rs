@@ -1,6 +1,6 @@
 //! The baseline for `bench/http.sh`: axum with no middleware, answering
-//! `GET /api/version` with the same body Plaza sends, so the benchmark's ratio
-//! measures what Plaza's middleware stack costs. It also serves `/page`, an
+//! `GET /api/version` with the same body and endpoint headers Plaza sends, so
+//! the benchmark's ratio measures what Plaza's middleware stack costs. It also serves `/page`, an
 //! article-shaped HTML page, as the target of the link-preview benchmark.
 
 use axum::{
@@ -20,9 +20,17 @@ const ARTICLE: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"ut
 <link rel=\"stylesheet\" href=\"/style.css\"><script src=\"/app.js\"></script></head>\
 <body><article><h1>City council approves new bike lanes</h1><p>Lorem ipsum dolor sit amet.</p></article></body></html>";
 
+/// The same body and the same endpoint headers as Plaza's handler (no
+/// caching, any origin), so only the middleware differs.
 async fn version() -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache, no-store, must-revalidate"),
+            (header::PRAGMA, "no-cache"),
+            (header::EXPIRES, "0"),
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+        ],
         concat!("{\"version\":\"", env!("CARGO_PKG_VERSION"), "\"}"),
     )
 }

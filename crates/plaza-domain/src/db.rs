@@ -11,6 +11,11 @@ use crate::DomainError;
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 
+/// How much of an SQLite file each connection reads through a memory map
+/// instead of copying pages into its own cache: with 16 connections, a
+/// search over a large full-text index was otherwise copied into 16 caches.
+const SQLITE_MMAP_BYTES: u64 = 1 << 30;
+
 /// Which database engine is behind the pool; the few statements that differ
 /// between the two (full-text search, schema introspection) branch on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,14 +98,18 @@ impl Database {
             .max_connections(options.max_connections)
             .min_connections(0)
             .acquire_timeout(options.acquire_timeout)
-            .test_before_acquire(true)
+            // A pooled PostgreSQL connection can go stale (a restart, a
+            // proxy that dropped it); an SQLite one cannot, and pinging it
+            // cost a round trip to its worker thread on every query.
+            .test_before_acquire(backend == Backend::Postgres)
             .after_connect(move |conn, _meta| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
                         conn.execute(
                             format!(
                                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {busy_ms};"
+                                 PRAGMA foreign_keys = ON; PRAGMA busy_timeout = {busy_ms}; \
+                                 PRAGMA mmap_size = {SQLITE_MMAP_BYTES};"
                             )
                             .as_str(),
                         )

@@ -3,7 +3,7 @@
 //!
 //! Handlers and extractors return [`AppError`]. Its `IntoResponse` sets the
 //! status and stores an [`ErrorReport`] in the response extensions; the
-//! [`render_errors`](crate::middleware::render_errors) middleware, which knows
+//! [`RequestLayer`](crate::middleware::RequestLayer), which knows
 //! the request path, turns the report into the body of the right [`Surface`].
 //! Errors that come from the framework itself (an unknown method, a timeout, a
 //! panic) get the same treatment, so no response leaves without the shape.

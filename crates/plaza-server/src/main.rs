@@ -85,9 +85,10 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .await
         .map_err(|error| format!("cannot listen on {bind}: {error}"))?;
     let address = server.local_addr().map_err(|error| error.to_string())?;
+    let shutdown = shutdown_signal();
     tracing::info!(%address, "listening on http://{address}");
     server
-        .run(shutdown_signal())
+        .run(shutdown)
         .await
         .map_err(|error| format!("server error: {error}"))
 }

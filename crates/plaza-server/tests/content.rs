@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Backend, TestServer};
+use common::{Backend, PASSWORD, TestServer, call, member, post};
 use plaza_domain::{Database, DatabaseOptions};
 use serde_json::{Value, json};
 
@@ -22,51 +22,8 @@ on_both_databases!(
     access_matrix,
 );
 
-const PASSWORD: &str = "correct horse battery";
-
-/// One request; answers the status and the JSON body (`null` when empty).
-async fn call(
-    server: &TestServer,
-    method: &str,
-    path: &str,
-    cookie: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = server
-        .client
-        .request(method.parse().unwrap(), server.url(path));
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", cookie);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {text}"))
-    };
-    (status, body)
-}
-
 async fn get(server: &TestServer, path: &str, cookie: Option<&str>) -> (u16, Value) {
     call(server, "GET", path, cookie, None).await
-}
-
-/// Creates a user with `role` and signs them in: (id, cookie).
-async fn member(server: &TestServer, email: &str, role: &str) -> (i64, String) {
-    let id = server.create_user(email, PASSWORD, role);
-    (id, server.sign_in(email, PASSWORD).await)
-}
-
-/// Writes a post and returns its id.
-async fn post(server: &TestServer, cookie: &str, body: Value) -> String {
-    let (status, created) = call(server, "POST", "/api/posts", Some(cookie), Some(body)).await;
-    assert_eq!(status, 201, "{created}");
-    created["id"].as_str().unwrap().to_owned()
 }
 
 fn ids(list: &Value, key: &str) -> Vec<String> {

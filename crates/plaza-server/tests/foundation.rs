@@ -48,6 +48,10 @@ async fn version_is_the_package_version_uncached_and_cross_origin(backend: Backe
     assert_eq!(response.status(), 200);
     let headers = response.headers().clone();
     assert_eq!(headers["access-control-allow-origin"], "*");
+    assert!(
+        !headers.contains_key("access-control-allow-credentials"),
+        "a wildcard origin never comes with credentials"
+    );
     let cache_control = headers["cache-control"].to_str().unwrap();
     assert!(cache_control.contains("no-store") && cache_control.contains("no-cache"));
     let body: Value = response.json().await.unwrap();

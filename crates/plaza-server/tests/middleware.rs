@@ -174,3 +174,78 @@ async fn slow_requests_time_out_with_408() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "REQUEST_TIMEOUT");
 }
+
+#[tokio::test]
+async fn only_allowed_origins_may_call_with_credentials() {
+    let settings = Settings {
+        cors_allowed_origins: vec!["https://app.example".to_owned()],
+        ..Settings::default()
+    };
+    let base = serve(test_routes(), settings).await;
+    let preflight = |origin: &'static str| {
+        client()
+            .request(reqwest::Method::OPTIONS, format!("{base}/api/echo"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+            .send()
+    };
+
+    let allowed = preflight("https://app.example").await.unwrap();
+    assert_eq!(allowed.status(), 200);
+    let headers = allowed.headers();
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(headers["access-control-allow-credentials"], "true");
+    assert!(
+        headers["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        headers["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("content-type")
+    );
+
+    let refused = preflight("https://evil.example").await.unwrap();
+    assert!(
+        !refused
+            .headers()
+            .contains_key("access-control-allow-origin")
+    );
+
+    let actual = client()
+        .post(format!("{base}/api/echo"))
+        .header("origin", "https://app.example")
+        .json(&json!({"name": "a", "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(actual.status(), 200);
+    let headers = actual.headers();
+    assert_eq!(
+        headers["access-control-allow-origin"],
+        "https://app.example"
+    );
+    assert_eq!(headers["access-control-allow-credentials"], "true");
+    assert_eq!(headers["access-control-expose-headers"], "x-request-id");
+    assert!(headers["vary"].to_str().unwrap().contains("origin"));
+
+    let elsewhere = client()
+        .post(format!("{base}/api/echo"))
+        .header("origin", "https://evil.example")
+        .json(&json!({"name": "a", "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !elsewhere
+            .headers()
+            .contains_key("access-control-allow-origin")
+    );
+}

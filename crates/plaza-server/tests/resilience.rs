@@ -178,13 +178,26 @@ async fn shutdown_finishes_requests_in_flight() {
     let address = server.base.trim_start_matches("http://").to_owned();
     let body = r#"{"email":"nobody@example.com","password":"not the password"}"#;
     let mut stream = TcpStream::connect(&address).await.unwrap();
+    // `Expect: 100-continue` makes the server say when the handler starts
+    // reading the body: only then is the request surely in flight (a
+    // connection still in the listen backlog is reset at shutdown).
     let head = format!(
-        "POST /api/auth/signin HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /api/auth/signin HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(&body.as_bytes()[..10]).await.unwrap();
     stream.flush().await.unwrap();
+    let mut interim = Vec::new();
+    while !interim.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        stream.read_exact(&mut byte).await.unwrap();
+        interim.push(byte[0]);
+    }
+    assert!(
+        interim.starts_with(b"HTTP/1.1 100"),
+        "{}",
+        String::from_utf8_lossy(&interim)
+    );
 
     let pid = server.pid();
     std::process::Command::new("kill")
@@ -193,7 +206,7 @@ async fn shutdown_finishes_requests_in_flight() {
         .unwrap();
     server.wait_for_log("shutdown requested");
     // The request started before the signal still gets its answer.
-    stream.write_all(&body.as_bytes()[10..]).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
@@ -201,4 +214,18 @@ async fn shutdown_finishes_requests_in_flight() {
     assert!(status.success(), "{status:?}");
     // New connections are refused once it has stopped.
     assert!(TcpStream::connect(&address).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_signal_right_after_start_up_is_a_graceful_stop() {
+    let mut server = TestServer::start(Backend::Sqlite).await;
+    // Sent as soon as the server says it listens: the signal handlers must
+    // already be installed, or SIGTERM kills the process outright.
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}\n{}", server.logs());
+    assert!(
+        server.logs().contains("shutdown requested"),
+        "{}",
+        server.logs()
+    );
 }

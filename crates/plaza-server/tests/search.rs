@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Backend, TestServer};
+use common::{Backend, TestServer, call, member, post};
 use plaza_domain::posts::{PostQuery, PostSort, Viewer};
 use plaza_domain::search::SearchTerms;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
@@ -19,35 +19,6 @@ on_both_databases!(
     search_input_is_checked_and_hostile_queries_are_plain_words,
     seeded_lists_and_searches_read_indexes,
 );
-
-const PASSWORD: &str = "correct horse battery";
-
-async fn call(
-    server: &TestServer,
-    method: &str,
-    path: &str,
-    cookie: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = server
-        .client
-        .request(method.parse().unwrap(), server.url(path));
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", cookie);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {text}"))
-    };
-    (status, body)
-}
 
 async fn search(server: &TestServer, query: &str, cookie: Option<&str>) -> Value {
     let (status, body) = call(
@@ -69,17 +40,6 @@ fn titles(results: &Value) -> Vec<String> {
         .iter()
         .map(|hit| hit["title"].as_str().unwrap().to_owned())
         .collect()
-}
-
-async fn member(server: &TestServer, email: &str, role: &str) -> (i64, String) {
-    let id = server.create_user(email, PASSWORD, role);
-    (id, server.sign_in(email, PASSWORD).await)
-}
-
-async fn post(server: &TestServer, cookie: &str, body: Value) -> String {
-    let (status, created) = call(server, "POST", "/api/posts", Some(cookie), Some(body)).await;
-    assert_eq!(status, 201, "{created}");
-    created["id"].as_str().unwrap().to_owned()
 }
 
 async fn exact_titles_rank_first_and_matches_are_highlighted(backend: Backend) {

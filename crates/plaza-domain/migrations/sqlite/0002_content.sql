@@ -69,27 +69,6 @@ CREATE TRIGGER posts_count_update AFTER UPDATE OF published, moderation ON posts
     WHERE scope = (CASE WHEN NEW.published THEN 'published:' ELSE 'unpublished:' END) || NEW.moderation;
 END;
 
--- Changes whenever any post is written, so caches of rendered lists and
--- searches can tell with one cheap read whether an entry is still current,
--- whichever process wrote (API, command line, another instance, plain SQL).
-CREATE TABLE content_generation (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    value BIGINT NOT NULL
-);
-INSERT INTO content_generation (id, value) VALUES (1, 0);
-
-CREATE TRIGGER posts_generation_insert AFTER INSERT ON posts BEGIN
-    UPDATE content_generation SET value = value + 1 WHERE id = 1;
-END;
-
-CREATE TRIGGER posts_generation_update AFTER UPDATE ON posts BEGIN
-    UPDATE content_generation SET value = value + 1 WHERE id = 1;
-END;
-
-CREATE TRIGGER posts_generation_delete AFTER DELETE ON posts BEGIN
-    UPDATE content_generation SET value = value + 1 WHERE id = 1;
-END;
-
 CREATE TABLE post_reports (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     post_id BIGINT NOT NULL REFERENCES posts (id) ON DELETE CASCADE,

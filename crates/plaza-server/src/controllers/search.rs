@@ -47,7 +47,7 @@ pub struct SearchParams {
     /// 1 to 100, default 20.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
-    /// Results to skip, default 0; the newest 1000 matches are ranked, so
+    /// Results to skip, default 0; the newest 200 matches are ranked, so
     /// pages past them are empty.
     #[param(value_type = Option<u64>, minimum = 0)]
     pub offset: Option<String>,

@@ -1,11 +1,7 @@
 use std::collections::HashMap;
 use std::sync::{LazyLock, RwLock};
-use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
 use axum::http::Method;
-use axum::middleware::Next;
-use axum::response::Response;
 use metrics::{Counter, Histogram};
 
 /// The series of one (method, status) under a route.
@@ -20,7 +16,9 @@ struct Series {
 /// instead of building label sets and registry keys on every call.
 static SERIES: LazyLock<RwLock<HashMap<Box<str>, Vec<Series>>>> = LazyLock::new(Default::default);
 
-fn record(route: &str, method: &Method, status: u16, seconds: f64) {
+/// Counts a request and records its latency by route template (never the raw
+/// path, which would explode the number of series), method and status.
+pub(super) fn record(route: &str, method: &Method, status: u16, seconds: f64) {
     if let Ok(series) = SERIES.read()
         && let Some(found) = series.get(route).and_then(|all| {
             all.iter()
@@ -47,21 +45,4 @@ fn record(route: &str, method: &Method, status: u16, seconds: f64) {
     if let Ok(mut series) = SERIES.write() {
         series.entry(route.into()).or_default().push(created);
     }
-}
-
-/// Counts requests and records their latency by route template (never the raw
-/// path, which would explode the number of series) and status.
-pub async fn track_metrics(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
-    let response = next.run(request).await;
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    record(
-        route,
-        &method,
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64(),
-    );
-    response
 }

@@ -1,12 +1,9 @@
-//! Cross-cutting request handling: error rendering, request ids, metrics and
-//! the cross-origin write check.
+//! Cross-cutting request handling: request ids, tracing, CORS, the
+//! cross-origin write check, the timeout, error rendering per surface and
+//! metrics.
 
-mod cross_origin;
+mod cors;
 mod metrics;
-mod render_errors;
-mod request_id;
+mod request;
 
-pub use cross_origin::refuse_cross_origin_writes;
-pub use metrics::track_metrics;
-pub use render_errors::render_errors;
-pub use request_id::MakeRequestUuid;
+pub use request::RequestLayer;

@@ -12,6 +12,51 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+/// One request with an optional `Cookie` header and JSON body; answers the
+/// status and the JSON body (`null` when empty).
+pub async fn call(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut request = server
+        .client
+        .request(method.parse().expect("method"), server.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    let body = if text.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("{method} {path}: not JSON: {text}"))
+    };
+    (status, body)
+}
+
+/// The password of the users tests create.
+pub const PASSWORD: &str = "correct horse battery";
+
+/// Creates a user with `role` and signs them in: (id, cookie).
+pub async fn member(server: &TestServer, email: &str, role: &str) -> (i64, String) {
+    let id = server.create_user(email, PASSWORD, role);
+    (id, server.sign_in(email, PASSWORD).await)
+}
+
+/// Writes a post as the user behind `cookie` and returns its id.
+pub async fn post(server: &TestServer, cookie: &str, body: serde_json::Value) -> String {
+    let (status, created) = call(server, "POST", "/api/posts", Some(cookie), Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    created["id"].as_str().expect("post id").to_owned()
+}
+
 /// The database a test runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
