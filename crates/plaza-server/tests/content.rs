@@ -660,6 +660,8 @@ async fn users_change_themselves_and_admins_change_lower_roles(backend: Backend)
         (json!({"role": "root"}), "role"),
         (json!({"status": "gone"}), "status"),
         (json!({"profile_public": "no"}), "profile_public"),
+        (json!({}), "body"),
+        (json!({"email": "new@example.com"}), "body"),
     ] {
         let (status, error) = put(user_id, &user, body.clone()).await;
         assert_eq!(status, 422, "{body}");

@@ -404,6 +404,21 @@ pub struct UserUpdateBody {
     pub status: Option<String>,
 }
 
+impl UserUpdateBody {
+    /// True when no field the API changes is present (`{}`, or only
+    /// ignored fields such as `email`): a client mistake, as for posts.
+    fn changes_nothing(&self) -> bool {
+        self.name.is_none()
+            && self.username.is_none()
+            && self.image.is_none()
+            && self.bio.is_none()
+            && self.location.is_none()
+            && self.profile_public.is_none()
+            && self.role.is_none()
+            && self.status.is_none()
+    }
+}
+
 /// Most characters in a bio.
 const MAX_BIO_CHARS: usize = 500;
 /// Most characters in a location.
@@ -432,6 +447,12 @@ fn checked_changes(
     body: UserUpdateBody,
 ) -> Result<UserChanges, AppError> {
     let mut problems = Problems::default();
+    if body.changes_nothing() {
+        problems.add(
+            "body",
+            "must change at least one of name, username, image, bio, location, profile_public, role, status",
+        );
+    }
     if let Some(Some(name)) = &body.name {
         problems.check("name", check_text(name, 100, true, TextRule::Line));
     }
@@ -514,7 +535,7 @@ fn checked_changes(
         (status = 403, description = "Not allowed to change this user, or this field", body = GeneralError),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
         (status = 409, description = "Username taken", body = GeneralError),
-        (status = 422, description = "Invalid fields", body = GeneralError),
+        (status = 422, description = "Invalid fields, or nothing to change", body = GeneralError),
     )
 )]
 pub async fn update_user(
