@@ -1,6 +1,6 @@
 //! Identity-provider accounts linked to users.
 
-use sqlx::FromRow;
+use sqlx::{Connection, FromRow};
 
 use crate::time::now_millis;
 use crate::{Database, DomainError, Flag};
@@ -52,7 +52,7 @@ impl Database {
         ))
         .bind(provider)
         .bind(provider_account_id)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?)
     }
 
@@ -72,7 +72,7 @@ impl Database {
         .bind(identity.email.clone())
         .bind(identity.email_verified)
         .bind(now)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(())
     }
@@ -91,7 +91,7 @@ impl Database {
         .bind(identity.email.clone())
         .bind(identity.email_verified)
         .bind(account_id)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(())
     }
@@ -101,7 +101,7 @@ impl Database {
             "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = $1 ORDER BY created_at, id"
         ))
         .bind(user_id)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.lease().await?)
         .await?)
     }
 
@@ -113,7 +113,8 @@ impl Database {
         user_id: i64,
         provider: &str,
     ) -> Result<UnlinkOutcome, DomainError> {
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         // Lock the user's row (PostgreSQL) / the database (SQLite) first.
         sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1")
             .bind(user_id)

@@ -37,7 +37,7 @@ impl Database {
         )
         .bind(user_id)
         .bind(jti)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         Ok(row.and_then(|row| {
             Some(TokenSubject {
@@ -70,7 +70,7 @@ impl Database {
         )
         .bind(user_id)
         .bind(capability)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await?;
         Ok(held.0)
     }

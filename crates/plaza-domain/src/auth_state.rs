@@ -30,12 +30,12 @@ impl Database {
         .bind(pending.pkce_verifier.clone())
         .bind(pending.callback_url.clone())
         .bind(pending.expires_at)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         // Abandoned attempts are cleared as new ones start.
         sqlx::query("DELETE FROM oauth_states WHERE expires_at <= $1")
             .bind(now_millis())
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         Ok(())
     }
@@ -51,7 +51,7 @@ impl Database {
              RETURNING provider, pkce_verifier, callback_url, expires_at",
         )
         .bind(state_hash)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         Ok(pending.filter(|pending| pending.expires_at > now_millis()))
     }
@@ -65,7 +65,7 @@ impl Database {
         .bind(jti)
         .bind(now_millis())
         .bind(expires_at_millis)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(())
     }
@@ -90,7 +90,7 @@ impl Database {
         ] {
             removed += sqlx::query(statement)
                 .bind(cutoff)
-                .execute(self.pool())
+                .execute(&mut *self.lease().await?)
                 .await?
                 .rows_affected();
         }
@@ -117,7 +117,7 @@ impl Database {
         .bind(key)
         .bind(now)
         .bind(now - window_millis)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await?;
         Ok(failures)
     }
@@ -133,7 +133,7 @@ impl Database {
         )
         .bind(key)
         .bind(now_millis() - window_millis)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         Ok(count.map(|(failures,)| failures).unwrap_or(0))
     }
@@ -141,7 +141,7 @@ impl Database {
     pub async fn clear_sign_in_failures(&self, key: &str) -> Result<(), DomainError> {
         sqlx::query("DELETE FROM login_failures WHERE throttle_key = $1")
             .bind(key)
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         Ok(())
     }

@@ -1,10 +1,15 @@
 //! The connection pool, shared by every domain module, and start-up migration.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, Executor};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Executor};
 
 use crate::DomainError;
 
@@ -79,6 +84,25 @@ pub struct Database {
     pool: AnyPool,
     backend: Backend,
     max_connections: u32,
+    /// SQLite only: connections kept out of the pool between leases.
+    warm: Option<Arc<WarmConnections>>,
+}
+
+/// SQLite connections handed from one [`Lease`] to the next without going
+/// back to the pool (see [`Database::lease`]). The permits bound the leases
+/// to the pool's size, so the pool always has a connection for a lease that
+/// finds none here.
+#[derive(Debug)]
+struct WarmConnections {
+    idle: Mutex<Vec<PoolConnection<Any>>>,
+    permits: Arc<Semaphore>,
+    acquire_timeout: Duration,
+}
+
+impl WarmConnections {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<PoolConnection<Any>>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Database {
@@ -124,6 +148,13 @@ impl Database {
             pool,
             backend,
             max_connections: options.max_connections,
+            warm: (backend == Backend::Sqlite).then(|| {
+                Arc::new(WarmConnections {
+                    idle: Mutex::default(),
+                    permits: Arc::new(Semaphore::new(options.max_connections as usize)),
+                    acquire_timeout: options.acquire_timeout,
+                })
+            }),
         };
         database.ping().await?;
         Ok(database)
@@ -142,8 +173,46 @@ impl Database {
 
     /// One real round trip, for health checks.
     pub async fn ping(&self) -> Result<(), DomainError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1")
+            .execute(&mut *self.lease().await?)
+            .await?;
         Ok(())
+    }
+
+    /// A connection for one statement or transaction. SQLite connections
+    /// go from one lease to the next without the pool: sqlx pings every
+    /// connection it takes back, and on SQLite that ping is another round
+    /// trip to the connection's own thread (measured: a third fewer context
+    /// switches per query without it). Skipping it is safe there, as that
+    /// thread runs commands in order. PostgreSQL connections take the
+    /// pool's way, which notices broken ones.
+    pub(crate) async fn lease(&self) -> Result<Lease, DomainError> {
+        let Some(warm) = &self.warm else {
+            return Ok(Lease {
+                connection: Some(self.pool.acquire().await?),
+                warm: None,
+            });
+        };
+        let permit = match Arc::clone(&warm.permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            // A timer only when every connection is busy.
+            Err(_) => tokio::time::timeout(
+                warm.acquire_timeout,
+                Arc::clone(&warm.permits).acquire_owned(),
+            )
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+            .map_err(|_| sqlx::Error::PoolClosed)?,
+        };
+        let reused = warm.idle().pop();
+        let connection = match reused {
+            Some(connection) => connection,
+            None => self.pool.acquire().await?,
+        };
+        Ok(Lease {
+            connection: Some(connection),
+            warm: Some((Arc::clone(warm), permit)),
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -153,18 +222,69 @@ impl Database {
     pub fn pool_stats(&self) -> PoolStats {
         PoolStats {
             size: self.pool.size(),
-            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            idle: u32::try_from(
+                self.pool.num_idle() + self.warm.as_ref().map_or(0, |warm| warm.idle().len()),
+            )
+            .unwrap_or(u32::MAX),
             max: self.max_connections,
         }
     }
 
     /// Waits for checked-out connections to come back, then closes them.
     pub async fn close(&self) {
+        if let Some(warm) = &self.warm {
+            // Closed first, so that a lease ending after the drain gives its
+            // connection back to the pool (see `Lease::drop`).
+            warm.permits.close();
+            let idle = std::mem::take(&mut *warm.idle());
+            drop(idle);
+        }
         self.pool.close().await;
     }
+}
 
-    pub(crate) fn pool(&self) -> &AnyPool {
-        &self.pool
+/// A connection checked out by [`Database::lease`]; an executor through
+/// `&mut *lease`.
+pub(crate) struct Lease {
+    connection: Option<PoolConnection<Any>>,
+    warm: Option<(Arc<WarmConnections>, OwnedSemaphorePermit)>,
+}
+
+impl Deref for Lease {
+    type Target = AnyConnection;
+
+    fn deref(&self) -> &AnyConnection {
+        self.connection
+            .as_ref()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl DerefMut for Lease {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        self.connection
+            .as_mut()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Some((warm, permit)) = self.warm.take() else {
+            return;
+        };
+        if let Some(connection) = self.connection.take() {
+            let mut idle = warm.idle();
+            // Checked under the lock that `Database::close` drains with.
+            if warm.permits.is_closed() {
+                drop(idle);
+                drop(connection);
+            } else {
+                idle.push(connection);
+            }
+        }
+        // After the connection is back, so the next lease finds it.
+        drop(permit);
     }
 }
 
@@ -229,6 +349,66 @@ mod tests {
         assert_eq!(
             redact_url("postgres://u:secret@h/db"),
             "postgres://u:***@h/db"
+        );
+    }
+
+    async fn sqlite_with_two_connections(dir: &tempfile::TempDir) -> Database {
+        let url = format!("sqlite://{}", dir.path().join("plaza.db").display());
+        let options = DatabaseOptions {
+            max_connections: 2,
+            ..DatabaseOptions::default()
+        };
+        Database::connect(&url, &options).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_ended_sqlite_lease_hands_its_connection_to_a_waiting_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sqlite_with_two_connections(&dir).await;
+        let first = db.lease().await.unwrap();
+        let second = db.lease().await.unwrap();
+        let waiting = tokio::spawn({
+            let db = db.clone();
+            async move { db.ping().await }
+        });
+        drop(first);
+        let answered = tokio::time::timeout(Duration::from_secs(3), waiting).await;
+        assert!(
+            matches!(answered, Ok(Ok(Ok(())))),
+            "the waiting query got no connection"
+        );
+        drop(second);
+        assert!(db.pool_stats().size <= 2, "{:?}", db.pool_stats());
+        assert_eq!(db.pool_stats().idle, db.pool_stats().size);
+    }
+
+    #[tokio::test]
+    async fn closing_returns_warm_sqlite_connections_and_refuses_new_leases() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sqlite_with_two_connections(&dir).await;
+        let mut queries = tokio::task::JoinSet::new();
+        for _ in 0..20 {
+            let db = db.clone();
+            queries.spawn(async move { db.ping().await });
+        }
+        while let Some(answer) = queries.join_next().await {
+            answer.unwrap().unwrap();
+        }
+        let held = db.lease().await.unwrap();
+        let closing = db.close();
+        tokio::pin!(closing);
+        // Polled once: it refuses new leases, then waits for `held`.
+        let polled_once = tokio::time::timeout(Duration::ZERO, &mut closing).await;
+        assert!(polled_once.is_err(), "close did not wait for a held lease");
+        assert!(
+            matches!(db.ping().await, Err(DomainError::Unavailable(_))),
+            "a lease after close"
+        );
+        drop(held);
+        let closed = tokio::time::timeout(Duration::from_secs(5), closing).await;
+        assert!(
+            closed.is_ok(),
+            "close waited for connections that never came back"
         );
     }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::FromRow;
+use sqlx::{Connection, FromRow};
 
 use serde::Deserialize;
 
@@ -556,7 +556,8 @@ impl Database {
     /// Creates a post and its tag rows in one transaction.
     pub async fn create_post(&self, new: NewPost) -> Result<Post, DomainError> {
         let now = now_millis();
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         let row: PostRow = sqlx::query_as(&format!(
             "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {RETURNING_COLUMNS}"
@@ -582,7 +583,7 @@ impl Database {
             "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1"
         ))
         .bind(id)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         row.ok_or(DomainError::NotFound("post"))?.try_into()
     }
@@ -625,7 +626,8 @@ impl Database {
             sets.join(", "),
             args.len()
         );
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         let row: Option<PostRow> = bind_all(sqlx::query_as(&sql), args)
             .fetch_optional(&mut *tx)
             .await?;
@@ -645,7 +647,7 @@ impl Database {
     pub async fn delete_post(&self, id: i64) -> Result<(), DomainError> {
         let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(DomainError::NotFound("post"));
@@ -667,7 +669,7 @@ impl Database {
         .bind(moderation.as_str())
         .bind(now_millis())
         .bind(id)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         row.ok_or(DomainError::NotFound("post"))?.try_into()
     }
@@ -691,7 +693,7 @@ impl Database {
                 sqlx::query_as(&format!("SELECT {total_sql}")),
                 args.into_vec(),
             )
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
             if page.offset >= total || page.limit == 0 {
                 return Ok(PostPage {
@@ -705,14 +707,14 @@ impl Database {
                 sqlx::query_as(&format!("SELECT {page_sql}")),
                 args.into_vec(),
             )
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
             let posts = parse_posts(&json)?;
             return Ok(PostPage { posts, total });
         }
         let (sql, args) = self.first_page_sql(query, viewer, page);
         let (total, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         Ok(PostPage {
             posts: parse_posts(&json)?,
@@ -734,7 +736,7 @@ impl Database {
     /// The `post_counts` rows as (published, moderation, count).
     async fn post_state_counts(&self) -> Result<Vec<(bool, Moderation, i64)>, DomainError> {
         let rows: Vec<(String, i64)> = sqlx::query_as("SELECT scope, total FROM post_counts")
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.lease().await?)
             .await?;
         Ok(rows
             .into_iter()
@@ -768,7 +770,7 @@ impl Database {
         let (generation,): (i64,) =
             sqlx::query_as("SELECT value FROM content_generation WHERE id = $1")
                 .bind(1_i64)
-                .fetch_one(self.pool())
+                .fetch_one(&mut *self.lease().await?)
                 .await?;
         Ok(generation)
     }
@@ -803,14 +805,14 @@ impl Database {
             Backend::Sqlite => {
                 let rows: Vec<(i64, i64, i64, String)> =
                     bind_all(sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}")), args)
-                        .fetch_all(self.pool())
+                        .fetch_all(&mut *self.lease().await?)
                         .await?;
                 Ok(rows.into_iter().map(|(_, _, _, detail)| detail).collect())
             }
             Backend::Postgres => {
                 let rows: Vec<(String,)> =
                     bind_all(sqlx::query_as(&format!("EXPLAIN {sql}")), args)
-                        .fetch_all(self.pool())
+                        .fetch_all(&mut *self.lease().await?)
                         .await?;
                 Ok(rows.into_iter().map(|(line,)| line).collect())
             }

@@ -62,7 +62,7 @@ impl Database {
         .bind(reporter_id)
         .bind(reason)
         .bind(now_millis())
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await
         .map_err(|error| match DomainError::from(error) {
             DomainError::Conflict(_) => {
@@ -92,7 +92,8 @@ impl Database {
         for id in post_ids {
             query = query.bind(*id);
         }
-        for report in query.fetch_all(self.pool()).await? {
+        let reports = query.fetch_all(&mut *self.lease().await?).await?;
+        for report in reports {
             by_post.entry(report.post_id).or_default().push(report);
         }
         Ok(by_post)
@@ -112,7 +113,7 @@ impl Database {
         .bind(now_millis())
         .bind(moderator_id)
         .bind(post_id)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(resolved.rows_affected())
     }
@@ -131,7 +132,7 @@ impl Database {
                   FROM post_reports WHERE resolved_at >= $1)",
             )
             .bind(since)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         Ok(ModerationStats {
             reports_received: received,

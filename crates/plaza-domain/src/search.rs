@@ -340,7 +340,7 @@ impl Database {
     ) -> Result<Run<(Post, f64)>, DomainError> {
         let (sql, args) = self.search_posts_sql(terms, viewer, page, prefix);
         let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         let rows = parse_json_page::<(PostJson, f64)>(&json)?
             .into_iter()
@@ -482,7 +482,7 @@ impl Database {
     ) -> Result<Run<(User, f64)>, DomainError> {
         let (sql, args) = self.search_users_sql(terms, everyone, page, prefix);
         let found: Vec<UserHitRow> = bind_all(sqlx::query_as(&sql), args)
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.lease().await?)
             .await?;
         let candidates = found.first().map_or(0, |row| row.candidates);
         let rows = found
@@ -603,13 +603,15 @@ impl Database {
             Backend::Postgres => &["REINDEX INDEX posts_search", "REINDEX INDEX users_search"],
         };
         for statement in statements {
-            sqlx::query(statement).execute(self.pool()).await?;
+            sqlx::query(statement)
+                .execute(&mut *self.lease().await?)
+                .await?;
         }
         let (posts, users): (i64, i64) = sqlx::query_as(
             "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts), \
              (SELECT COUNT(*) FROM users)",
         )
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await?;
         Ok(RebuildSummary { posts, users })
     }

@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use sqlx::Connection;
+
 use crate::time::now_millis;
 use crate::{Backend, Database, DomainError};
 
@@ -284,7 +286,7 @@ impl Database {
         let now = now_millis();
         let vocabulary = Vocabulary::new();
         let (first_user,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) + 1 FROM users")
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         let mut rng = Rng(0x5EED ^ first_user as u64);
         const DAY: i64 = 86_400_000;
@@ -332,7 +334,7 @@ impl Database {
             (first_user..first_user + users as i64).collect()
         } else {
             sqlx::query_as::<_, (i64,)>("SELECT id FROM users ORDER BY id")
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.lease().await?)
                 .await?
                 .into_iter()
                 .map(|(id,)| id)
@@ -344,7 +346,7 @@ impl Database {
             ));
         }
         let (first_post,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) + 1 FROM posts")
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         let mut tags_written = 0u64;
         let mut written = 0u64;
@@ -425,7 +427,9 @@ impl Database {
                 "INSERT INTO posts_fts (posts_fts) VALUES ('optimize')",
                 "INSERT INTO users_fts (users_fts) VALUES ('optimize')",
             ] {
-                sqlx::query(statement).execute(self.pool()).await?;
+                sqlx::query(statement)
+                    .execute(&mut *self.lease().await?)
+                    .await?;
             }
         }
         if self.backend() == Backend::Postgres {
@@ -439,7 +443,9 @@ impl Database {
                 "ANALYZE posts",
                 "ANALYZE post_tags",
             ] {
-                sqlx::query(statement).execute(self.pool()).await?;
+                sqlx::query(statement)
+                    .execute(&mut *self.lease().await?)
+                    .await?;
             }
         }
         Ok(SeedSummary {
@@ -464,7 +470,8 @@ impl Database {
         let mut rows = rows.into_iter().peekable();
         let mut written = 0u64;
         while rows.peek().is_some() {
-            let mut tx = self.pool().begin().await?;
+            let mut lease = self.lease().await?;
+            let mut tx = lease.begin().await?;
             if self.backend() == Backend::Sqlite {
                 // Index pages of a million rows do not fit SQLite's default
                 // 2 MiB page cache; this process only seeds, so take more.

@@ -51,7 +51,7 @@ impl Database {
         .bind(now + ttl_millis)
         .bind(client.user_agent.clone())
         .bind(client.ip_address.clone())
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await?;
         Ok(id)
     }
@@ -79,7 +79,7 @@ impl Database {
         ))
         .bind(token_hash)
         .bind(now)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let mut expires_at = row.session_expires_at;
@@ -89,7 +89,7 @@ impl Database {
                 .bind(now)
                 .bind(expires_at)
                 .bind(row.session_id)
-                .execute(self.pool())
+                .execute(&mut *self.lease().await?)
                 .await?;
         }
         Ok(Some(SessionUser {
@@ -103,7 +103,7 @@ impl Database {
     pub async fn delete_session(&self, token_hash: &str) -> Result<(), DomainError> {
         sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
             .bind(token_hash)
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! User accounts: creation, lookup, status and sign-in bookkeeping.
 
-use sqlx::FromRow;
+use sqlx::{Connection, FromRow};
 
 use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
@@ -208,7 +208,7 @@ impl Database {
         .bind(&new.password_hash)
         .bind(new.role.as_str())
         .bind(now)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.lease().await?)
         .await
         .map_err(|error| match DomainError::from(error) {
             DomainError::Conflict(message) if message.contains("username") => {
@@ -226,7 +226,7 @@ impl Database {
             sqlx::query_as("SELECT username FROM users WHERE username = $1 OR username LIKE $2")
                 .bind(base)
                 .bind(format!("{base}%"))
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.lease().await?)
                 .await?;
         let taken: std::collections::HashSet<String> =
             taken.into_iter().map(|(name,)| name).collect();
@@ -243,7 +243,7 @@ impl Database {
         let row: Option<UserRow> =
             sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
                 .bind(id)
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.lease().await?)
                 .await?;
         row.ok_or(DomainError::NotFound("user"))?.try_into()
     }
@@ -253,7 +253,7 @@ impl Database {
             "SELECT {USER_COLUMNS} FROM users WHERE email = $1"
         ))
         .bind(normalize_email(email))
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.lease().await?)
         .await?;
         row.map(User::try_from).transpose()
     }
@@ -266,7 +266,7 @@ impl Database {
         )
         .bind(now)
         .bind(user_id)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(())
     }
@@ -278,7 +278,8 @@ impl Database {
         user_id: i64,
         status: UserStatus,
     ) -> Result<(), DomainError> {
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         let updated = sqlx::query("UPDATE users SET status = $1, updated_at = $2 WHERE id = $3")
             .bind(status.as_str())
             .bind(now_millis())
@@ -303,7 +304,7 @@ impl Database {
             .bind(role.as_str())
             .bind(now_millis())
             .bind(user_id)
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         if updated.rows_affected() == 0 {
             return Err(DomainError::NotFound("user"));
@@ -317,7 +318,8 @@ impl Database {
         user_id: i64,
         password_hash: &str,
     ) -> Result<(), DomainError> {
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
             .bind(password_hash)
             .bind(now_millis())
@@ -339,7 +341,7 @@ impl Database {
         )
         .bind(now_millis())
         .bind(user_id)
-        .execute(self.pool())
+        .execute(&mut *self.lease().await?)
         .await?;
         Ok(())
     }
@@ -455,7 +457,7 @@ impl Database {
     ) -> Result<UserPage, DomainError> {
         let (count_sql, count_args) = query.count_sql(everyone);
         let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         if page.offset >= total || page.limit == 0 {
             return Ok(UserPage {
@@ -465,7 +467,7 @@ impl Database {
         }
         let (sql, args) = list_users_sql(query, everyone, page);
         let rows: Vec<UserRow> = bind_all(sqlx::query_as(&sql), args)
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.lease().await?)
             .await?;
         let users = rows
             .into_iter()
@@ -539,7 +541,8 @@ impl Database {
             sets.join(", "),
             args.len()
         );
-        let mut tx = self.pool().begin().await?;
+        let mut lease = self.lease().await?;
+        let mut tx = lease.begin().await?;
         let row: Option<UserRow> = bind_all(sqlx::query_as(&sql), args)
             .fetch_optional(&mut *tx)
             .await
@@ -564,7 +567,7 @@ impl Database {
     pub async fn delete_user(&self, id: i64) -> Result<(), DomainError> {
         let deleted = sqlx::query("DELETE FROM users WHERE id = $1")
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.lease().await?)
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(DomainError::NotFound("user"));
