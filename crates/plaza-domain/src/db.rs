@@ -167,7 +167,7 @@ impl Database {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator.run(&self.pool).await?;
+        migrator.run(&mut *self.lease().await?).await?;
         Ok(())
     }
 
