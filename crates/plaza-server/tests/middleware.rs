@@ -194,11 +194,7 @@ async fn only_allowed_origins_may_call_with_credentials() {
     let allowed = preflight("https://app.example").await.unwrap();
     assert_eq!(allowed.status(), 200);
     let headers = allowed.headers();
-    assert_eq!(
-        headers["access-control-allow-origin"],
-        "https://app.example"
-    );
-    assert_eq!(headers["access-control-allow-credentials"], "true");
+    assert_allows_with_credentials(headers, "https://app.example");
     assert!(
         headers["access-control-allow-methods"]
             .to_str()
@@ -228,11 +224,7 @@ async fn only_allowed_origins_may_call_with_credentials() {
         .unwrap();
     assert_eq!(actual.status(), 200);
     let headers = actual.headers();
-    assert_eq!(
-        headers["access-control-allow-origin"],
-        "https://app.example"
-    );
-    assert_eq!(headers["access-control-allow-credentials"], "true");
+    assert_allows_with_credentials(headers, "https://app.example");
     assert_eq!(headers["access-control-expose-headers"], "x-request-id");
     assert!(headers["vary"].to_str().unwrap().contains("origin"));
 
@@ -248,4 +240,10 @@ async fn only_allowed_origins_may_call_with_credentials() {
             .headers()
             .contains_key("access-control-allow-origin")
     );
+}
+
+/// The CORS answer to an allowed origin: that origin, with credentials.
+fn assert_allows_with_credentials(headers: &reqwest::header::HeaderMap, origin: &str) {
+    assert_eq!(headers["access-control-allow-origin"], origin);
+    assert_eq!(headers["access-control-allow-credentials"], "true");
 }
