@@ -13,6 +13,11 @@ pub struct PendingOAuth {
     pub pkce_verifier: String,
     pub callback_url: String,
     pub expires_at: i64,
+    /// Hash of the cookie given to the browser that started the sign-in:
+    /// only that browser may finish it (login CSRF).
+    pub browser_hash: String,
+    /// The signed-in user who started it to link a provider to their account.
+    pub link_user_id: Option<i64>,
 }
 
 impl Database {
@@ -22,14 +27,17 @@ impl Database {
         pending: &PendingOAuth,
     ) -> Result<(), DomainError> {
         sqlx::query(
-            "INSERT INTO oauth_states (state_hash, provider, pkce_verifier, callback_url, expires_at) \
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO oauth_states \
+             (state_hash, provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(state_hash)
         .bind(pending.provider.clone())
         .bind(pending.pkce_verifier.clone())
         .bind(pending.callback_url.clone())
         .bind(pending.expires_at)
+        .bind(pending.browser_hash.clone())
+        .bind(pending.link_user_id)
         .execute(&mut *self.lease().await?)
         .await?;
         // Abandoned attempts are cleared as new ones start.
@@ -48,7 +56,7 @@ impl Database {
     ) -> Result<Option<PendingOAuth>, DomainError> {
         let pending: Option<PendingOAuth> = sqlx::query_as(
             "DELETE FROM oauth_states WHERE state_hash = $1 \
-             RETURNING provider, pkce_verifier, callback_url, expires_at",
+             RETURNING provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id",
         )
         .bind(state_hash)
         .fetch_optional(&mut *self.lease().await?)
@@ -97,15 +105,18 @@ impl Database {
         Ok(removed)
     }
 
-    /// Counts a failed sign-in under `key` within a window of `window_millis`
-    /// and returns the count in the current window.
-    pub async fn record_sign_in_failure(
+    /// Reserves one sign-in attempt under `key` before the password is
+    /// checked, and returns the attempts counted in the current window
+    /// (this one included). One statement increments and answers, so
+    /// concurrent guesses each see a distinct count: a burst cannot all pass
+    /// a check made before any of them is counted.
+    pub async fn reserve_sign_in_attempt(
         &self,
         key: &str,
         window_millis: i64,
     ) -> Result<i64, DomainError> {
         let now = now_millis();
-        let (failures,): (i64,) = sqlx::query_as(
+        let (attempts,): (i64,) = sqlx::query_as(
             "INSERT INTO login_failures (throttle_key, failures, window_started_at) VALUES ($1, 1, $2) \
              ON CONFLICT (throttle_key) DO UPDATE SET \
                failures = CASE WHEN login_failures.window_started_at <= $3 THEN 1 \
@@ -119,23 +130,21 @@ impl Database {
         .bind(now - window_millis)
         .fetch_one(&mut *self.lease().await?)
         .await?;
-        Ok(failures)
+        Ok(attempts)
     }
 
-    /// Failed sign-ins under `key` in the current window.
-    pub async fn sign_in_failures(
-        &self,
-        key: &str,
-        window_millis: i64,
-    ) -> Result<i64, DomainError> {
-        let count: Option<(i64,)> = sqlx::query_as(
-            "SELECT failures FROM login_failures WHERE throttle_key = $1 AND window_started_at > $2",
+    /// Gives back an attempt reserved under `key` that turned out to be a
+    /// successful sign-in, so shared addresses are not locked out by people
+    /// who know their passwords.
+    pub async fn release_sign_in_attempt(&self, key: &str) -> Result<(), DomainError> {
+        sqlx::query(
+            "UPDATE login_failures SET failures = failures - 1 \
+             WHERE throttle_key = $1 AND failures > 0",
         )
         .bind(key)
-        .bind(now_millis() - window_millis)
-        .fetch_optional(&mut *self.lease().await?)
+        .execute(&mut *self.lease().await?)
         .await?;
-        Ok(count.map(|(failures,)| failures).unwrap_or(0))
+        Ok(())
     }
 
     pub async fn clear_sign_in_failures(&self, key: &str) -> Result<(), DomainError> {

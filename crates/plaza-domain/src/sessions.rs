@@ -20,8 +20,20 @@ struct SessionUserRow {
     session_id: i64,
     session_expires_at: i64,
     session_last_seen_at: i64,
+    session_created_at: i64,
     #[sqlx(flatten)]
     user: UserRow,
+}
+
+/// How long sessions live: they slide forward by `ttl_millis` while used
+/// (written at most every `refresh_after_millis`), but never past
+/// `max_lifetime_millis` after sign-in, so a stolen cookie that is kept
+/// busy still dies.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLifetime {
+    pub ttl_millis: i64,
+    pub refresh_after_millis: i64,
+    pub max_lifetime_millis: i64,
 }
 
 /// Request metadata kept with a session, for the user's device list.
@@ -58,12 +70,12 @@ impl Database {
 
     /// The unexpired session with this token hash and its user. Expiry slides:
     /// a session used after `refresh_after_millis` is extended to a full
-    /// `ttl_millis` again (not on every request, to spare the database writes).
+    /// `ttl_millis` again (not on every request, to spare the database
+    /// writes), up to its absolute end.
     pub async fn session_user(
         &self,
         token_hash: &str,
-        ttl_millis: i64,
-        refresh_after_millis: i64,
+        lifetime: &SessionLifetime,
     ) -> Result<Option<SessionUser>, DomainError> {
         let now = now_millis();
         let columns = USER_COLUMNS
@@ -73,18 +85,24 @@ impl Database {
             .join(", ");
         let row: Option<SessionUserRow> = sqlx::query_as(&format!(
             "SELECT s.id AS session_id, s.expires_at AS session_expires_at, \
-             s.last_seen_at AS session_last_seen_at, {columns} \
+             s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, {columns} \
              FROM sessions s JOIN users u ON u.id = s.user_id \
-             WHERE s.token_hash = $1 AND s.expires_at > $2"
+             WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.created_at > $3"
         ))
         .bind(token_hash)
         .bind(now)
+        .bind(now.saturating_sub(lifetime.max_lifetime_millis))
         .fetch_optional(&mut *self.lease().await?)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let mut expires_at = row.session_expires_at;
-        if now - row.session_last_seen_at >= refresh_after_millis {
-            expires_at = now + ttl_millis;
+        let absolute_end = row
+            .session_created_at
+            .saturating_add(lifetime.max_lifetime_millis);
+        if now - row.session_last_seen_at >= lifetime.refresh_after_millis
+            && expires_at < absolute_end
+        {
+            expires_at = now.saturating_add(lifetime.ttl_millis).min(absolute_end);
             sqlx::query("UPDATE sessions SET last_seen_at = $1, expires_at = $2 WHERE id = $3")
                 .bind(now)
                 .bind(expires_at)

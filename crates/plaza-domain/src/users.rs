@@ -140,10 +140,18 @@ pub struct NewUser {
     pub role: Role,
 }
 
-/// The canonical form emails are stored and compared in.
+/// The canonical form emails are stored and compared in: trimmed, ASCII
+/// letters lower-cased. Full Unicode folding would turn look-alikes into
+/// other people's addresses (the Kelvin sign `K` into `k`).
 pub fn normalize_email(email: &str) -> String {
-    email.trim().to_lowercase()
+    email.trim().to_ascii_lowercase()
 }
+
+const USERNAME_TAKEN: &str = "username is taken";
+
+/// How often a derived username is derived again when concurrent sign-ups
+/// race for the same one.
+const DERIVED_USERNAME_ATTEMPTS: u32 = 8;
 
 /// Usernames: 3–30 characters of `a-z`, `0-9`, `_`, `-`, `.`, starting with a
 /// letter or digit. Sign-up checks the chosen one with this.
@@ -184,25 +192,43 @@ pub fn username_base(name: Option<&str>, email: &str) -> String {
 
 impl Database {
     /// Creates a user, deriving a free username when none is given. A taken
-    /// email or chosen username is a [`DomainError::Conflict`].
+    /// email or chosen username is a [`DomainError::Conflict`]; a derived
+    /// username that another sign-up took in the meantime is derived again.
     pub async fn create_user(&self, new: NewUser) -> Result<User, DomainError> {
         let email = normalize_email(&new.email);
-        let username = match new.username {
-            Some(username) => username,
-            None => {
-                self.free_username(&username_base(new.name.as_deref(), &email))
-                    .await?
+        let Some(chosen) = new.username.clone() else {
+            let base = username_base(new.name.as_deref(), &email);
+            let mut attempts = 0;
+            loop {
+                let username = self.free_username(&base).await?;
+                match self.insert_user(&new, &email, &username).await {
+                    Err(DomainError::Conflict(message))
+                        if message == USERNAME_TAKEN && attempts < DERIVED_USERNAME_ATTEMPTS =>
+                    {
+                        attempts += 1;
+                    }
+                    outcome => return outcome,
+                }
             }
         };
+        self.insert_user(&new, &email, &chosen).await
+    }
+
+    async fn insert_user(
+        &self,
+        new: &NewUser,
+        email: &str,
+        username: &str,
+    ) -> Result<User, DomainError> {
         let now = now_millis();
         let row: UserRow = sqlx::query_as(&format!(
             "INSERT INTO users (email, email_verified_at, username, name, image, password_hash, role, \
              status, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8) RETURNING {USER_COLUMNS}"
         ))
-        .bind(&email)
+        .bind(email)
         .bind(new.email_verified.then_some(now))
-        .bind(&username)
+        .bind(username)
         .bind(&new.name)
         .bind(&new.image)
         .bind(&new.password_hash)
@@ -212,7 +238,7 @@ impl Database {
         .await
         .map_err(|error| match DomainError::from(error) {
             DomainError::Conflict(message) if message.contains("username") => {
-                DomainError::Conflict("username is taken".to_owned())
+                DomainError::Conflict(USERNAME_TAKEN.to_owned())
             }
             DomainError::Conflict(_) => DomainError::Conflict("email is already registered".to_owned()),
             other => other,
@@ -606,6 +632,20 @@ mod tests {
         assert_eq!(username_base(Some("李小龍"), "bruce@x.com"), "bruce");
         assert_eq!(username_base(None, "a@b.c"), "a00");
         assert!(is_valid_username(&username_base(Some("__x"), "q@q.q")));
+    }
+
+    #[test]
+    fn emails_fold_ascii_case_only() {
+        assert_eq!(normalize_email("  Ada@Example.COM "), "ada@example.com");
+        // U+212A KELVIN SIGN must not become the ASCII `k` of another address.
+        assert_eq!(
+            normalize_email("\u{212A}im@example.com"),
+            "\u{212A}im@example.com"
+        );
+        assert_ne!(
+            normalize_email("\u{212A}im@example.com"),
+            normalize_email("kim@example.com")
+        );
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! The janitor's purge removes exactly what has expired.
 
 use plaza_domain::auth_state::PendingOAuth;
-use plaza_domain::sessions::SessionClient;
+use plaza_domain::sessions::{SessionClient, SessionLifetime};
 use plaza_domain::users::{NewUser, Role};
 use plaza_domain::{Database, DatabaseOptions};
+
+const LIFETIME: SessionLifetime = SessionLifetime {
+    ttl_millis: 60_000,
+    refresh_after_millis: 60_000,
+    max_lifetime_millis: 3_600_000,
+};
 
 #[tokio::test]
 async fn purge_removes_expired_state_and_keeps_the_rest() {
@@ -37,11 +43,13 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
         pkce_verifier: "v".into(),
         callback_url: "/".into(),
         expires_at: 1,
+        browser_hash: "b".into(),
+        link_user_id: None,
     };
     db.save_oauth_state("old", &expired).await.unwrap();
     db.revoke_token("gone", 1).await.unwrap();
     db.revoke_token("current", i64::MAX).await.unwrap();
-    db.record_sign_in_failure("email:p@example.com", 60_000)
+    db.reserve_sign_in_attempt("email:p@example.com", 60_000)
         .await
         .unwrap();
 
@@ -50,23 +58,19 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
         removed, 2,
         "the expired session and the old revocation (the OAuth state went on save)"
     );
+    assert!(db.session_user("live", &LIFETIME).await.unwrap().is_some());
     assert!(
-        db.session_user("live", 60_000, 60_000)
-            .await
-            .unwrap()
-            .is_some()
-    );
-    assert!(
-        db.session_user("expired", 60_000, 60_000)
+        db.session_user("expired", &LIFETIME)
             .await
             .unwrap()
             .is_none()
     );
     assert_eq!(
-        db.sign_in_failures("email:p@example.com", 60_000)
+        db.reserve_sign_in_attempt("email:p@example.com", 60_000)
             .await
             .unwrap(),
-        1
+        2,
+        "attempts within the window survive the purge"
     );
     assert!(db.take_oauth_state("old").await.unwrap().is_none());
 }

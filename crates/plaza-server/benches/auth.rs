@@ -34,6 +34,7 @@ fn password_hash(c: &mut Criterion) {
         defaults.password_hash_memory_kib,
         defaults.password_hash_iterations,
         1,
+        defaults.password_hashing_limits().expect("limits"),
     )
     .expect("parameters");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");

@@ -104,6 +104,10 @@ pub enum AppError {
     /// A dependency (the database) is down; the client may retry.
     #[error("service temporarily unavailable")]
     Unavailable(String),
+    /// A bounded resource (password hashing) is saturated; the client may
+    /// retry after `retry_after_secs` (sent as `Retry-After`).
+    #[error("the server is busy; retry in {retry_after_secs} seconds")]
+    Busy { retry_after_secs: u64 },
     /// A failure whose surface names it with a fixed title, such as link
     /// preview's "Failed to fetch link preview" (502) with the target's answer
     /// as details.
@@ -148,7 +152,7 @@ impl AppError {
             AppError::Locked { .. } => StatusCode::LOCKED,
             AppError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
-            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Titled { status, .. } => *status,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -170,7 +174,7 @@ impl AppError {
             AppError::Locked { .. } => "RESOURCE_LOCKED",
             AppError::RateLimited => "RATE_LIMITED",
             AppError::Timeout => "REQUEST_TIMEOUT",
-            AppError::Unavailable(_) => "SERVICE_UNAVAILABLE",
+            AppError::Unavailable(_) | AppError::Busy { .. } => "SERVICE_UNAVAILABLE",
             AppError::Titled { status, .. } if *status == StatusCode::BAD_GATEWAY => {
                 "UPSTREAM_ERROR"
             }
@@ -283,6 +287,12 @@ impl IntoResponse for AppError {
         }
         let report = ErrorReport::from(&self);
         let mut response = report.status.into_response();
+        if let AppError::Busy { retry_after_secs } = self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(retry_after_secs),
+            );
+        }
         response.extensions_mut().insert(report);
         response
     }

@@ -63,6 +63,8 @@ pub struct Settings {
     pub app_name: String,
     /// Session lifetime; it slides forward while the session is used.
     pub session_ttl_secs: u64,
+    /// The longest a session lives after sign-in, however much it is used.
+    pub session_max_lifetime_secs: u64,
     /// HS256 key for admin JWTs (at least 32 characters). Unset: generated
     /// once and kept in the data directory. Set it when running several
     /// instances, so they all accept each other's tokens.
@@ -73,6 +75,13 @@ pub struct Settings {
     pub password_hash_memory_kib: u32,
     /// Argon2id passes.
     pub password_hash_iterations: u32,
+    /// Memory that concurrent password hashes may hold in all, in MiB: it
+    /// bounds how many run at once (permits × `password_hash_memory_kib`).
+    pub password_hash_memory_budget_mib: u64,
+    /// Hashes that may run at once; 0 sizes it from the cores, within the budget.
+    pub password_hash_max_concurrent: usize,
+    /// How long a sign-up or sign-in waits for a hashing slot before 503.
+    pub password_hash_wait_ms: u64,
     /// Failed sign-ins per account or address before sign-in is refused (429).
     pub sign_in_max_failures: u32,
     /// How long failures are counted, and how long the refusal lasts.
@@ -115,10 +124,14 @@ impl Default for Settings {
             shutdown_grace_secs: 20,
             app_name: "Plaza".to_owned(),
             session_ttl_secs: 30 * 24 * 3600,
+            session_max_lifetime_secs: 90 * 24 * 3600,
             jwt_secret: None,
             admin_token_ttl_secs: 3600,
             password_hash_memory_kib: 65_536,
             password_hash_iterations: 2,
+            password_hash_memory_budget_mib: 256,
+            password_hash_max_concurrent: 0,
+            password_hash_wait_ms: 5000,
             sign_in_max_failures: 5,
             sign_in_lockout_secs: 900,
             trust_proxy_headers: false,
@@ -221,6 +234,7 @@ impl Settings {
         }
         for (key, value) in [
             ("session_ttl_secs", self.session_ttl_secs),
+            ("session_max_lifetime_secs", self.session_max_lifetime_secs),
             ("admin_token_ttl_secs", self.admin_token_ttl_secs),
             ("sign_in_lockout_secs", self.sign_in_lockout_secs),
         ] {
@@ -234,6 +248,8 @@ impl Settings {
                 "Argon2 needs at least 8 KiB and 1 iteration",
             ));
         }
+        self.password_hashing_limits()
+            .map_err(|problem| SettingsError::new("password_hash_memory_budget_mib", problem))?;
         for provider in &self.auth_providers {
             provider
                 .validate()
@@ -262,6 +278,17 @@ impl Settings {
             Some(url) => url.clone(),
             None => format!("sqlite://{}", self.data_dir.join("plaza.db").display()),
         }
+    }
+
+    /// How many password hashes may run at once, and how long a request
+    /// waits for one.
+    pub fn password_hashing_limits(&self) -> Result<crate::auth::password::HashingLimits, String> {
+        crate::auth::password::HashingLimits::sized(
+            self.password_hash_max_concurrent,
+            self.password_hash_memory_budget_mib.saturating_mul(1024),
+            self.password_hash_memory_kib,
+            std::time::Duration::from_millis(self.password_hash_wait_ms),
+        )
     }
 
     /// Whether cookies must carry `Secure`.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::fake_idp::FakeIdp;
+use common::fake_idp::{self, FakeIdp, begin_provider_sign_in, location, open_callback};
 use common::{Backend, TEST_JWT_SECRET, TestServer, session_cookie};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -203,39 +203,20 @@ async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
     assert_eq!(same_origin.status(), 200);
 }
 
-/// Walks the browser through a provider sign-in and returns the final
+/// Walks one browser through a provider sign-in and returns the final
 /// response from Plaza's callback.
 async fn provider_round_trip(server: &TestServer) -> reqwest::Response {
-    let start = server
-        .get("/api/auth/signin/fake?callbackUrl=/welcome")
-        .await;
-    assert_eq!(start.status(), 303);
-    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
-    assert!(
-        authorize.contains("code_challenge_method=S256"),
-        "{authorize}"
-    );
-    assert!(authorize.contains("state="), "{authorize}");
-    let at_idp = server.client.get(&authorize).send().await.unwrap();
-    let back = at_idp.headers()["location"].to_str().unwrap().to_owned();
-    server
-        .client
-        .get(local(server, &back))
-        .send()
-        .await
-        .unwrap()
+    fake_idp::provider_round_trip(server, "/api/auth/signin/fake?callbackUrl=/welcome", None).await
 }
 
-/// Plaza's callback URL points at the configured base URL; tests reach the
-/// server on its real port instead.
-fn local(server: &TestServer, url: &str) -> String {
-    let parsed = url::Url::parse(url).unwrap();
-    format!(
-        "{}{}?{}",
-        server.base,
-        parsed.path(),
-        parsed.query().unwrap_or_default()
-    )
+fn query_value(url: &str, name: &str) -> String {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(key, _)| key == name)
+        .unwrap()
+        .1
+        .into_owned()
 }
 
 async fn provider_server(backend: Backend) -> (TestServer, FakeIdp) {
@@ -274,78 +255,45 @@ async fn provider_sign_in_creates_a_user_and_a_session(backend: Backend) {
 async fn provider_sign_in_refuses_a_wrong_state(backend: Backend) {
     let (server, idp) = provider_server(backend).await;
     idp.set_profile(json!({"sub": "u-2", "email": "s@idp.example", "email_verified": true}));
-    let start = server.get("/api/auth/signin/fake").await;
-    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
-    let at_idp = server.client.get(&authorize).send().await.unwrap();
-    let back = at_idp.headers()["location"].to_str().unwrap().to_owned();
-    let code = url::Url::parse(&back)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap()
-        .1
-        .into_owned();
-    let forged = server
-        .get(&format!("/api/auth/callback/fake?code={code}&state=forged"))
-        .await;
+    let returned = begin_provider_sign_in(&server, "/api/auth/signin/fake", None).await;
+    let code = query_value(&returned.callback, "code");
+    let forged = open_callback(
+        &server,
+        &server.url(&format!("/api/auth/callback/fake?code={code}&state=forged")),
+        &returned.binding_cookie,
+    )
+    .await;
     assert_eq!(forged.status(), 303);
-    assert!(
-        forged.headers()["location"]
-            .to_str()
-            .unwrap()
-            .contains("error=invalid_state")
-    );
+    assert!(location(&forged).contains("error=invalid_state"));
     assert!(session_cookie(&forged).is_none());
 }
 
 async fn provider_codes_cannot_be_replayed(backend: Backend) {
     let (server, idp) = provider_server(backend).await;
     idp.set_profile(json!({"sub": "u-3", "email": "r@idp.example", "email_verified": true}));
-    let start = server.get("/api/auth/signin/fake").await;
-    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
-    let at_idp = server.client.get(&authorize).send().await.unwrap();
-    let back = local(&server, at_idp.headers()["location"].to_str().unwrap());
-    let first = server.client.get(&back).send().await.unwrap();
+    let returned = begin_provider_sign_in(&server, "/api/auth/signin/fake", None).await;
+    let first = open_callback(&server, &returned.callback, &returned.binding_cookie).await;
     assert!(session_cookie(&first).is_some());
-    let replay = server.client.get(&back).send().await.unwrap();
+    let replay = open_callback(&server, &returned.callback, &returned.binding_cookie).await;
     assert!(
         session_cookie(&replay).is_none(),
         "a replayed callback starts no session"
     );
-    assert!(
-        replay.headers()["location"]
-            .to_str()
-            .unwrap()
-            .contains("error=invalid_state")
-    );
+    assert!(location(&replay).contains("error=invalid_state"));
     // Even with a fresh state, the provider refuses the used code.
-    let start = server.get("/api/auth/signin/fake").await;
-    let state = url::Url::parse(start.headers()["location"].to_str().unwrap())
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .into_owned();
-    let code = url::Url::parse(&back)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap()
-        .1
-        .into_owned();
-    let reused = server
-        .get(&format!(
+    let fresh = begin_provider_sign_in(&server, "/api/auth/signin/fake", None).await;
+    let state = query_value(&fresh.callback, "state");
+    let code = query_value(&returned.callback, "code");
+    let reused = open_callback(
+        &server,
+        &server.url(&format!(
             "/api/auth/callback/fake?code={code}&state={state}"
-        ))
-        .await;
+        )),
+        &fresh.binding_cookie,
+    )
+    .await;
     assert!(session_cookie(&reused).is_none());
-    assert!(
-        reused.headers()["location"]
-            .to_str()
-            .unwrap()
-            .contains("error=code_refused")
-    );
+    assert!(location(&reused).contains("error=code_refused"));
 }
 
 async fn provider_errors_send_people_back_to_sign_in(backend: Backend) {

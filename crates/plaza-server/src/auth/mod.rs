@@ -18,7 +18,7 @@ use std::sync::Arc;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
-use plaza_domain::sessions::SessionUser;
+use plaza_domain::sessions::{SessionLifetime, SessionUser};
 use plaza_domain::users::{Role, UserStatus};
 
 use crate::error::AppError;
@@ -41,7 +41,7 @@ pub struct Auth {
     pub providers: Vec<Provider>,
     pub providers_by_id: HashMap<String, usize>,
     pub http: reqwest::Client,
-    pub session_ttl_millis: i64,
+    pub sessions: SessionLifetime,
 }
 
 impl Auth {
@@ -52,19 +52,31 @@ impl Auth {
             .enumerate()
             .map(|(index, provider)| (provider.id.clone(), index))
             .collect();
+        let hashing = settings.password_hashing_limits()?;
+        tracing::debug!(
+            concurrent = hashing.concurrent,
+            memory_kib = settings.password_hash_memory_kib,
+            "password hashing bounded"
+        );
+        let ttl_millis = secs_to_millis(settings.session_ttl_secs);
         Ok(Auth {
             passwords: Passwords::new(
                 settings.password_hash_memory_kib,
                 settings.password_hash_iterations,
                 1,
+                hashing,
             )?,
             jwt: JwtKeys::load(settings.jwt_secret.as_deref(), &settings.data_dir)?,
             providers,
             providers_by_id,
             http: oauth::http_client(&settings.app_name)?,
-            session_ttl_millis: i64::try_from(settings.session_ttl_secs)
-                .unwrap_or(i64::MAX / 1000)
-                .saturating_mul(1000),
+            sessions: SessionLifetime {
+                ttl_millis,
+                // Sessions are extended at most once a minute (or a tenth of
+                // their lifetime, when shorter), not on every request.
+                refresh_after_millis: (ttl_millis / 10).min(60_000),
+                max_lifetime_millis: secs_to_millis(settings.session_max_lifetime_secs),
+            },
         })
     }
 
@@ -73,12 +85,12 @@ impl Auth {
             .get(id)
             .map(|index| &self.providers[*index])
     }
+}
 
-    /// Sessions are extended at most once a minute (or a tenth of their
-    /// lifetime, when shorter), not on every request.
-    fn refresh_after_millis(&self) -> i64 {
-        (self.session_ttl_millis / 10).min(60_000)
-    }
+fn secs_to_millis(secs: u64) -> i64 {
+    i64::try_from(secs)
+        .unwrap_or(i64::MAX / 1000)
+        .saturating_mul(1000)
 }
 
 /// The signed-in user behind a request's session cookie.
@@ -114,11 +126,7 @@ impl FromRequestParts<AppState> for OptionalUser {
                 let token_hash = hash_token(&token);
                 state
                     .db
-                    .session_user(
-                        &token_hash,
-                        state.auth.session_ttl_millis,
-                        state.auth.refresh_after_millis(),
-                    )
+                    .session_user(&token_hash, &state.auth.sessions)
                     .await?
                     .filter(|session| session.user.status == UserStatus::Active)
                     .map(|session| SessionPrincipal {
@@ -193,10 +201,9 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
         .headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(bearer_token)
         .ok_or(AppError::Unauthorized)?;
-    let claims = state
+    let mut claims = state
         .auth
         .jwt
         .verify(bearer)
@@ -213,11 +220,26 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
     if !subject.role.is_admin() || subject.status != UserStatus::Active {
         return Err(AppError::Forbidden);
     }
+    // A token carries what its holder's role allowed when it was minted;
+    // it grants only what the role allows now (a demoted super admin's
+    // `admin:super` token loses `admin:super`).
+    let allowed = AdminPermission::allowed_for(subject.role);
+    claims
+        .permissions
+        .retain(|permission| allowed.contains(permission));
     Ok(AdminToken {
         claims,
         user_id,
         role: subject.role,
     })
+}
+
+/// The credentials of an `Authorization: Bearer …` header; the scheme is
+/// case-insensitive (RFC 7235).
+fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, credentials) = header.trim_start().split_once(' ')?;
+    let credentials = credentials.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !credentials.is_empty()).then_some(credentials)
 }
 
 /// Mints an admin JWT for a user with an admin role: `requested` (default:
@@ -355,21 +377,20 @@ pub fn set_cookie(settings: &Settings, name: &str, value: &str, max_age_secs: i6
 
 /// Whether a request's `Origin` (or, without it, `Referer`) is one this
 /// service trusts. Requests with neither come from non-browser clients,
-/// which cookies cannot be forged for.
+/// which cookies cannot be forged for; a header that is there but cannot be
+/// read is not trusted.
 pub fn is_same_origin(headers: &HeaderMap, settings: &Settings) -> bool {
-    let claimed = headers
-        .get(header::ORIGIN)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| {
-            headers
-                .get(header::REFERER)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|referer| url::Url::parse(referer).ok())
-                .map(|url| url.origin().ascii_serialization())
-        });
+    let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
+        (Some(origin), _) => origin.to_str().ok().map(str::to_owned),
+        (None, Some(referer)) => referer
+            .to_str()
+            .ok()
+            .and_then(|referer| url::Url::parse(referer).ok())
+            .map(|url| url.origin().ascii_serialization()),
+        (None, None) => return true,
+    };
     match claimed {
-        None => true,
+        None => false,
         Some(origin) => {
             origin == settings.base_origin()
                 || settings
@@ -377,5 +398,44 @@ pub fn is_same_origin(headers: &HeaderMap, settings: &Settings) -> bool {
                     .iter()
                     .any(|allowed| allowed.trim_end_matches('/') == origin)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+    }
+
+    #[test]
+    fn an_unreadable_referer_is_not_same_origin() {
+        let settings = Settings::default();
+        let with = |name: header::HeaderName, value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        assert!(is_same_origin(&HeaderMap::new(), &settings));
+        assert!(is_same_origin(
+            &with(header::REFERER, "http://localhost:3000/page"),
+            &settings
+        ));
+        assert!(!is_same_origin(
+            &with(header::REFERER, "not a url"),
+            &settings
+        ));
+        assert!(!is_same_origin(
+            &with(header::REFERER, "https://evil.example/"),
+            &settings
+        ));
+        assert!(!is_same_origin(&with(header::ORIGIN, "null"), &settings));
     }
 }

@@ -5,7 +5,10 @@ use plaza_domain::accounts::ProviderIdentity;
 use plaza_domain::sessions::SessionClient;
 use plaza_domain::users::{NewUser, Role, User, normalize_email};
 
+use super::password::MAX_PASSWORD_LENGTH;
 use super::tokens::{hash_token, random_token};
+use crate::controllers::params;
+use crate::controllers::users::{MAX_NAME_CHARS, is_email_address};
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -29,14 +32,14 @@ pub async fn start_session(
         .create_session(
             &hash_token(&token),
             user.id(),
-            state.auth.session_ttl_millis,
+            state.auth.sessions.ttl_millis,
             &client,
         )
         .await?;
     state.db.record_login(user.id()).await?;
     Ok(StartedSession {
         token,
-        expires_at: plaza_domain::time::now_millis() + state.auth.session_ttl_millis,
+        expires_at: plaza_domain::time::now_millis() + state.auth.sessions.ttl_millis,
         user,
     })
 }
@@ -45,25 +48,34 @@ pub async fn start_session(
 const ADDRESS_FAILURE_FACTOR: u32 = 4;
 
 /// Checks an email and password. Unknown emails and wrong passwords get the
-/// same answer after the same work; too many failures for the account or the
-/// address within the lockout window are refused with 429 before any check.
+/// same answer after the same work. Each attempt is counted for the account
+/// and the client address before the password is checked, so parallel
+/// guesses cannot all slip under the limit; past the limit within the
+/// lockout window, sign-in is 429 even with the right password.
 pub async fn sign_in_with_password(
     state: &AppState,
     email: &str,
     password: &str,
     client: SessionClient,
 ) -> Result<StartedSession, AppError> {
+    if password.len() > MAX_PASSWORD_LENGTH || email.chars().any(char::is_control) {
+        // No account can match: refused without touching the database.
+        return Err(AppError::InvalidCredentials);
+    }
     let settings = &state.settings;
     let window = i64::try_from(settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
     let account_key = format!("email:{}", normalize_email(email));
     let address_key = client.ip_address.as_ref().map(|ip| format!("ip:{ip}"));
     let max = i64::from(settings.sign_in_max_failures);
-    if state.db.sign_in_failures(&account_key, window).await? >= max {
-        return Err(AppError::RateLimited);
-    }
-    if let Some(key) = &address_key
-        && state.db.sign_in_failures(key, window).await? >= max * i64::from(ADDRESS_FAILURE_FACTOR)
-    {
+    let account_attempts = state
+        .db
+        .reserve_sign_in_attempt(&account_key, window)
+        .await?;
+    let address_attempts = match &address_key {
+        Some(key) => state.db.reserve_sign_in_attempt(key, window).await?,
+        None => 0,
+    };
+    if account_attempts > max || address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR) {
         return Err(AppError::RateLimited);
     }
     let user = state.db.user_by_email(email).await?;
@@ -74,55 +86,108 @@ pub async fn sign_in_with_password(
     match user {
         Some(user) if matched && user.is_active() => {
             state.db.clear_sign_in_failures(&account_key).await?;
+            if let Some(key) = &address_key {
+                state.db.release_sign_in_attempt(key).await?;
+            }
             start_session(state, user, client).await
         }
-        _ => {
-            state
-                .db
-                .record_sign_in_failure(&account_key, window)
-                .await?;
-            if let Some(key) = &address_key {
-                state.db.record_sign_in_failure(key, window).await?;
-            }
-            Err(AppError::InvalidCredentials)
-        }
+        _ => Err(AppError::InvalidCredentials),
     }
 }
 
 /// Why a provider sign-in cannot go on, as a code for the sign-in page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderRefusal {
-    /// The provider gave no email, and Plaza needs one per user.
+    /// The provider gave no usable email, and Plaza needs one per user.
     EmailRequired,
-    /// The email belongs to a user here, but the provider does not vouch
-    /// for it, so linking would let anyone claim that account.
-    EmailNotVerified,
+    /// The email belongs to a user here, but either the provider does not
+    /// vouch for it or the user's own address was never verified (anyone may
+    /// sign up with someone else's email): linking would hand the account to
+    /// whoever registered it first. The owner links from a signed-in session.
+    AccountNotLinked,
     AccountDisabled,
+    /// Linking from a session: that provider account belongs to another user.
+    AccountInUse,
+    /// The provider's answer lacks a usable account id.
+    ProfileUnusable,
 }
 
 impl ProviderRefusal {
     pub fn code(self) -> &'static str {
         match self {
             ProviderRefusal::EmailRequired => "email_required",
-            ProviderRefusal::EmailNotVerified => "account_not_linked",
+            ProviderRefusal::AccountNotLinked => "account_not_linked",
             ProviderRefusal::AccountDisabled => "account_disabled",
+            ProviderRefusal::AccountInUse => "account_in_use",
+            ProviderRefusal::ProfileUnusable => "profile_unusable",
         }
     }
 }
 
+/// Longest provider account id kept.
+const MAX_PROVIDER_ACCOUNT_ID_CHARS: usize = 255;
+
+/// Provider profiles are input like any request body: they get the rules
+/// `PUT /api/users/{id}` applies. What fails them is dropped (an email, an
+/// image) or cut (a name), never stored; an unusable account id refuses the
+/// sign-in.
+pub fn checked_identity(identity: ProviderIdentity) -> Result<ProviderIdentity, ProviderRefusal> {
+    let account_id = identity.provider_account_id.trim();
+    if account_id.is_empty()
+        || account_id.chars().count() > MAX_PROVIDER_ACCOUNT_ID_CHARS
+        || account_id.chars().any(params::is_refused_in_line)
+    {
+        return Err(ProviderRefusal::ProfileUnusable);
+    }
+    let email = identity
+        .email
+        .map(|email| email.trim().to_owned())
+        .filter(|email| is_email_address(email));
+    let name = identity.name.and_then(|name| {
+        let kept: String = name
+            .chars()
+            .filter(|c| !params::is_refused_in_line(*c))
+            .collect();
+        let kept: String = kept.trim().chars().take(MAX_NAME_CHARS).collect();
+        let kept = kept.trim_end().to_owned();
+        (!kept.is_empty()).then_some(kept)
+    });
+    let image = identity
+        .image
+        .filter(|image| params::is_web_url(image, params::MAX_IMAGE_URL_CHARS));
+    Ok(ProviderIdentity {
+        provider_account_id: account_id.to_owned(),
+        email_verified: identity.email_verified && email.is_some(),
+        email,
+        name,
+        image,
+        ..identity
+    })
+}
+
 /// Finds or creates the user for a provider identity: a known account signs
-/// its user in; a verified email that matches a user links to that user; an
-/// unverified one never links; otherwise a new user is created.
+/// its user in; a sign-in started from a session (`link_to`) links to that
+/// user; a provider-verified email that matches a user whose own email is
+/// verified links to that user; any other match is refused; otherwise a new
+/// user is created.
 pub async fn user_for_provider_identity(
     state: &AppState,
     identity: ProviderIdentity,
+    link_to: Option<i64>,
 ) -> Result<Result<User, ProviderRefusal>, AppError> {
+    let identity = match checked_identity(identity) {
+        Ok(identity) => identity,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
     let db = &state.db;
     let identity = &identity;
     if let Some(account) = db
         .account_by_provider(&identity.provider, &identity.provider_account_id)
         .await?
     {
+        if link_to.is_some_and(|user_id| user_id != account.user_id) {
+            return Ok(Err(ProviderRefusal::AccountInUse));
+        }
         db.touch_account(account.id, identity).await?;
         let user = db.user_by_id(account.user_id).await?;
         return Ok(if user.is_active() {
@@ -131,18 +196,25 @@ pub async fn user_for_provider_identity(
             Err(ProviderRefusal::AccountDisabled)
         });
     }
+    if let Some(user_id) = link_to {
+        let user = db.user_by_id(user_id).await?;
+        if !user.is_active() {
+            return Ok(Err(ProviderRefusal::AccountDisabled));
+        }
+        db.link_account(user.id(), identity).await?;
+        return Ok(Ok(user));
+    }
     let Some(email) = identity.email.as_deref() else {
         return Ok(Err(ProviderRefusal::EmailRequired));
     };
     if let Some(existing) = db.user_by_email(email).await? {
-        if !identity.email_verified {
-            return Ok(Err(ProviderRefusal::EmailNotVerified));
+        if !identity.email_verified || existing.row.email_verified_at.is_none() {
+            return Ok(Err(ProviderRefusal::AccountNotLinked));
         }
         if !existing.is_active() {
             return Ok(Err(ProviderRefusal::AccountDisabled));
         }
         db.link_account(existing.id(), identity).await?;
-        db.mark_email_verified(existing.id()).await?;
         return Ok(Ok(existing));
     }
     let user = db
@@ -158,4 +230,54 @@ pub async fn user_for_provider_identity(
         .await?;
     db.link_account(user.id(), identity).await?;
     Ok(Ok(user))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(email: &str, name: &str, image: &str) -> ProviderIdentity {
+        ProviderIdentity {
+            provider: "idp".to_owned(),
+            provider_account_id: "1".to_owned(),
+            email: Some(email.to_owned()),
+            email_verified: true,
+            name: Some(name.to_owned()),
+            image: Some(image.to_owned()),
+        }
+    }
+
+    #[test]
+    fn provider_profiles_get_the_rules_of_user_input() {
+        let long_name = format!("N\0{}", "x".repeat(700));
+        let checked = checked_identity(identity(
+            "a\0b@example.com",
+            &long_name,
+            "javascript:alert(1)",
+        ))
+        .unwrap();
+        assert_eq!(checked.email, None, "an email with NUL is dropped");
+        assert!(!checked.email_verified);
+        let name = checked.name.unwrap();
+        assert_eq!(name.chars().count(), MAX_NAME_CHARS);
+        assert!(!name.contains('\0'));
+        assert_eq!(checked.image, None, "only http(s) images are kept");
+
+        let fine = checked_identity(identity(
+            "Ada@Example.com",
+            " Ada \u{202E}Lovelace ",
+            "https://img.example/a.png",
+        ))
+        .unwrap();
+        assert_eq!(fine.email.as_deref(), Some("Ada@Example.com"));
+        assert_eq!(fine.name.as_deref(), Some("Ada Lovelace"));
+        assert_eq!(fine.image.as_deref(), Some("https://img.example/a.png"));
+
+        let mut bad_id = identity("a@b.co", "A", "https://x.example/");
+        bad_id.provider_account_id = "1\n2".to_owned();
+        assert_eq!(
+            checked_identity(bad_id).unwrap_err(),
+            ProviderRefusal::ProfileUnusable
+        );
+    }
 }

@@ -46,6 +46,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// How long a started provider sign-in may take.
 const OAUTH_STATE_TTL_MILLIS: i64 = 10 * 60 * 1000;
 
+/// The cookie binding a provider sign-in to the browser that started it.
+const OAUTH_BINDING_COOKIE: &str = "plaza_oauth";
+
 /// The user part of a session answer.
 #[derive(Serialize, ToSchema)]
 pub struct SessionUserView {
@@ -156,7 +159,7 @@ pub async fn signin_with_credentials(
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
         let Form(body): Form<CredentialsBody> = Form::from_request(request, &state)
             .await
-            .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+            .map_err(form_rejection)?;
         check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
         let callback = safe_callback(&state, body.callback_url.as_deref());
         return Ok(
@@ -178,9 +181,6 @@ pub async fn signin_with_credentials(
     if body.email.trim().is_empty() {
         return Err(AppError::invalid("email", "is required"));
     }
-    if body.password.len() > crate::auth::password::MAX_PASSWORD_LENGTH {
-        return Err(AppError::InvalidCredentials);
-    }
     let started =
         signin::sign_in_with_password(&state, &body.email, &body.password, client).await?;
     let view = session_view(&started.user, started.expires_at);
@@ -200,7 +200,9 @@ pub struct ProviderSigninQuery {
 }
 
 /// Start signing in with an identity provider: redirects to it with `state`
-/// and a PKCE challenge.
+/// and a PKCE challenge, and sets a short-lived cookie that binds the
+/// sign-in to this browser. Started from a signed-in session, the callback
+/// links the provider account to the current user instead.
 #[utoipa::path(
     get,
     path = "/api/auth/signin/{provider}",
@@ -209,12 +211,14 @@ pub struct ProviderSigninQuery {
     responses(
         (status = 303, description = "Redirect to the identity provider"),
         (status = 404, description = "No such provider", body = GeneralError),
-        (status = 502, description = "The provider's discovery document could not be read", body = GeneralError),
+        (status = 503, description = "The provider's discovery document could not be read", body = GeneralError),
     )
 )]
 pub async fn signin_with_provider(
     State(state): State<AppState>,
+    OptionalUser(signed_in): OptionalUser,
     Path(provider_id): Path<String>,
+    headers: HeaderMap,
     AppQuery(query): AppQuery<ProviderSigninQuery>,
 ) -> Result<Response, AppError> {
     let provider = state
@@ -225,6 +229,9 @@ pub async fn signin_with_provider(
         .authorize(&state.auth.http, &callback_url_for(&state, &provider_id))
         .await
         .map_err(|error| AppError::Unavailable(error.to_string()))?;
+    // The browser keeps its binding cookie across sign-ins started in
+    // several tabs; a new one is made when it has none.
+    let binding = cookie_value(&headers, OAUTH_BINDING_COOKIE).unwrap_or_else(random_token);
     state
         .db
         .save_oauth_state(
@@ -234,10 +241,22 @@ pub async fn signin_with_provider(
                 pkce_verifier: authorization.pkce_verifier,
                 callback_url: safe_callback(&state, query.callback_url.as_deref()),
                 expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
+                browser_hash: hash_token(&binding),
+                link_user_id: signed_in.map(|principal| principal.user_id()),
             },
         )
         .await?;
-    Ok(Redirect::to(&authorization.url).into_response())
+    let mut response = Redirect::to(&authorization.url).into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(
+            &state.settings,
+            OAUTH_BINDING_COOKIE,
+            &binding,
+            OAUTH_STATE_TTL_MILLIS / 1000,
+        ),
+    );
+    Ok(response)
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -266,12 +285,38 @@ pub async fn provider_callback(
     State(state): State<AppState>,
     Path(provider_id): Path<String>,
     ClientAddress(address): ClientAddress,
+    OptionalUser(signed_in): OptionalUser,
     headers: HeaderMap,
     AppQuery(query): AppQuery<CallbackQuery>,
 ) -> Result<Response, AppError> {
+    let mut response = finish_provider_sign_in(
+        &state,
+        &provider_id,
+        address,
+        signed_in.map(|principal| principal.user_id()),
+        &headers,
+        &query,
+    )
+    .await?;
+    // The binding is single-use: whatever the outcome, the cookie goes.
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state.settings, OAUTH_BINDING_COOKIE, "", 0),
+    );
+    Ok(response)
+}
+
+async fn finish_provider_sign_in(
+    state: &AppState,
+    provider_id: &str,
+    address: Option<std::net::IpAddr>,
+    signed_in_user: Option<i64>,
+    headers: &HeaderMap,
+    query: &CallbackQuery,
+) -> Result<Response, AppError> {
     let provider = state
         .auth
-        .provider(&provider_id)
+        .provider(provider_id)
         .ok_or(AppError::NotFound("provider"))?;
     // The state is consumed first, so it is single-use even when the
     // provider reports an error.
@@ -279,7 +324,17 @@ pub async fn provider_callback(
         Some(value) => state.db.take_oauth_state(&hash_token(value)).await?,
         None => None,
     };
-    let Some(pending) = pending.filter(|pending| pending.provider == provider_id) else {
+    let binding = cookie_value(headers, OAUTH_BINDING_COOKIE).map(|value| hash_token(&value));
+    // A callback is only finished in the browser that started the sign-in
+    // (a link to someone else's callback would sign its victim in as the
+    // attacker), and a link started from a session only in that session.
+    let Some(pending) = pending.filter(|pending| {
+        pending.provider == provider_id
+            && binding.as_deref() == Some(pending.browser_hash.as_str())
+            && pending
+                .link_user_id
+                .is_none_or(|user_id| signed_in_user == Some(user_id))
+    }) else {
         return Ok(refused("invalid_state"));
     };
     if query.error.is_some() {
@@ -291,7 +346,7 @@ pub async fn provider_callback(
     let identity = match provider
         .finish(
             &state.auth.http,
-            &callback_url_for(&state, &provider_id),
+            &callback_url_for(state, provider_id),
             code,
             &pending.pkce_verifier,
         )
@@ -303,14 +358,19 @@ pub async fn provider_callback(
             return Ok(refused(error.code()));
         }
     };
-    let user = match signin::user_for_provider_identity(&state, identity).await? {
-        Ok(user) => user,
-        Err(refusal) => return Ok(refused(refusal.code())),
-    };
-    let client = session_client(&headers, address);
-    let started = signin::start_session(&state, user, client).await?;
+    let user =
+        match signin::user_for_provider_identity(state, identity, pending.link_user_id).await? {
+            Ok(user) => user,
+            Err(refusal) => return Ok(refused(refusal.code())),
+        };
+    if pending.link_user_id.is_some() {
+        // Linked to the session's own user, who is signed in already.
+        return Ok(Redirect::to(&pending.callback_url).into_response());
+    }
+    let client = session_client(headers, address);
+    let started = signin::start_session(state, user, client).await?;
     Ok(with_session_cookie(
-        &state,
+        state,
         &started,
         Redirect::to(&pending.callback_url).into_response(),
     ))
@@ -361,7 +421,7 @@ pub async fn signout(
         let Form(fields): Form<std::collections::HashMap<String, String>> =
             Form::from_request(request, &state)
                 .await
-                .map_err(|rejection| AppError::BadRequest(rejection.body_text()))?;
+                .map_err(form_rejection)?;
         check_csrf(
             csrf_cookie.as_deref(),
             fields.get("csrfToken").map(String::as_str),
@@ -623,6 +683,7 @@ pub struct TokenView {
         (status = 401, description = "Not signed in", body = GeneralError),
         (status = 403, description = "Not an admin, or asked for permissions beyond the role", body = GeneralError),
         (status = 422, description = "Unknown permission or bad lifetime", body = GeneralError),
+        (status = 415, description = "A body that is not application/json", body = GeneralError),
     )
 )]
 pub async fn admin_token(
@@ -630,11 +691,16 @@ pub async fn admin_token(
     CurrentUser(principal): CurrentUser,
     request: Request,
 ) -> Result<AppJson<TokenView>, AppError> {
+    let declared_json = crate::extract::json::is_json_content_type(request.headers());
     let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
         .await
         .map_err(|_| AppError::PayloadTooLarge { limit: 64 * 1024 })?;
     let wanted: TokenRequest = if body.is_empty() {
         TokenRequest::default()
+    } else if !declared_json {
+        return Err(AppError::UnsupportedMediaType(
+            "a request body must be sent as application/json".to_owned(),
+        ));
     } else {
         parse_json(&body)?
     };
@@ -708,6 +774,15 @@ fn session_client(headers: &HeaderMap, address: Option<std::net::IpAddr>) -> Ses
     }
 }
 
+/// A form that cannot be read: 413 when it is over the body limit, else 400.
+fn form_rejection(rejection: axum::extract::rejection::FormRejection) -> AppError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        AppError::PayloadTooLarge { limit: 0 }
+    } else {
+        AppError::BadRequest(rejection.body_text())
+    }
+}
+
 fn is_form(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -743,17 +818,31 @@ fn callback_url_for(state: &AppState, provider_id: &str) -> String {
     )
 }
 
-/// `requested` if it stays on this site (a path, or an absolute URL with the
-/// base URL's origin), else `/`: sign-in must not become an open redirect.
+/// Where to send the browser after sign-in: `requested` resolved against
+/// the base URL by the WHATWG URL parser (the one browsers use, so a tab or
+/// backslash in `/\t/evil.example` is read as the browser will read it),
+/// kept only when its origin is the base URL's, and sent in its serialized
+/// form. Control characters refuse it outright. Anything refused is `/`:
+/// sign-in must not become an open redirect.
 fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
-    let Some(requested) = requested.map(str::trim).filter(|value| !value.is_empty()) else {
+    let Some(requested) = requested.filter(|value| !value.trim().is_empty()) else {
         return "/".to_owned();
     };
-    if requested.starts_with('/') && !requested.starts_with("//") && !requested.contains('\\') {
-        return requested.to_owned();
+    if requested.chars().any(char::is_control) {
+        return "/".to_owned();
     }
-    match url::Url::parse(requested) {
-        Ok(url) if url.origin() == state.settings.base_url.origin() => url.to_string(),
+    let base = &state.settings.base_url;
+    match base.join(requested.trim()) {
+        Ok(url) if url.origin() == base.origin() => {
+            // The path and what follows, unless the path itself starts with
+            // `//`, which a browser would read as another host.
+            let local = &url[url::Position::BeforePath..];
+            if local.starts_with("//") {
+                url.to_string()
+            } else {
+                local.to_owned()
+            }
+        }
         _ => "/".to_owned(),
     }
 }

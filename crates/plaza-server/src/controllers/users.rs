@@ -17,7 +17,9 @@ use utoipa_axum::routes;
 
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
-use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::params::{
+    self, MAX_IMAGE_URL_CHARS, Pagination, Problems, TextRule, check_text,
+};
 use crate::error::schema::GeneralError;
 use crate::error::{AppError, FieldError};
 use crate::extract::{AppJson, AppQuery, IdPath};
@@ -109,18 +111,27 @@ pub fn check_password(password: &str) -> Result<(), AppError> {
     Ok(())
 }
 
-fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
-    let mut fields = Vec::new();
-    let email = body.email.trim();
-    let valid_email = email.len() <= 254
+/// Most characters in a display name.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// An address of the form `local@domain.tld`, at most 254 bytes, without
+/// whitespace, control or bidirectional control characters.
+pub fn is_email_address(email: &str) -> bool {
+    email.len() <= 254
         && email.split_once('@').is_some_and(|(local, domain)| {
             !local.is_empty()
                 && domain.contains('.')
                 && !domain.starts_with('.')
                 && !domain.ends_with('.')
         })
-        && !email.chars().any(char::is_whitespace);
-    if !valid_email {
+        && !email
+            .chars()
+            .any(|c| c.is_whitespace() || params::is_refused_in_line(c))
+}
+
+fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
+    let mut fields = Vec::new();
+    if !is_email_address(body.email.trim()) {
         fields.push(FieldError::new("email", "must be an email address"));
     }
     if let Err(AppError::Validation {
@@ -130,9 +141,9 @@ fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
         fields.extend(password);
     }
     if let Some(name) = &body.name
-        && (name.trim().is_empty() || name.chars().count() > 100)
+        && let Err(reason) = check_text(name, MAX_NAME_CHARS, true, TextRule::Line)
     {
-        fields.push(FieldError::new("name", "must be 1 to 100 characters"));
+        fields.push(FieldError::new("name", reason));
     }
     if let Some(username) = &body.username
         && !is_valid_username(username)
@@ -423,14 +434,8 @@ impl UserUpdateBody {
 const MAX_BIO_CHARS: usize = 500;
 /// Most characters in a location.
 const MAX_LOCATION_CHARS: usize = 100;
-/// Most characters in an image URL.
-const MAX_IMAGE_URL_CHARS: usize = 2048;
-
 fn check_image(image: &str) -> Result<(), String> {
-    let valid = image.chars().count() <= MAX_IMAGE_URL_CHARS
-        && url::Url::parse(image)
-            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some());
-    if valid {
+    if params::is_web_url(image, MAX_IMAGE_URL_CHARS) {
         Ok(())
     } else {
         Err(format!(
@@ -454,7 +459,10 @@ fn checked_changes(
         );
     }
     if let Some(Some(name)) = &body.name {
-        problems.check("name", check_text(name, 100, true, TextRule::Line));
+        problems.check(
+            "name",
+            check_text(name, MAX_NAME_CHARS, true, TextRule::Line),
+        );
     }
     if let Some(username) = &body.username
         && !is_valid_username(username)

@@ -80,7 +80,8 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-fn is_json_content_type(headers: &HeaderMap) -> bool {
+/// Whether the request declares a JSON body (`application/json` or `application/*+json`).
+pub fn is_json_content_type(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())

@@ -14,6 +14,8 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::TestServer;
+
 #[derive(Default)]
 struct Inner {
     profile: Value,
@@ -147,4 +149,94 @@ async fn userinfo(State(inner): State<Arc<Mutex<Inner>>>, headers: HeaderMap) ->
         Some(profile) => axum::Json(profile.clone()).into_response(),
         None => StatusCode::UNAUTHORIZED.into_response(),
     }
+}
+
+/// A provider sign-in that Plaza started and the provider sent back: the
+/// callback URL (on the test server's real address) and the binding cookie
+/// Plaza gave the browser that started it.
+pub struct ReturnedSignIn {
+    pub callback: String,
+    pub binding_cookie: String,
+}
+
+/// Plays a browser starting a provider sign-in at `start` (with its own
+/// `cookies`, if any) and passing the provider's page, up to the redirect
+/// back to Plaza's callback.
+pub async fn begin_provider_sign_in(
+    server: &TestServer,
+    start: &str,
+    cookies: Option<&str>,
+) -> ReturnedSignIn {
+    let mut request = server.client.get(server.url(start));
+    if let Some(cookies) = cookies {
+        request = request.header("cookie", cookies);
+    }
+    let started = request.send().await.unwrap();
+    assert_eq!(started.status(), 303, "{start}");
+    let binding_cookie = cookie_pair(&started, "plaza_oauth").expect("a binding cookie");
+    let authorize = location(&started);
+    assert!(
+        authorize.contains("code_challenge_method=S256") && authorize.contains("state="),
+        "{authorize}"
+    );
+    let at_idp = server.client.get(&authorize).send().await.unwrap();
+    // The callback URL points at the configured base URL; tests reach the
+    // server on its real port instead.
+    let back = url::Url::parse(&location(&at_idp)).unwrap();
+    ReturnedSignIn {
+        callback: format!(
+            "{}{}?{}",
+            server.base,
+            back.path(),
+            back.query().unwrap_or_default()
+        ),
+        binding_cookie,
+    }
+}
+
+/// Opens the callback with exactly `cookies` (a `Cookie` header value).
+pub async fn open_callback(
+    server: &TestServer,
+    callback: &str,
+    cookies: &str,
+) -> reqwest::Response {
+    server
+        .client
+        .get(callback)
+        .header("cookie", cookies)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A whole provider sign-in in one browser: the callback's answer.
+pub async fn provider_round_trip(
+    server: &TestServer,
+    start: &str,
+    cookies: Option<&str>,
+) -> reqwest::Response {
+    let returned = begin_provider_sign_in(server, start, cookies).await;
+    let jar = match cookies {
+        Some(cookies) => format!("{cookies}; {}", returned.binding_cookie),
+        None => returned.binding_cookie.clone(),
+    };
+    open_callback(server, &returned.callback, &jar).await
+}
+
+/// The `Location` header.
+pub fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+/// The `name=value` pair a response sets for cookie `name` (not a deletion).
+pub fn cookie_pair(response: &reqwest::Response, name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with(&prefix) && !value.contains("Max-Age=0"))
+        .and_then(|value| value.split(';').next())
+        .map(str::to_owned)
 }
