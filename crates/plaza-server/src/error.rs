@@ -338,6 +338,28 @@ impl Surface {
         }
     }
 
+    /// The status this surface answers for `status`: the generated-image
+    /// and unversioned admin surfaces have no 422 in their contracts
+    /// (SPEC.md, DECISIONS.md), so invalid input is 400 there.
+    pub fn status_for(self, status: u16) -> u16 {
+        match (self, status) {
+            (Surface::Image | Surface::UnversionedAdmin, 422) => 400,
+            _ => status,
+        }
+    }
+
+    /// The OpenAPI component describing this surface's error body.
+    pub fn error_schema_name(self) -> &'static str {
+        match self {
+            Surface::General => "GeneralError",
+            Surface::VersionedAdmin => "AdminV1Error",
+            Surface::UnversionedAdmin => "AdminError",
+            Surface::Upload => "UploadError",
+            Surface::Plain => "PlainError",
+            Surface::Image => "ImageError",
+        }
+    }
+
     /// The JSON body for `report` on this surface.
     pub fn render(self, report: &ErrorReport) -> Value {
         let surface = if report.general_only {
@@ -400,7 +422,10 @@ impl Surface {
                 Value::Object(body)
             }
             Surface::Plain => json!({ "error": plain_title(report), "details": report.message }),
-            Surface::Image => json!({ "error": report.message, "status": report.status.as_u16() }),
+            Surface::Image => json!({
+                "error": report.message,
+                "status": self.status_for(report.status.as_u16()),
+            }),
         }
     }
 }
@@ -448,7 +473,12 @@ fn plain_title(report: &ErrorReport) -> String {
 /// Renders `report` for `surface` into a complete response.
 pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Response) -> Response {
     let body = surface.render(report);
-    let mut rendered = (report.status, Json(body)).into_response();
+    let status = if report.general_only {
+        report.status
+    } else {
+        StatusCode::from_u16(surface.status_for(report.status.as_u16())).unwrap_or(report.status)
+    };
+    let mut rendered = (status, Json(body)).into_response();
     // Keep headers the framework set for this error (e.g. `Allow` on 405).
     for (name, value) in response.headers_mut().drain() {
         if let Some(name) = name

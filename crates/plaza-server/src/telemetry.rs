@@ -41,7 +41,56 @@ pub fn metrics_handle() -> PrometheusHandle {
             // Fails only when another recorder was installed first, in which
             // case this handle still renders its own (empty) registry.
             let _ = metrics::set_global_recorder(recorder);
+            describe_metrics();
             handle
         })
         .clone()
+}
+
+/// Every metric Plaza records, with its `# HELP` text: the one list to
+/// extend when a metric is added (`promtool check metrics` in the tests
+/// fails on a metric without one).
+fn describe_metrics() {
+    use metrics::Unit;
+    metrics::describe_counter!(
+        "http_requests_total",
+        "HTTP requests answered, by method, route template and status"
+    );
+    metrics::describe_histogram!(
+        "http_request_duration_seconds",
+        Unit::Seconds,
+        "Time from receiving a request to its answer, by method, route template and status"
+    );
+    metrics::describe_gauge!(
+        "db_pool_connections",
+        "Database connections in the pool, by state (open, idle)"
+    );
+    metrics::describe_gauge!(
+        "db_pool_max_connections",
+        "The most connections the database pool may open"
+    );
+    metrics::describe_counter!(
+        "password_hash_rejected_total",
+        "Sign-ups and sign-ins answered 503 because no password hashing slot freed up in time"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_recorded_metric_has_help_and_type() {
+        let handle = super::metrics_handle();
+        metrics::counter!("http_requests_total", "method" => "GET", "route" => "/t", "status" => "200")
+            .increment(1);
+        metrics::counter!("password_hash_rejected_total").increment(1);
+        let text = handle.render();
+        for line in text.lines().filter(|line| line.starts_with("# TYPE ")) {
+            let name = line.split_whitespace().nth(2).unwrap();
+            assert!(
+                text.contains(&format!("# HELP {name} ")),
+                "{name} has no HELP line:\n{text}"
+            );
+        }
+        assert!(text.contains("# HELP http_requests_total "));
+    }
 }

@@ -6,21 +6,9 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Backend, TestServer};
+use common::{Backend, TestServer, skip};
 
 /// Whether a missing external tool fails the test (CI) or skips it.
-fn tools_required() -> bool {
-    std::env::var("PLAZA_TEST_REQUIRE_TOOLS").as_deref() == Ok("1")
-}
-
-fn skip(test: &str, why: &str) {
-    assert!(
-        !tools_required(),
-        "{test}: {why} (PLAZA_TEST_REQUIRE_TOOLS=1)"
-    );
-    eprintln!("SKIPPED {test}: {why}");
-}
-
 fn chromium() -> Option<PathBuf> {
     let path = std::env::var_os("CHROMIUM")
         .map(PathBuf::from)

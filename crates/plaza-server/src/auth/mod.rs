@@ -22,6 +22,7 @@ use plaza_domain::sessions::{SessionLifetime, SessionUser};
 use plaza_domain::users::{Role, UserStatus};
 
 use crate::error::AppError;
+use crate::extract::documented::{Answer, DocumentedExtractor};
 use crate::settings::Settings;
 use crate::state::AppState;
 use jwt::{AdminClaims, AdminPermission, JwtKeys};
@@ -142,6 +143,10 @@ impl FromRequestParts<AppState> for OptionalUser {
     }
 }
 
+impl DocumentedExtractor for OptionalUser {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
 /// A signed-in, active user; anyone else gets 401.
 #[derive(Debug, Clone)]
 pub struct CurrentUser(pub SessionPrincipal);
@@ -157,6 +162,22 @@ impl FromRequestParts<AppState> for CurrentUser {
             .ok_or(AppError::Unauthorized)
     }
 }
+
+impl DocumentedExtractor for CurrentUser {
+    const ANSWERS: &'static [Answer] = &[Answer::new(401, "Not signed in")];
+}
+
+/// Answers of the admin token checks.
+const ADMIN_TOKEN_ANSWERS: &[Answer] = &[
+    Answer::new(
+        401,
+        "No valid admin token (missing, malformed, expired, revoked, or its user banned)",
+    ),
+    Answer::new(
+        403,
+        "The token's user is no longer an admin, or the token lacks the permission",
+    ),
+];
 
 /// A valid admin JWT whose user is still an active admin, carrying the
 /// permission the request's method needs (SPEC.md "Authentication" 2).
@@ -182,6 +203,10 @@ impl FromRequestParts<AppState> for AdminToken {
     }
 }
 
+impl DocumentedExtractor for AdminToken {
+    const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
+}
+
 /// A valid admin token, whatever permissions it carries (revoking one's own
 /// token needs no particular permission).
 #[derive(Debug, Clone)]
@@ -193,6 +218,10 @@ impl FromRequestParts<AppState> for AnyAdminToken {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         admin_token_for(parts, state).await.map(AnyAdminToken)
     }
+}
+
+impl DocumentedExtractor for AnyAdminToken {
+    const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
 }
 
 /// Validates the bearer token without the per-method permission check.
@@ -322,6 +351,10 @@ impl FromRequestParts<AppState> for MetricsAccess {
     }
 }
 
+impl DocumentedExtractor for MetricsAccess {
+    const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
+}
+
 /// The client's address: the peer, or the first `X-Forwarded-For` hop when
 /// `trust_proxy_headers` is on.
 pub struct ClientAddress(pub Option<IpAddr>);
@@ -347,6 +380,10 @@ impl FromRequestParts<AppState> for ClientAddress {
                 .map(|info| info.0.ip()),
         ))
     }
+}
+
+impl DocumentedExtractor for ClientAddress {
+    const ANSWERS: &'static [Answer] = &[];
 }
 
 /// Reads one cookie from the request.

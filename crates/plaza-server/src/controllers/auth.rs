@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::jwt::AdminPermission;
 use crate::auth::signin::{self, StartedSession};
@@ -31,16 +30,19 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(signin_page, signin_with_credentials))
-        .routes(routes!(signin_with_provider))
-        .routes(routes!(provider_callback))
-        .routes(routes!(signout_page, signout))
-        .routes(routes!(session))
-        .routes(routes!(providers))
-        .routes(routes!(csrf))
-        .routes(routes!(accounts))
-        .routes(routes!(unlink_account))
-        .routes(routes!(admin_token, revoke_admin_token))
+        .routes(crate::documented_routes!(
+            signin_page,
+            signin_with_credentials
+        ))
+        .routes(crate::documented_routes!(signin_with_provider))
+        .routes(crate::documented_routes!(provider_callback))
+        .routes(crate::documented_routes!(signout_page, signout))
+        .routes(crate::documented_routes!(session))
+        .routes(crate::documented_routes!(providers))
+        .routes(crate::documented_routes!(csrf))
+        .routes(crate::documented_routes!(accounts))
+        .routes(crate::documented_routes!(unlink_account))
+        .routes(crate::documented_routes!(admin_token, revoke_admin_token))
 }
 
 /// How long a started provider sign-in may take.
@@ -442,22 +444,47 @@ pub async fn signout(
     Ok(response)
 }
 
+/// No session: an empty object, as NextAuth clients expect.
+#[derive(Serialize)]
+pub struct NoSession {}
+
+impl utoipa::PartialSchema for NoSession {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .description(Some("No session: an empty object"))
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for NoSession {}
+
+/// The answer of `GET /api/auth/session`: one shape or the other.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SessionAnswer {
+    SignedIn(SessionView),
+    SignedOut(NoSession),
+}
+
 /// The current session: `{user, expires}`, or `{}` when signed out.
 #[utoipa::path(
     get,
     path = "/api/auth/session",
     tag = "auth",
-    responses((status = 200, description = "The session, or an empty object", body = SessionView))
+    responses((status = 200, description = "The session, or an empty object without one", body = SessionAnswer))
 )]
 pub async fn session(OptionalUser(user): OptionalUser) -> Response {
-    let mut response = match user {
-        Some(principal) => AppJson(session_view(
+    let answer = match user {
+        Some(principal) => SessionAnswer::SignedIn(session_view(
             &principal.session.user,
             principal.session.expires_at,
-        ))
-        .into_response(),
-        None => AppJson(serde_json::json!({})).into_response(),
+        )),
+        None => SessionAnswer::SignedOut(NoSession {}),
     };
+    let mut response = AppJson(answer).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -5,7 +5,6 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::controllers::system::no_store_headers;
 use crate::error::AppError;
@@ -14,7 +13,7 @@ use crate::extract::AppQuery;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(avatar_image))
+    OpenApiRouter::new().routes(crate::documented_routes!(avatar_image))
 }
 
 #[derive(Deserialize, IntoParams)]

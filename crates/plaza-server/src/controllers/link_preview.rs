@@ -8,7 +8,6 @@ use plaza_link_preview::{LinkPreview, PreviewError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::controllers::system::no_store_headers;
 use crate::error::AppError;
@@ -17,7 +16,7 @@ use crate::extract::{AppJson, AppQuery};
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(link_preview))
+    OpenApiRouter::new().routes(crate::documented_routes!(link_preview))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -4,14 +4,13 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::MetricsAccess;
 use crate::error::schema::GeneralError;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(metrics))
+    OpenApiRouter::new().routes(crate::documented_routes!(metrics))
 }
 
 /// Request counts and latency histograms by route template and status, and

@@ -8,7 +8,6 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::controllers::system::no_store_headers;
 use crate::error::AppError;
@@ -19,8 +18,8 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(og_image))
-        .routes(routes!(og_image_viewer))
+        .routes(crate::documented_routes!(og_image))
+        .routes(crate::documented_routes!(og_image_viewer))
 }
 
 #[derive(Deserialize, IntoParams)]

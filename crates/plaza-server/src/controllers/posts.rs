@@ -16,7 +16,6 @@ use plaza_domain::reports::{MAX_REASON_CHARS, Report};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
 use crate::controllers::cache::{self, AnswerCache};
@@ -29,9 +28,13 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list_posts, create_post))
-        .routes(routes!(get_post, update_post, delete_post))
-        .routes(routes!(report_post))
+        .routes(crate::documented_routes!(list_posts, create_post))
+        .routes(crate::documented_routes!(
+            get_post,
+            update_post,
+            delete_post
+        ))
+        .routes(crate::documented_routes!(report_post))
         .layer(Extension(AnswerCache::shared()))
 }
 
@@ -190,7 +193,7 @@ pub async fn list_posts(
     get,
     path = "/api/posts/{id}",
     tag = "posts",
-    params(("id" = String, Path, description = "Post id (digits)")),
+    params(("id" = String, Path, description = "Post id (digits)", example = "1")),
     responses(
         (status = 200, description = "The post", body = PostView),
         (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
@@ -321,7 +324,7 @@ async fn editable_post(
     put,
     path = "/api/posts/{id}",
     tag = "posts",
-    params(("id" = String, Path, description = "Post id (digits)")),
+    params(("id" = String, Path, description = "Post id (digits)", example = "1")),
     request_body = PostUpdateBody,
     responses(
         (status = 200, description = "The changed post", body = PostView),
@@ -377,7 +380,7 @@ pub async fn update_post(
     delete,
     path = "/api/posts/{id}",
     tag = "posts",
-    params(("id" = String, Path, description = "Post id (digits)")),
+    params(("id" = String, Path, description = "Post id (digits)", example = "1")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 401, description = "Not signed in", body = GeneralError),
@@ -430,7 +433,7 @@ impl From<&Report> for ReportView {
     post,
     path = "/api/posts/{id}/report",
     tag = "posts",
-    params(("id" = String, Path, description = "Post id (digits)")),
+    params(("id" = String, Path, description = "Post id (digits)", example = "1")),
     request_body = ReportBody,
     responses(
         (status = 201, description = "Reported", body = ReportView),

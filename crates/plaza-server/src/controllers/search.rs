@@ -13,7 +13,6 @@ use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, SearchTerms, UserHit};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::{OptionalUser, SessionPrincipal};
 use crate::controllers::cache::{self, AnswerCache};
@@ -28,9 +27,9 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(search))
-        .routes(routes!(search_posts))
-        .routes(routes!(search_users))
+        .routes(crate::documented_routes!(search))
+        .routes(crate::documented_routes!(search_posts))
+        .routes(crate::documented_routes!(search_users))
         .layer(Extension(AnswerCache::shared()))
 }
 

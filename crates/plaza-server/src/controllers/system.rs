@@ -11,15 +11,14 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::error::schema::PlainError;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(health))
-        .routes(routes!(version))
+        .routes(crate::documented_routes!(health))
+        .routes(crate::documented_routes!(version))
 }
 
 /// The service's own view of whether it can serve requests.

@@ -13,7 +13,6 @@ use serde::{Deserialize, Deserializer, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
@@ -28,9 +27,13 @@ use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list_users, create_user))
-        .routes(routes!(get_user, update_user, delete_user))
-        .routes(routes!(user_profile))
+        .routes(crate::documented_routes!(list_users, create_user))
+        .routes(crate::documented_routes!(
+            get_user,
+            update_user,
+            delete_user
+        ))
+        .routes(crate::documented_routes!(user_profile))
 }
 
 /// A user in the general schema (SPEC.md "User, general schema").
@@ -339,7 +342,7 @@ pub async fn list_users(
     get,
     path = "/api/users/{id}",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2")),
     responses(
         (status = 200, description = "The user", body = UserView),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
@@ -535,7 +538,7 @@ fn checked_changes(
     put,
     path = "/api/users/{id}",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2")),
     request_body = UserUpdateBody,
     responses(
         (status = 200, description = "The changed user", body = UserView),
@@ -566,7 +569,7 @@ pub async fn update_user(
     delete,
     path = "/api/users/{id}",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2")),
     responses(
         (status = 204, description = "Deleted"),
         (status = 401, description = "Not signed in", body = GeneralError),
@@ -608,7 +611,7 @@ pub struct PublicProfile {
     get,
     path = "/api/users/{id}/profile",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2")),
     responses(
         (status = 200, description = "The profile", body = PublicProfile),
         (status = 404, description = "No such user, or the profile is not public", body = GeneralError),

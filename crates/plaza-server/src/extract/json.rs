@@ -34,6 +34,15 @@ where
     }
 }
 
+impl<T> crate::extract::documented::DocumentedExtractor for AppJson<T> {
+    const ANSWERS: &'static [crate::extract::documented::Answer] = &[
+        crate::extract::documented::Answer::new(400, "Malformed JSON"),
+        crate::extract::documented::Answer::new(413, "Body larger than the limit"),
+        crate::extract::documented::Answer::new(415, "Body not sent as application/json"),
+        crate::extract::documented::Answer::new(422, "A missing, mistyped or invalid field"),
+    ];
+}
+
 impl<T: Serialize> IntoResponse for AppJson<T> {
     fn into_response(self) -> Response {
         axum::Json(self.0).into_response()

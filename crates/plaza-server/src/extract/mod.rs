@@ -2,6 +2,7 @@
 //! bad input gets the answering surface's error shape and a message that says
 //! what was wrong.
 
+pub mod documented;
 pub mod json;
 mod path;
 pub mod query;

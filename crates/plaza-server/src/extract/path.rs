@@ -22,6 +22,14 @@ impl<S: Send + Sync> FromRequestParts<S> for IdPath {
     }
 }
 
+impl crate::extract::documented::DocumentedExtractor for IdPath {
+    const ANSWERS: &'static [crate::extract::documented::Answer] =
+        &[crate::extract::documented::Answer::new(
+            404,
+            "No such resource (ids are digits only)",
+        )];
+}
+
 /// Digits only, fitting in a positive i64.
 pub fn parse_id(raw: &str) -> Option<i64> {
     if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {

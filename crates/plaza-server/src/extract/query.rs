@@ -21,6 +21,14 @@ where
     }
 }
 
+impl<T> crate::extract::documented::DocumentedExtractor for AppQuery<T> {
+    const ANSWERS: &'static [crate::extract::documented::Answer] =
+        &[crate::extract::documented::Answer::new(
+            422,
+            "A query parameter of the wrong type",
+        )];
+}
+
 /// Deserializes a query string, reporting the offending parameter.
 pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, AppError> {
     let deserializer =

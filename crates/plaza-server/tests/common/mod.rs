@@ -481,3 +481,13 @@ pub fn plaza_command(env: &[(String, String)]) -> Command {
     }
     command
 }
+
+/// Passes a test whose outside tool is missing, saying so, unless
+/// `PLAZA_TEST_REQUIRE_TOOLS=1` (CI), where a missing tool is a failure.
+pub fn skip(test: &str, why: &str) {
+    assert!(
+        std::env::var("PLAZA_TEST_REQUIRE_TOOLS").as_deref() != Ok("1"),
+        "{test}: {why} (PLAZA_TEST_REQUIRE_TOOLS=1)"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}

@@ -1,0 +1,293 @@
+//! What each extractor can answer instead of letting its handler run, so the
+//! OpenAPI document lists every status an operation can give. A route gets
+//! its extractors' answers by using them ([`documented_routes!`]), and a new
+//! extractor cannot be used in a documented route until it says what it
+//! answers: the contract follows the types, not anyone's memory.
+
+use axum::extract::{Extension, Path, RawQuery, Request, State};
+use axum::http::HeaderMap;
+use utoipa::openapi::path::{HttpMethod, Operation, PathItem, Paths};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::{ContentBuilder, Ref};
+
+use crate::error::Surface;
+
+/// One status an extractor (or the middleware) can answer, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub description: &'static str,
+}
+
+impl Answer {
+    pub const fn new(status: u16, description: &'static str) -> Self {
+        Answer {
+            status,
+            description,
+        }
+    }
+}
+
+/// An extractor's possible refusals.
+pub trait DocumentedExtractor {
+    const ANSWERS: &'static [Answer];
+}
+
+/// A handler's extractors, as axum's `Handler<T, S>` names them: `((),)`
+/// for no argument, `(M, T1, …, Tn)` otherwise (`M` marks how the last one
+/// extracts).
+pub trait DocumentedExtractors {
+    fn answers() -> Vec<Answer>;
+}
+
+impl DocumentedExtractors for ((),) {
+    fn answers() -> Vec<Answer> {
+        Vec::new()
+    }
+}
+
+macro_rules! documented_tuple {
+    ($($extractor:ident),+) => {
+        impl<M, $($extractor: DocumentedExtractor),+> DocumentedExtractors for (M, $($extractor,)+) {
+            fn answers() -> Vec<Answer> {
+                let mut answers = Vec::new();
+                $(answers.extend_from_slice($extractor::ANSWERS);)+
+                answers
+            }
+        }
+    };
+}
+
+documented_tuple!(T1);
+documented_tuple!(T1, T2);
+documented_tuple!(T1, T2, T3);
+documented_tuple!(T1, T2, T3, T4);
+documented_tuple!(T1, T2, T3, T4, T5);
+documented_tuple!(T1, T2, T3, T4, T5, T6);
+documented_tuple!(T1, T2, T3, T4, T5, T6, T7);
+documented_tuple!(T1, T2, T3, T4, T5, T6, T7, T8);
+
+impl<S> DocumentedExtractor for State<S> {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+impl DocumentedExtractor for HeaderMap {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+impl<T> DocumentedExtractor for Extension<T> {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+impl DocumentedExtractor for RawQuery {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+/// Plain path segments never fail to extract as strings; a segment the
+/// handler does not know is its own 404, which it documents.
+impl DocumentedExtractor for Path<String> {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+/// A handler taking the whole request reads its body itself (JSON or a
+/// form), so it can meet every body problem.
+impl DocumentedExtractor for Request {
+    const ANSWERS: &'static [Answer] = &[
+        Answer::new(400, "Malformed body"),
+        Answer::new(413, "Body larger than the limit"),
+        Answer::new(415, "Unsupported content type"),
+        Answer::new(422, "Well-formed body with missing or invalid fields"),
+    ];
+}
+
+/// What the middleware in front of every route can answer.
+const EVERY_OPERATION: &[Answer] = &[
+    Answer::new(408, "The request took longer than `request_timeout_secs`"),
+    Answer::new(
+        500,
+        "An unexpected failure (logged; nothing internal in the body)",
+    ),
+    Answer::new(
+        503,
+        "The database is unreachable, or a bounded resource is busy (`Retry-After`)",
+    ),
+];
+
+/// What the middleware answers to writes: a cookie-authenticated write from
+/// another origin is refused.
+const EVERY_WRITE: &[Answer] = &[Answer::new(
+    403,
+    "A cookie-authenticated write from another origin",
+)];
+
+/// Adds to each operation of `methods` in `paths` the answers of the
+/// handler's extractors and of the middleware, in the error shape of the
+/// path's surface, keeping any the handler documents itself.
+pub fn add_extractor_answers<H, T>(paths: &mut Paths, methods: &[HttpMethod], _handler: &H)
+where
+    H: axum::handler::Handler<T, crate::state::AppState>,
+    T: DocumentedExtractors,
+{
+    let extractors = T::answers();
+    for (path, item) in paths.paths.iter_mut() {
+        let surface = Surface::for_path(path);
+        for method in methods {
+            let is_write = matches!(
+                method,
+                HttpMethod::Post | HttpMethod::Put | HttpMethod::Patch | HttpMethod::Delete
+            );
+            if let Some(operation) = operation_mut(item, method) {
+                let middleware =
+                    EVERY_OPERATION
+                        .iter()
+                        .chain(if is_write { EVERY_WRITE } else { &[] });
+                for answer in extractors.iter().chain(middleware) {
+                    document_answer(operation, surface, *answer);
+                }
+            }
+        }
+    }
+}
+
+fn document_answer(operation: &mut Operation, surface: Surface, answer: Answer) {
+    let status = surface.status_for(answer.status).to_string();
+    if operation.responses.responses.contains_key(&status) {
+        return;
+    }
+    let body = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(surface.error_schema_name())))
+        .build();
+    operation.responses.responses.insert(
+        status,
+        ResponseBuilder::new()
+            .description(answer.description)
+            .content("application/json", body)
+            .build()
+            .into(),
+    );
+}
+
+fn operation_mut<'a>(item: &'a mut PathItem, method: &HttpMethod) -> Option<&'a mut Operation> {
+    match method {
+        HttpMethod::Get => item.get.as_mut(),
+        HttpMethod::Post => item.post.as_mut(),
+        HttpMethod::Put => item.put.as_mut(),
+        HttpMethod::Delete => item.delete.as_mut(),
+        HttpMethod::Patch => item.patch.as_mut(),
+        HttpMethod::Options => item.options.as_mut(),
+        HttpMethod::Head => item.head.as_mut(),
+        HttpMethod::Trace => item.trace.as_mut(),
+    }
+}
+
+/// `utoipa_axum::routes!` for handlers in scope, each operation completed
+/// with the answers of its extractors and of the middleware
+/// ([`add_extractor_answers`]).
+#[macro_export]
+macro_rules! documented_routes {
+    ($($handler:ident),+ $(,)?) => {{
+        let (schemas, mut paths, router) = utoipa_axum::routes!($($handler),+);
+        $(
+            utoipa_axum::paste! {
+                $crate::extract::documented::add_extractor_answers(
+                    &mut paths,
+                    &<[<__path_ $handler>] as utoipa::Path>::methods(),
+                    &$handler,
+                );
+            }
+        )+
+        (schemas, paths, router)
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    fn operation(document: &Value, method: &str, path: &str) -> Value {
+        document["paths"][path][method].clone()
+    }
+
+    fn statuses(operation: &Value) -> Vec<String> {
+        operation["responses"]
+            .as_object()
+            .expect("responses")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn document() -> Value {
+        serde_json::to_value(crate::app::openapi()).expect("the document serializes")
+    }
+
+    #[test]
+    fn operations_reading_a_body_document_every_body_refusal() {
+        let document = document();
+        for (method, path) in [("post", "/api/auth/signin"), ("post", "/api/users")] {
+            let answers = statuses(&operation(&document, method, path));
+            for status in ["400", "413", "415", "422"] {
+                assert!(
+                    answers.contains(&status.to_owned()),
+                    "{method} {path}: {answers:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_operation_documents_the_middlewares_answers_in_its_surfaces_shape() {
+        let document = document();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            if path == "/api/openapi" || path == "/api/swagger" {
+                continue;
+            }
+            for (method, operation) in item.as_object().unwrap() {
+                let answers = statuses(operation);
+                for status in ["408", "500", "503"] {
+                    assert!(
+                        answers.contains(&status.to_owned()),
+                        "{method} {path}: {answers:?}"
+                    );
+                }
+                let schema =
+                    &operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"];
+                let surface = crate::error::Surface::for_path(path);
+                assert_eq!(
+                    schema.as_str(),
+                    Some(format!("#/components/schemas/{}", surface.error_schema_name()).as_str()),
+                    "{method} {path}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_generated_image_surface_answers_400_not_422() {
+        let answers = statuses(&operation(&document(), "get", "/api/avatar-image"));
+        assert!(answers.contains(&"400".to_owned()), "{answers:?}");
+        assert!(!answers.contains(&"422".to_owned()), "{answers:?}");
+        assert_eq!(crate::error::Surface::Image.status_for(422), 400);
+        assert_eq!(crate::error::Surface::General.status_for(422), 422);
+    }
+
+    #[test]
+    fn the_session_answer_is_one_of_its_two_shapes() {
+        let document = document();
+        let schema = &operation(&document, "get", "/api/auth/session")["responses"]["200"]["content"]
+            ["application/json"]["schema"]["$ref"];
+        let name = schema.as_str().unwrap().rsplit('/').next().unwrap();
+        let shapes = &document["components"]["schemas"][name]["oneOf"];
+        assert_eq!(shapes.as_array().map(Vec::len), Some(2), "{shapes}");
+        let empty = shapes.as_array().unwrap().iter().any(|shape| {
+            let name = shape["$ref"]
+                .as_str()
+                .unwrap_or_default()
+                .rsplit('/')
+                .next();
+            document["components"]["schemas"][name.unwrap_or_default()]["additionalProperties"]
+                == Value::Bool(false)
+        });
+        assert!(empty, "the signed-out shape is an empty object: {shapes}");
+    }
+}
