@@ -171,6 +171,29 @@ impl Database {
         Ok(())
     }
 
+    /// Runs `work` as one unit of work: one transaction on one connection,
+    /// committed when `work` returns `Ok`, rolled back when it returns an
+    /// error (or is dropped). Callers compose domain functions that take a
+    /// [`Tx`], so a change and its audit entry commit together or not at all:
+    ///
+    /// ```ignore
+    /// db.write(|tx| Box::pin(async move {
+    ///     let user = users::set_role(tx, id, role).await?;
+    ///     audit::record(tx, &entry).await?;
+    ///     Ok(user)
+    /// })).await
+    /// ```
+    pub async fn write<T, F>(&self, work: F) -> Result<T, DomainError>
+    where
+        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
+    {
+        let mut lease = self.lease().await?;
+        let mut tx = sqlx::Connection::begin(&mut *lease).await?;
+        let value = work(&mut tx).await?;
+        tx.commit().await?;
+        Ok(value)
+    }
+
     /// One real round trip, for health checks.
     pub async fn ping(&self) -> Result<(), DomainError> {
         sqlx::query("SELECT 1")
@@ -243,6 +266,14 @@ impl Database {
         self.pool.close().await;
     }
 }
+
+/// An open transaction of a unit of work ([`Database::write`]); an executor
+/// through `&mut **tx`.
+pub type Tx<'c> = sqlx::Transaction<'c, Any>;
+
+/// What the work of a [`Database::write`] returns.
+pub type TxFuture<'t, T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, DomainError>> + Send + 't>>;
 
 /// A connection checked out by [`Database::lease`]; an executor through
 /// `&mut *lease`.

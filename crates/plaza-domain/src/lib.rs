@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod admin_principal;
+pub mod audit;
 pub mod auth_state;
 pub mod db;
 pub mod error;
@@ -22,6 +23,6 @@ pub mod sessions;
 pub mod time;
 pub mod users;
 
-pub use db::{Backend, Database, DatabaseOptions, PoolStats};
+pub use db::{Backend, Database, DatabaseOptions, PoolStats, Tx, TxFuture};
 pub use error::DomainError;
 pub use flag::Flag;

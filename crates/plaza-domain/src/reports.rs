@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sqlx::FromRow;
 
 use crate::time::now_millis;
-use crate::{Database, DomainError};
+use crate::{Database, DomainError, Tx};
 
 /// Most characters in a report's reason.
 pub const MAX_REASON_CHARS: usize = 1000;
@@ -99,25 +99,6 @@ impl Database {
         Ok(by_post)
     }
 
-    /// Marks the open reports on a post resolved by `moderator_id` (when a
-    /// moderator approves, hides or flags it); returns how many were open.
-    pub async fn resolve_reports(
-        &self,
-        post_id: i64,
-        moderator_id: i64,
-    ) -> Result<u64, DomainError> {
-        let resolved = sqlx::query(
-            "UPDATE post_reports SET resolved_at = $1, resolved_by = $2 \
-             WHERE post_id = $3 AND resolved_at IS NULL",
-        )
-        .bind(now_millis())
-        .bind(moderator_id)
-        .bind(post_id)
-        .execute(&mut *self.lease().await?)
-        .await?;
-        Ok(resolved.rows_affected())
-    }
-
     /// The moderation report's figures for the period starting at `since`
     /// (Unix milliseconds).
     pub async fn moderation_stats(&self, since: i64) -> Result<ModerationStats, DomainError> {
@@ -142,4 +123,19 @@ impl Database {
             average_resolution_millis: average,
         })
     }
+}
+
+/// Marks the open reports on a post resolved by `moderator_id` (when a
+/// moderator approves, hides or flags it); returns how many were open.
+pub async fn resolve(tx: &mut Tx<'_>, post_id: i64, moderator_id: i64) -> Result<u64, DomainError> {
+    let resolved = sqlx::query(
+        "UPDATE post_reports SET resolved_at = $1, resolved_by = $2 \
+         WHERE post_id = $3 AND resolved_at IS NULL",
+    )
+    .bind(now_millis())
+    .bind(moderator_id)
+    .bind(post_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(resolved.rows_affected())
 }

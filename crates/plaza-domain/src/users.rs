@@ -1,10 +1,10 @@
 //! User accounts: creation, lookup, status and sign-in bookkeeping.
 
-use sqlx::{Connection, FromRow};
+use sqlx::FromRow;
 
 use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
-use crate::{Database, DomainError, Flag};
+use crate::{Database, DomainError, Flag, Tx};
 
 /// The roles Plaza knows, lowest first. `super_admin` is only granted from the
 /// command line or the database.
@@ -296,81 +296,6 @@ impl Database {
         .await?;
         Ok(())
     }
-
-    /// Changes a user's status; banning or deactivating ends every session at
-    /// once, in the same transaction.
-    pub async fn set_user_status(
-        &self,
-        user_id: i64,
-        status: UserStatus,
-    ) -> Result<(), DomainError> {
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        let updated = sqlx::query("UPDATE users SET status = $1, updated_at = $2 WHERE id = $3")
-            .bind(status.as_str())
-            .bind(now_millis())
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        if updated.rows_affected() == 0 {
-            return Err(DomainError::NotFound("user"));
-        }
-        if status != UserStatus::Active {
-            sqlx::query("DELETE FROM sessions WHERE user_id = $1")
-                .bind(user_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    pub async fn set_user_role(&self, user_id: i64, role: Role) -> Result<(), DomainError> {
-        let updated = sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
-            .bind(role.as_str())
-            .bind(now_millis())
-            .bind(user_id)
-            .execute(&mut *self.lease().await?)
-            .await?;
-        if updated.rows_affected() == 0 {
-            return Err(DomainError::NotFound("user"));
-        }
-        Ok(())
-    }
-
-    /// Sets a new password hash and ends every session of the user.
-    pub async fn set_user_password(
-        &self,
-        user_id: i64,
-        password_hash: &str,
-    ) -> Result<(), DomainError> {
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
-            .bind(password_hash)
-            .bind(now_millis())
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("DELETE FROM sessions WHERE user_id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Marks the email as verified (a provider vouched for it).
-    pub async fn mark_email_verified(&self, user_id: i64) -> Result<(), DomainError> {
-        sqlx::query(
-            "UPDATE users SET email_verified_at = $1 WHERE id = $2 AND email_verified_at IS NULL",
-        )
-        .bind(now_millis())
-        .bind(user_id)
-        .execute(&mut *self.lease().await?)
-        .await?;
-        Ok(())
-    }
 }
 
 /// The columns a user list may be sorted by.
@@ -522,84 +447,6 @@ impl Database {
         plan.extend(self.explain(&count_sql, count_args).await?);
         Ok(plan)
     }
-
-    /// Applies `changes` in one transaction. A taken username is a
-    /// [`DomainError::Conflict`]; a status other than active ends every
-    /// session of the user at once, as [`Database::set_user_status`] does.
-    pub async fn update_user(&self, id: i64, changes: UserChanges) -> Result<User, DomainError> {
-        let mut sets = Vec::new();
-        let mut args = Vec::new();
-        let mut set = |column: &str, value: Option<Arg>| match value {
-            Some(value) => {
-                args.push(value);
-                sets.push(format!("{column} = ${}", args.len()));
-            }
-            None => sets.push(format!("{column} = NULL")),
-        };
-        if let Some(name) = changes.name {
-            set("name", name.map(Arg::Text));
-        }
-        if let Some(username) = changes.username {
-            set("username", Some(Arg::Text(username)));
-        }
-        if let Some(image) = changes.image {
-            set("image", image.map(Arg::Text));
-        }
-        if let Some(bio) = changes.bio {
-            set("bio", Some(Arg::Text(bio)));
-        }
-        if let Some(location) = changes.location {
-            set("location", Some(Arg::Text(location)));
-        }
-        if let Some(profile_public) = changes.profile_public {
-            set("profile_public", Some(Arg::Bool(profile_public)));
-        }
-        if let Some(role) = changes.role {
-            set("role", Some(Arg::Text(role.as_str().to_owned())));
-        }
-        if let Some(status) = changes.status {
-            set("status", Some(Arg::Text(status.as_str().to_owned())));
-        }
-        set("updated_at", Some(Arg::Int(now_millis())));
-        args.push(Arg::Int(id));
-        let sql = format!(
-            "UPDATE users SET {} WHERE id = ${} RETURNING {USER_COLUMNS}",
-            sets.join(", "),
-            args.len()
-        );
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        let row: Option<UserRow> = bind_all(sqlx::query_as(&sql), args)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|error| match DomainError::from(error) {
-                DomainError::Conflict(_) => DomainError::Conflict("username is taken".to_owned()),
-                other => other,
-            })?;
-        let user = User::try_from(row.ok_or(DomainError::NotFound("user"))?)?;
-        if !user.is_active() {
-            sqlx::query("DELETE FROM sessions WHERE user_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(user)
-    }
-
-    /// Deletes a user and, by cascade, everything that is theirs: posts
-    /// (with their tags and the reports on them), reports they made,
-    /// sessions, linked accounts and direct capability grants.
-    pub async fn delete_user(&self, id: i64) -> Result<(), DomainError> {
-        let deleted = sqlx::query("DELETE FROM users WHERE id = $1")
-            .bind(id)
-            .execute(&mut *self.lease().await?)
-            .await?;
-        if deleted.rows_affected() == 0 {
-            return Err(DomainError::NotFound("user"));
-        }
-        Ok(())
-    }
 }
 
 /// The page statement of [`Database::list_users`].
@@ -619,6 +466,120 @@ fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec
         query.order_by()
     );
     (sql, args.into_vec())
+}
+
+/// Changes a user's status; banning or deactivating ends every session at
+/// once, in the same transaction.
+pub async fn set_status(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    status: UserStatus,
+) -> Result<(), DomainError> {
+    let updated = sqlx::query("UPDATE users SET status = $1, updated_at = $2 WHERE id = $3")
+        .bind(status.as_str())
+        .bind(now_millis())
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    if updated.rows_affected() == 0 {
+        return Err(DomainError::NotFound("user"));
+    }
+    if status != UserStatus::Active {
+        end_sessions(tx, user_id).await?;
+    }
+    Ok(())
+}
+
+pub async fn set_role(tx: &mut Tx<'_>, user_id: i64, role: Role) -> Result<(), DomainError> {
+    let updated = sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
+        .bind(role.as_str())
+        .bind(now_millis())
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    if updated.rows_affected() == 0 {
+        return Err(DomainError::NotFound("user"));
+    }
+    Ok(())
+}
+
+/// Applies `changes`. A taken username is a [`DomainError::Conflict`]; a
+/// status other than active ends every session of the user at once, as
+/// [`set_status`] does.
+pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<User, DomainError> {
+    let mut sets = Vec::new();
+    let mut args = Vec::new();
+    let mut set = |column: &str, value: Option<Arg>| match value {
+        Some(value) => {
+            args.push(value);
+            sets.push(format!("{column} = ${}", args.len()));
+        }
+        None => sets.push(format!("{column} = NULL")),
+    };
+    if let Some(name) = changes.name {
+        set("name", name.map(Arg::Text));
+    }
+    if let Some(username) = changes.username {
+        set("username", Some(Arg::Text(username)));
+    }
+    if let Some(image) = changes.image {
+        set("image", image.map(Arg::Text));
+    }
+    if let Some(bio) = changes.bio {
+        set("bio", Some(Arg::Text(bio)));
+    }
+    if let Some(location) = changes.location {
+        set("location", Some(Arg::Text(location)));
+    }
+    if let Some(profile_public) = changes.profile_public {
+        set("profile_public", Some(Arg::Bool(profile_public)));
+    }
+    if let Some(role) = changes.role {
+        set("role", Some(Arg::Text(role.as_str().to_owned())));
+    }
+    if let Some(status) = changes.status {
+        set("status", Some(Arg::Text(status.as_str().to_owned())));
+    }
+    set("updated_at", Some(Arg::Int(now_millis())));
+    args.push(Arg::Int(id));
+    let sql = format!(
+        "UPDATE users SET {} WHERE id = ${} RETURNING {USER_COLUMNS}",
+        sets.join(", "),
+        args.len()
+    );
+    let row: Option<UserRow> = bind_all(sqlx::query_as(&sql), args)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(|error| match DomainError::from(error) {
+            DomainError::Conflict(_) => DomainError::Conflict(USERNAME_TAKEN.to_owned()),
+            other => other,
+        })?;
+    let user = User::try_from(row.ok_or(DomainError::NotFound("user"))?)?;
+    if !user.is_active() {
+        end_sessions(tx, id).await?;
+    }
+    Ok(user)
+}
+
+/// Deletes a user and, by cascade, everything that is theirs: posts (with
+/// their tags and the reports on them), reports they made, sessions, linked
+/// accounts and direct capability grants. Returns the user as they were.
+pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<User, DomainError> {
+    let row: Option<UserRow> = sqlx::query_as(&format!(
+        "DELETE FROM users WHERE id = $1 RETURNING {USER_COLUMNS}"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    User::try_from(row.ok_or(DomainError::NotFound("user"))?)
+}
+
+async fn end_sessions(tx: &mut Tx<'_>, user_id: i64) -> Result<(), DomainError> {
+    sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]

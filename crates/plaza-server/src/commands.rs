@@ -1,7 +1,9 @@
 //! The administrative subcommands: bootstrap users and tokens on a fresh
 //! install without going through HTTP.
 
-use plaza_domain::users::{NewUser, Role, UserStatus, is_valid_username};
+use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::users::{self, NewUser, Role, UserStatus, is_valid_username};
+use serde_json::json;
 
 use crate::cli::{CreateUserArgs, EmailArgs, RoleArgs, SeedArgs, TokenArgs, parse_ttl};
 use crate::state::AppState;
@@ -66,9 +68,32 @@ pub async fn set_status(
         .await
         .map_err(|error| error.to_string())?
         .ok_or_else(|| format!("no user with email {}", args.email))?;
+    let before = user.status;
+    let user_id = user.id();
     state
         .db
-        .set_user_status(user.id(), status)
+        .write(|tx| {
+            Box::pin(async move {
+                users::set_status(tx, user_id, status).await?;
+                let action = if status == UserStatus::Banned {
+                    "user.ban"
+                } else {
+                    "user.status.update"
+                };
+                audit::record(
+                    tx,
+                    &AuditContext::command_line(),
+                    AuditAction {
+                        action,
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes: json!({"status": audit::change(before.as_str(), status.as_str())}),
+                    },
+                )
+                .await?;
+                Ok(())
+            })
+        })
         .await
         .map_err(|error| error.to_string())?;
     eprintln!("{} is now {}", user.row.email, status.as_str());
@@ -89,9 +114,27 @@ pub async fn set_role(state: &AppState, args: RoleArgs) -> Result<(), String> {
         .await
         .map_err(|error| error.to_string())?
         .ok_or_else(|| format!("no user with email {}", args.email))?;
+    let before = user.role;
+    let user_id = user.id();
     state
         .db
-        .set_user_role(user.id(), role)
+        .write(|tx| {
+            Box::pin(async move {
+                users::set_role(tx, user_id, role).await?;
+                audit::record(
+                    tx,
+                    &AuditContext::command_line(),
+                    AuditAction {
+                        action: "user.role.update",
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes: json!({"role": audit::change(before.as_str(), role.as_str())}),
+                    },
+                )
+                .await?;
+                Ok(())
+            })
+        })
         .await
         .map_err(|error| error.to_string())?;
     eprintln!("{} now has role {}", user.row.email, role.as_str());
@@ -118,7 +161,7 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
     }
     let ttl = parse_ttl(&args.ttl)?;
     let requested = (!args.permissions.is_empty()).then_some(args.permissions.as_slice());
-    let (token, _) =
+    let (token, claims) =
         crate::auth::issue_admin_token(state, user.id(), user.role, requested, Some(ttl)).map_err(
             |error| match error {
                 crate::error::AppError::InsufficientAdminPermissions { required } => {
@@ -127,6 +170,32 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
                 other => other.to_string(),
             },
         )?;
+    let user_id = user.id();
+    let minted = json!({
+        "jti": claims.jti,
+        "permissions": claims.permissions,
+        "expiresAt": claims.exp,
+    });
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                audit::record(
+                    tx,
+                    &AuditContext::command_line(),
+                    AuditAction {
+                        action: "admin_token.mint",
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes: minted,
+                    },
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .map_err(|error| error.to_string())?;
     println!("{token}");
     Ok(())
 }

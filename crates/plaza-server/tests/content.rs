@@ -4,7 +4,6 @@
 mod common;
 
 use common::{Backend, PASSWORD, TestServer, call, member, post};
-use plaza_domain::{Database, DatabaseOptions};
 use serde_json::{Value, json};
 
 on_both_databases!(
@@ -33,12 +32,6 @@ fn ids(list: &Value, key: &str) -> Vec<String> {
         .iter()
         .map(|item| item["id"].as_str().unwrap().to_owned())
         .collect()
-}
-
-async fn domain(server: &TestServer) -> Database {
-    Database::connect(&server.database_url, &DatabaseOptions::default())
-        .await
-        .unwrap()
 }
 
 async fn drafts_and_hidden_posts_are_seen_by_their_author_and_moderators_only(backend: Backend) {
@@ -790,7 +783,7 @@ async fn deleting_a_user_deletes_their_content_everywhere(backend: Backend) {
         json!([]),
         "the search index followed the cascade"
     );
-    let db = domain(&server).await;
+    let db = server.domain().await;
     let reports = db
         .reports_for_posts(&[staying.parse().unwrap()])
         .await
@@ -1049,7 +1042,7 @@ async fn posts_are_reported_once_per_user(backend: Backend) {
     );
 
     // What the admin surface will read.
-    let db = domain(&server).await;
+    let db = server.domain().await;
     let target_id: i64 = target.parse().unwrap();
     assert_eq!(db.post_by_id(target_id).await.unwrap().report_count, 2);
     let reports = db.reports_for_posts(&[target_id]).await.unwrap();
@@ -1077,7 +1070,11 @@ async fn posts_are_reported_once_per_user(backend: Backend) {
         ),
         (2, 2, 1)
     );
-    assert_eq!(db.resolve_reports(target_id, 1).await.unwrap(), 2);
+    let resolved = db
+        .write(|tx| Box::pin(plaza_domain::reports::resolve(tx, target_id, 1)))
+        .await
+        .unwrap();
+    assert_eq!(resolved, 2);
     let after = db.moderation_stats(0).await.unwrap();
     assert_eq!((after.reports_resolved, after.reports_open), (2, 0));
     assert!(

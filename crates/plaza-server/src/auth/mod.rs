@@ -18,6 +18,7 @@ use std::sync::Arc;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
+use plaza_domain::audit::{AuditContext, AuditSurface};
 use plaza_domain::sessions::{SessionLifetime, SessionUser};
 use plaza_domain::users::{Role, UserStatus};
 
@@ -383,6 +384,39 @@ impl FromRequestParts<AppState> for ClientAddress {
 }
 
 impl DocumentedExtractor for ClientAddress {
+    const ANSWERS: &'static [Answer] = &[];
+}
+
+/// Who is acting and from where, for the audit trail: the signed-in user,
+/// the client address, the user agent and the surface of the path.
+pub struct RequestAudit(pub AuditContext);
+
+impl FromRequestParts<AppState> for RequestAudit {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let OptionalUser(user) = OptionalUser::from_request_parts(parts, state).await?;
+        let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
+        let surface = match crate::error::Surface::for_path(parts.uri.path()) {
+            crate::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
+            crate::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
+            _ => AuditSurface::Api,
+        };
+        Ok(RequestAudit(AuditContext {
+            actor_id: user.as_ref().map(SessionPrincipal::user_id),
+            actor_email: user.map(|principal| principal.session.user.row.email.clone()),
+            ip_address: address.map(|ip| ip.to_string()),
+            user_agent: parts
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|value| value.to_str().ok())
+                .map(|agent| agent.chars().take(512).collect()),
+            surface,
+        }))
+    }
+}
+
+impl DocumentedExtractor for RequestAudit {
     const ANSWERS: &'static [Answer] = &[];
 }
 

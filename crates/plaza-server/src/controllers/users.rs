@@ -6,8 +6,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::users::{
-    NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
+    self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use time::format_description::well_known::Rfc3339;
@@ -15,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
-use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
+use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal};
 use crate::controllers::params::{
     self, MAX_IMAGE_URL_CHARS, Pagination, Problems, TextRule, check_text,
 };
@@ -552,13 +553,50 @@ fn checked_changes(
 pub async fn update_user(
     State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
+    RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
     AppJson(body): AppJson<UserUpdateBody>,
 ) -> Result<AppJson<UserView>, AppError> {
     let target = state.db.user_by_id(id).await?;
     check_manages(&caller, &target)?;
     let changes = checked_changes(&caller, &target, body)?;
-    let user = state.db.update_user(id, changes).await?;
+    let (role_before, status_before) = (target.role, target.status);
+    let user = state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let user = users::update(tx, id, changes).await?;
+                // An admin changing someone's role or status is audited.
+                let mut changed = serde_json::Map::new();
+                if user.role != role_before {
+                    changed.insert(
+                        "role".into(),
+                        audit::change(role_before.as_str(), user.role.as_str()),
+                    );
+                }
+                if user.status != status_before {
+                    changed.insert(
+                        "status".into(),
+                        audit::change(status_before.as_str(), user.status.as_str()),
+                    );
+                }
+                if !changed.is_empty() {
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "user.update",
+                            target_type: "user",
+                            target_id: Some(id.to_string()),
+                            changes: changed.into(),
+                        },
+                    )
+                    .await?;
+                }
+                Ok(user)
+            })
+        })
+        .await?;
     Ok(AppJson(UserView::new(&user, true)))
 }
 
@@ -580,11 +618,39 @@ pub async fn update_user(
 pub async fn delete_user(
     State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
+    RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
 ) -> Result<StatusCode, AppError> {
     let target = state.db.user_by_id(id).await?;
     check_manages(&caller, &target)?;
-    state.db.delete_user(id).await?;
+    let by_someone_else = caller.user_id() != id;
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let deleted = users::delete(tx, id).await?;
+                if by_someone_else {
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "user.delete",
+                            target_type: "user",
+                            target_id: Some(id.to_string()),
+                            changes: serde_json::json!({"before": {
+                                "email": deleted.row.email,
+                                "username": deleted.row.username,
+                                "role": deleted.role.as_str(),
+                                "status": deleted.status.as_str(),
+                            }}),
+                        },
+                    )
+                    .await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

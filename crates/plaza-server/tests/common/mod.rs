@@ -285,6 +285,17 @@ impl TestServer {
         pool.close().await;
     }
 
+    /// The server's database through the domain layer, for checks HTTP
+    /// cannot make.
+    pub async fn domain(&self) -> plaza_domain::Database {
+        plaza_domain::Database::connect(
+            &self.database_url,
+            &plaza_domain::DatabaseOptions::default(),
+        )
+        .await
+        .expect("connect to the test database")
+    }
+
     /// Creates a user from the command line and returns its id.
     pub fn create_user(&self, email: &str, password: &str, role: &str) -> i64 {
         let output = self.cli(&[

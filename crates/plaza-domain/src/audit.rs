@@ -1,0 +1,130 @@
+//! The audit trail: every change an admin or moderator makes (and admin
+//! token minting), with who, from where, and the change as before/after.
+//! Entries are written with [`record`] inside the change's own unit of work
+//! ([`Database::write`](crate::Database::write)), so a change is never
+//! without its entry nor an entry without its change. There is no update or
+//! delete path: the trail is append-only.
+
+use serde_json::Value;
+use sqlx::FromRow;
+
+use crate::time::now_millis;
+use crate::{Database, DomainError, Tx};
+
+/// Where an audited action came from (DECISIONS.md: `v1` or `admin` for the
+/// two admin surfaces; Plaza adds `api` for the general one and `cli`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditSurface {
+    VersionedAdmin,
+    UnversionedAdmin,
+    Api,
+    CommandLine,
+}
+
+impl AuditSurface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditSurface::VersionedAdmin => "v1",
+            AuditSurface::UnversionedAdmin => "admin",
+            AuditSurface::Api => "api",
+            AuditSurface::CommandLine => "cli",
+        }
+    }
+}
+
+/// Who acted and from where. The command line has no actor (the operator
+/// is whoever can run it) and no address.
+#[derive(Debug, Clone)]
+pub struct AuditContext {
+    pub actor_id: Option<i64>,
+    pub actor_email: Option<String>,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+    pub surface: AuditSurface,
+}
+
+impl AuditContext {
+    /// An action taken from the command line.
+    pub fn command_line() -> Self {
+        AuditContext {
+            actor_id: None,
+            actor_email: None,
+            ip_address: None,
+            user_agent: None,
+            surface: AuditSurface::CommandLine,
+        }
+    }
+}
+
+/// One action to record.
+#[derive(Debug, Clone)]
+pub struct AuditAction<'a> {
+    /// Dotted name, e.g. `user.update`, `user.delete`, `admin_token.mint`.
+    pub action: &'a str,
+    /// `user`, `post`, `report`, …
+    pub target_type: &'a str,
+    pub target_id: Option<String>,
+    /// `{field: {before, after}}` for updates; a snapshot for deletions.
+    pub changes: Value,
+}
+
+/// Appends an entry in `tx`, the transaction of the change it describes.
+pub async fn record(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    action: AuditAction<'_>,
+) -> Result<i64, DomainError> {
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO audit_log (created_at, actor_id, actor_email, action, target_type, target_id, \
+         ip_address, user_agent, changes, surface) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+    )
+    .bind(now_millis())
+    .bind(context.actor_id)
+    .bind(context.actor_email.clone())
+    .bind(action.action)
+    .bind(action.target_type)
+    .bind(action.target_id)
+    .bind(context.ip_address.clone())
+    .bind(context.user_agent.clone())
+    .bind(action.changes.to_string())
+    .bind(context.surface.as_str())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// The `{before, after}` pair of one changed field.
+pub fn change(before: impl Into<Value>, after: impl Into<Value>) -> Value {
+    serde_json::json!({"before": before.into(), "after": after.into()})
+}
+
+/// A recorded entry.
+#[derive(Debug, Clone, FromRow)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub created_at: i64,
+    pub actor_id: Option<i64>,
+    pub actor_email: Option<String>,
+    pub action: String,
+    pub target_type: String,
+    pub target_id: Option<String>,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+    /// JSON text of the change.
+    pub changes: String,
+    pub surface: String,
+}
+
+impl Database {
+    /// The newest entries first, at most `limit`.
+    pub async fn audit_entries(&self, limit: i64) -> Result<Vec<AuditEntry>, DomainError> {
+        Ok(sqlx::query_as(
+            "SELECT id, created_at, actor_id, actor_email, action, target_type, target_id, \
+             ip_address, user_agent, changes, surface FROM audit_log ORDER BY id DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+}

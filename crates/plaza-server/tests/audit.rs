@@ -1,0 +1,202 @@
+//! The audit trail and units of work: an admin change and its entry commit
+//! together, a refused request writes nothing, and a unit of work that fails
+//! before its commit leaves neither the change nor the entry.
+
+mod common;
+
+use common::{Backend, PASSWORD, TestServer, call, member};
+use plaza_domain::DomainError;
+use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::users::{self, Role};
+use serde_json::json;
+
+on_both_databases!(
+    admin_changes_to_other_users_leave_one_entry_each,
+    refused_and_unchanged_requests_leave_no_entry,
+    command_line_actions_are_audited,
+    a_unit_of_work_failing_before_its_commit_leaves_nothing,
+);
+
+async fn entries(server: &TestServer) -> Vec<audit::AuditEntry> {
+    server.domain().await.audit_entries(100).await.unwrap()
+}
+
+async fn admin_changes_to_other_users_leave_one_entry_each(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let target = server.create_user("target@example.com", PASSWORD, "user");
+    let before = entries(&server).await.len();
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &format!("/api/users/{target}"),
+        Some(&admin),
+        Some(json!({"role": "moderator", "status": "inactive"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let after = entries(&server).await;
+    assert_eq!(after.len(), before + 1);
+    let entry = &after[0];
+    assert_eq!(entry.action, "user.update");
+    assert_eq!(entry.actor_id, Some(admin_id));
+    assert_eq!(entry.actor_email.as_deref(), Some("admin@example.com"));
+    assert_eq!(entry.target_type, "user");
+    assert_eq!(entry.target_id, Some(target.to_string()));
+    assert_eq!(entry.surface, "api");
+    assert!(entry.ip_address.is_some());
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(
+        changes,
+        json!({"role": {"before": "user", "after": "moderator"},
+               "status": {"before": "active", "after": "inactive"}})
+    );
+
+    let (status, _) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{target}"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let after = entries(&server).await;
+    assert_eq!(after.len(), before + 2);
+    assert_eq!(after[0].action, "user.delete");
+    let changes: serde_json::Value = serde_json::from_str(&after[0].changes).unwrap();
+    assert_eq!(changes["before"]["email"], "target@example.com");
+}
+
+async fn refused_and_unchanged_requests_leave_no_entry(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (own_id, user) = member(&server, "user@example.com", "user").await;
+    let other = server.create_user("other@example.com", PASSWORD, "user");
+    let chief = server.create_user("chief@example.com", PASSWORD, "super_admin");
+    let before = entries(&server).await.len();
+    for (cookie, method, path, body, expected) in [
+        // A user may not change someone else's role…
+        (
+            &user,
+            "PUT",
+            format!("/api/users/{other}"),
+            Some(json!({"role": "admin"})),
+            403,
+        ),
+        // …nor an admin a super admin's…
+        (
+            &admin,
+            "PUT",
+            format!("/api/users/{chief}"),
+            Some(json!({"status": "banned"})),
+            403,
+        ),
+        (&admin, "DELETE", format!("/api/users/{chief}"), None, 403),
+        // …and resending the current value changes nothing.
+        (
+            &admin,
+            "PUT",
+            format!("/api/users/{other}"),
+            Some(json!({"role": "user"})),
+            200,
+        ),
+        // Users changing their own profile are not admin actions.
+        (
+            &user,
+            "PUT",
+            format!("/api/users/{own_id}"),
+            Some(json!({"bio": "hello"})),
+            200,
+        ),
+    ] {
+        let (status, answer) = call(&server, method, &path, Some(cookie), body).await;
+        assert_eq!(status, expected, "{method} {path}: {answer}");
+    }
+    let (status, _) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{own_id}"),
+        Some(&user),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    assert_eq!(entries(&server).await.len(), before, "nothing was audited");
+}
+
+async fn command_line_actions_are_audited(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let output = server.cli(&[
+        "token",
+        "--email",
+        "root@example.com",
+        "--permissions",
+        "admin:read",
+    ]);
+    assert!(output.status.success());
+    let output = server.cli(&["user", "ban", "--email", "root@example.com"]);
+    assert!(output.status.success());
+    let recorded = entries(&server).await;
+    let actions: Vec<(&str, &str)> = recorded
+        .iter()
+        .map(|entry| (entry.action.as_str(), entry.surface.as_str()))
+        .collect();
+    assert_eq!(actions, [("user.ban", "cli"), ("admin_token.mint", "cli")]);
+    let minted: serde_json::Value = serde_json::from_str(&recorded[1].changes).unwrap();
+    assert_eq!(minted["permissions"], json!(["admin:read"]));
+}
+
+async fn a_unit_of_work_failing_before_its_commit_leaves_nothing(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let target = server.create_user("target@example.com", PASSWORD, "user");
+    let db = server.domain().await;
+    let before = db.audit_entries(100).await.unwrap().len();
+    let outcome: Result<(), DomainError> = db
+        .write(|tx| {
+            Box::pin(async move {
+                users::set_role(tx, target, Role::Admin).await?;
+                audit::record(
+                    tx,
+                    &AuditContext::command_line(),
+                    AuditAction {
+                        action: "user.role.update",
+                        target_type: "user",
+                        target_id: Some(target.to_string()),
+                        changes: json!({}),
+                    },
+                )
+                .await?;
+                Err(DomainError::Conflict(
+                    "failed after the change, before the commit".to_owned(),
+                ))
+            })
+        })
+        .await;
+    assert!(outcome.is_err());
+    assert_eq!(db.user_by_id(target).await.unwrap().role, Role::User);
+    assert_eq!(db.audit_entries(100).await.unwrap().len(), before);
+    // The same work that returns Ok commits both.
+    db.write(|tx| {
+        Box::pin(async move {
+            users::set_role(tx, target, Role::Admin).await?;
+            audit::record(
+                tx,
+                &AuditContext::command_line(),
+                AuditAction {
+                    action: "user.role.update",
+                    target_type: "user",
+                    target_id: Some(target.to_string()),
+                    changes: json!({}),
+                },
+            )
+            .await?;
+            Ok(())
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(db.user_by_id(target).await.unwrap().role, Role::Admin);
+    assert_eq!(db.audit_entries(100).await.unwrap().len(), before + 1);
+}
