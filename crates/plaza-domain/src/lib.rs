@@ -15,6 +15,7 @@ pub mod db;
 pub mod error;
 pub mod flag;
 pub mod listing;
+pub mod policy;
 pub mod posts;
 pub mod reports;
 pub mod search;

@@ -152,7 +152,7 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
     if !user.is_active() {
         return Err(format!("{} is {}", args.email, user.status.as_str()));
     }
-    if !user.role.is_admin() {
+    if crate::auth::jwt::AdminPermission::allowed_for(user.role).is_empty() {
         return Err(format!(
             "{} has role {}; admin tokens need admin or super_admin",
             args.email,

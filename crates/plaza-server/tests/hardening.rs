@@ -8,7 +8,7 @@ mod common;
 use common::fake_idp::{
     FakeIdp, begin_provider_sign_in, cookie_pair, location, open_callback, provider_round_trip,
 };
-use common::{Backend, PASSWORD, TestServer, call, session_cookie};
+use common::{Backend, PASSWORD, TestServer, session_cookie};
 use serde_json::{Value, json};
 
 on_both_databases!(
@@ -486,8 +486,6 @@ async fn smaller_defences_hold() {
         .await
         .unwrap();
     assert_eq!(oversized.status(), 413);
-    let (status, _) = call(&server, "GET", "/api/auth/session", Some(&cookie), None).await;
-    assert_eq!(status, 200);
 }
 
 #[tokio::test]

@@ -19,6 +19,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use plaza_domain::audit::{AuditContext, AuditSurface};
+use plaza_domain::policy::{Actor, Decision};
 use plaza_domain::sessions::{SessionLifetime, SessionUser};
 use plaza_domain::users::{Role, UserStatus};
 
@@ -109,6 +110,29 @@ impl SessionPrincipal {
 
     pub fn role(&self) -> Role {
         self.session.user.role
+    }
+
+    /// The signed-in user as the policy's actor.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            user_id: self.user_id(),
+            role: self.role(),
+        }
+    }
+}
+
+/// The actor behind an optional session.
+pub fn actor_of(principal: Option<&SessionPrincipal>) -> Option<Actor> {
+    principal.map(SessionPrincipal::actor)
+}
+
+/// A policy rule's answer as a result: 403 when forbidden, 404 naming
+/// `resource` when it is hidden from the actor.
+pub fn authorize(decision: Decision, resource: &'static str) -> Result<(), AppError> {
+    match decision {
+        Decision::Allowed => Ok(()),
+        Decision::Forbidden => Err(AppError::Forbidden),
+        Decision::Hidden => Err(AppError::NotFound(resource)),
     }
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal};
+use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize};
 use crate::controllers::cache::{self, AnswerCache};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::timestamp;
@@ -25,6 +25,7 @@ use crate::error::AppError;
 use crate::error::schema::GeneralError;
 use crate::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
+use plaza_domain::policy;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -40,7 +41,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// What a signed-in principal (or nobody) may see.
 pub fn viewer_of(principal: Option<&SessionPrincipal>) -> Viewer {
-    Viewer::new(principal.map(|principal| (principal.user_id(), principal.role())))
+    policy::post_viewer(actor_of(principal))
 }
 
 /// A post in the general schema (SPEC.md "Post, general schema").
@@ -312,9 +313,7 @@ async fn editable_post(
 ) -> Result<(Post, Viewer), AppError> {
     let viewer = viewer_of(Some(caller));
     let post = state.db.post_for(id, viewer).await?;
-    if !post.editable_by(viewer) {
-        return Err(AppError::Forbidden);
-    }
+    authorize(policy::edit_post(caller.actor(), &post), "post")?;
     Ok((post, viewer))
 }
 
@@ -451,9 +450,7 @@ pub async fn report_post(
     AppJson(body): AppJson<ReportBody>,
 ) -> Result<Response, AppError> {
     let post = state.db.post_for(id, viewer_of(Some(&caller))).await?;
-    if post.author_id == caller.user_id() {
-        return Err(AppError::Forbidden);
-    }
+    authorize(policy::report_post(caller.actor(), &post), "post")?;
     let mut problems = Problems::default();
     problems.check(
         "reason",

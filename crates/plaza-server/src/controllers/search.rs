@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{OptionalUser, SessionPrincipal};
+use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
 use crate::controllers::cache::{self, AnswerCache};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::viewer_of;
@@ -24,6 +24,7 @@ use crate::error::schema::GeneralError;
 use crate::extract::{AppJson, AppQuery};
 use crate::settings::Settings;
 use crate::state::AppState;
+use plaza_domain::policy;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -216,7 +217,7 @@ async fn run(
         Kind::Users => {
             // Admins find every user, as they list every user; others find
             // active users with public profiles.
-            let everyone = caller.is_some_and(|principal| principal.role().is_admin());
+            let everyone = policy::see_every_user(actor_of(caller));
             let found = state.db.search_users(&terms, everyone, page).await?;
             let results = found
                 .hits

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::policy;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
@@ -16,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
-use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal};
+use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::params::{
     self, MAX_IMAGE_URL_CHARS, Pagination, Problems, TextRule, check_text,
 };
@@ -193,11 +194,11 @@ pub async fn create_user(
     OptionalUser(caller): OptionalUser,
     AppJson(body): AppJson<SignUpBody>,
 ) -> Result<Response, AppError> {
-    let caller_is_admin = caller
-        .as_ref()
-        .is_some_and(|principal| principal.role().is_admin());
-    if !state.settings.signup && !caller_is_admin {
-        return Err(AppError::Forbidden);
+    if !state.settings.signup {
+        authorize(
+            policy::create_user_without_signup(actor_of(caller.as_ref())),
+            "user",
+        )?;
     }
     validate_sign_up(&body)?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
@@ -236,11 +237,6 @@ pub fn avatar_url(settings: &Settings, user: &User) -> String {
             user.id()
         ),
     }
-}
-
-/// Whether the caller sees this user's email: the user themself or an admin.
-fn shows_email(caller: Option<&SessionPrincipal>, user: &User) -> bool {
-    caller.is_some_and(|principal| principal.user_id() == user.id() || principal.role().is_admin())
 }
 
 /// A page of users.
@@ -317,9 +313,8 @@ pub async fn list_users(
         query.offset.as_deref(),
     );
     problems.finish()?;
-    let everyone = caller
-        .as_ref()
-        .is_some_and(|principal| principal.role().is_admin());
+    let actor = actor_of(caller.as_ref());
+    let everyone = policy::see_every_user(actor);
     let filter = UserQuery {
         role,
         status,
@@ -331,7 +326,7 @@ pub async fn list_users(
         users: listed
             .users
             .iter()
-            .map(|user| UserView::new(user, shows_email(caller.as_ref(), user)))
+            .map(|user| UserView::new(user, policy::see_email(actor, user)))
             .collect(),
         pagination: Pagination::new(listed.total, page),
     }))
@@ -355,32 +350,12 @@ pub async fn get_user(
     IdPath(id): IdPath,
 ) -> Result<AppJson<UserView>, AppError> {
     let user = state.db.user_by_id(id).await?;
-    let privileged = shows_email(caller.as_ref(), &user);
-    if !privileged && !user.is_public() {
-        return Err(AppError::NotFound("user"));
-    }
-    Ok(AppJson(UserView::new(&user, privileged)))
-}
-
-/// May `caller` change or delete `target`? Themselves, always; others only
-/// as an admin, and only users of a lower role (a super admin: anyone).
-/// Someone they may not even see is 404.
-fn check_manages(caller: &SessionPrincipal, target: &User) -> Result<(), AppError> {
-    if caller.user_id() == target.id() {
-        return Ok(());
-    }
-    let role = caller.role();
-    if !role.is_admin() {
-        return Err(if target.is_public() {
-            AppError::Forbidden
-        } else {
-            AppError::NotFound("user")
-        });
-    }
-    if role != Role::SuperAdmin && target.role >= role {
-        return Err(AppError::Forbidden);
-    }
-    Ok(())
+    let actor = actor_of(caller.as_ref());
+    authorize(policy::view_user(actor, &user), "user")?;
+    Ok(AppJson(UserView::new(
+        &user,
+        policy::see_email(actor, &user),
+    )))
 }
 
 /// Reads a present-but-null JSON field as `Some(None)`, so an update can
@@ -509,14 +484,11 @@ fn checked_changes(
     // super_admin is granted outside the API only.
     let role = role.filter(|role| *role != target.role);
     let status = status.filter(|status| *status != target.status);
-    if role.is_some() || status.is_some() {
-        let own = caller.user_id() == target.id();
-        if own || !caller.role().is_admin() {
-            return Err(AppError::Forbidden);
-        }
-        if role.is_some_and(|role| role == Role::SuperAdmin || role > caller.role()) {
-            return Err(AppError::Forbidden);
-        }
+    if let Some(role) = role {
+        authorize(policy::grant_role(caller.actor(), target, role), "user")?;
+    }
+    if let Some(status) = status {
+        authorize(policy::set_status(caller.actor(), target, status), "user")?;
     }
     Ok(UserChanges {
         name: body
@@ -558,7 +530,7 @@ pub async fn update_user(
     AppJson(body): AppJson<UserUpdateBody>,
 ) -> Result<AppJson<UserView>, AppError> {
     let target = state.db.user_by_id(id).await?;
-    check_manages(&caller, &target)?;
+    authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
     let (role_before, status_before) = (target.role, target.status);
     let user = state
@@ -622,7 +594,7 @@ pub async fn delete_user(
     IdPath(id): IdPath,
 ) -> Result<StatusCode, AppError> {
     let target = state.db.user_by_id(id).await?;
-    check_manages(&caller, &target)?;
+    authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let by_someone_else = caller.user_id() != id;
     state
         .db

@@ -1,0 +1,335 @@
+//! Who may do what: every authorization rule of Plaza in one place, one
+//! function per rule, each answering [`Decision::Allowed`],
+//! [`Decision::Forbidden`] or [`Decision::Hidden`] (the thing is not shown to
+//! this actor at all, so the answer is "not found"). Controllers ask these
+//! rules; they never compare roles themselves, so the general API and the
+//! admin surfaces cannot drift apart.
+
+use crate::posts::{Post, Viewer};
+use crate::users::{Role, User, UserStatus};
+
+/// Someone acting: a signed-in user, or the holder of an admin token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actor {
+    pub user_id: i64,
+    pub role: Role,
+}
+
+/// The answer of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allowed,
+    /// The actor may see the thing but not do this (403).
+    Forbidden,
+    /// The actor may not even know the thing exists (404).
+    Hidden,
+}
+
+impl Decision {
+    pub fn is_allowed(self) -> bool {
+        self == Decision::Allowed
+    }
+
+    fn allowed_if(condition: bool) -> Decision {
+        if condition {
+            Decision::Allowed
+        } else {
+            Decision::Forbidden
+        }
+    }
+}
+
+impl Actor {
+    fn is(self, user: &User) -> bool {
+        self.user_id == user.id()
+    }
+
+    /// Outranks `target`: a higher role, or a super admin (who manages
+    /// anyone, other super admins included).
+    fn outranks(self, target: Role) -> bool {
+        self.role == Role::SuperAdmin || self.role > target
+    }
+}
+
+/// Lists and searches of users include every user, not only active public
+/// ones, and show emails: administrators.
+pub fn see_every_user(actor: Option<Actor>) -> bool {
+    actor.is_some_and(|actor| actor.role.is_admin())
+}
+
+/// Reading one user: themselves and administrators always; anyone else only
+/// an active user with a public profile.
+pub fn view_user(actor: Option<Actor>, target: &User) -> Decision {
+    if actor.is_some_and(|actor| actor.is(target)) || see_every_user(actor) || target.is_public() {
+        Decision::Allowed
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// A user's email is shown to the user and to administrators.
+pub fn see_email(actor: Option<Actor>, target: &User) -> bool {
+    actor.is_some_and(|actor| actor.is(target)) || see_every_user(actor)
+}
+
+/// Creating users while open sign-up is off: administrators.
+pub fn create_user_without_signup(actor: Option<Actor>) -> Decision {
+    Decision::allowed_if(see_every_user(actor))
+}
+
+/// Changing a user's profile or deleting them: the user themselves, or an
+/// administrator who outranks them.
+pub fn manage_user(actor: Actor, target: &User) -> Decision {
+    if actor.is(target) {
+        return Decision::Allowed;
+    }
+    if !actor.role.is_admin() {
+        return match view_user(Some(actor), target) {
+            Decision::Allowed => Decision::Forbidden,
+            hidden => hidden,
+        };
+    }
+    Decision::allowed_if(actor.outranks(target.role))
+}
+
+/// Giving `target` the role `role`: an administrator, on someone else they
+/// manage, up to their own role; `super_admin` is never granted here.
+pub fn grant_role(actor: Actor, target: &User, role: Role) -> Decision {
+    if actor.is(target) || !actor.role.is_admin() || role == Role::SuperAdmin {
+        return Decision::Forbidden;
+    }
+    match manage_user(actor, target) {
+        Decision::Allowed => Decision::allowed_if(role <= actor.role),
+        other => other,
+    }
+}
+
+/// Changing `target`'s status (activating, deactivating): an administrator,
+/// on someone else they manage.
+pub fn change_status(actor: Actor, target: &User) -> Decision {
+    if actor.is(target) || !actor.role.is_admin() {
+        return Decision::Forbidden;
+    }
+    manage_user(actor, target)
+}
+
+/// Banning or unbanning: as [`change_status`], and nobody bans a super
+/// admin.
+pub fn ban(actor: Actor, target: &User) -> Decision {
+    if target.role == Role::SuperAdmin {
+        return Decision::Forbidden;
+    }
+    change_status(actor, target)
+}
+
+/// `status` set on `target` by `actor`: banning follows [`ban`], other
+/// statuses [`change_status`].
+pub fn set_status(actor: Actor, target: &User, status: UserStatus) -> Decision {
+    if status == UserStatus::Banned || target.status == UserStatus::Banned {
+        ban(actor, target)
+    } else {
+        change_status(actor, target)
+    }
+}
+
+/// What an actor sees of posts (the domain's [`Viewer`]).
+pub fn post_viewer(actor: Option<Actor>) -> Viewer {
+    Viewer::new(actor.map(|actor| (actor.user_id, actor.role)))
+}
+
+/// Reading a post: published, unhidden posts for anyone; authors also
+/// their drafts and hidden posts; moderators everything.
+pub fn view_post(actor: Option<Actor>, post: &Post) -> Decision {
+    if post.visible_to(post_viewer(actor)) {
+        Decision::Allowed
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// Changing or deleting a post: its author or a moderator.
+pub fn edit_post(actor: Actor, post: &Post) -> Decision {
+    match view_post(Some(actor), post) {
+        Decision::Allowed => Decision::allowed_if(post.editable_by(post_viewer(Some(actor)))),
+        other => other,
+    }
+}
+
+/// Approving, hiding, flagging a post: moderators and above.
+pub fn moderate_post(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator())
+}
+
+/// Reporting a post: anyone who sees it, except its author.
+pub fn report_post(actor: Actor, post: &Post) -> Decision {
+    match view_post(Some(actor), post) {
+        Decision::Allowed => Decision::allowed_if(post.author_id != actor.user_id),
+        other => other,
+    }
+}
+
+/// Resolving reports: moderators and above.
+pub fn resolve_report(actor: Actor) -> Decision {
+    moderate_post(actor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Flag;
+    use crate::users::UserRow;
+
+    const ROLES: [Role; 4] = [Role::User, Role::Moderator, Role::Admin, Role::SuperAdmin];
+
+    fn user(id: i64, role: Role) -> User {
+        User {
+            row: UserRow {
+                id,
+                email: format!("u{id}@example.com"),
+                email_verified_at: None,
+                username: format!("u{id}"),
+                name: None,
+                image: None,
+                bio: String::new(),
+                location: String::new(),
+                profile_public: Flag(true),
+                password_hash: None,
+                role: role.as_str().to_owned(),
+                status: "active".to_owned(),
+                admin_notes: None,
+                login_count: 0,
+                last_login_at: None,
+                created_at: 0,
+                updated_at: 0,
+            },
+            role,
+            status: UserStatus::Active,
+        }
+    }
+
+    fn actor(role: Role) -> Actor {
+        Actor { user_id: 1, role }
+    }
+
+    /// One letter per decision: A(llowed), F(orbidden), H(idden).
+    fn letter(decision: Decision) -> char {
+        match decision {
+            Decision::Allowed => 'A',
+            Decision::Forbidden => 'F',
+            Decision::Hidden => 'H',
+        }
+    }
+
+    /// For each actor role (rows: user, moderator, admin, super_admin), the
+    /// decision on a target of each role (columns, same order), then on
+    /// themselves (last column).
+    fn table(rule: impl Fn(Actor, &User) -> Decision) -> Vec<String> {
+        ROLES
+            .iter()
+            .map(|role| {
+                let me = actor(*role);
+                let mut row: String = ROLES
+                    .iter()
+                    .map(|target| letter(rule(me, &user(2, *target))))
+                    .collect();
+                row.push(letter(rule(me, &user(1, *role))));
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_role_against_every_user_rule() {
+        assert_eq!(table(manage_user), ["FFFFA", "FFFFA", "AAFFA", "AAAAA"]);
+        assert_eq!(table(change_status), ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]);
+        assert_eq!(table(ban), ["FFFFF", "FFFFF", "AAFFF", "AAAFF"]);
+        assert_eq!(
+            table(|actor, target| grant_role(actor, target, Role::Moderator)),
+            ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
+        );
+        assert_eq!(
+            table(|actor, target| grant_role(actor, target, Role::Admin)),
+            ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
+        );
+        assert_eq!(
+            table(|actor, target| grant_role(actor, target, Role::SuperAdmin)),
+            ["FFFFF", "FFFFF", "FFFFF", "FFFFF"]
+        );
+        assert_eq!(
+            table(|actor, target| view_user(Some(actor), target)),
+            ["AAAAA"; 4]
+        );
+    }
+
+    #[test]
+    fn hidden_users_are_not_found_to_those_who_cannot_see_them() {
+        let mut private = user(2, Role::User);
+        private.row.profile_public = Flag(false);
+        for role in ROLES {
+            let expected = if role.is_admin() {
+                Decision::Allowed
+            } else {
+                Decision::Hidden
+            };
+            assert_eq!(view_user(Some(actor(role)), &private), expected, "{role:?}");
+            assert_eq!(see_email(Some(actor(role)), &private), role.is_admin());
+            let managed = if role.is_admin() {
+                Decision::Allowed
+            } else {
+                Decision::Hidden
+            };
+            assert_eq!(manage_user(actor(role), &private), managed, "{role:?}");
+        }
+        assert_eq!(view_user(None, &private), Decision::Hidden);
+        assert_eq!(view_user(None, &user(2, Role::User)), Decision::Allowed);
+        assert!(!see_email(None, &user(2, Role::User)));
+        assert_eq!(create_user_without_signup(None), Decision::Forbidden);
+    }
+
+    #[test]
+    fn every_role_against_every_post_rule() {
+        let post = |author_id: i64, published: bool| Post {
+            id: 9,
+            author_id,
+            title: "Title".to_owned(),
+            content: "Content".to_owned(),
+            tags: Vec::new(),
+            published,
+            moderation: crate::posts::Moderation::None,
+            report_count: 0,
+            created_at: 0,
+            updated_at: 0,
+        };
+        for role in ROLES {
+            let me = actor(role);
+            let moderator = role.is_moderator();
+            let others_draft = post(2, false);
+            let own_draft = post(1, false);
+            let others_public = post(2, true);
+            let expect = |allowed: bool, hidden: bool| match (allowed, hidden) {
+                (true, _) => Decision::Allowed,
+                (false, true) => Decision::Hidden,
+                (false, false) => Decision::Forbidden,
+            };
+            assert_eq!(view_post(Some(me), &others_draft), expect(moderator, true));
+            assert_eq!(view_post(Some(me), &own_draft), Decision::Allowed);
+            assert_eq!(
+                edit_post(me, &others_public),
+                expect(moderator, false),
+                "{role:?}"
+            );
+            assert_eq!(
+                edit_post(me, &others_draft),
+                expect(moderator, true),
+                "{role:?}"
+            );
+            assert_eq!(edit_post(me, &own_draft), Decision::Allowed);
+            assert_eq!(report_post(me, &others_public), Decision::Allowed);
+            assert_eq!(report_post(me, &post(1, true)), Decision::Forbidden);
+            assert_eq!(moderate_post(me), expect(moderator, false));
+            assert_eq!(resolve_report(me), expect(moderator, false));
+        }
+        assert_eq!(view_post(None, &post(2, true)), Decision::Allowed);
+        assert_eq!(view_post(None, &post(2, false)), Decision::Hidden);
+    }
+}
