@@ -386,3 +386,27 @@ async fn sigterm_stops_the_server_cleanly() {
     assert!(status.success(), "{status:?}");
     assert!(server.logs().contains("stopped"), "{}", server.logs());
 }
+
+#[tokio::test]
+async fn made_up_methods_are_one_metrics_label() {
+    let server = TestServer::start_with(Backend::Sqlite, &[("PLAZA_METRICS_PUBLIC", "true")]).await;
+    for i in 0..300 {
+        let method = reqwest::Method::from_bytes(format!("MADEUP{i}").as_bytes()).unwrap();
+        let response = server
+            .client
+            .request(method, server.url("/api/health"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405);
+    }
+    let text = server.get("/api/metrics").await.text().await.unwrap();
+    assert!(!text.contains("MADEUP"), "made-up methods became labels");
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("http_requests_total")
+                && line.contains("method=\"OTHER\"")
+                && line.contains("route=\"/api/health\"")),
+        "{text}"
+    );
+}
