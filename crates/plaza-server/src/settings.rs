@@ -41,6 +41,11 @@ pub struct Settings {
     pub link_preview_allow_private: bool,
     /// Ports link preview may fetch besides 80 and 443.
     pub link_preview_allowed_ports: Vec<u16>,
+    /// Link previews in progress at once; a request that cannot start one
+    /// within two seconds is answered 503. Each preview may hold an
+    /// outbound connection for up to 10 s, so this bounds the file
+    /// descriptors and memory anonymous callers can tie up.
+    pub link_preview_max_concurrent: usize,
     /// Serves `/api/metrics` without an admin token.
     pub metrics_public: bool,
     /// Shares rate-limit counts between instances.
@@ -103,6 +108,7 @@ impl Default for Settings {
             rate_limits_enabled: true,
             link_preview_allow_private: false,
             link_preview_allowed_ports: Vec::new(),
+            link_preview_max_concurrent: 32,
             metrics_public: false,
             redis_url: None,
             log_format: LogFormat::Text,
@@ -201,6 +207,12 @@ impl Settings {
             if value == 0 {
                 return Err(SettingsError::new(key, "must be at least 1"));
             }
+        }
+        if self.link_preview_max_concurrent == 0 {
+            return Err(SettingsError::new(
+                "link_preview_max_concurrent",
+                "must be at least 1",
+            ));
         }
         if self.database_max_connections == 0 {
             return Err(SettingsError::new(
