@@ -87,16 +87,14 @@ impl Server {
         let stop_background = CancellationToken::new();
         spawn_janitor(&state, stop_background.clone());
         spawn_metrics_upkeep(&state, stop_background.clone());
+        let limits = crate::serve::Limits {
+            header_read_timeout: Duration::from_secs(state.settings.header_read_timeout_secs),
+            idle_timeout: Duration::from_secs(state.settings.idle_timeout_secs),
+            max_connections: crate::serve::connection_cap(state.settings.max_connections),
+        };
         let app = Arc::new(build_app(self.state));
         state.own_pages.set(&app);
-        axum::serve(
-            self.listener,
-            (*app)
-                .clone()
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await?;
+        crate::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         stop_background.cancel();
         state.background.close();
