@@ -9,6 +9,12 @@
 //! [`FetchConfig::max_redirects`], each hop checked again. No proxy from
 //! the environment is used (a proxy would make the check meaningless) and no
 //! cookie store exists.
+//!
+//! The service's own origin is never fetched over the network: its pages
+//! are asked for in process through [`InternalPages`], and its API (paths
+//! under `/api/`) is refused. A preview of a preview of a preview… could
+//! otherwise recurse through the network without bound, each level holding
+//! a connection and a file descriptor.
 
 use std::future::Future;
 use std::io;
@@ -98,7 +104,9 @@ pub enum PreviewError {
     /// A port other than 80, 443 and the configured ones.
     #[error("port {0} is not allowed")]
     PortNotAllowed(u16),
-    /// The target (or a redirect hop) is a non-public address.
+    /// The target (or a redirect hop) is a non-public address. The address
+    /// is in the message (for logs) but not in [`PreviewError::details`]:
+    /// anonymous callers must not learn what internal names resolve to.
     #[error("{host} resolves to {addr}, which is not a public address")]
     AddressRefused {
         /// Host as written in the URL.
@@ -106,6 +114,11 @@ pub enum PreviewError {
         /// The refused address.
         addr: IpAddr,
     },
+    /// A path under `/api/` on the service's own origin (the URL, or a
+    /// redirect hop): previewing the API would let one request nest
+    /// previews of previews.
+    #[error("the service's own API is not previewed")]
+    OwnApi,
     /// The whole preview took longer than [`FetchConfig::timeout`].
     #[error("timed out after {0:?}")]
     Timeout(Duration),
@@ -118,9 +131,15 @@ pub enum PreviewError {
     /// The target answered with a non-2xx status.
     #[error("{}", status_text(*.0))]
     Status(u16),
-    /// DNS, connection, TLS, protocol or body decoding failure.
-    #[error("{0}")]
-    Fetch(String),
+    /// DNS, connection or TLS failure, or the service's own pages were not
+    /// available in process. The error chain is for the log; callers get a
+    /// fixed text from [`PreviewError::details`].
+    #[error("could not connect to the target: {0}")]
+    Connect(String),
+    /// A protocol or body decoding failure after connecting; the chain is
+    /// for the log only, as with [`PreviewError::Connect`].
+    #[error("the target's answer could not be read: {0}")]
+    Read(String),
 }
 
 fn status_text(code: u16) -> String {
@@ -142,6 +161,7 @@ impl PreviewError {
                 | PreviewError::UnsupportedScheme(_)
                 | PreviewError::PortNotAllowed(_)
                 | PreviewError::AddressRefused { .. }
+                | PreviewError::OwnApi
         )
     }
 
@@ -157,17 +177,25 @@ impl PreviewError {
         match self {
             PreviewError::MissingUrl => "URL is required",
             PreviewError::InvalidUrl(_) | PreviewError::UnsupportedScheme(_) => "Invalid URL",
-            PreviewError::PortNotAllowed(_) | PreviewError::AddressRefused { .. } => {
-                "URL not allowed"
-            }
+            PreviewError::PortNotAllowed(_)
+            | PreviewError::AddressRefused { .. }
+            | PreviewError::OwnApi => "URL not allowed",
             _ => "Failed to fetch link preview",
         }
     }
 
     /// The `details` string of the `{error, details}` body, such as
-    /// `404 Not Found` for a non-2xx answer.
+    /// `404 Not Found` for a non-2xx answer. It never carries a resolved
+    /// address or a resolver or connection error chain (those stay in the
+    /// [`Display`](std::fmt::Display) text, for the log): the endpoint is
+    /// anonymous, and such details map the internal network.
     pub fn details(&self) -> String {
-        self.to_string()
+        match self {
+            PreviewError::AddressRefused { host, .. } => format!("{host} is not a public address"),
+            PreviewError::Connect(_) => "could not connect to the target".to_owned(),
+            PreviewError::Read(_) => "the target's answer could not be read".to_owned(),
+            _ => self.to_string(),
+        }
     }
 }
 
@@ -233,6 +261,39 @@ impl Resolver for StaticResolver {
     }
 }
 
+/// One answer of the service itself, produced in process by
+/// [`InternalPages::get`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InternalPage {
+    /// HTTP status code.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The `Location` header of a redirect, if any.
+    pub location: Option<String>,
+    /// The body, at most [`FetchConfig::max_body`] bytes of it.
+    pub body: Vec<u8>,
+}
+
+/// Future returned by [`InternalPages::get`].
+pub type InternalFetch<'a> = Pin<Box<dyn Future<Output = Option<InternalPage>> + Send + 'a>>;
+
+/// The service's own pages, answered in process.
+///
+/// Internal links (SPEC.md rule 1: a URL starting with `/`), absolute URLs
+/// on the base URL's origin and redirect hops landing there are asked for
+/// here instead of over the network: a network fetch of the own origin
+/// would bypass the address policy (the base URL is often on localhost, or
+/// names another local service when it is left at its default) and could
+/// recurse through `/api/link-preview`. Paths under `/api/` never reach
+/// this hook.
+pub trait InternalPages: Send + Sync + 'static {
+    /// Answers a `GET` of `path_and_query` (such as `/og-image-viewer?quote=Hi`),
+    /// or `None` when the pages are not available (the server is not
+    /// serving yet, or is stopping).
+    fn get<'a>(&'a self, path_and_query: &'a str, max_body: usize) -> InternalFetch<'a>;
+}
+
 /// Error carried through the HTTP client when every address of a name was
 /// refused; recognised again in [`classify_send_error`].
 #[derive(Debug, thiserror::Error)]
@@ -246,7 +307,7 @@ struct Refused {
 /// permitted addresses, so the connector can only reach checked ones.
 struct GuardedDns {
     resolver: Arc<dyn Resolver>,
-    policy: Option<AddressPolicy>,
+    policy: AddressPolicy,
 }
 
 impl reqwest::dns::Resolve for GuardedDns {
@@ -265,7 +326,7 @@ impl reqwest::dns::Resolve for GuardedDns {
             };
             let permitted: Vec<SocketAddr> = addrs
                 .into_iter()
-                .filter(|ip| policy.as_ref().is_none_or(|p| p.permits(*ip)))
+                .filter(|ip| policy.permits(*ip))
                 .map(|ip| SocketAddr::new(ip, 0))
                 .collect();
             if permitted.is_empty() {
@@ -283,12 +344,12 @@ impl reqwest::dns::Resolve for GuardedDns {
 pub struct PreviewClient {
     config: FetchConfig,
     policy: AddressPolicy,
-    /// Client for external targets, with the guarded DNS hook.
-    guarded: reqwest::Client,
-    /// Client for the application's own origin (internal links, SPEC.md
-    /// rule 1): that origin is configured by the operator, so it is not
-    /// subject to the address policy (the default base URL is on localhost).
-    trusted: reqwest::Client,
+    /// The only network client, with the guarded DNS hook: every network
+    /// target passes the address policy.
+    client: reqwest::Client,
+    /// The service's own pages; without it, own-origin URLs fail (502)
+    /// rather than being fetched over the network.
+    internal: Option<Arc<dyn InternalPages>>,
 }
 
 /// The HTTP client could not be built (TLS setup).
@@ -314,28 +375,31 @@ impl PreviewClient {
             allow_private: config.allow_private,
             allowed_networks: config.allowed_networks.clone(),
         };
-        let user_agent = user_agent(&config.app_name);
-        let build = |policy: Option<AddressPolicy>| {
-            reqwest::Client::builder()
-                .user_agent(user_agent.clone())
-                .redirect(reqwest::redirect::Policy::none())
-                .referer(false)
-                .no_proxy()
-                .dns_resolver(Arc::new(GuardedDns {
-                    resolver: Arc::clone(&resolver),
-                    policy,
-                }))
-                .connect_timeout(config.timeout)
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build()
-                .map_err(|e| BuildError(error_chain(&e)))
-        };
+        let client = reqwest::Client::builder()
+            .user_agent(user_agent(&config.app_name))
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
+            .no_proxy()
+            .dns_resolver(Arc::new(GuardedDns {
+                resolver,
+                policy: policy.clone(),
+            }))
+            .connect_timeout(config.timeout)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| BuildError(error_chain(&e)))?;
         Ok(PreviewClient {
-            guarded: build(Some(policy.clone()))?,
-            trusted: build(None)?,
+            client,
             policy,
             config,
+            internal: None,
         })
+    }
+
+    /// Answers the service's own origin through `pages`, in process.
+    pub fn with_internal_pages(mut self, pages: Arc<dyn InternalPages>) -> Self {
+        self.internal = Some(pages);
+        self
     }
 
     /// The user agent sent with every request.
@@ -345,7 +409,9 @@ impl PreviewClient {
 
     /// Previews `url`: a URL starting with `/` is an internal link resolved
     /// against `base_url` (SPEC.md rule 1); anything else must be an
-    /// absolute `http`/`https` URL. Nothing is cached or stored.
+    /// absolute `http`/`https` URL. URLs on `base_url`'s origin are answered
+    /// in process ([`InternalPages`]), never over the network, and refused
+    /// under `/api/`. Nothing is cached or stored.
     pub async fn preview(&self, url: &str, base_url: &Url) -> Result<LinkPreview, PreviewError> {
         let requested = url.trim();
         if requested.is_empty() {
@@ -397,46 +463,71 @@ impl PreviewClient {
     async fn fetch(&self, mut url: Url, base_url: &Url) -> Result<Metadata, PreviewError> {
         let mut redirects = 0;
         loop {
-            let trusted = url.origin() == base_url.origin();
-            if trusted {
-                if !matches!(url.scheme(), "http" | "https") {
-                    return Err(PreviewError::UnsupportedScheme(url.scheme().to_owned()));
-                }
+            let answer = if url.origin() == base_url.origin() {
+                Answer::Internal(self.internal(&url).await?)
             } else {
                 self.check(&url)?;
-            }
-            let client = if trusted {
-                &self.trusted
-            } else {
-                &self.guarded
+                let response = self
+                    .client
+                    .get(url.clone())
+                    .header(ACCEPT, "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+                    .send()
+                    .await
+                    .map_err(|e| classify_send_error(&e))?;
+                Answer::Network(response)
             };
-            let response = client
-                .get(url.clone())
-                .header(ACCEPT, "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
-                .send()
-                .await
-                .map_err(|e| classify_send_error(&e))?;
-            let status = response.status();
-            if status.is_redirection() && status != reqwest::StatusCode::NOT_MODIFIED {
+            let status = answer.status();
+            if (300..400).contains(&status) && status != 304 {
                 if redirects >= self.config.max_redirects {
                     return Err(PreviewError::TooManyRedirects(self.config.max_redirects));
                 }
                 redirects += 1;
-                let location = response
-                    .headers()
-                    .get(LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or(PreviewError::BadRedirect)?;
+                let location = answer.location().ok_or(PreviewError::BadRedirect)?;
                 url = url
                     .join(location.trim())
                     .map_err(|_| PreviewError::BadRedirect)?;
                 continue;
             }
-            if !status.is_success() {
-                return Err(PreviewError::Status(status.as_u16()));
+            if !(200..300).contains(&status) {
+                return Err(PreviewError::Status(status));
             }
-            return self.read(response, &url).await;
+            return match answer {
+                Answer::Network(response) => self.read(response, &url).await,
+                Answer::Internal(page) => Ok(self.read_internal(&page, &url)),
+            };
         }
+    }
+
+    /// Asks the in-process hook for a page of the own origin; its API is
+    /// refused first, so no preview can nest another.
+    async fn internal(&self, url: &Url) -> Result<InternalPage, PreviewError> {
+        if is_api_path(url.path()) {
+            return Err(PreviewError::OwnApi);
+        }
+        let unavailable =
+            || PreviewError::Connect("the service's own pages are not available".to_owned());
+        let pages = self.internal.as_ref().ok_or_else(unavailable)?;
+        let path_and_query = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        pages
+            .get(&path_and_query, self.config.max_body)
+            .await
+            .ok_or_else(unavailable)
+    }
+
+    /// Metadata of an in-process answer, read like a network one.
+    fn read_internal(&self, page: &InternalPage, url: &Url) -> Metadata {
+        if let Some(metadata) = page
+            .content_type
+            .as_deref()
+            .and_then(|ct| non_html(ct, url))
+        {
+            return metadata;
+        }
+        let body = &page.body[..page.body.len().min(self.config.max_body)];
+        extract(body, page.content_type.as_deref(), url)
     }
 
     /// Reads the answer of the final hop: HTML is streamed up to the end of
@@ -462,7 +553,7 @@ impl PreviewClient {
             let Some(chunk) = response
                 .chunk()
                 .await
-                .map_err(|e| classify_send_error(&e))?
+                .map_err(|e| PreviewError::Read(error_chain(&e)))?
             else {
                 break;
             };
@@ -481,6 +572,42 @@ impl PreviewClient {
         }
         Ok(extract(&body, content_type.as_deref(), url))
     }
+}
+
+/// One hop's answer: from the network, or from the service itself.
+enum Answer {
+    Network(reqwest::Response),
+    Internal(InternalPage),
+}
+
+impl Answer {
+    fn status(&self) -> u16 {
+        match self {
+            Answer::Network(response) => response.status().as_u16(),
+            Answer::Internal(page) => page.status,
+        }
+    }
+
+    fn location(&self) -> Option<&str> {
+        match self {
+            Answer::Network(response) => response
+                .headers()
+                .get(LOCATION)
+                .and_then(|v| v.to_str().ok()),
+            Answer::Internal(page) => page.location.as_deref(),
+        }
+    }
+}
+
+/// Whether `path` (of an own-origin URL) is under `/api`, whatever its
+/// case, percent-encoding or repeated slashes: the in-process router may
+/// be more lenient than a byte comparison, and a miss here is a recursion.
+fn is_api_path(path: &str) -> bool {
+    let decoded = percent_decode(path.as_bytes()).to_ascii_lowercase();
+    let first = decoded
+        .split(|&b| b == b'/')
+        .find(|segment| !segment.is_empty());
+    first == Some(b"api".as_slice())
 }
 
 /// Whether `haystack` contains the end tag `</head` or the start tag `<body`
@@ -558,7 +685,14 @@ fn file_name(url: &Url) -> String {
         .and_then(|mut s| s.next_back())
         .filter(|s| !s.is_empty())
         .unwrap_or_default();
-    let bytes = segment.as_bytes();
+    crate::text::clean(
+        &String::from_utf8_lossy(&percent_decode(segment.as_bytes())),
+        crate::extract::MAX_TITLE_CHARS,
+    )
+}
+
+/// `%XX` sequences decoded; anything else kept as is.
+fn percent_decode(bytes: &[u8]) -> Vec<u8> {
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -576,14 +710,12 @@ fn file_name(url: &Url) -> String {
             }
         }
     }
-    crate::text::clean(
-        &String::from_utf8_lossy(&decoded),
-        crate::extract::MAX_TITLE_CHARS,
-    )
+    decoded
 }
 
 /// Maps a client error: a refusal from the DNS hook is the client's fault
-/// (400); anything else is a fetch failure (502).
+/// (400); anything else is a fetch failure (502): [`PreviewError::Connect`]
+/// when no connection was made, else [`PreviewError::Read`].
 fn classify_send_error(error: &reqwest::Error) -> PreviewError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(err) = source {
@@ -595,7 +727,11 @@ fn classify_send_error(error: &reqwest::Error) -> PreviewError {
         }
         source = err.source();
     }
-    PreviewError::Fetch(error_chain(error))
+    if error.is_connect() {
+        PreviewError::Connect(error_chain(error))
+    } else {
+        PreviewError::Read(error_chain(error))
+    }
 }
 
 /// An error and its sources joined with `: `, skipping repeats.
@@ -643,6 +779,43 @@ mod tests {
             PreviewError::Status(404).error(),
             "Failed to fetch link preview"
         );
+    }
+
+    #[test]
+    fn details_carry_no_address_or_error_chain() {
+        let refused = PreviewError::AddressRefused {
+            host: "example.test".to_owned(),
+            addr: "10.1.2.3".parse().unwrap_or_else(|_| unreachable!()),
+        };
+        assert_eq!(refused.details(), "example.test is not a public address");
+        assert!(refused.to_string().contains("10.1.2.3"), "the log keeps it");
+        let connect = PreviewError::Connect("dns error: 10.0.0.1:53 refused".to_owned());
+        assert_eq!(connect.details(), "could not connect to the target");
+        assert_eq!(connect.status(), 502);
+        let read = PreviewError::Read("connection reset by peer".to_owned());
+        assert_eq!(read.details(), "the target's answer could not be read");
+        assert_eq!(
+            (PreviewError::OwnApi.status(), PreviewError::OwnApi.error()),
+            (400, "URL not allowed")
+        );
+    }
+
+    #[test]
+    fn api_paths_are_recognised_in_every_spelling() {
+        for path in [
+            "/api",
+            "/api/",
+            "/api/link-preview",
+            "/API/link-preview",
+            "/%61pi/link-preview",
+            "/%41%50%49/x",
+            "//api/link-preview",
+        ] {
+            assert!(is_api_path(path), "{path}");
+        }
+        for path in ["/", "/og-image-viewer", "/apis", "/x/api/y", "/api-docs"] {
+            assert!(!is_api_path(path), "{path}");
+        }
     }
 
     #[test]

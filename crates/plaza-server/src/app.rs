@@ -69,6 +69,7 @@ pub struct Server {
 impl Server {
     pub async fn bind(state: AppState) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(state.settings.bind).await?;
+        warn_about_base_url(&state.settings, listener.local_addr()?);
         Ok(Server { listener, state })
     }
 
@@ -86,13 +87,14 @@ impl Server {
         let stop_background = CancellationToken::new();
         spawn_janitor(&state, stop_background.clone());
         spawn_metrics_upkeep(&state, stop_background.clone());
-        let app = build_app(self.state);
-        axum::serve(
-            self.listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await?;
+        let limits = crate::serve::Limits {
+            header_read_timeout: Duration::from_secs(state.settings.header_read_timeout_secs),
+            idle_timeout: Duration::from_secs(state.settings.idle_timeout_secs),
+            max_connections: crate::serve::connection_cap(state.settings.max_connections),
+        };
+        let app = Arc::new(build_app(self.state));
+        state.own_pages.set(&app);
+        crate::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         stop_background.cancel();
         state.background.close();
@@ -108,6 +110,30 @@ impl Server {
         state.db.close().await;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// Warns when `base_url` names a loopback port other than the one bound:
+/// usually the default base URL left in place. Absolute links and cookies
+/// then point at whatever else listens there (link previews of the own
+/// origin are answered in process, so they are not affected).
+fn warn_about_base_url(settings: &Settings, bound: SocketAddr) {
+    let base = &settings.base_url;
+    let loopback = match base.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if loopback && base.port_or_known_default() != Some(bound.port()) {
+        tracing::warn!(
+            base_url = %base,
+            %bound,
+            "base_url names a loopback port this server does not listen on; set base_url (PLAZA_BASE_URL) to the public address"
+        );
     }
 }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod extract;
 pub mod middleware;
 pub mod pages;
+pub mod serve;
 pub mod settings;
 pub mod startup;
 pub mod state;

@@ -41,6 +41,11 @@ pub struct Settings {
     pub link_preview_allow_private: bool,
     /// Ports link preview may fetch besides 80 and 443.
     pub link_preview_allowed_ports: Vec<u16>,
+    /// Link previews in progress at once; a request that cannot start one
+    /// within two seconds is answered 503. Each preview may hold an
+    /// outbound connection for up to 10 s, so this bounds the file
+    /// descriptors and memory anonymous callers can tie up.
+    pub link_preview_max_concurrent: usize,
     /// Serves `/api/metrics` without an admin token.
     pub metrics_public: bool,
     /// Shares rate-limit counts between instances.
@@ -50,6 +55,18 @@ pub struct Settings {
     pub request_timeout_secs: u64,
     /// Largest request body accepted outside the upload routes.
     pub body_limit_bytes: usize,
+    /// A request's headers must arrive within this many seconds (counted
+    /// from the connection's start, and on a kept-alive connection from the
+    /// end of the previous answer), or the connection is closed: half-sent
+    /// requests cannot hold connections open (slowloris).
+    pub header_read_timeout_secs: u64,
+    /// A connection without a byte read or written for this many seconds
+    /// is closed (gracefully: a request in flight still gets its answer;
+    /// a second such period without progress closes it outright).
+    pub idle_timeout_secs: u64,
+    /// Open client connections at most; more are answered 503 and closed.
+    /// Lowered at start-up to what the open-file limit allows.
+    pub max_connections: usize,
     pub database_max_connections: u32,
     /// How long start-up keeps retrying a database that does not answer.
     pub database_connect_timeout_secs: u64,
@@ -112,11 +129,15 @@ impl Default for Settings {
             rate_limits_enabled: true,
             link_preview_allow_private: false,
             link_preview_allowed_ports: Vec::new(),
+            link_preview_max_concurrent: 32,
             metrics_public: false,
             redis_url: None,
             log_format: LogFormat::Text,
             request_timeout_secs: 30,
             body_limit_bytes: 1024 * 1024,
+            header_read_timeout_secs: 30,
+            idle_timeout_secs: 75,
+            max_connections: 10_000,
             database_max_connections: 16,
             database_connect_timeout_secs: 30,
             database_acquire_timeout_secs: 5,
@@ -202,6 +223,8 @@ impl Settings {
         }
         for (key, value) in [
             ("request_timeout_secs", self.request_timeout_secs),
+            ("header_read_timeout_secs", self.header_read_timeout_secs),
+            ("idle_timeout_secs", self.idle_timeout_secs),
             (
                 "database_connect_timeout_secs",
                 self.database_connect_timeout_secs,
@@ -209,6 +232,17 @@ impl Settings {
             (
                 "database_acquire_timeout_secs",
                 self.database_acquire_timeout_secs,
+            ),
+        ] {
+            if value == 0 {
+                return Err(SettingsError::new(key, "must be at least 1"));
+            }
+        }
+        for (key, value) in [
+            ("max_connections", self.max_connections),
+            (
+                "link_preview_max_concurrent",
+                self.link_preview_max_concurrent,
             ),
         ] {
             if value == 0 {

@@ -8,6 +8,7 @@ use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::Auth;
+use crate::controllers::link_preview::OwnPages;
 use crate::settings::Settings;
 
 /// Shared application state. Cloning (once per extractor per request) is one
@@ -32,6 +33,11 @@ pub struct Shared {
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
     /// One guarded outbound client for every link preview.
     pub link_preview: Arc<plaza_link_preview::PreviewClient>,
+    /// Slots for link previews in progress (`link_preview_max_concurrent`).
+    pub link_preview_slots: Arc<tokio::sync::Semaphore>,
+    /// The app's own router, for link previews of its own pages (answered
+    /// in process, never over the network); set by [`crate::app::Server::run`].
+    pub own_pages: Arc<OwnPages>,
     pub metrics: PrometheusHandle,
     pub started_at: Instant,
     /// Work that outlives its request (analytics writes, cleanup). Shutdown
@@ -52,6 +58,11 @@ impl AppState {
                 ..plaza_link_preview::FetchConfig::default()
             })
             .map_err(|error| format!("cannot build the link preview client: {error}"))?;
+        let own_pages = Arc::new(OwnPages::new(&link_preview.user_agent()));
+        let link_preview = link_preview.with_internal_pages(own_pages.clone());
+        let link_preview_slots = Arc::new(tokio::sync::Semaphore::new(
+            settings.link_preview_max_concurrent,
+        ));
         let providers = settings.og_quote_providers.clone().unwrap_or_else(|| {
             plaza_og_image::quotes::default_providers(settings.og_quotes_api_key.clone())
         });
@@ -64,6 +75,8 @@ impl AppState {
             db,
             auth: Arc::new(auth),
             link_preview: Arc::new(link_preview),
+            link_preview_slots,
+            own_pages,
             quotes,
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),

@@ -386,3 +386,89 @@ async fn sigterm_stops_the_server_cleanly() {
     assert!(status.success(), "{status:?}");
     assert!(server.logs().contains("stopped"), "{}", server.logs());
 }
+
+#[tokio::test]
+async fn made_up_methods_are_one_metrics_label() {
+    let server = TestServer::start_with(Backend::Sqlite, &[("PLAZA_METRICS_PUBLIC", "true")]).await;
+    for i in 0..300 {
+        let method = reqwest::Method::from_bytes(format!("MADEUP{i}").as_bytes()).unwrap();
+        let response = server
+            .client
+            .request(method, server.url("/api/health"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405);
+    }
+    let text = server.get("/api/metrics").await.text().await.unwrap();
+    assert!(!text.contains("MADEUP"), "made-up methods became labels");
+    assert!(
+        text.lines()
+            .any(|line| line.starts_with("http_requests_total")
+                && line.contains("method=\"OTHER\"")
+                && line.contains("route=\"/api/health\"")),
+        "{text}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_and_database_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let root = tempfile::tempdir().unwrap();
+    let data_dir = root.path().join("fresh");
+    let database = data_dir.join("plaza.db");
+    let url = format!("sqlite://{}", database.display());
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_DATA_DIR", &data_dir.display().to_string()),
+            ("PLAZA_DATABASE_URL", &url),
+        ],
+    )
+    .await;
+    let (status, _) = common::call(
+        &server,
+        "POST",
+        "/api/users",
+        None,
+        Some(serde_json::json!({"email": "modes@example.com", "password": "long enough"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(mode(&data_dir), 0o700);
+    for suffix in ["", "-wal", "-shm"] {
+        let file = data_dir.join(format!("plaza.db{suffix}"));
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+
+    // Files an earlier version left readable are tightened at start.
+    let old = root.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    let old_database = old.join("plaza.db");
+    std::fs::write(&old_database, b"").unwrap();
+    std::fs::set_permissions(&old_database, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = plaza_command(&[
+        (
+            "PLAZA_DATABASE_URL".to_owned(),
+            format!("sqlite://{}", old_database.display()),
+        ),
+        ("PLAZA_DATA_DIR".to_owned(), old.display().to_string()),
+    ])
+    .arg("migrate")
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(mode(&old_database), 0o600);
+}

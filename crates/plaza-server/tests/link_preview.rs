@@ -137,3 +137,278 @@ async fn private_targets_are_refused_by_default() {
         assert!(body["error"].is_string() && body["details"].is_string());
     }
 }
+
+/// A port that was free a moment ago, for a server whose base URL must
+/// name its own address before it starts.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Open file descriptors and resident memory (KiB) of a process.
+fn usage(pid: u32) -> (usize, u64) {
+    let files = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap();
+    (files, rss)
+}
+
+/// GET /api/link-preview with the `url` query written as is (unencoded,
+/// as an attacker would nest it).
+async fn preview_raw(server: &TestServer, raw_query_value: &str) -> (u16, Value) {
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        server
+            .client
+            .get(server.url(&format!("/api/link-preview?url={raw_query_value}")))
+            .send(),
+    )
+    .await
+    .expect("the preview answers without recursing")
+    .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+async fn preview(server: &TestServer, url: &str) -> (u16, Value) {
+    let response = server
+        .client
+        .get(server.url("/api/link-preview"))
+        .query(&[("url", url)])
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn nested_self_previews_are_refused_without_recursing() {
+    let port = free_port();
+    let own = format!("http://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let ports = format!("[{port}]");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BIND", bind.as_str()),
+            ("PLAZA_BASE_URL", own.as_str()),
+            ("PLAZA_LINK_PREVIEW_ALLOW_PRIVATE", "true"),
+            ("PLAZA_LINK_PREVIEW_ALLOWED_PORTS", ports.as_str()),
+        ],
+    )
+    .await;
+    let before = usage(server.pid());
+
+    // Relative: about 60 KB of `/api/link-preview?url=` levels.
+    let level = "/api/link-preview?url=";
+    let nested = level.repeat(60_000 / level.len()) + "/og-image-viewer";
+    let (status, body) = preview_raw(&server, &nested).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "URL not allowed");
+    assert_eq!(body["details"], "the service's own API is not previewed");
+
+    // Absolute, on the base URL's origin.
+    let level = format!("{own}/api/link-preview?url=");
+    let nested = level.repeat(200) + "/";
+    let (status, body) = preview_raw(&server, &nested).await;
+    assert_eq!(status, 400, "{body}");
+
+    let after = usage(server.pid());
+    assert!(
+        after.0 <= before.0 + 16,
+        "open files grew from {} to {}",
+        before.0,
+        after.0
+    );
+    assert!(
+        after.1 <= before.1 + 64 * 1024,
+        "resident memory grew from {} KiB to {} KiB",
+        before.1,
+        after.1
+    );
+}
+
+#[tokio::test]
+async fn nested_previews_through_another_name_of_the_server_stop_at_the_first_hop() {
+    // 127.0.0.1:<port> is this server, but not its base URL's origin: the
+    // network path, opened by allow_private, ends at the user-agent check.
+    let port = free_port();
+    let bind = format!("127.0.0.1:{port}");
+    let ports = format!("[{port}]");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BIND", bind.as_str()),
+            ("PLAZA_LINK_PREVIEW_ALLOW_PRIVATE", "true"),
+            ("PLAZA_LINK_PREVIEW_ALLOWED_PORTS", ports.as_str()),
+        ],
+    )
+    .await;
+    let before = usage(server.pid());
+    let level = format!("http://127.0.0.1:{port}/api/link-preview?url=");
+    let nested = level.repeat(1_000) + "http://127.0.0.1:1/";
+    let (status, body) = preview_raw(&server, &nested).await;
+    assert_eq!(status, 502, "{body}");
+    assert_eq!(body["details"], "403 Forbidden");
+    let after = usage(server.pid());
+    assert!(
+        after.0 <= before.0 + 16,
+        "open files {before:?} -> {after:?}"
+    );
+    assert!(
+        after.1 <= before.1 + 64 * 1024,
+        "memory {before:?} -> {after:?}"
+    );
+
+    // The refusal itself, as another preview's fetch sees it.
+    let response = server
+        .client
+        .get(server.url("/api/link-preview?url=https://example.com/"))
+        .header("user-agent", "Plaza-LinkPreview/1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"].is_string() && body["details"].is_string(),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn own_pages_are_previewed_in_process_and_the_base_url_is_never_contacted() {
+    // A decoy where the base URL points (the default base URL's situation:
+    // another local service on that port) counts every connection.
+    let decoy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let decoy_port = decoy.local_addr().unwrap().port();
+    let contacted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = contacted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = decoy.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let base = format!("http://127.0.0.1:{decoy_port}");
+    let ports = format!("[{decoy_port}]");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BASE_URL", base.as_str()),
+            ("PLAZA_APP_NAME", "Viewer Test"),
+            ("PLAZA_LINK_PREVIEW_ALLOW_PRIVATE", "true"),
+            ("PLAZA_LINK_PREVIEW_ALLOWED_PORTS", ports.as_str()),
+        ],
+    )
+    .await;
+    server.wait_for_log("base_url names a loopback port this server does not listen on");
+
+    for url in [
+        "/og-image-viewer?quote=Hi&author=Me".to_owned(),
+        format!("{base}/og-image-viewer?quote=Hi&author=Me"),
+    ] {
+        let (status, body) = preview(&server, &url).await;
+        assert_eq!(status, 200, "{url}: {body}");
+        assert_eq!(body["title"], "Viewer Test");
+        assert!(
+            body["image"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{base}/api/og-image?")),
+            "{body}"
+        );
+        assert_eq!(body["url"], url);
+    }
+    let (status, body) = preview(&server, "/no-such-page").await;
+    assert_eq!(
+        (status, body["details"].as_str()),
+        (502, Some("404 Not Found"))
+    );
+    let (status, _) = preview(&server, &format!("{base}/api/version")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        contacted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the base URL's port was contacted"
+    );
+}
+
+#[tokio::test]
+async fn refusals_and_fetch_failures_do_not_describe_the_network() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let (status, body) = preview(&server, "http://localhost/").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["details"], "localhost is not a public address");
+    assert!(!body.to_string().contains("127.0.0.1"), "{body}");
+
+    let closed = free_port();
+    let ports = format!("[{closed}]");
+    let open = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_LINK_PREVIEW_ALLOW_PRIVATE", "true"),
+            ("PLAZA_LINK_PREVIEW_ALLOWED_PORTS", ports.as_str()),
+        ],
+    )
+    .await;
+    let (status, body) = preview(&open, &format!("http://127.0.0.1:{closed}/")).await;
+    assert_eq!(status, 502);
+    assert_eq!(body["error"], "Failed to fetch link preview");
+    assert_eq!(body["details"], "could not connect to the target");
+    open.wait_for_log("link preview fetch failed");
+}
+
+#[tokio::test]
+async fn previews_beyond_the_concurrency_limit_are_503_with_retry_after() {
+    // A target that accepts and never answers holds the only slot.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site = format!("http://{}", silent.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(tokio::sync::Notify::new());
+    let notify = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+            notify.notify_one();
+        }
+    });
+    let mut env: Vec<(&str, String)> = reach(&site).into();
+    env.push(("PLAZA_LINK_PREVIEW_MAX_CONCURRENT", "1".to_owned()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = TestServer::start_with(Backend::Sqlite, &env).await;
+    let first = {
+        let request = server
+            .client
+            .get(server.url("/api/link-preview"))
+            .query(&[("url", format!("{site}/slow"))]);
+        tokio::spawn(request.send())
+    };
+    accepted.notified().await;
+    let response = server
+        .client
+        .get(server.url("/api/link-preview"))
+        .query(&[("url", format!("{site}/other"))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "2");
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"].is_string() && body["details"].is_string(),
+        "{body}"
+    );
+    first.abort();
+}

@@ -1,5 +1,8 @@
 //! Plaza's middleware stack around test-only routes, in-process: panics,
-//! malformed bodies and timeouts get the surface's error shape.
+//! malformed bodies and timeouts get the surface's error shape; and the
+//! hardening headers, in-process and on the real pages.
+
+mod common;
 
 use std::time::Duration;
 
@@ -246,4 +249,89 @@ async fn only_allowed_origins_may_call_with_credentials() {
 fn assert_allows_with_credentials(headers: &reqwest::header::HeaderMap, origin: &str) {
     assert_eq!(headers["access-control-allow-origin"], origin);
     assert_eq!(headers["access-control-allow-credentials"], "true");
+}
+
+#[tokio::test]
+async fn every_answer_is_nosniff_and_html_cannot_be_framed() {
+    let routes = test_routes()
+        .route(
+            "/page",
+            get(|| async { axum::response::Html("<!doctype html><p>hi</p>") }),
+        )
+        .route(
+            "/own-policy",
+            get(|| async {
+                (
+                    [(
+                        "content-security-policy",
+                        "frame-ancestors https://a.example",
+                    )],
+                    axum::response::Html("<p>framed by a.example</p>"),
+                )
+            }),
+        );
+    let base = serve(routes, Settings::default()).await;
+    let get = |path: &str| client().get(format!("{base}{path}")).send();
+    for path in ["/page", "/api/panic"] {
+        let response = get(path).await.unwrap();
+        assert_eq!(
+            response.headers()["x-content-type-options"],
+            "nosniff",
+            "{path}"
+        );
+    }
+    let json = client()
+        .post(format!("{base}/api/echo"))
+        .json(&json!({"name": "a", "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json.headers()["x-content-type-options"], "nosniff");
+    assert!(!json.headers().contains_key("x-frame-options"));
+    assert!(!json.headers().contains_key("content-security-policy"));
+
+    let page = get("/page").await.unwrap();
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
+    assert_eq!(
+        page.headers()["content-security-policy"],
+        "frame-ancestors 'none'"
+    );
+    let own = get("/own-policy").await.unwrap();
+    let policies: Vec<_> = own
+        .headers()
+        .get_all("content-security-policy")
+        .iter()
+        .collect();
+    assert_eq!(policies, ["frame-ancestors https://a.example"]);
+}
+
+#[tokio::test]
+async fn the_real_html_pages_cannot_be_framed() {
+    let server = common::TestServer::start(common::Backend::Sqlite).await;
+    for path in [
+        "/api/auth/signin",
+        "/api/auth/signout",
+        "/og-image-viewer?quote=Hi&author=Me",
+        "/api/swagger/",
+    ] {
+        let response = server.get(path).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let headers = response.headers();
+        assert!(
+            headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{path}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(
+            headers["content-security-policy"], "frame-ancestors 'none'",
+            "{path}"
+        );
+    }
+    let health = server.get("/api/health").await;
+    assert_eq!(health.headers()["x-content-type-options"], "nosniff");
+    assert!(!health.headers().contains_key("x-frame-options"));
 }

@@ -2,10 +2,14 @@
 //! with every content coding, redirects, headers, status mapping, non-HTML
 //! targets, body limits and timeouts.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use plaza_link_preview::{FetchConfig, PreviewClient, PreviewError, StaticResolver};
+use plaza_link_preview::{
+    FetchConfig, InternalFetch, InternalPage, InternalPages, PreviewClient, PreviewError,
+    StaticResolver,
+};
 use url::Url;
 
 use crate::support::{TestServer, load_fixtures};
@@ -117,7 +121,7 @@ async fn non_2xx_is_a_fetch_failure_with_the_status_text() {
 }
 
 #[tokio::test]
-async fn connection_refused_is_a_fetch_failure() {
+async fn connection_refused_is_a_fetch_failure_without_the_error_chain() {
     // Bind and drop a listener to get a port with nothing behind it.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -134,8 +138,13 @@ async fn connection_refused_is_a_fetch_failure() {
         .preview(&format!("http://127.0.0.1:{port}/"), &base())
         .await
         .expect_err("refused");
-    assert!(matches!(err, PreviewError::Fetch(_)), "{err:?}");
+    assert!(matches!(err, PreviewError::Connect(_)), "{err:?}");
     assert_eq!(err.status(), 502);
+    assert_eq!(err.details(), "could not connect to the target");
+    assert!(
+        err.to_string().to_lowercase().contains("refused"),
+        "the log text keeps the cause: {err}"
+    );
 }
 
 #[tokio::test]
@@ -207,36 +216,168 @@ async fn dripping_server_times_out() {
     assert!(matches!(err, PreviewError::Timeout(_)), "{err:?}");
 }
 
+/// In-process pages of the own origin, counting what is asked for.
+#[derive(Default)]
+struct Pages {
+    asked: Mutex<Vec<String>>,
+}
+
+impl InternalPages for Pages {
+    fn get<'a>(&'a self, path_and_query: &'a str, _max_body: usize) -> InternalFetch<'a> {
+        self.asked
+            .lock()
+            .expect("lock")
+            .push(path_and_query.to_owned());
+        let page = match path_and_query {
+            "/about?lang=en" => InternalPage {
+                status: 200,
+                content_type: Some("text/html; charset=utf-8".to_owned()),
+                body: b"<html><head><title>About us</title><meta property=og:image content=/logo.png></head></html>".to_vec(),
+                ..InternalPage::default()
+            },
+            "/moved" => InternalPage {
+                status: 302,
+                location: Some("http://169.254.169.254/latest/meta-data/".to_owned()),
+                ..InternalPage::default()
+            },
+            "/to-api" => InternalPage {
+                status: 302,
+                location: Some("/api/link-preview?url=/about".to_owned()),
+                ..InternalPage::default()
+            },
+            _ => InternalPage {
+                status: 404,
+                ..InternalPage::default()
+            },
+        };
+        Box::pin(async move { Some(page) })
+    }
+}
+
+/// A listener that counts connections and never answers: the own origin
+/// of these tests, which must never be contacted over the network.
+async fn counting_listener() -> (Url, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base =
+        Url::parse(&format!("http://{}", listener.local_addr().expect("addr"))).expect("url");
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (base, count)
+}
+
 #[tokio::test]
-async fn internal_links_resolve_against_the_base_url() {
-    let server = TestServer::start().await;
-    // The application's own origin is trusted even with private targets
-    // off and its port not in the allow-list.
-    let client = PreviewClient::new(FetchConfig::default()).expect("client");
-    let base = Url::parse(&server.origin()).expect("base");
+async fn internal_links_are_answered_in_process_never_over_the_network() {
+    let (base, connections) = counting_listener().await;
+    let pages = Arc::new(Pages::default());
+    // Private targets and the base URL's port allowed: the network path to
+    // the own origin would be open if it were taken.
+    let config = FetchConfig {
+        allow_private: true,
+        allowed_ports: vec![base.port().expect("port")],
+        ..FetchConfig::default()
+    };
+    let client = PreviewClient::new(config.clone())
+        .expect("client")
+        .with_internal_pages(pages.clone());
     let p = client
-        .preview("/pages/blog-standard-only.html", &base)
+        .preview("/about?lang=en", &base)
         .await
         .expect("internal");
-    assert_eq!(p.title, "Notes on building a tiny static site generator");
-    assert_eq!(p.url, "/pages/blog-standard-only.html");
-    // `//host` is not internal: it leaves the origin and is checked.
-    let err = client
-        .preview("//10.0.0.1/x", &base)
+    assert_eq!(p.title, "About us");
+    assert_eq!(p.image, format!("{}logo.png", base.as_str()));
+    assert_eq!(p.url, "/about?lang=en");
+    // The absolute form on the same origin is internal too.
+    let absolute = format!("{}about?lang=en", base.as_str());
+    let p = client.preview(&absolute, &base).await.expect("absolute");
+    assert_eq!(p.title, "About us");
+    // A missing page is the target's non-2xx answer.
+    let err = client.preview("/nothing", &base).await.expect_err("404");
+    assert_eq!(
+        (err.status(), err.details()),
+        (502, "404 Not Found".to_owned())
+    );
+    // A redirect out of the own origin is checked like any target.
+    let strict = PreviewClient::new(FetchConfig::default())
+        .expect("client")
+        .with_internal_pages(pages.clone());
+    let err = strict
+        .preview("/moved", &base)
         .await
-        .expect_err("scheme-relative");
+        .expect_err("redirect out");
     assert!(
         matches!(err, PreviewError::AddressRefused { .. }),
         "{err:?}"
     );
-    // A redirect from the trusted origin to a private address is checked.
-    let err = client
-        .preview(
-            "/redirect?to=http://169.254.169.254/latest/meta-data/",
-            &base,
-        )
+    // Without the hook the own origin fails; it is still not fetched.
+    let bare = PreviewClient::new(config).expect("client");
+    let err = bare
+        .preview("/about?lang=en", &base)
         .await
-        .expect_err("redirect out");
+        .expect_err("no hook");
+    assert!(matches!(err, PreviewError::Connect(_)), "{err:?}");
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        0,
+        "the own origin was contacted"
+    );
+    assert_eq!(
+        pages.asked.lock().expect("lock").as_slice(),
+        ["/about?lang=en", "/about?lang=en", "/nothing", "/moved"]
+    );
+}
+
+#[tokio::test]
+async fn the_own_api_is_refused_before_anything_is_asked() {
+    let server = TestServer::start().await;
+    let (base, connections) = counting_listener().await;
+    let pages = Arc::new(Pages::default());
+    let client = PreviewClient::new(FetchConfig {
+        allow_private: true,
+        allowed_ports: vec![base.port().expect("port"), server.port()],
+        ..FetchConfig::default()
+    })
+    .expect("client")
+    .with_internal_pages(pages.clone());
+    let nested = format!(
+        "/api/link-preview?url={}",
+        "/api/link-preview?url=".repeat(50)
+    );
+    let from_elsewhere = format!(
+        "{}/redirect?to={}api/version",
+        server.origin(),
+        base.as_str()
+    );
+    for url in [
+        nested.clone(),
+        format!("{}api/link-preview?url=/", base.as_str()),
+        "/API/link-preview".to_owned(),
+        "/%61pi/link-preview".to_owned(),
+        // A redirect hop landing on the own API, from elsewhere or in process.
+        from_elsewhere,
+        "/to-api".to_owned(),
+    ] {
+        let err = client.preview(&url, &base).await.expect_err(&url);
+        assert!(matches!(err, PreviewError::OwnApi), "{url}: {err:?}");
+        assert_eq!(err.status(), 400);
+        assert_eq!(err.error(), "URL not allowed");
+        assert_eq!(err.details(), "the service's own API is not previewed");
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 0);
+    assert_eq!(pages.asked.lock().expect("lock").as_slice(), ["/to-api"]);
+    // `//host` is not internal: it leaves the origin and is checked.
+    let strict = PreviewClient::new(FetchConfig::default()).expect("client");
+    let err = strict
+        .preview("//10.0.0.1/x", &base)
+        .await
+        .expect_err("scheme-relative");
     assert!(
         matches!(err, PreviewError::AddressRefused { .. }),
         "{err:?}"

@@ -24,6 +24,22 @@ fn assert_refused(result: Result<plaza_link_preview::LinkPreview, PreviewError>,
         Err(err @ PreviewError::AddressRefused { .. }) => {
             assert_eq!(err.status(), 400, "{what}");
             assert_eq!(err.error(), "URL not allowed", "{what}");
+            // Anonymous callers do not learn what a name resolves to.
+            let details = err.details();
+            assert!(
+                details.ends_with(" is not a public address"),
+                "{what}: {details}"
+            );
+            let PreviewError::AddressRefused { addr, .. } = &err else {
+                unreachable!()
+            };
+            let host = details.trim_end_matches(" is not a public address");
+            assert!(
+                host.parse::<IpAddr>().ok() == Some(*addr)
+                    || host.trim_matches(['[', ']']).parse::<IpAddr>().ok() == Some(*addr)
+                    || !details.contains(&addr.to_string()),
+                "{what}: {details}"
+            );
         }
         other => panic!("{what}: expected a refusal, got {other:?}"),
     }

@@ -1,11 +1,19 @@
 //! Link preview: metadata of a URL, fetched through the guarded client of
-//! `plaza-link-preview`.
+//! `plaza-link-preview`; the service's own pages are answered in process by
+//! [`OwnPages`].
 
+use std::sync::{OnceLock, Weak};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use plaza_link_preview::{LinkPreview, PreviewError};
+use futures_util::StreamExt;
+use plaza_link_preview::{InternalFetch, InternalPage, InternalPages, LinkPreview, PreviewError};
 use serde::{Deserialize, Serialize};
+use tower::ServiceExt;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -50,9 +58,13 @@ impl From<LinkPreview> for LinkPreviewView {
     }
 }
 
+/// How long a request waits for a free preview slot before 503.
+const SLOT_WAIT: Duration = Duration::from_secs(2);
+
 /// Title, description and image of a page: Open Graph, then Twitter cards,
 /// then standard tags, then microdata. Only public http(s) targets on
-/// allowed ports are fetched; nothing is cached or stored.
+/// allowed ports are fetched; the service's own pages are read in process
+/// and its API (`/api/…`) is not previewed. Nothing is cached or stored.
 #[utoipa::path(
     get,
     path = "/api/link-preview",
@@ -60,14 +72,46 @@ impl From<LinkPreview> for LinkPreviewView {
     params(LinkPreviewQuery),
     responses(
         (status = 200, description = "The preview", body = LinkPreviewView),
-        (status = 400, description = "Missing or malformed URL, or a target that is not allowed", body = PlainError),
+        (status = 400, description = "Missing or malformed URL, or a target that is not allowed (a non-public address, a port not allowed, the service's own API)", body = PlainError),
+        (status = 403, description = "The request comes from a link preview (a preview of a preview)", body = PlainError),
         (status = 502, description = "The target could not be fetched (timeout, non-2xx, too many redirects)", body = PlainError),
+        (status = 503, description = "Too many previews in progress; retry after the `Retry-After` seconds", body = PlainError,
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn link_preview(
     State(state): State<AppState>,
+    headers: HeaderMap,
     AppQuery(query): AppQuery<LinkPreviewQuery>,
 ) -> Result<Response, AppError> {
+    if headers
+        .get(header::USER_AGENT)
+        .is_some_and(is_link_preview_agent)
+    {
+        return Err(AppError::Titled {
+            status: StatusCode::FORBIDDEN,
+            title: "Request not allowed",
+            details: "link previews are not made for a link preview".to_owned(),
+        });
+    }
+    let slot = match state.link_preview_slots.try_acquire() {
+        Ok(slot) => Ok(slot),
+        Err(_) => tokio::time::timeout(SLOT_WAIT, state.link_preview_slots.acquire())
+            .await
+            .map_err(|_| ())
+            .and_then(|acquired| acquired.map_err(|_| ())),
+    };
+    let Ok(_slot) = slot else {
+        let mut busy = AppError::Titled {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            title: "Link preview unavailable",
+            details: "too many link previews in progress; retry shortly".to_owned(),
+        }
+        .into_response();
+        busy.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        return Ok(busy);
+    };
     let url = query.url.unwrap_or_default();
     let preview = state
         .link_preview
@@ -77,10 +121,128 @@ pub async fn link_preview(
     Ok((no_store_headers(), AppJson(LinkPreviewView::from(preview))).into_response())
 }
 
+/// Whether a user agent is a Plaza link preview's (`<app>-LinkPreview/1.0`,
+/// whatever the app name): such a request is another preview's fetch, of
+/// this server through a name that is not its base URL or of another
+/// instance, and answering it could loop between them.
+fn is_link_preview_agent(value: &HeaderValue) -> bool {
+    value
+        .as_bytes()
+        .get(..value.len().saturating_sub(b"-LinkPreview/1.0".len()))
+        .is_some_and(|app| !app.is_empty() && !app.contains(&b' '))
+        && value.as_bytes().ends_with(b"-LinkPreview/1.0")
+}
+
+/// The client's error, with the full cause (resolved addresses, error
+/// chains) in the log only: the answer carries [`PreviewError::details`].
 fn preview_error(error: PreviewError) -> AppError {
+    match &error {
+        PreviewError::Connect(_) | PreviewError::Read(_) => {
+            tracing::warn!(%error, "link preview fetch failed");
+        }
+        _ => tracing::debug!(%error, "link preview refused or failed"),
+    }
     AppError::Titled {
         status: StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_GATEWAY),
         title: error.error(),
         details: error.details(),
+    }
+}
+
+/// The service's own pages for link previews, answered by the app's router
+/// in process (through the whole middleware stack, as a request from
+/// outside would be). Holds the router weakly: the router holds the state
+/// that holds this, and a strong reference would keep both alive forever.
+pub struct OwnPages {
+    router: OnceLock<Weak<Router>>,
+    /// Sent with every in-process request, as over the network, so the
+    /// link-preview route refuses it even if it were ever reached.
+    user_agent: HeaderValue,
+}
+
+impl OwnPages {
+    /// Pages asked for with `user_agent`; answered once [`OwnPages::set`]
+    /// has given the router.
+    pub fn new(user_agent: &str) -> Self {
+        OwnPages {
+            router: OnceLock::new(),
+            user_agent: HeaderValue::from_str(user_agent)
+                .unwrap_or(HeaderValue::from_static("Plaza-LinkPreview/1.0")),
+        }
+    }
+
+    /// Makes `router` the one answering; called once the app is built.
+    /// Later calls are ignored.
+    pub fn set(&self, router: &std::sync::Arc<Router>) {
+        let _ = self.router.set(std::sync::Arc::downgrade(router));
+    }
+}
+
+impl InternalPages for OwnPages {
+    fn get<'a>(&'a self, path_and_query: &'a str, max_body: usize) -> InternalFetch<'a> {
+        Box::pin(async move {
+            let router = self.router.get().and_then(Weak::upgrade)?;
+            let request = Request::get(path_and_query)
+                .header(header::USER_AGENT, self.user_agent.clone())
+                .header(
+                    header::ACCEPT,
+                    "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
+                )
+                .body(Body::empty())
+                .ok()?;
+            let response = match (*router).clone().oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            let (parts, body) = response.into_parts();
+            let header = |name| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|value: &HeaderValue| value.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let mut page = InternalPage {
+                status: parts.status.as_u16(),
+                content_type: header(header::CONTENT_TYPE),
+                location: header(header::LOCATION),
+                body: Vec::new(),
+            };
+            let mut stream = body.into_data_stream();
+            while page.body.len() < max_body {
+                let Some(Ok(chunk)) = stream.next().await else {
+                    break;
+                };
+                let room = max_body - page.body.len();
+                page.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Some(page)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_preview_agents_are_recognised() {
+        for agent in ["Plaza-LinkPreview/1.0", "Agora-LinkPreview/1.0"] {
+            assert!(
+                is_link_preview_agent(&HeaderValue::from_static(agent)),
+                "{agent}"
+            );
+        }
+        for agent in [
+            "-LinkPreview/1.0",
+            "Mozilla/5.0 (X11) Plaza-LinkPreview/1.0",
+            "Plaza-LinkPreview/1.1",
+            "curl/8.0",
+        ] {
+            assert!(
+                !is_link_preview_agent(&HeaderValue::from_static(agent)),
+                "{agent}"
+            );
+        }
     }
 }

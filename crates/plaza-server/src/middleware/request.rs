@@ -1,6 +1,7 @@
 //! The per-request work every route shares, done in one hand-written layer:
 //! request id, tracing span, CORS, the cross-origin write check, the request
-//! timeout, panic recovery, error rendering per surface and metrics.
+//! timeout, panic recovery, error rendering per surface, hardening headers
+//! and metrics.
 //!
 //! One layer instead of nine (`tower_http`'s request id, trace, timeout,
 //! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
@@ -17,7 +18,10 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderName, HeaderValue};
+use axum::http::header::{
+    CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use rand::RngCore;
@@ -150,6 +154,7 @@ where
                 let headers = response.headers_mut();
                 headers.insert(REQUEST_ID.clone(), id);
                 shared.cors.decorate(headers, origin);
+                harden(headers);
                 let elapsed = started.elapsed();
                 metrics::record(
                     route.as_ref().map_or("unmatched", MatchedPath::as_str),
@@ -166,6 +171,27 @@ where
             }
             .instrument(span),
         )
+    }
+}
+
+/// Headers that keep browsers from misusing an answer: no content-type
+/// sniffing on any response (a JSON body or an uploaded file is never run
+/// as a script or page), and for HTML pages (sign-in, sign-out, the share
+/// image viewer, Swagger UI) no framing by other sites (clickjacking of
+/// the sign-in form). A page that sets its own `Content-Security-Policy`
+/// keeps it.
+fn harden(headers: &mut HeaderMap) {
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let html = headers
+        .get(CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
+    if html {
+        headers
+            .entry(X_FRAME_OPTIONS)
+            .or_insert(HeaderValue::from_static("DENY"));
+        headers
+            .entry(CONTENT_SECURITY_POLICY)
+            .or_insert(HeaderValue::from_static("frame-ancestors 'none'"));
     }
 }
 
