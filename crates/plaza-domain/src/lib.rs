@@ -14,6 +14,7 @@ pub mod auth_state;
 pub mod db;
 pub mod error;
 pub mod flag;
+pub mod jobs;
 pub mod listing;
 pub mod policy;
 pub mod posts;

@@ -85,8 +85,7 @@ impl Server {
     ) -> std::io::Result<()> {
         let state = self.state.clone();
         let stop_background = CancellationToken::new();
-        spawn_janitor(&state, stop_background.clone());
-        spawn_metrics_upkeep(&state, stop_background.clone());
+        crate::jobs::spawn_all(&state, stop_background.clone());
         let limits = crate::serve::Limits {
             header_read_timeout: Duration::from_secs(state.settings.header_read_timeout_secs),
             idle_timeout: Duration::from_secs(state.settings.idle_timeout_secs),
@@ -135,50 +134,6 @@ fn warn_about_base_url(settings: &Settings, bound: SocketAddr) {
             "base_url names a loopback port this server does not listen on; set base_url (PLAZA_BASE_URL) to the public address"
         );
     }
-}
-
-/// How often expired sessions, OAuth attempts and revocations are deleted.
-const JANITOR_INTERVAL: Duration = Duration::from_secs(600);
-
-/// How often recorded latencies are folded into the histograms.
-const METRICS_UPKEEP_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The Prometheus recorder keeps every recorded latency until it is folded
-/// into its histogram, which otherwise happens only when `/api/metrics` is
-/// read: without a scraper that grew memory by about 20 bytes a request
-/// (24 MB per 1.2 million requests, measured).
-fn spawn_metrics_upkeep(state: &AppState, stop: CancellationToken) {
-    let metrics = state.metrics.clone();
-    state.background.spawn(async move {
-        let mut interval = tokio::time::interval(METRICS_UPKEEP_INTERVAL);
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => break,
-                _ = interval.tick() => metrics.run_upkeep(),
-            }
-        }
-    });
-}
-
-/// Periodic clean-up, tracked as background work so shutdown waits for a
-/// pass in progress.
-fn spawn_janitor(state: &AppState, stop: CancellationToken) {
-    let db = state.db.clone();
-    let failure_window = i64::try_from(state.settings.sign_in_lockout_secs)
-        .unwrap_or(i64::MAX / 1000)
-        .saturating_mul(1000);
-    state.background.spawn(async move {
-        let mut interval = tokio::time::interval(JANITOR_INTERVAL);
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => break,
-                _ = interval.tick() => match db.purge_expired_security_state(failure_window).await {
-                    Ok(removed) => tracing::debug!(removed, "purged expired security state"),
-                    Err(error) => tracing::warn!(%error, "could not purge expired security state"),
-                },
-            }
-        }
-    });
 }
 
 /// Completes on SIGINT or SIGTERM. The handlers are installed when this is

@@ -40,6 +40,9 @@ pub struct Shared {
     pub own_pages: Arc<OwnPages>,
     pub metrics: PrometheusHandle,
     pub started_at: Instant,
+    /// This process among the instances sharing the database: the owner of
+    /// the job runs it claims.
+    pub instance_id: String,
     /// Work that outlives its request (analytics writes, cleanup). Shutdown
     /// waits for it, so nothing accepted is lost.
     pub background: TaskTracker,
@@ -80,6 +83,7 @@ impl AppState {
             quotes,
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),
+            instance_id: crate::auth::tokens::random_token(),
             background: TaskTracker::new(),
         })))
     }
