@@ -70,32 +70,19 @@ pub async fn set_status(
         .ok_or_else(|| format!("no user with email {}", args.email))?;
     let before = user.status;
     let user_id = user.id();
-    state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                users::set_status(tx, user_id, status).await?;
-                let action = if status == UserStatus::Banned {
-                    "user.ban"
-                } else {
-                    "user.status.update"
-                };
-                audit::record(
-                    tx,
-                    &AuditContext::command_line(),
-                    AuditAction {
-                        action,
-                        target_type: "user",
-                        target_id: Some(user_id.to_string()),
-                        changes: json!({"status": audit::change(before.as_str(), status.as_str())}),
-                    },
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .map_err(|error| error.to_string())?;
+    let action = if status == UserStatus::Banned {
+        "user.ban"
+    } else {
+        "user.status.update"
+    };
+    apply_audited(
+        state,
+        user_id,
+        CommandChange::Status(status),
+        action,
+        json!({"status": audit::change(before.as_str(), status.as_str())}),
+    )
+    .await?;
     eprintln!("{} is now {}", user.row.email, status.as_str());
     Ok(())
 }
@@ -116,27 +103,14 @@ pub async fn set_role(state: &AppState, args: RoleArgs) -> Result<(), String> {
         .ok_or_else(|| format!("no user with email {}", args.email))?;
     let before = user.role;
     let user_id = user.id();
-    state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                users::set_role(tx, user_id, role).await?;
-                audit::record(
-                    tx,
-                    &AuditContext::command_line(),
-                    AuditAction {
-                        action: "user.role.update",
-                        target_type: "user",
-                        target_id: Some(user_id.to_string()),
-                        changes: json!({"role": audit::change(before.as_str(), role.as_str())}),
-                    },
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .map_err(|error| error.to_string())?;
+    apply_audited(
+        state,
+        user_id,
+        CommandChange::Role(role),
+        "user.role.update",
+        json!({"role": audit::change(before.as_str(), role.as_str())}),
+    )
+    .await?;
     eprintln!("{} now has role {}", user.row.email, role.as_str());
     Ok(())
 }
@@ -176,26 +150,14 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
         "permissions": claims.permissions,
         "expiresAt": claims.exp,
     });
-    state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                audit::record(
-                    tx,
-                    &AuditContext::command_line(),
-                    AuditAction {
-                        action: "admin_token.mint",
-                        target_type: "user",
-                        target_id: Some(user_id.to_string()),
-                        changes: minted,
-                    },
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .map_err(|error| error.to_string())?;
+    apply_audited(
+        state,
+        user_id,
+        CommandChange::Nothing,
+        "admin_token.mint",
+        minted,
+    )
+    .await?;
     println!("{token}");
     Ok(())
 }
@@ -228,4 +190,48 @@ pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// What a command changes on a user, besides its audit entry.
+enum CommandChange {
+    Status(UserStatus),
+    Role(Role),
+    /// The entry alone (a minted token changes nothing stored).
+    Nothing,
+}
+
+/// Applies `change` to the user and records it (actor: the command line) in
+/// one unit of work.
+async fn apply_audited(
+    state: &AppState,
+    user_id: i64,
+    change: CommandChange,
+    action: &'static str,
+    changes: serde_json::Value,
+) -> Result<(), String> {
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                match change {
+                    CommandChange::Status(status) => users::set_status(tx, user_id, status).await?,
+                    CommandChange::Role(role) => users::set_role(tx, user_id, role).await?,
+                    CommandChange::Nothing => {}
+                }
+                audit::record(
+                    tx,
+                    &AuditContext::command_line(),
+                    AuditAction {
+                        action,
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes,
+                    },
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .map_err(|error| error.to_string())
 }

@@ -153,31 +153,23 @@ async fn a_unit_of_work_failing_before_its_commit_leaves_nothing(backend: Backen
     let target = server.create_user("target@example.com", PASSWORD, "user");
     let db = server.domain().await;
     let before = db.audit_entries(100).await.unwrap().len();
-    let outcome: Result<(), DomainError> = db
-        .write(|tx| {
-            Box::pin(async move {
-                users::set_role(tx, target, Role::Admin).await?;
-                audit::record(
-                    tx,
-                    &AuditContext::command_line(),
-                    AuditAction {
-                        action: "user.role.update",
-                        target_type: "user",
-                        target_id: Some(target.to_string()),
-                        changes: json!({}),
-                    },
-                )
-                .await?;
-                Err(DomainError::Conflict(
-                    "failed after the change, before the commit".to_owned(),
-                ))
-            })
-        })
-        .await;
-    assert!(outcome.is_err());
+    let failing = promote_and_record(&db, target, true).await;
+    assert!(failing.is_err());
     assert_eq!(db.user_by_id(target).await.unwrap().role, Role::User);
     assert_eq!(db.audit_entries(100).await.unwrap().len(), before);
     // The same work that returns Ok commits both.
+    promote_and_record(&db, target, false).await.unwrap();
+    assert_eq!(db.user_by_id(target).await.unwrap().role, Role::Admin);
+    assert_eq!(db.audit_entries(100).await.unwrap().len(), before + 1);
+}
+
+/// Makes `target` an admin and records it in one unit of work, which fails
+/// after both writes and before its commit when `fail` is set.
+async fn promote_and_record(
+    db: &plaza_domain::Database,
+    target: i64,
+    fail: bool,
+) -> Result<(), DomainError> {
     db.write(|tx| {
         Box::pin(async move {
             users::set_role(tx, target, Role::Admin).await?;
@@ -192,11 +184,13 @@ async fn a_unit_of_work_failing_before_its_commit_leaves_nothing(backend: Backen
                 },
             )
             .await?;
+            if fail {
+                return Err(DomainError::Conflict(
+                    "failed after the change, before the commit".to_owned(),
+                ));
+            }
             Ok(())
         })
     })
     .await
-    .unwrap();
-    assert_eq!(db.user_by_id(target).await.unwrap().role, Role::Admin);
-    assert_eq!(db.audit_entries(100).await.unwrap().len(), before + 1);
 }

@@ -72,7 +72,7 @@ async fn every_operation_keeps_the_documented_contract(backend: Backend) {
         .await;
         assert_eq!(status, 201, "{body}");
     }
-    let token = mint(&server, "contract@example.com", "admin:super");
+    let token = server.mint("contract@example.com", "admin:super");
     // schemathesis keeps state in its working directory: a scratch one.
     let scratch = tempfile::tempdir().unwrap();
     let run = |operations: Vec<String>| {
@@ -120,7 +120,7 @@ async fn every_operation_keeps_the_documented_contract(backend: Backend) {
     let scrape = server
         .client
         .get(server.url("/api/metrics"))
-        .bearer_auth(mint(&server, "metrics@example.com", "admin:read"))
+        .bearer_auth(server.mint("metrics@example.com", "admin:read"))
         .send()
         .await
         .unwrap();
@@ -140,14 +140,4 @@ async fn every_operation_keeps_the_documented_contract(backend: Backend) {
         String::from_utf8_lossy(&lint.stdout),
         String::from_utf8_lossy(&lint.stderr)
     );
-}
-
-fn mint(server: &TestServer, email: &str, permissions: &str) -> String {
-    let output = server.cli(&["token", "--email", email, "--permissions", permissions]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::fake_idp::{
-    FakeIdp, begin_provider_sign_in, cookie_pair, location, open_callback, provider_round_trip,
+    FakeIdp, begin_provider_sign_in, location, open_callback, provider_round_trip,
 };
 use common::{Backend, PASSWORD, TestServer, session_cookie};
 use serde_json::{Value, json};
@@ -160,17 +160,7 @@ async fn a_burst_of_parallel_guesses_gets_the_one_by_one_limit(backend: Backend)
 async fn sign_in_never_redirects_off_the_site(backend: Backend) {
     let (server, idp) = provider_server(backend, &[]).await;
     server.create_user("form@example.com", PASSWORD, "user");
-    let csrf = server
-        .client
-        .get(server.url("/api/auth/csrf"))
-        .send()
-        .await
-        .unwrap();
-    let csrf_cookie = cookie_pair(&csrf, "plaza_csrf").unwrap();
-    let token = csrf.json::<Value>().await.unwrap()["csrfToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (csrf_cookie, token) = server.csrf().await;
     let cases = [
         ("/\t/evil.example", "/"),
         ("/\\evil.example", "/"),
@@ -276,7 +266,7 @@ async fn control_characters_in_identity_fields_are_refused_or_dropped(backend: B
 async fn demoted_admins_tokens_lose_what_the_role_no_longer_allows(backend: Backend) {
     let server = TestServer::start(backend).await;
     server.create_user("chief@example.com", PASSWORD, "super_admin");
-    let token = mint(&server, "chief@example.com", "admin:super");
+    let token = server.mint("chief@example.com", "admin:super");
     let metrics = |token: String| {
         let request = server
             .client
@@ -364,17 +354,6 @@ async fn emails_fold_ascii_case_only(backend: Backend) {
     );
     let body: Value = ascii.json().await.unwrap();
     assert_eq!(body["email"], "kim@example.com");
-}
-
-/// Mints an admin token from the command line.
-fn mint(server: &TestServer, email: &str, permissions: &str) -> String {
-    let output = server.cli(&["token", "--email", email, "--permissions", permissions]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 /// Peak resident memory of a process, in MiB.
@@ -493,17 +472,7 @@ async fn form_sign_in_caps_the_password_length() {
     let server =
         TestServer::start_with(Backend::Sqlite, &[("PLAZA_SIGN_IN_MAX_FAILURES", "1")]).await;
     server.create_user("x@example.com", PASSWORD, "user");
-    let csrf = server
-        .client
-        .get(server.url("/api/auth/csrf"))
-        .send()
-        .await
-        .unwrap();
-    let csrf_cookie = cookie_pair(&csrf, "plaza_csrf").unwrap();
-    let token = csrf.json::<Value>().await.unwrap()["csrfToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (csrf_cookie, token) = server.csrf().await;
     let long = "p".repeat(300);
     for _ in 0..3 {
         let answer = server

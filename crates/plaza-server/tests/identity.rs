@@ -146,7 +146,7 @@ async fn banning_revokes_sessions_and_tokens_at_once(backend: Backend) {
     let server = TestServer::start(backend).await;
     server.create_user("boss@example.com", PASSWORD, "admin");
     let cookie = server.sign_in("boss@example.com", PASSWORD).await;
-    let token = mint(&server, "boss@example.com", "admin:read");
+    let token = server.mint("boss@example.com", "admin:read");
     assert_eq!(metrics_with(&server, &token).await.status(), 200);
     let output = server.cli(&["user", "ban", "--email", "boss@example.com"]);
     assert!(
@@ -394,26 +394,6 @@ async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
     assert!(body["message"].is_string());
 }
 
-fn mint(server: &TestServer, email: &str, permissions: &str) -> String {
-    let output = server.cli(&[
-        "token",
-        "--email",
-        email,
-        "--permissions",
-        permissions,
-        "--ttl",
-        "10m",
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert_eq!(stdout.lines().count(), 1, "only the token on stdout");
-    stdout.trim().to_owned()
-}
-
 async fn metrics_with(server: &TestServer, token: &str) -> reqwest::Response {
     server
         .client
@@ -539,7 +519,7 @@ async fn bad_tokens_are_refused_with_the_spec_codes(backend: Backend) {
     assert_eq!(metrics_with(&server, &valid).await.status(), 401);
 
     // Demotion stops a token at once.
-    let fresh = mint(&server, "root@example.com", "admin:read");
+    let fresh = server.mint("root@example.com", "admin:read");
     assert_eq!(metrics_with(&server, &fresh).await.status(), 200);
     let output = server.cli(&[
         "user",
@@ -582,17 +562,17 @@ async fn access_matrix(backend: Backend) {
         (
             "admin:read",
             Some(server.sign_in("reader@example.com", PASSWORD).await),
-            Some(mint(&server, "reader@example.com", "admin:read")),
+            Some(server.mint("reader@example.com", "admin:read")),
         ),
         (
             "admin:super",
             Some(server.sign_in("super@example.com", PASSWORD).await),
-            Some(mint(&server, "super@example.com", "admin:super")),
+            Some(server.mint("super@example.com", "admin:super")),
         ),
         (
             "banned",
             Some(server.sign_in("banned@example.com", PASSWORD).await),
-            Some(mint(&server, "banned@example.com", "admin:read")),
+            Some(server.mint("banned@example.com", "admin:read")),
         ),
     ];
     assert!(
@@ -730,18 +710,7 @@ async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
 async fn form_sign_in_needs_the_csrf_token(backend: Backend) {
     let server = TestServer::start(backend).await;
     server.create_user("form@example.com", PASSWORD, "user");
-    let csrf = server.get("/api/auth/csrf").await;
-    let csrf_cookie = csrf.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let token = csrf.json::<Value>().await.unwrap()["csrfToken"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (csrf_cookie, token) = server.csrf().await;
     let without = server
         .client
         .post(server.url("/api/auth/signin"))

@@ -319,6 +319,39 @@ impl TestServer {
             .expect("user id")
     }
 
+    /// Mints an admin token for `email` from the command line.
+    pub fn mint(&self, email: &str, permissions: &str) -> String {
+        let output = self.cli(&["token", "--email", email, "--permissions", permissions]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// A CSRF token for form posts: (the `plaza_csrf=…` cookie pair, the token).
+    pub async fn csrf(&self) -> (String, String) {
+        let answer = self
+            .client
+            .get(self.url("/api/auth/csrf"))
+            .send()
+            .await
+            .expect("GET /api/auth/csrf");
+        let cookie = answer
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find(|value| value.starts_with("plaza_csrf="))
+            .and_then(|value| value.split(';').next())
+            .expect("a CSRF cookie")
+            .to_owned();
+        let body: serde_json::Value = answer.json().await.expect("JSON body");
+        let token = body["csrfToken"].as_str().expect("csrfToken").to_owned();
+        (cookie, token)
+    }
+
     /// GETs `path` with a `Cookie` header and parses the JSON answer.
     pub async fn get_json_as(&self, path: &str, cookie: &str) -> serde_json::Value {
         self.client
