@@ -193,8 +193,17 @@ impl Settings {
                     problem: format!("file {} does not exist", path.display()),
                 });
             }
-            Some(path) => figment = figment.merge(Toml::file_exact(path)),
-            None => figment = figment.merge(Toml::file("plaza.toml")),
+            Some(path) => {
+                check_keys(path, Toml::file_exact(path))?;
+                figment = figment.merge(Toml::file_exact(path));
+            }
+            None => {
+                let default = Path::new("plaza.toml");
+                if default.exists() {
+                    check_keys(default, Toml::file(default))?;
+                }
+                figment = figment.merge(Toml::file(default));
+            }
         }
         let figment = figment.merge(Env::prefixed(ENV_PREFIX).filter(|key| {
             // PLAZA_CONFIG names the file itself and PLAZA_TEST_* belong to the
@@ -334,6 +343,26 @@ impl Settings {
     pub fn base_origin(&self) -> String {
         self.base_url.origin().ascii_serialization()
     }
+}
+
+/// A key of the settings file that no setting has (a misspelling would
+/// otherwise be ignored silently, leaving the default in force) stops
+/// start-up, naming it.
+fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsError> {
+    let known = match serde_json::to_value(Settings::default()) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => return Ok(()),
+    };
+    let data = figment::Provider::data(&file).map_err(figment_error)?;
+    for key in data.values().flat_map(|dict| dict.keys()) {
+        if !known.contains_key(key) {
+            return Err(SettingsError {
+                setting: format!("`{key}` (in {})", path.display()),
+                problem: "there is no such setting (misspelled?); the README lists them".to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn figment_error(error: figment::Error) -> SettingsError {

@@ -355,6 +355,42 @@ fn config_file_values_are_overridden_by_the_environment() {
 }
 
 #[test]
+fn a_misspelled_key_in_the_settings_file_stops_start_up_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("plaza.toml");
+    std::fs::write(&config, "signup = false\nmetrics_pubilc = true\n").unwrap();
+    let output = plaza_command(&[(
+        "PLAZA_DATA_DIR".to_owned(),
+        dir.path().display().to_string(),
+    )])
+    .args(["--config", config.to_str().unwrap(), "migrate"])
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`metrics_pubilc`"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Provider tables are settings too.
+    std::fs::write(
+        &config,
+        "[[auth_providers]]\nid = \"github\"\nclient_id = \"x\"\n",
+    )
+    .unwrap();
+    let output = plaza_command(&[(
+        "PLAZA_DATA_DIR".to_owned(),
+        dir.path().display().to_string(),
+    )])
+    .args(["--config", config.to_str().unwrap(), "migrate"])
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
 fn an_unreachable_database_at_start_is_a_clear_error() {
     // Nothing listens on port 9 of loopback.
     let output = plaza_command(&[
