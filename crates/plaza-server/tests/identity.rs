@@ -110,6 +110,12 @@ async fn repeated_failures_are_refused_for_a_while(backend: Backend) {
         429,
         "even the right password waits out the lockout"
     );
+    let retry_after: u64 = locked.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=900).contains(&retry_after), "{retry_after}");
     let body: Value = locked.json().await.unwrap();
     assert_eq!(body["error"]["code"], "RATE_LIMITED");
     // When the window has passed, the right password works again.

@@ -76,7 +76,10 @@ pub async fn sign_in_with_password(
         None => 0,
     };
     if account_attempts > max || address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR) {
-        return Err(AppError::RateLimited);
+        // The window ends at most this long from now.
+        return Err(AppError::RateLimited {
+            retry_after_secs: settings.sign_in_lockout_secs,
+        });
     }
     let user = state.db.user_by_email(email).await?;
     let hash = user

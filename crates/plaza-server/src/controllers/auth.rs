@@ -172,7 +172,7 @@ pub async fn signin_with_credentials(
                 Err(AppError::InvalidCredentials) => {
                     Redirect::to(&signin_error_url(&callback, "credentials")).into_response()
                 }
-                Err(AppError::RateLimited) => {
+                Err(AppError::RateLimited { .. }) => {
                     Redirect::to(&signin_error_url(&callback, "too_many_attempts")).into_response()
                 }
                 Err(other) => return Err(other),

@@ -1,0 +1,77 @@
+//! The error bodies of each surface, for the OpenAPI document.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The general error shape.
+#[derive(Serialize, ToSchema)]
+pub struct GeneralError {
+    pub error: GeneralErrorBody,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct GeneralErrorBody {
+    /// e.g. `VALIDATION_ERROR`, `NOT_FOUND`, `UNAUTHORIZED`.
+    pub code: String,
+    pub message: String,
+    pub details: Option<FieldDetails>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FieldDetails {
+    pub field: String,
+    pub reason: String,
+}
+
+/// The versioned admin error shape.
+#[derive(Serialize, ToSchema)]
+pub struct AdminV1Error {
+    /// Always false.
+    pub success: bool,
+    pub error: AdminV1ErrorBody,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AdminV1ErrorBody {
+    pub code: String,
+    pub message: String,
+    /// With `INSUFFICIENT_ADMIN_PERMISSIONS`.
+    #[serde(rename = "requiredPermission")]
+    pub required_permission: Option<String>,
+    /// With `RESOURCE_LOCKED`.
+    #[serde(rename = "lockedBy")]
+    pub locked_by: Option<String>,
+    #[serde(rename = "lockedAt")]
+    pub locked_at: Option<String>,
+}
+
+/// The unversioned admin error shape.
+#[derive(Serialize, ToSchema)]
+pub struct AdminError {
+    pub error: String,
+    /// A string, or for invalid query parameters an array of issues
+    /// (`code`, `expected`, `received`, `path`, `message`).
+    #[schema(value_type = Object)]
+    pub details: Option<serde_json::Value>,
+}
+
+/// The upload error shape.
+#[derive(Serialize, ToSchema)]
+pub struct UploadError {
+    pub error: String,
+    pub message: String,
+}
+
+/// The link preview and version error shape.
+#[derive(Serialize, ToSchema)]
+pub struct PlainError {
+    pub error: String,
+    pub details: String,
+}
+
+/// The generated-image error shape.
+#[derive(Serialize, ToSchema)]
+pub struct ImageError {
+    pub error: String,
+    pub status: u16,
+}

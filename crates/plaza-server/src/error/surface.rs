@@ -1,0 +1,262 @@
+//! Rendering an [`ErrorReport`] in the body shape of the surface that
+//! answers (SPEC.md "Errors").
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::ErrorReport;
+
+/// The API surfaces of SPEC.md, each with its own error body shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// `{error: {code, message, details: {field, reason}}}`
+    General,
+    /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`.
+    VersionedAdmin,
+    /// `{error: string, details: string | array}` under `/api/admin`.
+    UnversionedAdmin,
+    /// `{error: string, message: string, …extra}` for uploads.
+    Upload,
+    /// `{error: string, details: string}` for link preview and version.
+    Plain,
+    /// `{error: string, status: number}` for generated images.
+    Image,
+}
+
+impl Surface {
+    /// The surface a request path belongs to: the one table that decides it.
+    pub fn for_path(path: &str) -> Surface {
+        let under = |prefix: &str| {
+            path.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        if under("/api/v1/admin") {
+            Surface::VersionedAdmin
+        } else if under("/api/admin") {
+            Surface::UnversionedAdmin
+        } else if under("/api/upload") || under("/api/emojis/custom") {
+            Surface::Upload
+        } else if under("/api/link-preview") || under("/api/version") {
+            Surface::Plain
+        } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
+        {
+            Surface::Image
+        } else {
+            Surface::General
+        }
+    }
+
+    /// The status this surface answers for `status`: the generated-image
+    /// and unversioned admin surfaces have no 422 in their contracts
+    /// (SPEC.md, DECISIONS.md), so invalid input is 400 there.
+    pub fn status_for(self, status: u16) -> u16 {
+        match (self, status) {
+            (Surface::Image | Surface::UnversionedAdmin, 422) => 400,
+            _ => status,
+        }
+    }
+
+    /// The OpenAPI component describing this surface's error body.
+    pub fn error_schema_name(self) -> &'static str {
+        match self {
+            Surface::General => "GeneralError",
+            Surface::VersionedAdmin => "AdminV1Error",
+            Surface::UnversionedAdmin => "AdminError",
+            Surface::Upload => "UploadError",
+            Surface::Plain => "PlainError",
+            Surface::Image => "ImageError",
+        }
+    }
+
+    /// The JSON body for `report` on this surface.
+    pub fn render(self, report: &ErrorReport) -> Value {
+        let surface = if report.general_only {
+            Surface::General
+        } else {
+            self
+        };
+        let first_field = report.fields.first();
+        match surface {
+            Surface::General => {
+                let mut error = Map::new();
+                error.insert("code".into(), json!(report.code));
+                error.insert("message".into(), json!(report.message));
+                if let Some(field) = first_field {
+                    error.insert(
+                        "details".into(),
+                        json!({"field": field.field, "reason": field.reason}),
+                    );
+                }
+                error.extend(report.extra.clone());
+                json!({ "error": error })
+            }
+            Surface::VersionedAdmin => {
+                let mut error = Map::new();
+                error.insert("code".into(), json!(report.code));
+                error.insert("message".into(), json!(report.message));
+                if let Some(field) = first_field {
+                    error.insert("field".into(), json!(field.field));
+                    error.insert("details".into(), json!(report.fields));
+                }
+                error.extend(report.extra.clone());
+                json!({ "success": false, "error": error })
+            }
+            Surface::UnversionedAdmin => {
+                let title = unversioned_admin_title(report);
+                if report.fields.is_empty() {
+                    json!({ "error": title, "details": report.message })
+                } else {
+                    let issues: Vec<Value> = report
+                        .fields
+                        .iter()
+                        .map(|field| {
+                            json!({
+                                "code": field.kind,
+                                "expected": field.expected,
+                                "received": field.received,
+                                "path": field.field.split('.').collect::<Vec<_>>(),
+                                "message": field.reason,
+                            })
+                        })
+                        .collect();
+                    json!({ "error": title, "details": issues })
+                }
+            }
+            Surface::Upload => {
+                let mut body = Map::new();
+                body.insert("error".into(), json!(upload_title(report)));
+                body.insert("message".into(), json!(report.message));
+                body.extend(report.extra.clone());
+                Value::Object(body)
+            }
+            Surface::Plain => json!({ "error": plain_title(report), "details": report.message }),
+            Surface::Image => json!({
+                "error": report.message,
+                "status": self.status_for(report.status.as_u16()),
+            }),
+        }
+    }
+}
+
+fn unversioned_admin_title(report: &ErrorReport) -> &'static str {
+    match report.code {
+        "VALIDATION_ERROR" | "BAD_REQUEST" => "Invalid query parameters",
+        "UNAUTHORIZED" => "Unauthorized",
+        "FORBIDDEN" | "INSUFFICIENT_ADMIN_PERMISSIONS" => "Insufficient permissions",
+        "RATE_LIMITED" => "Rate limit exceeded",
+        "NOT_FOUND" => "Not found",
+        "SERVER_ERROR" | "SERVICE_UNAVAILABLE" => "Failed to fetch users",
+        _ => "Request failed",
+    }
+}
+
+fn upload_title(report: &ErrorReport) -> &'static str {
+    if let Some(title) = report.title {
+        return title;
+    }
+    match report.code {
+        "UNAUTHORIZED" => "Authentication required",
+        "PAYLOAD_TOO_LARGE" => "File too large",
+        "SERVER_ERROR" | "SERVICE_UNAVAILABLE" => "Upload failed",
+        "RATE_LIMITED" => "Rate limit exceeded",
+        _ => "Invalid request",
+    }
+}
+
+fn plain_title(report: &ErrorReport) -> String {
+    if let Some(title) = report.title {
+        return title.to_owned();
+    }
+    match report.code {
+        "SERVER_ERROR" => "Internal server error".to_owned(),
+        "RATE_LIMITED" => "Rate limit exceeded".to_owned(),
+        _ => report
+            .status
+            .canonical_reason()
+            .unwrap_or("Request failed")
+            .to_owned(),
+    }
+}
+
+/// Renders `report` for `surface` into a complete response.
+pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Response) -> Response {
+    let body = surface.render(report);
+    let status = if report.general_only {
+        report.status
+    } else {
+        StatusCode::from_u16(surface.status_for(report.status.as_u16())).unwrap_or(report.status)
+    };
+    let mut rendered = (status, Json(body)).into_response();
+    // Keep headers the framework set for this error (e.g. `Allow` on 405).
+    for (name, value) in response.headers_mut().drain() {
+        if let Some(name) = name
+            && name != axum::http::header::CONTENT_TYPE
+            && name != axum::http::header::CONTENT_LENGTH
+        {
+            rendered.headers_mut().insert(name, value);
+        }
+    }
+    rendered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::AppError;
+
+    #[test]
+    fn surfaces_follow_path_prefixes_not_substrings() {
+        assert_eq!(
+            Surface::for_path("/api/v1/admin/users"),
+            Surface::VersionedAdmin
+        );
+        assert_eq!(
+            Surface::for_path("/api/admin/users"),
+            Surface::UnversionedAdmin
+        );
+        assert_eq!(Surface::for_path("/api/administrators"), Surface::General);
+        assert_eq!(Surface::for_path("/api/upload/image"), Surface::Upload);
+        assert_eq!(Surface::for_path("/api/version"), Surface::Plain);
+        assert_eq!(Surface::for_path("/api/avatar-image"), Surface::Image);
+        assert_eq!(Surface::for_path("/api/posts"), Surface::General);
+    }
+
+    #[test]
+    fn validation_errors_carry_field_and_reason_in_the_general_shape() {
+        let report = ErrorReport::from(&AppError::invalid("limit", "must be at most 100"));
+        let body = Surface::General.render(&report);
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+        assert_eq!(body["error"]["details"]["field"], "limit");
+        assert_eq!(body["error"]["details"]["reason"], "must be at most 100");
+    }
+
+    #[test]
+    fn admin_permission_errors_name_the_missing_permission() {
+        let error = AppError::InsufficientAdminPermissions {
+            required: "admin:write",
+        };
+        let body = Surface::VersionedAdmin.render(&ErrorReport::from(&error));
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+        assert_eq!(body["error"]["requiredPermission"], "admin:write");
+    }
+
+    #[test]
+    fn internal_causes_never_reach_the_body() {
+        let report = ErrorReport::from(&AppError::internal("password=hunter2 in query"));
+        for surface in [Surface::General, Surface::VersionedAdmin, Surface::Plain] {
+            let body = surface.render(&report).to_string();
+            assert!(!body.contains("hunter2"), "{body}");
+        }
+    }
+
+    #[test]
+    fn unknown_routes_answer_in_the_general_shape_everywhere() {
+        let report = ErrorReport::from(&AppError::RouteNotFound);
+        let body = Surface::VersionedAdmin.render(&report);
+        assert_eq!(body["error"]["code"], "NOT_FOUND");
+        assert!(body.get("success").is_none());
+    }
+}
