@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Backend, TestServer, plaza_command};
+use common::{As, Backend, TestServer, plaza_command};
 use serde_json::Value;
 
 on_both_databases!(
@@ -100,11 +100,8 @@ async fn unknown_routes_are_404_in_the_general_shape(backend: Backend) {
 async fn wrong_methods_are_405_with_allow(backend: Backend) {
     let server = TestServer::start(backend).await;
     let response = server
-        .client
-        .delete(server.url("/api/health"))
-        .send()
-        .await
-        .unwrap();
+        .send(As::Anonymous, "DELETE", "/api/health", None)
+        .await;
     assert_eq!(response.status(), 405);
     assert!(
         response.headers()["allow"]
@@ -116,11 +113,8 @@ async fn wrong_methods_are_405_with_allow(backend: Backend) {
     assert_eq!(body["error"]["code"], "METHOD_NOT_ALLOWED");
     // The version surface has its own shape.
     let response = server
-        .client
-        .post(server.url("/api/version"))
-        .send()
-        .await
-        .unwrap();
+        .send(As::Anonymous, "POST", "/api/version", None)
+        .await;
     assert_eq!(response.status(), 405);
     let body: Value = response.json().await.unwrap();
     assert!(

@@ -8,7 +8,7 @@ mod common;
 use common::fake_idp::{
     FakeIdp, begin_provider_sign_in, location, open_callback, provider_round_trip,
 };
-use common::{Backend, PASSWORD, TestServer, session_cookie};
+use common::{As, Backend, PASSWORD, TestServer, session_cookie};
 use serde_json::{Value, json};
 
 on_both_databases!(
@@ -32,12 +32,8 @@ async fn provider_server(backend: Backend, env: &[(&str, &str)]) -> (TestServer,
 
 async fn sign_up(server: &TestServer, body: Value) -> reqwest::Response {
     server
-        .client
-        .post(server.url("/api/users"))
-        .json(&body)
-        .send()
+        .send(As::Anonymous, "POST", "/api/users", Some(&body))
         .await
-        .unwrap()
 }
 
 async fn a_sign_up_with_someone_elses_email_never_captures_their_provider_sign_in(
@@ -236,12 +232,13 @@ async fn control_characters_in_identity_fields_are_refused_or_dropped(backend: B
         assert_eq!(error["error"]["details"]["field"], field, "{body}");
     }
     let nul_sign_in = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .json(&json!({"email": "a\u{0}b@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/auth/signin",
+            Some(&json!({"email": "a\u{0}b@example.com", "password": PASSWORD})),
+        )
+        .await;
     assert_eq!(nul_sign_in.status(), 401);
 
     // A provider's profile gets the rules of user input.

@@ -4,7 +4,7 @@
 mod common;
 
 use common::fake_idp::{self, FakeIdp, begin_provider_sign_in, location, open_callback};
-use common::{Backend, TEST_JWT_SECRET, TestServer, session_cookie};
+use common::{As, Backend, TEST_JWT_SECRET, TestServer, session_cookie};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -34,12 +34,15 @@ const PASSWORD: &str = "correct horse battery";
 async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
     let server = TestServer::start(backend).await;
     let created = server
-        .client
-        .post(server.url("/api/users"))
-        .json(&json!({"email": "Ada@Example.com", "password": PASSWORD, "name": "Ada Lovelace"}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/users",
+            Some(
+                &json!({"email": "Ada@Example.com", "password": PASSWORD, "name": "Ada Lovelace"}),
+            ),
+        )
+        .await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let user: Value = created.json().await.unwrap();
     assert_eq!(user["email"], "ada@example.com");
@@ -53,12 +56,8 @@ async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
     assert!(session["expires"].is_string());
 
     let signed_out = server
-        .client
-        .post(server.url("/api/auth/signout"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(As::Session(&cookie), "POST", "/api/auth/signout", None)
+        .await;
     assert_eq!(signed_out.status(), 200);
     let after: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(after, json!({}), "the old cookie no longer works");
@@ -70,12 +69,13 @@ async fn wrong_password_and_unknown_email_answer_alike(backend: Backend) {
     let mut answers = Vec::new();
     for email in ["known@example.com", "unknown@example.com"] {
         let response = server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .json(&json!({"email": email, "password": "not the password"}))
-            .send()
-            .await
-            .unwrap();
+            .send(
+                As::Anonymous,
+                "POST",
+                "/api/auth/signin",
+                Some(&json!({"email": email, "password": "not the password"})),
+            )
+            .await;
         assert_eq!(response.status(), 401);
         assert!(session_cookie(&response).is_none());
         answers.push(response.text().await.unwrap());
@@ -90,21 +90,23 @@ async fn repeated_failures_are_refused_for_a_while(backend: Backend) {
     server.create_user("target@example.com", PASSWORD, "user");
     for _ in 0..3 {
         let response = server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .json(&json!({"email": "target@example.com", "password": "guess"}))
-            .send()
-            .await
-            .unwrap();
+            .send(
+                As::Anonymous,
+                "POST",
+                "/api/auth/signin",
+                Some(&json!({"email": "target@example.com", "password": "guess"})),
+            )
+            .await;
         assert_eq!(response.status(), 401);
     }
     let locked = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .json(&json!({"email": "target@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/auth/signin",
+            Some(&json!({"email": "target@example.com", "password": PASSWORD})),
+        )
+        .await;
     assert_eq!(
         locked.status(),
         429,
@@ -130,21 +132,13 @@ async fn expired_sessions_end(backend: Backend) {
     server.create_user("brief@example.com", PASSWORD, "user");
     let cookie = server.sign_in("brief@example.com", PASSWORD).await;
     let accounts = server
-        .client
-        .get(server.url("/api/auth/accounts"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(As::Session(&cookie), "GET", "/api/auth/accounts", None)
+        .await;
     assert_eq!(accounts.status(), 200);
     server.sql("UPDATE sessions SET expires_at = 1").await;
     let accounts = server
-        .client
-        .get(server.url("/api/auth/accounts"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(As::Session(&cookie), "GET", "/api/auth/accounts", None)
+        .await;
     assert_eq!(accounts.status(), 401);
 }
 
@@ -164,12 +158,13 @@ async fn banning_revokes_sessions_and_tokens_at_once(backend: Backend) {
     assert_eq!(session, json!({}));
     assert_eq!(metrics_with(&server, &token).await.status(), 401);
     let again = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .json(&json!({"email": "boss@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/auth/signin",
+            Some(&json!({"email": "boss@example.com", "password": PASSWORD})),
+        )
+        .await;
     assert_eq!(again.status(), 401, "banned users cannot sign in");
 }
 
@@ -359,12 +354,13 @@ async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
     idp.set_profile(json!({"sub": "only", "email": "only@idp.example", "email_verified": true}));
     let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
     let refused = server
-        .client
-        .delete(server.url("/api/auth/accounts/fake"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Session(&cookie),
+            "DELETE",
+            "/api/auth/accounts/fake",
+            None,
+        )
+        .await;
     assert_eq!(refused.status(), 409);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "CONFLICT");
@@ -375,12 +371,13 @@ async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
             .contains("last way to sign in")
     );
     let missing = server
-        .client
-        .delete(server.url("/api/auth/accounts/github"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Session(&cookie),
+            "DELETE",
+            "/api/auth/accounts/github",
+            None,
+        )
+        .await;
     assert_eq!(missing.status(), 404);
 
     // A user with a password may unlink the provider.
@@ -388,12 +385,13 @@ async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
     idp.set_profile(json!({"sub": "both", "email": "both@example.com", "email_verified": true}));
     let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
     let unlinked = server
-        .client
-        .delete(server.url("/api/auth/accounts/fake"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Session(&cookie),
+            "DELETE",
+            "/api/auth/accounts/fake",
+            None,
+        )
+        .await;
     assert_eq!(unlinked.status(), 200);
     let body: Value = unlinked.json().await.unwrap();
     assert_eq!(body["provider"], "fake");
@@ -416,13 +414,13 @@ async fn admins_exchange_sessions_for_tokens(backend: Backend) {
     server.create_user("member@example.com", PASSWORD, "user");
     let admin = server.sign_in("admin@example.com", PASSWORD).await;
     let issued = server
-        .client
-        .post(server.url("/api/auth/token"))
-        .header("cookie", &admin)
-        .json(&json!({"permissions": ["admin:read"]}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Session(&admin),
+            "POST",
+            "/api/auth/token",
+            Some(&json!({"permissions": ["admin:read"]})),
+        )
+        .await;
     assert_eq!(issued.status(), 200);
     let body: Value = issued.json().await.unwrap();
     assert_eq!(body["permissions"], json!(["admin:read"]));
@@ -431,29 +429,22 @@ async fn admins_exchange_sessions_for_tokens(backend: Backend) {
     assert_eq!(metrics_with(&server, token).await.status(), 200);
 
     let too_much = server
-        .client
-        .post(server.url("/api/auth/token"))
-        .header("cookie", &admin)
-        .json(&json!({"permissions": ["admin:super"]}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Session(&admin),
+            "POST",
+            "/api/auth/token",
+            Some(&json!({"permissions": ["admin:super"]})),
+        )
+        .await;
     assert_eq!(too_much.status(), 403, "admins cannot mint admin:super");
     let member = server.sign_in("member@example.com", PASSWORD).await;
     let refused = server
-        .client
-        .post(server.url("/api/auth/token"))
-        .header("cookie", &member)
-        .send()
-        .await
-        .unwrap();
+        .send(As::Session(&member), "POST", "/api/auth/token", None)
+        .await;
     assert_eq!(refused.status(), 403);
     let anonymous = server
-        .client
-        .post(server.url("/api/auth/token"))
-        .send()
-        .await
-        .unwrap();
+        .send(As::Anonymous, "POST", "/api/auth/token", None)
+        .await;
     assert_eq!(anonymous.status(), 401);
 }
 
@@ -666,12 +657,8 @@ async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
     ];
     for (body, field) in cases {
         let response = server
-            .client
-            .post(server.url("/api/users"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+            .send(As::Anonymous, "POST", "/api/users", Some(&body))
+            .await;
         assert_eq!(response.status(), 422, "{body}");
         let error: Value = response.json().await.unwrap();
         assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
@@ -696,20 +683,22 @@ async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
         .unwrap();
     assert_eq!(not_json.status(), 415);
     let first = server
-        .client
-        .post(server.url("/api/users"))
-        .json(&json!({"email": "dup@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/users",
+            Some(&json!({"email": "dup@example.com", "password": PASSWORD})),
+        )
+        .await;
     assert_eq!(first.status(), 201);
     let second = server
-        .client
-        .post(server.url("/api/users"))
-        .json(&json!({"email": "DUP@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+        .send(
+            As::Anonymous,
+            "POST",
+            "/api/users",
+            Some(&json!({"email": "DUP@example.com", "password": PASSWORD})),
+        )
+        .await;
     assert_eq!(second.status(), 409);
 }
 

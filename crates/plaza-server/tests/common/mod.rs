@@ -57,6 +57,16 @@ pub async fn post(server: &TestServer, cookie: &str, body: serde_json::Value) ->
     created["id"].as_str().expect("post id").to_owned()
 }
 
+/// Whom a request of [`TestServer::send`] comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum As<'a> {
+    Anonymous,
+    /// A `Cookie` header value holding a session.
+    Session(&'a str),
+    /// An admin JWT, sent as `Authorization: Bearer`.
+    Token(&'a str),
+}
+
 /// The database a test runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -265,6 +275,29 @@ impl TestServer {
             .send()
             .await
             .expect("request")
+    }
+
+    /// One request as `who`, with an optional JSON body: the test layer's
+    /// single way to act as anonymous, a session or an admin token.
+    pub async fn send(
+        &self,
+        who: As<'_>,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .client
+            .request(method.parse().expect("method"), self.url(path));
+        match who {
+            As::Anonymous => {}
+            As::Session(cookie) => request = request.header("cookie", cookie),
+            As::Token(token) => request = request.bearer_auth(token),
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request.send().await.expect("request")
     }
 
     /// Runs a `plaza` subcommand against this server's database and settings.
