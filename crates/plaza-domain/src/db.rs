@@ -243,6 +243,11 @@ impl Database {
         self.backend
     }
 
+    /// The SQL fragments that differ between the engines.
+    pub(crate) fn dialect(&self) -> crate::dialect::Dialect {
+        crate::dialect::Dialect(self.backend)
+    }
+
     pub fn pool_stats(&self) -> PoolStats {
         PoolStats {
             size: self.pool.size(),

@@ -12,6 +12,7 @@ pub mod admin_principal;
 pub mod audit;
 pub mod auth_state;
 pub mod db;
+mod dialect;
 pub mod error;
 pub mod flag;
 pub mod jobs;

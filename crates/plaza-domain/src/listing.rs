@@ -7,8 +7,6 @@ use sqlx::Any;
 use sqlx::any::AnyArguments;
 use sqlx::query::QueryAs;
 
-use crate::Backend;
-
 /// Sort direction of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
@@ -89,30 +87,6 @@ pub(crate) fn bind_all<'q, O>(
         };
     }
     query
-}
-
-/// The rows of `source` (a subquery aliased `p`) as one JSON text: an array
-/// of `element` (a `json_array(…)` of columns), in `order`. A page read
-/// this way crosses from the database in one value instead of one message
-/// per row, which is most of the cost of a page on SQLite.
-pub(crate) fn json_rows(backend: Backend, element: &str, order: &str, source: &str) -> String {
-    match backend {
-        Backend::Sqlite => {
-            format!("(SELECT json_group_array({element} ORDER BY {order}) FROM {source})")
-        }
-        Backend::Postgres => format!(
-            "(SELECT CAST(COALESCE(json_agg({element} ORDER BY {order}), '[]'::json) AS TEXT) \
-             FROM {source})"
-        ),
-    }
-}
-
-/// `json_array` on SQLite, `json_build_array` on PostgreSQL.
-pub(crate) fn json_array(backend: Backend, items: &str) -> String {
-    match backend {
-        Backend::Sqlite => format!("json_array({items})"),
-        Backend::Postgres => format!("json_build_array({items})"),
-    }
 }
 
 /// A flag inside JSON built by the database: `true`/`false` from

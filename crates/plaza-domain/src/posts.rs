@@ -13,9 +13,8 @@ use sqlx::{Connection, FromRow};
 
 use serde::Deserialize;
 
-use crate::listing::{
-    Arg, Args, JsonFlag, Page, SortOrder, bind_all, json_array, json_rows, where_clause,
-};
+use crate::dialect::Dialect;
+use crate::listing::{Arg, Args, JsonFlag, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
 use crate::users::Role;
 use crate::{Backend, Database, DomainError, Flag};
@@ -448,7 +447,7 @@ impl PostQuery {
     }
 
     /// An SQL expression for the page as one JSON text (see
-    /// [`json_rows`]).
+    /// [`Dialect::json_rows`]).
     fn page_sql(&self, backend: Backend, viewer: Viewer, page: Page, args: &mut Args) -> String {
         let (from, mut conditions) = self.selection(args);
         conditions.extend(visibility(viewer, args));
@@ -459,12 +458,7 @@ impl PostQuery {
             where_clause(&conditions),
             self.order_by()
         );
-        json_rows(
-            backend,
-            &post_json(backend, "listed"),
-            &self.page_order(),
-            &source,
-        )
+        Dialect(backend).json_rows(&post_json(backend, "listed"), &self.page_order(), &source)
     }
 }
 
@@ -493,7 +487,7 @@ fn visibility(viewer: Viewer, args: &mut Args) -> Option<String> {
 
 /// A post (columns of `alias`) as a JSON array, in [`POST_COLUMNS`] order.
 pub(crate) fn post_json(backend: Backend, alias: &str) -> String {
-    json_array(backend, &POST_COLUMNS.replace("p.", &format!("{alias}.")))
+    Dialect(backend).json_array(&POST_COLUMNS.replace("p.", &format!("{alias}.")))
 }
 
 /// A post as [`post_json`] writes it.
@@ -543,7 +537,7 @@ impl TryFrom<PostJson> for Post {
     }
 }
 
-/// Reads a page written by [`json_rows`]; a page that does not parse is a
+/// Reads a page written by [`Dialect::json_rows`]; a page that does not parse is a
 /// bug, reported as a decoding error.
 pub(crate) fn parse_json_page<T: serde::de::DeserializeOwned>(
     json: &str,
@@ -801,21 +795,19 @@ impl Database {
         sql: &str,
         args: Vec<Arg>,
     ) -> Result<Vec<String>, DomainError> {
-        match self.backend() {
-            Backend::Sqlite => {
-                let rows: Vec<(i64, i64, i64, String)> =
-                    bind_all(sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}")), args)
-                        .fetch_all(&mut *self.lease().await?)
-                        .await?;
-                Ok(rows.into_iter().map(|(_, _, _, detail)| detail).collect())
-            }
-            Backend::Postgres => {
-                let rows: Vec<(String,)> =
-                    bind_all(sqlx::query_as(&format!("EXPLAIN {sql}")), args)
-                        .fetch_all(&mut *self.lease().await?)
-                        .await?;
-                Ok(rows.into_iter().map(|(line,)| line).collect())
-            }
+        let dialect = self.dialect();
+        let explain = dialect.explain(sql);
+        let mut lease = self.lease().await?;
+        if dialect.plan_has_detail_column() {
+            let rows: Vec<(i64, i64, i64, String)> = bind_all(sqlx::query_as(&explain), args)
+                .fetch_all(&mut *lease)
+                .await?;
+            Ok(rows.into_iter().map(|(_, _, _, detail)| detail).collect())
+        } else {
+            let rows: Vec<(String,)> = bind_all(sqlx::query_as(&explain), args)
+                .fetch_all(&mut *lease)
+                .await?;
+            Ok(rows.into_iter().map(|(line,)| line).collect())
         }
     }
 }

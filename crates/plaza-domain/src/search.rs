@@ -22,10 +22,11 @@
 
 use sqlx::FromRow;
 
-use crate::listing::{Arg, Args, Page, bind_all, json_array, json_rows};
+use crate::dialect::FullTextSearch;
+use crate::listing::{Arg, Args, Page, bind_all};
 use crate::posts::{PUBLIC_SQL, Post, PostJson, Viewer, parse_json_page, post_json};
 use crate::users::{USER_COLUMNS, User, UserRow};
-use crate::{Backend, Database, DomainError};
+use crate::{Database, DomainError};
 
 /// Most characters in a query.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -34,8 +35,6 @@ pub const MAX_TERMS: usize = 12;
 /// How many of the newest matches are ranked; results past it are not
 /// served (see the module documentation).
 pub const SEARCH_WINDOW: i64 = 200;
-/// Words of a query whose presence in the title is scored on SQLite.
-const SCORED_WORDS: usize = 4;
 /// Words of a content snippet.
 const SNIPPET_WORDS: usize = 24;
 /// The longest word that is always a prefix while typed: FTS5's prefix
@@ -46,7 +45,7 @@ const CHEAP_PREFIX_CHARS: usize = 3;
 /// A parsed query: lower-case words of letters and digits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchTerms {
-    words: Vec<String>,
+    pub(crate) words: Vec<String>,
     /// Whether the last word is still being typed (no space after it) and
     /// may match longer words.
     typing: bool,
@@ -92,7 +91,7 @@ impl SearchTerms {
     /// An FTS5 query: every word quoted (so no word is an operator), all
     /// required, the last one a prefix when `prefix`; `columns` restricts it
     /// to some columns (`{title}`).
-    fn fts5(&self, words: &[String], prefix: bool, columns: Option<&str>) -> String {
+    pub(crate) fn fts5(&self, words: &[String], prefix: bool, columns: Option<&str>) -> String {
         let body = self.rendered(words, prefix, |word| format!("\"{word}\""), "*", " ");
         match columns {
             Some(columns) => format!("{{{columns}}} : ({body})"),
@@ -101,7 +100,7 @@ impl SearchTerms {
     }
 
     /// A `to_tsquery` text: every word quoted as a lexeme, all required.
-    fn tsquery(&self, prefix: bool) -> String {
+    pub(crate) fn tsquery(&self, prefix: bool) -> String {
         self.rendered(&self.words, prefix, |word| format!("'{word}'"), ":*", " & ")
     }
 
@@ -350,7 +349,7 @@ impl Database {
     }
 
     /// The statement of one run of [`Database::search_posts`]: candidates
-    /// and the page as JSON (see [`json_rows`]).
+    /// and the page as JSON (see [`crate::dialect::Dialect::json_rows`]).
     fn search_posts_sql(
         &self,
         terms: &SearchTerms,
@@ -371,53 +370,25 @@ impl Database {
             Viewer::Moderator(_) => String::new(),
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
-        let hits = match backend {
-            Backend::Sqlite => {
-                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
-                let mut score = vec!["0".to_owned()];
-                for word in terms.words.iter().take(SCORED_WORDS) {
-                    let in_title = args.push(Arg::Text(terms.fts5(
-                        std::slice::from_ref(word),
-                        prefix,
-                        Some("title"),
-                    )));
-                    score.push(format!(
-                        "2 * (r.id IN (SELECT rowid FROM posts_fts \
-                         WHERE posts_fts MATCH {in_title} AND rowid >= (SELECT MIN(id) FROM recent)))"
-                    ));
-                    let tag = args.push(Arg::Text(format!("% {word} %")));
-                    score.push(format!("((' ' || p.tags || ' ') LIKE {tag})"));
-                }
-                format!(
-                    "recent AS ( \
-                       SELECT posts_fts.rowid AS id FROM posts_fts \
-                       JOIN posts p ON p.id = posts_fts.rowid \
-                       WHERE posts_fts MATCH {query}{visibility} \
-                       ORDER BY posts_fts.rowid DESC LIMIT {SEARCH_WINDOW}), \
-                     hits AS ( \
-                       SELECT r.id AS id, lower(p.title) = {exact} AS exact, \
-                         CAST({} AS DOUBLE PRECISION) AS score \
-                       FROM recent r JOIN posts p ON p.id = r.id)",
-                    score.join(" + ")
-                )
-            }
-            Backend::Postgres => {
-                let query = args.push(Arg::Text(terms.tsquery(prefix)));
-                let tsquery = format!("to_tsquery('simple', {query})");
-                format!(
-                    "hits AS ( \
-                       SELECT p.id, lower(p.title) = {exact} AS exact, \
-                         CAST(ts_rank(p.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
-                       FROM posts p WHERE p.search_vector @@ {tsquery}{visibility} \
-                       ORDER BY p.id DESC LIMIT {SEARCH_WINDOW})"
-                )
-            }
-        };
+        let exact = format!("lower(p.title) = {exact}");
+        let hits = self.dialect().full_text_hits(
+            &FullTextSearch {
+                table: "posts",
+                alias: "p",
+                bonus_columns: "title",
+                tag_bonus: true,
+                visibility: &visibility,
+                exact: &exact,
+            },
+            terms,
+            prefix,
+            &mut args,
+        );
         let limit = args.push(Arg::Int(page.limit + 1));
         let offset = args.push(Arg::Int(page.offset));
-        let element = json_array(backend, &format!("{}, page.score", post_json(backend, "p")));
-        let rows = json_rows(
-            backend,
+        let dialect = self.dialect();
+        let element = dialect.json_array(&format!("{}, page.score", post_json(backend, "p")));
+        let rows = dialect.json_rows(
             &element,
             "page.exact DESC, page.score DESC, page.id DESC",
             "page JOIN posts p ON p.id = page.id",
@@ -508,46 +479,19 @@ impl Database {
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact_sql =
             format!("(lower(u.username) = {exact} OR lower(coalesce(u.name, '')) = {exact})");
-        let hits = match self.backend() {
-            Backend::Sqlite => {
-                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
-                let mut score = vec!["0".to_owned()];
-                for word in terms.words.iter().take(SCORED_WORDS) {
-                    let in_name = args.push(Arg::Text(terms.fts5(
-                        std::slice::from_ref(word),
-                        prefix,
-                        Some("username name"),
-                    )));
-                    score.push(format!(
-                        "2 * (r.id IN (SELECT rowid FROM users_fts \
-                         WHERE users_fts MATCH {in_name} AND rowid >= (SELECT MIN(id) FROM recent)))"
-                    ));
-                }
-                format!(
-                    "recent AS ( \
-                       SELECT users_fts.rowid AS id FROM users_fts \
-                       JOIN users u ON u.id = users_fts.rowid \
-                       WHERE users_fts MATCH {query}{visibility} \
-                       ORDER BY users_fts.rowid DESC LIMIT {SEARCH_WINDOW}), \
-                     hits AS ( \
-                       SELECT r.id AS id, {exact_sql} AS exact, \
-                         CAST({} AS DOUBLE PRECISION) AS score \
-                       FROM recent r JOIN users u ON u.id = r.id)",
-                    score.join(" + ")
-                )
-            }
-            Backend::Postgres => {
-                let query = args.push(Arg::Text(terms.tsquery(prefix)));
-                let tsquery = format!("to_tsquery('simple', {query})");
-                format!(
-                    "hits AS ( \
-                       SELECT u.id, {exact_sql} AS exact, \
-                         CAST(ts_rank(u.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
-                       FROM users u WHERE u.search_vector @@ {tsquery}{visibility} \
-                       ORDER BY u.id DESC LIMIT {SEARCH_WINDOW})"
-                )
-            }
-        };
+        let hits = self.dialect().full_text_hits(
+            &FullTextSearch {
+                table: "users",
+                alias: "u",
+                bonus_columns: "username name",
+                tag_bonus: false,
+                visibility,
+                exact: &exact_sql,
+            },
+            terms,
+            prefix,
+            &mut args,
+        );
         let limit = args.push(Arg::Int(page.limit + 1));
         let offset = args.push(Arg::Int(page.offset));
         let columns = USER_COLUMNS
@@ -595,14 +539,7 @@ impl Database {
     /// `REINDEX` of the GIN indexes on PostgreSQL (whose vectors are
     /// generated columns and cannot drift).
     pub async fn rebuild_search(&self) -> Result<RebuildSummary, DomainError> {
-        let statements: &[&str] = match self.backend() {
-            Backend::Sqlite => &[
-                "INSERT INTO posts_fts (posts_fts) VALUES ('rebuild')",
-                "INSERT INTO users_fts (users_fts) VALUES ('rebuild')",
-            ],
-            Backend::Postgres => &["REINDEX INDEX posts_search", "REINDEX INDEX users_search"],
-        };
-        for statement in statements {
+        for statement in self.dialect().rebuild_full_text() {
             sqlx::query(statement)
                 .execute(&mut *self.lease().await?)
                 .await?;

@@ -8,21 +8,10 @@ use std::time::Instant;
 use sqlx::Connection;
 
 use crate::time::now_millis;
-use crate::{Backend, Database, DomainError};
+use crate::{Database, DomainError};
 
 /// Rows generated and written per transaction.
 const ROWS_PER_TRANSACTION: usize = 20_000;
-
-/// Bound values per INSERT statement. SQLite looks each numbered parameter
-/// up by a linear scan, so binding costs grow with the square of the count
-/// per statement: a few hundred keeps that negligible there, while
-/// PostgreSQL takes many more (its limit is 65535).
-fn values_per_statement(backend: Backend) -> usize {
-    match backend {
-        Backend::Sqlite => 200,
-        Backend::Postgres => 10_000,
-    }
-}
 
 /// Words of generated text, most frequent first; texts draw from them with
 /// Zipf-like weights, so a few words are in most posts and most words are rare.
@@ -420,33 +409,10 @@ impl Database {
                 elapsed_secs: started.elapsed().as_secs_f64(),
             });
         }
-        if self.backend() == Backend::Sqlite {
-            // Many small segments from the batches become one, the fastest
-            // to read (production indexes merge as they go).
-            for statement in [
-                "INSERT INTO posts_fts (posts_fts) VALUES ('optimize')",
-                "INSERT INTO users_fts (users_fts) VALUES ('optimize')",
-            ] {
-                sqlx::query(statement)
-                    .execute(&mut *self.lease().await?)
-                    .await?;
-            }
-        }
-        if self.backend() == Backend::Postgres {
-            // Explicit ids leave the identity sequences behind; statistics
-            // let the planner see the new data at once.
-            for statement in [
-                "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))",
-                "SELECT setval(pg_get_serial_sequence('posts', 'id'), \
-                 GREATEST((SELECT MAX(id) FROM posts), 1))",
-                "ANALYZE users",
-                "ANALYZE posts",
-                "ANALYZE post_tags",
-            ] {
-                sqlx::query(statement)
-                    .execute(&mut *self.lease().await?)
-                    .await?;
-            }
+        for statement in self.dialect().after_bulk_load() {
+            sqlx::query(statement)
+                .execute(&mut *self.lease().await?)
+                .await?;
         }
         Ok(SeedSummary {
             users,
@@ -466,18 +432,14 @@ impl Database {
         progress: &mut (dyn FnMut(u64) + Send),
     ) -> Result<(), DomainError> {
         let width = columns.split(',').count();
-        let rows_per_statement = (values_per_statement(self.backend()) / width).max(1);
+        let rows_per_statement = (self.dialect().values_per_statement() / width).max(1);
         let mut rows = rows.into_iter().peekable();
         let mut written = 0u64;
         while rows.peek().is_some() {
             let mut lease = self.lease().await?;
             let mut tx = lease.begin().await?;
-            if self.backend() == Backend::Sqlite {
-                // Index pages of a million rows do not fit SQLite's default
-                // 2 MiB page cache; this process only seeds, so take more.
-                sqlx::query("PRAGMA cache_size = -262144")
-                    .execute(&mut *tx)
-                    .await?;
+            for statement in self.dialect().before_bulk_load() {
+                sqlx::query(statement).execute(&mut *tx).await?;
             }
             let mut in_transaction = 0;
             while in_transaction < ROWS_PER_TRANSACTION {

@@ -1,0 +1,195 @@
+//! The SQL that differs between SQLite and PostgreSQL, in one place: JSON
+//! pages, query plans, full-text search (FTS5 against `tsvector`), index
+//! maintenance and bulk-load tuning. Every other statement is written once
+//! in the SQL both engines understand, in its resource's module.
+
+use crate::Backend;
+use crate::listing::{Arg, Args};
+use crate::search::{SEARCH_WINDOW, SearchTerms};
+
+/// Words of a query whose presence in a title or name is scored on SQLite.
+const SCORED_WORDS: usize = 4;
+
+/// The engine-specific fragments, for one engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dialect(pub Backend);
+
+/// What a full-text search of one table looks for; see
+/// [`Dialect::full_text_hits`].
+pub(crate) struct FullTextSearch<'a> {
+    /// `posts` or `users`; its index is `<table>_fts` on SQLite and its
+    /// `search_vector` column on PostgreSQL.
+    pub table: &'static str,
+    /// The alias of `table` in `visibility` and `exact`.
+    pub alias: &'static str,
+    /// FTS5 columns whose matches earn the per-word bonus (SQLite).
+    pub bonus_columns: &'static str,
+    /// `tags` earn a bonus too (posts).
+    pub tag_bonus: bool,
+    /// ` AND …` conditions on `alias` that the viewer may see.
+    pub visibility: &'a str,
+    /// A boolean expression on `alias`: an exact match, ranked first.
+    pub exact: &'a str,
+}
+
+impl Dialect {
+    /// The rows of `source` (a subquery aliased `p`) as one JSON text: an
+    /// array of `element` (a [`Dialect::json_array`] of columns), in
+    /// `order`. A page read this way crosses from the database in one value
+    /// instead of one message per row, which is most of the cost of a page
+    /// on SQLite.
+    pub fn json_rows(self, element: &str, order: &str, source: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => {
+                format!("(SELECT json_group_array({element} ORDER BY {order}) FROM {source})")
+            }
+            Backend::Postgres => format!(
+                "(SELECT CAST(COALESCE(json_agg({element} ORDER BY {order}), '[]'::json) AS TEXT) \
+                 FROM {source})"
+            ),
+        }
+    }
+
+    /// `json_array` on SQLite, `json_build_array` on PostgreSQL.
+    pub fn json_array(self, items: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("json_array({items})"),
+            Backend::Postgres => format!("json_build_array({items})"),
+        }
+    }
+
+    /// The statement that shows the plan of `sql`; its rows are read with
+    /// [`Dialect::plan_has_detail_column`].
+    pub fn explain(self, sql: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
+            Backend::Postgres => format!("EXPLAIN {sql}"),
+        }
+    }
+
+    /// SQLite's plan rows are `(id, parent, notused, detail)`; PostgreSQL's
+    /// are one text column.
+    pub fn plan_has_detail_column(self) -> bool {
+        self.0 == Backend::Sqlite
+    }
+
+    /// The `hits` common table expression of a full-text search (with a
+    /// `recent` one before it on SQLite): `(id, exact, score)` of the
+    /// [`SEARCH_WINDOW`] newest matches the viewer may see. The query's
+    /// values are pushed to `args` after those `visibility` and `exact`
+    /// already hold.
+    pub fn full_text_hits(
+        self,
+        search: &FullTextSearch<'_>,
+        terms: &SearchTerms,
+        prefix: bool,
+        args: &mut Args,
+    ) -> String {
+        let FullTextSearch {
+            table,
+            alias,
+            visibility,
+            exact,
+            ..
+        } = search;
+        match self.0 {
+            Backend::Sqlite => {
+                let index = format!("{table}_fts");
+                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
+                let mut score = vec!["0".to_owned()];
+                for word in terms.words.iter().take(SCORED_WORDS) {
+                    let bonus = args.push(Arg::Text(terms.fts5(
+                        std::slice::from_ref(word),
+                        prefix,
+                        Some(search.bonus_columns),
+                    )));
+                    score.push(format!(
+                        "2 * (r.id IN (SELECT rowid FROM {index} \
+                         WHERE {index} MATCH {bonus} AND rowid >= (SELECT MIN(id) FROM recent)))"
+                    ));
+                    if search.tag_bonus {
+                        let tag = args.push(Arg::Text(format!("% {word} %")));
+                        score.push(format!("((' ' || {alias}.tags || ' ') LIKE {tag})"));
+                    }
+                }
+                format!(
+                    "recent AS ( \
+                       SELECT {index}.rowid AS id FROM {index} \
+                       JOIN {table} {alias} ON {alias}.id = {index}.rowid \
+                       WHERE {index} MATCH {query}{visibility} \
+                       ORDER BY {index}.rowid DESC LIMIT {SEARCH_WINDOW}), \
+                     hits AS ( \
+                       SELECT r.id AS id, {exact} AS exact, \
+                         CAST({} AS DOUBLE PRECISION) AS score \
+                       FROM recent r JOIN {table} {alias} ON {alias}.id = r.id)",
+                    score.join(" + ")
+                )
+            }
+            Backend::Postgres => {
+                let query = args.push(Arg::Text(terms.tsquery(prefix)));
+                let tsquery = format!("to_tsquery('simple', {query})");
+                format!(
+                    "hits AS ( \
+                       SELECT {alias}.id, {exact} AS exact, \
+                         CAST(ts_rank({alias}.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
+                       FROM {table} {alias} WHERE {alias}.search_vector @@ {tsquery}{visibility} \
+                       ORDER BY {alias}.id DESC LIMIT {SEARCH_WINDOW})"
+                )
+            }
+        }
+    }
+
+    /// Rebuilds the full-text indexes from the rows: FTS5 `rebuild` (which
+    /// also leaves each index in one segment, the fastest to read) on
+    /// SQLite, `REINDEX` of the GIN indexes on PostgreSQL (whose vectors are
+    /// generated columns and cannot drift).
+    pub fn rebuild_full_text(self) -> &'static [&'static str] {
+        match self.0 {
+            Backend::Sqlite => &[
+                "INSERT INTO posts_fts (posts_fts) VALUES ('rebuild')",
+                "INSERT INTO users_fts (users_fts) VALUES ('rebuild')",
+            ],
+            Backend::Postgres => &["REINDEX INDEX posts_search", "REINDEX INDEX users_search"],
+        }
+    }
+
+    /// Bound values per bulk INSERT statement. SQLite looks each numbered
+    /// parameter up by a linear scan, so binding costs grow with the square
+    /// of the count per statement: a few hundred keeps that negligible
+    /// there, while PostgreSQL takes many more (its limit is 65535).
+    pub fn values_per_statement(self) -> usize {
+        match self.0 {
+            Backend::Sqlite => 200,
+            Backend::Postgres => 10_000,
+        }
+    }
+
+    /// Run before a bulk load's transactions: index pages of a million rows
+    /// do not fit SQLite's default 2 MiB page cache.
+    pub fn before_bulk_load(self) -> &'static [&'static str] {
+        match self.0 {
+            Backend::Sqlite => &["PRAGMA cache_size = -262144"],
+            Backend::Postgres => &[],
+        }
+    }
+
+    /// Run after a bulk load with explicit ids: SQLite merges the full-text
+    /// segments the batches left into one; PostgreSQL moves the identity
+    /// sequences past the loaded ids and refreshes the planner statistics.
+    pub fn after_bulk_load(self) -> &'static [&'static str] {
+        match self.0 {
+            Backend::Sqlite => &[
+                "INSERT INTO posts_fts (posts_fts) VALUES ('optimize')",
+                "INSERT INTO users_fts (users_fts) VALUES ('optimize')",
+            ],
+            Backend::Postgres => &[
+                "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))",
+                "SELECT setval(pg_get_serial_sequence('posts', 'id'), \
+                 GREATEST((SELECT MAX(id) FROM posts), 1))",
+                "ANALYZE users",
+                "ANALYZE posts",
+                "ANALYZE post_tags",
+            ],
+        }
+    }
+}
