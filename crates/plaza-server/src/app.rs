@@ -92,7 +92,7 @@ impl Server {
             max_connections: crate::serve::connection_cap(state.settings.max_connections),
         };
         let app = Arc::new(build_app(self.state));
-        state.own_pages.set(&app);
+        state.link_preview.own_pages.set(&app);
         crate::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         stop_background.cancel();

@@ -24,6 +24,17 @@ impl std::ops::Deref for AppState {
     }
 }
 
+/// What link previews need, together.
+pub struct LinkPreviews {
+    /// One guarded outbound client for every link preview.
+    pub client: plaza_link_preview::PreviewClient,
+    /// Slots for link previews in progress (`link_preview_max_concurrent`).
+    pub slots: tokio::sync::Semaphore,
+    /// The app's own router, for link previews of its own pages (answered
+    /// in process, never over the network); set by [`crate::app::Server::run`].
+    pub own_pages: Arc<OwnPages>,
+}
+
 /// What [`AppState`] holds.
 pub struct Shared {
     pub settings: Arc<Settings>,
@@ -31,13 +42,8 @@ pub struct Shared {
     pub auth: Arc<Auth>,
     /// Quotes for share images, from the configured providers.
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
-    /// One guarded outbound client for every link preview.
-    pub link_preview: Arc<plaza_link_preview::PreviewClient>,
-    /// Slots for link previews in progress (`link_preview_max_concurrent`).
-    pub link_preview_slots: Arc<tokio::sync::Semaphore>,
-    /// The app's own router, for link previews of its own pages (answered
-    /// in process, never over the network); set by [`crate::app::Server::run`].
-    pub own_pages: Arc<OwnPages>,
+    /// Link previews: the client, its slots and the app's own pages.
+    pub link_preview: LinkPreviews,
     pub metrics: PrometheusHandle,
     pub started_at: Instant,
     /// This process among the instances sharing the database: the owner of
@@ -63,9 +69,11 @@ impl AppState {
             .map_err(|error| format!("cannot build the link preview client: {error}"))?;
         let own_pages = Arc::new(OwnPages::new(&link_preview.user_agent()));
         let link_preview = link_preview.with_internal_pages(own_pages.clone());
-        let link_preview_slots = Arc::new(tokio::sync::Semaphore::new(
-            settings.link_preview_max_concurrent,
-        ));
+        let link_preview = LinkPreviews {
+            client: link_preview,
+            slots: tokio::sync::Semaphore::new(settings.link_preview_max_concurrent),
+            own_pages,
+        };
         let providers = settings.og_quote_providers.clone().unwrap_or_else(|| {
             plaza_og_image::quotes::default_providers(settings.og_quotes_api_key.clone())
         });
@@ -77,9 +85,7 @@ impl AppState {
             settings: Arc::new(settings),
             db,
             auth: Arc::new(auth),
-            link_preview: Arc::new(link_preview),
-            link_preview_slots,
-            own_pages,
+            link_preview,
             quotes,
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),

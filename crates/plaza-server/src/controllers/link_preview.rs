@@ -94,9 +94,9 @@ pub async fn link_preview(
             details: "link previews are not made for a link preview".to_owned(),
         });
     }
-    let slot = match state.link_preview_slots.try_acquire() {
+    let slot = match state.link_preview.slots.try_acquire() {
         Ok(slot) => Ok(slot),
-        Err(_) => tokio::time::timeout(SLOT_WAIT, state.link_preview_slots.acquire())
+        Err(_) => tokio::time::timeout(SLOT_WAIT, state.link_preview.slots.acquire())
             .await
             .map_err(|_| ())
             .and_then(|acquired| acquired.map_err(|_| ())),
@@ -115,6 +115,7 @@ pub async fn link_preview(
     let url = query.url.unwrap_or_default();
     let preview = state
         .link_preview
+        .client
         .preview(&url, &state.settings.base_url)
         .await
         .map_err(preview_error)?;
