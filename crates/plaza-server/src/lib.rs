@@ -9,6 +9,7 @@ pub mod commands;
 pub mod controllers;
 pub mod error;
 pub mod extract;
+pub mod identity;
 pub mod jobs;
 pub mod middleware;
 pub mod pages;

@@ -7,8 +7,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
-use crate::auth::Auth;
 use crate::controllers::link_preview::OwnPages;
+use crate::identity::Auth;
 use crate::settings::Settings;
 
 /// Shared application state. Cloning (once per extractor per request) is one

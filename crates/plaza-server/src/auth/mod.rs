@@ -11,7 +11,6 @@ pub mod password;
 pub mod signin;
 pub mod tokens;
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -20,81 +19,20 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use plaza_domain::audit::{AuditContext, AuditSurface};
 use plaza_domain::policy::{Actor, Decision};
-use plaza_domain::sessions::{SessionLifetime, SessionUser};
+use plaza_domain::sessions::SessionUser;
 use plaza_domain::users::{Role, UserStatus};
 
 use crate::error::AppError;
 use crate::extract::documented::{Answer, DocumentedExtractor};
 use crate::settings::Settings;
 use crate::state::AppState;
-use jwt::{AdminClaims, AdminPermission, JwtKeys};
-use oauth::Provider;
-use password::Passwords;
+use jwt::{AdminClaims, AdminPermission};
 use tokens::hash_token;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "plaza_session";
 /// Name of the cookie holding the CSRF token for form posts.
 pub const CSRF_COOKIE: &str = "plaza_csrf";
-
-/// Identity services shared by every request.
-pub struct Auth {
-    pub passwords: Passwords,
-    pub jwt: JwtKeys,
-    pub providers: Vec<Provider>,
-    pub providers_by_id: HashMap<String, usize>,
-    pub http: reqwest::Client,
-    pub sessions: SessionLifetime,
-}
-
-impl Auth {
-    pub fn new(settings: &Settings) -> Result<Self, String> {
-        let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
-        let providers_by_id = providers
-            .iter()
-            .enumerate()
-            .map(|(index, provider)| (provider.id.clone(), index))
-            .collect();
-        let hashing = settings.password_hashing_limits()?;
-        tracing::debug!(
-            concurrent = hashing.concurrent,
-            memory_kib = settings.password_hash_memory_kib,
-            "password hashing bounded"
-        );
-        let ttl_millis = secs_to_millis(settings.session_ttl_secs);
-        Ok(Auth {
-            passwords: Passwords::new(
-                settings.password_hash_memory_kib,
-                settings.password_hash_iterations,
-                1,
-                hashing,
-            )?,
-            jwt: JwtKeys::load(settings.jwt_secret.as_deref(), &settings.data_dir)?,
-            providers,
-            providers_by_id,
-            http: oauth::http_client(&settings.app_name)?,
-            sessions: SessionLifetime {
-                ttl_millis,
-                // Sessions are extended at most once a minute (or a tenth of
-                // their lifetime, when shorter), not on every request.
-                refresh_after_millis: (ttl_millis / 10).min(60_000),
-                max_lifetime_millis: secs_to_millis(settings.session_max_lifetime_secs),
-            },
-        })
-    }
-
-    pub fn provider(&self, id: &str) -> Option<&Provider> {
-        self.providers_by_id
-            .get(id)
-            .map(|index| &self.providers[*index])
-    }
-}
-
-fn secs_to_millis(secs: u64) -> i64 {
-    i64::try_from(secs)
-        .unwrap_or(i64::MAX / 1000)
-        .saturating_mul(1000)
-}
 
 /// The signed-in user behind a request's session cookie.
 #[derive(Debug, Clone)]

@@ -1,0 +1,72 @@
+//! The identity services every request can reach (password hashing, admin
+//! token keys, identity providers, session lifetimes), built once from the
+//! settings. Kept apart from `auth`, whose extractors read the app state, so
+//! that the state and the extractors do not import each other.
+
+use std::collections::HashMap;
+
+use plaza_domain::sessions::SessionLifetime;
+
+use crate::auth::jwt::JwtKeys;
+use crate::auth::oauth::{self, Provider};
+use crate::auth::password::Passwords;
+use crate::settings::Settings;
+
+/// Identity services shared by every request.
+pub struct Auth {
+    pub passwords: Passwords,
+    pub jwt: JwtKeys,
+    pub providers: Vec<Provider>,
+    pub providers_by_id: HashMap<String, usize>,
+    pub http: reqwest::Client,
+    pub sessions: SessionLifetime,
+}
+
+impl Auth {
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
+        let providers_by_id = providers
+            .iter()
+            .enumerate()
+            .map(|(index, provider)| (provider.id.clone(), index))
+            .collect();
+        let hashing = settings.password_hashing_limits()?;
+        tracing::debug!(
+            concurrent = hashing.concurrent,
+            memory_kib = settings.password_hash_memory_kib,
+            "password hashing bounded"
+        );
+        let ttl_millis = secs_to_millis(settings.session_ttl_secs);
+        Ok(Auth {
+            passwords: Passwords::new(
+                settings.password_hash_memory_kib,
+                settings.password_hash_iterations,
+                1,
+                hashing,
+            )?,
+            jwt: JwtKeys::load(settings.jwt_secret.as_deref(), &settings.data_dir)?,
+            providers,
+            providers_by_id,
+            http: oauth::http_client(&settings.app_name)?,
+            sessions: SessionLifetime {
+                ttl_millis,
+                // Sessions are extended at most once a minute (or a tenth of
+                // their lifetime, when shorter), not on every request.
+                refresh_after_millis: (ttl_millis / 10).min(60_000),
+                max_lifetime_millis: secs_to_millis(settings.session_max_lifetime_secs),
+            },
+        })
+    }
+
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers_by_id
+            .get(id)
+            .map(|index| &self.providers[*index])
+    }
+}
+
+fn secs_to_millis(secs: u64) -> i64 {
+    i64::try_from(secs)
+        .unwrap_or(i64::MAX / 1000)
+        .saturating_mul(1000)
+}
