@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::{Connection, FromRow};
+use sqlx::FromRow;
 
 use serde::Deserialize;
 
@@ -17,7 +17,7 @@ use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, JsonFlag, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
 use crate::users::Role;
-use crate::{Backend, Database, DomainError, Flag};
+use crate::{Backend, Database, DomainError, Flag, Tx};
 
 /// Most characters in a title.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -547,29 +547,6 @@ pub(crate) fn parse_json_page<T: serde::de::DeserializeOwned>(
 }
 
 impl Database {
-    /// Creates a post and its tag rows in one transaction.
-    pub async fn create_post(&self, new: NewPost) -> Result<Post, DomainError> {
-        let now = now_millis();
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        let row: PostRow = sqlx::query_as(&format!(
-            "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {RETURNING_COLUMNS}"
-        ))
-        .bind(new.author_id)
-        .bind(new.title)
-        .bind(new.content)
-        .bind(join_tags(&new.tags))
-        .bind(new.published)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        let post = Post::try_from(row)?;
-        insert_tags(&mut tx, post.id, &post.tags, post.created_at).await?;
-        tx.commit().await?;
-        Ok(post)
-    }
-
     /// A post whoever asks may or may not see; callers check with
     /// [`Post::visible_to`].
     pub async fn post_by_id(&self, id: i64) -> Result<Post, DomainError> {
@@ -590,82 +567,6 @@ impl Database {
         } else {
             Err(DomainError::NotFound("post"))
         }
-    }
-
-    /// Applies `changes` (title, content, tags, published switch) and bumps
-    /// `updated_at`; tag rows are replaced in the same transaction.
-    pub async fn update_post(&self, id: i64, changes: PostChanges) -> Result<Post, DomainError> {
-        let mut sets = Vec::new();
-        let mut args = Vec::new();
-        let mut set = |column: &str, value: Arg| {
-            args.push(value);
-            sets.push(format!("{column} = ${}", args.len()));
-        };
-        if let Some(title) = changes.title {
-            set("title", Arg::Text(title));
-        }
-        if let Some(content) = changes.content {
-            set("content", Arg::Text(content));
-        }
-        if let Some(tags) = &changes.tags {
-            set("tags", Arg::Text(join_tags(tags)));
-        }
-        if let Some(published) = changes.published {
-            set("published", Arg::Bool(published));
-        }
-        set("updated_at", Arg::Int(now_millis()));
-        args.push(Arg::Int(id));
-        let sql = format!(
-            "UPDATE posts SET {} WHERE id = ${} RETURNING {RETURNING_COLUMNS}",
-            sets.join(", "),
-            args.len()
-        );
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        let row: Option<PostRow> = bind_all(sqlx::query_as(&sql), args)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let post = Post::try_from(row.ok_or(DomainError::NotFound("post"))?)?;
-        if changes.tags.is_some() {
-            sqlx::query("DELETE FROM post_tags WHERE post_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            insert_tags(&mut tx, post.id, &post.tags, post.created_at).await?;
-        }
-        tx.commit().await?;
-        Ok(post)
-    }
-
-    /// Deletes a post for good; its tags and reports go with it.
-    pub async fn delete_post(&self, id: i64) -> Result<(), DomainError> {
-        let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
-            .bind(id)
-            .execute(&mut *self.lease().await?)
-            .await?;
-        if deleted.rows_affected() == 0 {
-            return Err(DomainError::NotFound("post"));
-        }
-        Ok(())
-    }
-
-    /// Records a moderator's decision (the admin surface's approve, hide and
-    /// flag actions: approve is [`Moderation::None`]).
-    pub async fn set_post_moderation(
-        &self,
-        id: i64,
-        moderation: Moderation,
-    ) -> Result<Post, DomainError> {
-        let row: Option<PostRow> = sqlx::query_as(&format!(
-            "UPDATE posts SET moderation = $1, updated_at = $2 WHERE id = $3 \
-             RETURNING {RETURNING_COLUMNS}"
-        ))
-        .bind(moderation.as_str())
-        .bind(now_millis())
-        .bind(id)
-        .fetch_optional(&mut *self.lease().await?)
-        .await?;
-        row.ok_or(DomainError::NotFound("post"))?.try_into()
     }
 
     /// One page of the posts `viewer` may see that match `query`, and their
@@ -843,6 +744,99 @@ async fn insert_tags(
     }
     statement.execute(&mut **tx).await?;
     Ok(())
+}
+
+/// Creates a post and its tag rows.
+pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<Post, DomainError> {
+    let now = now_millis();
+    let row: PostRow = sqlx::query_as(&format!(
+        "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {RETURNING_COLUMNS}"
+    ))
+    .bind(new.author_id)
+    .bind(new.title)
+    .bind(new.content)
+    .bind(join_tags(&new.tags))
+    .bind(new.published)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    let post = Post::try_from(row)?;
+    insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    Ok(post)
+}
+
+/// Applies `changes` (title, content, tags, published switch) and bumps
+/// `updated_at`; tag rows are replaced in the same transaction.
+pub async fn update(tx: &mut Tx<'_>, id: i64, changes: PostChanges) -> Result<Post, DomainError> {
+    let mut sets = Vec::new();
+    let mut args = Vec::new();
+    let mut set = |column: &str, value: Arg| {
+        args.push(value);
+        sets.push(format!("{column} = ${}", args.len()));
+    };
+    if let Some(title) = changes.title {
+        set("title", Arg::Text(title));
+    }
+    if let Some(content) = changes.content {
+        set("content", Arg::Text(content));
+    }
+    if let Some(tags) = &changes.tags {
+        set("tags", Arg::Text(join_tags(tags)));
+    }
+    if let Some(published) = changes.published {
+        set("published", Arg::Bool(published));
+    }
+    set("updated_at", Arg::Int(now_millis()));
+    args.push(Arg::Int(id));
+    let sql = format!(
+        "UPDATE posts SET {} WHERE id = ${} RETURNING {RETURNING_COLUMNS}",
+        sets.join(", "),
+        args.len()
+    );
+    let row: Option<PostRow> = bind_all(sqlx::query_as(&sql), args)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let post = Post::try_from(row.ok_or(DomainError::NotFound("post"))?)?;
+    if changes.tags.is_some() {
+        sqlx::query("DELETE FROM post_tags WHERE post_id = $1")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    }
+    Ok(post)
+}
+
+/// Deletes a post for good; its tags and reports go with it.
+pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<(), DomainError> {
+    let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    if deleted.rows_affected() == 0 {
+        return Err(DomainError::NotFound("post"));
+    }
+    Ok(())
+}
+
+/// Records a moderator's decision (the admin surface's approve, hide and
+/// flag actions: approve is [`Moderation::None`]).
+pub async fn set_moderation(
+    tx: &mut Tx<'_>,
+    id: i64,
+    moderation: Moderation,
+) -> Result<Post, DomainError> {
+    let row: Option<PostRow> = sqlx::query_as(&format!(
+        "UPDATE posts SET moderation = $1, updated_at = $2 WHERE id = $3 \
+         RETURNING {RETURNING_COLUMNS}"
+    ))
+    .bind(moderation.as_str())
+    .bind(now_millis())
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(DomainError::NotFound("post"))?.try_into()
 }
 
 #[cfg(test)]

@@ -1083,7 +1083,13 @@ async fn posts_are_reported_once_per_user(backend: Backend) {
             .is_some_and(|millis| millis >= 0.0)
     );
     let hidden = db
-        .set_post_moderation(target_id, plaza_domain::posts::Moderation::Hidden)
+        .write(|tx| {
+            Box::pin(plaza_domain::posts::set_moderation(
+                tx,
+                target_id,
+                plaza_domain::posts::Moderation::Hidden,
+            ))
+        })
         .await
         .unwrap();
     assert_eq!(hidden.status(), plaza_domain::posts::PostStatus::Hidden);

@@ -9,8 +9,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::posts::{
-    MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery, PostSort,
-    Viewer, normalize_tag,
+    self, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery,
+    PostSort, Viewer, normalize_tag,
 };
 use plaza_domain::reports::{MAX_REASON_CHARS, Report};
 use serde::{Deserialize, Serialize};
@@ -290,15 +290,16 @@ pub async fn create_post(
     check_content(&mut problems, &body.content);
     let tags = checked_tags(&mut problems, &body.tags);
     problems.finish()?;
+    let new = NewPost {
+        author_id: caller.user_id(),
+        title: body.title.trim().to_owned(),
+        content: body.content,
+        tags,
+        published: body.published.unwrap_or(true),
+    };
     let post = state
         .db
-        .create_post(NewPost {
-            author_id: caller.user_id(),
-            title: body.title.trim().to_owned(),
-            content: body.content,
-            tags,
-            published: body.published.unwrap_or(true),
-        })
+        .write(|tx| Box::pin(posts::create(tx, new)))
         .await?;
     let view = PostView::new(&post, viewer_of(Some(&caller)));
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
@@ -359,17 +360,15 @@ pub async fn update_post(
         );
     }
     problems.finish()?;
+    let changes = PostChanges {
+        title: body.title.map(|title| title.trim().to_owned()),
+        content: body.content,
+        tags,
+        published: body.published,
+    };
     let post = state
         .db
-        .update_post(
-            id,
-            PostChanges {
-                title: body.title.map(|title| title.trim().to_owned()),
-                content: body.content,
-                tags,
-                published: body.published,
-            },
-        )
+        .write(|tx| Box::pin(posts::update(tx, id, changes)))
         .await?;
     Ok(AppJson(PostView::new(&post, viewer)))
 }
@@ -393,7 +392,7 @@ pub async fn delete_post(
     IdPath(id): IdPath,
 ) -> Result<StatusCode, AppError> {
     editable_post(&state, &caller, id).await?;
-    state.db.delete_post(id).await?;
+    state.db.write(|tx| Box::pin(posts::delete(tx, id))).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
