@@ -1,9 +1,9 @@
 //! Identity-provider accounts linked to users.
 
-use sqlx::{Connection, FromRow};
+use sqlx::FromRow;
 
 use crate::time::now_millis;
-use crate::{Database, DomainError, Flag};
+use crate::{Database, DomainError, Flag, Tx};
 
 /// One linked provider account.
 #[derive(Debug, Clone, FromRow)]
@@ -56,46 +56,6 @@ impl Database {
         .await?)
     }
 
-    pub async fn link_account(
-        &self,
-        user_id: i64,
-        identity: &ProviderIdentity,
-    ) -> Result<(), DomainError> {
-        let now = now_millis();
-        sqlx::query(
-            "INSERT INTO accounts (user_id, provider, provider_account_id, email, email_verified, last_used_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $6)",
-        )
-        .bind(user_id)
-        .bind(identity.provider.clone())
-        .bind(identity.provider_account_id.clone())
-        .bind(identity.email.clone())
-        .bind(identity.email_verified)
-        .bind(now)
-        .execute(&mut *self.lease().await?)
-        .await?;
-        Ok(())
-    }
-
-    /// Records a sign-in through a linked account, refreshing what the
-    /// provider says about its email.
-    pub async fn touch_account(
-        &self,
-        account_id: i64,
-        identity: &ProviderIdentity,
-    ) -> Result<(), DomainError> {
-        sqlx::query(
-            "UPDATE accounts SET last_used_at = $1, email = $2, email_verified = $3 WHERE id = $4",
-        )
-        .bind(now_millis())
-        .bind(identity.email.clone())
-        .bind(identity.email_verified)
-        .bind(account_id)
-        .execute(&mut *self.lease().await?)
-        .await?;
-        Ok(())
-    }
-
     pub async fn accounts_of_user(&self, user_id: i64) -> Result<Vec<LinkedAccount>, DomainError> {
         Ok(sqlx::query_as(&format!(
             "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = $1 ORDER BY created_at, id"
@@ -104,43 +64,80 @@ impl Database {
         .fetch_all(&mut *self.lease().await?)
         .await?)
     }
+}
 
-    /// Unlinks `provider` from the user unless it is their last way in (no
-    /// password and no other linked account). Checked and deleted in one
-    /// transaction so two concurrent unlinks cannot both pass the check.
-    pub async fn unlink_account(
-        &self,
-        user_id: i64,
-        provider: &str,
-    ) -> Result<UnlinkOutcome, DomainError> {
-        let mut lease = self.lease().await?;
-        let mut tx = lease.begin().await?;
-        // Lock the user's row (PostgreSQL) / the database (SQLite) first.
-        sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1")
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await?;
-        let (has_password, linked, this_one): (Flag, i64, i64) = sqlx::query_as(
-            "SELECT (SELECT password_hash IS NOT NULL FROM users WHERE id = $1), \
-             (SELECT COUNT(*) FROM accounts WHERE user_id = $1), \
-             (SELECT COUNT(*) FROM accounts WHERE user_id = $1 AND provider = $2)",
-        )
+pub async fn link(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    identity: &ProviderIdentity,
+) -> Result<(), DomainError> {
+    let now = now_millis();
+    sqlx::query(
+        "INSERT INTO accounts (user_id, provider, provider_account_id, email, email_verified, last_used_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+    )
+    .bind(user_id)
+    .bind(identity.provider.clone())
+    .bind(identity.provider_account_id.clone())
+    .bind(identity.email.clone())
+    .bind(identity.email_verified)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Records a sign-in through a linked account, refreshing what the
+/// provider says about its email.
+pub async fn touch(
+    tx: &mut Tx<'_>,
+    account_id: i64,
+    identity: &ProviderIdentity,
+) -> Result<(), DomainError> {
+    sqlx::query(
+        "UPDATE accounts SET last_used_at = $1, email = $2, email_verified = $3 WHERE id = $4",
+    )
+    .bind(now_millis())
+    .bind(identity.email.clone())
+    .bind(identity.email_verified)
+    .bind(account_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Unlinks `provider` from the user unless it is their last way in (no
+/// password and no other linked account). Checked and deleted in the same
+/// transaction so two concurrent unlinks cannot both pass the check.
+pub async fn unlink(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    provider: &str,
+) -> Result<UnlinkOutcome, DomainError> {
+    // Lock the user's row (PostgreSQL) / the database (SQLite) first.
+    sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1")
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    let (has_password, linked, this_one): (Flag, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT password_hash IS NOT NULL FROM users WHERE id = $1), \
+         (SELECT COUNT(*) FROM accounts WHERE user_id = $1), \
+         (SELECT COUNT(*) FROM accounts WHERE user_id = $1 AND provider = $2)",
+    )
+    .bind(user_id)
+    .bind(provider)
+    .fetch_one(&mut **tx)
+    .await?;
+    if this_one == 0 {
+        return Ok(UnlinkOutcome::NotLinked);
+    }
+    if !has_password.0 && linked - this_one == 0 {
+        return Ok(UnlinkOutcome::LastSignInMethod);
+    }
+    sqlx::query("DELETE FROM accounts WHERE user_id = $1 AND provider = $2")
         .bind(user_id)
         .bind(provider)
-        .fetch_one(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-        if this_one == 0 {
-            return Ok(UnlinkOutcome::NotLinked);
-        }
-        if !has_password.0 && linked - this_one == 0 {
-            return Ok(UnlinkOutcome::LastSignInMethod);
-        }
-        sqlx::query("DELETE FROM accounts WHERE user_id = $1 AND provider = $2")
-            .bind(user_id)
-            .bind(provider)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(UnlinkOutcome::Unlinked)
-    }
+    Ok(UnlinkOutcome::Unlinked)
 }

@@ -45,33 +45,6 @@ pub struct ModerationStats {
 }
 
 impl Database {
-    /// Files a report; a second report of the same post by the same user is
-    /// a [`DomainError::Conflict`]. Whether the reporter may see the post is
-    /// the caller's check.
-    pub async fn report_post(
-        &self,
-        post_id: i64,
-        reporter_id: i64,
-        reason: String,
-    ) -> Result<Report, DomainError> {
-        sqlx::query_as(&format!(
-            "INSERT INTO post_reports (post_id, reporter_id, reason, created_at) \
-             VALUES ($1, $2, $3, $4) RETURNING {REPORT_COLUMNS}"
-        ))
-        .bind(post_id)
-        .bind(reporter_id)
-        .bind(reason)
-        .bind(now_millis())
-        .fetch_one(&mut *self.lease().await?)
-        .await
-        .map_err(|error| match DomainError::from(error) {
-            DomainError::Conflict(_) => {
-                DomainError::Conflict("you have already reported this post".to_owned())
-            }
-            other => other,
-        })
-    }
-
     /// The reports on each of `post_ids`, oldest first (the admin post
     /// items' `reports`).
     pub async fn reports_for_posts(
@@ -138,4 +111,31 @@ pub async fn resolve(tx: &mut Tx<'_>, post_id: i64, moderator_id: i64) -> Result
     .execute(&mut **tx)
     .await?;
     Ok(resolved.rows_affected())
+}
+
+/// Files a report; a second report of the same post by the same user is
+/// a [`DomainError::Conflict`]. Whether the reporter may see the post is
+/// the caller's check.
+pub async fn file(
+    tx: &mut Tx<'_>,
+    post_id: i64,
+    reporter_id: i64,
+    reason: String,
+) -> Result<Report, DomainError> {
+    sqlx::query_as(&format!(
+        "INSERT INTO post_reports (post_id, reporter_id, reason, created_at) \
+         VALUES ($1, $2, $3, $4) RETURNING {REPORT_COLUMNS}"
+    ))
+    .bind(post_id)
+    .bind(reporter_id)
+    .bind(reason)
+    .bind(now_millis())
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(|error| match DomainError::from(error) {
+        DomainError::Conflict(_) => {
+            DomainError::Conflict("you have already reported this post".to_owned())
+        }
+        other => other,
+    })
 }

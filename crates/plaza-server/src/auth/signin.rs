@@ -1,7 +1,7 @@
 //! Signing in: credentials with throttling, provider identities with
 //! account linking, and starting sessions.
 
-use plaza_domain::accounts::ProviderIdentity;
+use plaza_domain::accounts::{self, ProviderIdentity};
 use plaza_domain::sessions::SessionClient;
 use plaza_domain::users::{NewUser, Role, User, normalize_email};
 
@@ -191,7 +191,9 @@ pub async fn user_for_provider_identity(
         if link_to.is_some_and(|user_id| user_id != account.user_id) {
             return Ok(Err(ProviderRefusal::AccountInUse));
         }
-        db.touch_account(account.id, identity).await?;
+        let (account_id, touched) = (account.id, identity.clone());
+        db.write(|tx| Box::pin(async move { accounts::touch(tx, account_id, &touched).await }))
+            .await?;
         let user = db.user_by_id(account.user_id).await?;
         return Ok(if user.is_active() {
             Ok(user)
@@ -204,7 +206,7 @@ pub async fn user_for_provider_identity(
         if !user.is_active() {
             return Ok(Err(ProviderRefusal::AccountDisabled));
         }
-        db.link_account(user.id(), identity).await?;
+        link(db, user.id(), identity).await?;
         return Ok(Ok(user));
     }
     let Some(email) = identity.email.as_deref() else {
@@ -217,7 +219,7 @@ pub async fn user_for_provider_identity(
         if !existing.is_active() {
             return Ok(Err(ProviderRefusal::AccountDisabled));
         }
-        db.link_account(existing.id(), identity).await?;
+        link(db, existing.id(), identity).await?;
         return Ok(Ok(existing));
     }
     let user = db
@@ -231,8 +233,20 @@ pub async fn user_for_provider_identity(
             role: Role::User,
         })
         .await?;
-    db.link_account(user.id(), identity).await?;
+    link(db, user.id(), identity).await?;
     Ok(Ok(user))
+}
+
+/// Links a provider identity to a user, as one unit of work.
+async fn link(
+    db: &plaza_domain::Database,
+    user_id: i64,
+    identity: &ProviderIdentity,
+) -> Result<(), AppError> {
+    let identity = identity.clone();
+    db.write(|tx| Box::pin(async move { accounts::link(tx, user_id, &identity).await }))
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]

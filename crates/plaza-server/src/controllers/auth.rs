@@ -5,7 +5,7 @@ use axum::Form;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use plaza_domain::accounts::{LinkedAccount, UnlinkOutcome};
+use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
 use plaza_domain::auth_state::PendingOAuth;
 use plaza_domain::sessions::SessionClient;
 use plaza_domain::time::{from_millis, now_millis};
@@ -661,9 +661,10 @@ pub async fn unlink_account(
     CurrentUser(principal): CurrentUser,
     Path(provider_id): Path<String>,
 ) -> Result<AppJson<UnlinkedView>, AppError> {
+    let (user_id, provider) = (principal.user_id(), provider_id.clone());
     match state
         .db
-        .unlink_account(principal.user_id(), &provider_id)
+        .write(|tx| Box::pin(async move { accounts::unlink(tx, user_id, &provider).await }))
         .await?
     {
         UnlinkOutcome::Unlinked => Ok(AppJson(UnlinkedView {

@@ -456,9 +456,10 @@ pub async fn report_post(
         check_text(&body.reason, MAX_REASON_CHARS, true, TextRule::Lines),
     );
     problems.finish()?;
+    let (reporter, reason) = (caller.user_id(), body.reason.trim().to_owned());
     let report = state
         .db
-        .report_post(id, caller.user_id(), body.reason.trim().to_owned())
+        .write(|tx| Box::pin(plaza_domain::reports::file(tx, id, reporter, reason)))
         .await?;
     Ok((StatusCode::CREATED, AppJson(ReportView::from(&report))).into_response())
 }
