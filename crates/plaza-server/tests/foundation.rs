@@ -317,18 +317,20 @@ fn a_missing_config_file_is_named() {
     assert!(stderr.contains("/nonexistent/plaza.toml"), "{stderr}");
 }
 
+/// `plaza --config <config> migrate` with the data directory `dir`.
+fn migrate_with_config(dir: &std::path::Path, config: &std::path::Path) -> std::process::Output {
+    plaza_command(&[("PLAZA_DATA_DIR".to_owned(), dir.display().to_string())])
+        .args(["--config", config.to_str().unwrap(), "migrate"])
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn config_file_values_are_overridden_by_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("plaza.toml");
     std::fs::write(&config, "log_format = \"xml\"\n").unwrap();
-    let output = plaza_command(&[(
-        "PLAZA_DATA_DIR".to_owned(),
-        dir.path().display().to_string(),
-    )])
-    .args(["--config", config.to_str().unwrap(), "migrate"])
-    .output()
-    .unwrap();
+    let output = migrate_with_config(dir.path(), &config);
     assert!(!output.status.success(), "the file's bad value is read");
     assert!(String::from_utf8_lossy(&output.stderr).contains("log_format"));
     let output = plaza_command(&[
@@ -353,13 +355,7 @@ fn a_misspelled_key_in_the_settings_file_stops_start_up_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("plaza.toml");
     std::fs::write(&config, "signup = false\nmetrics_pubilc = true\n").unwrap();
-    let output = plaza_command(&[(
-        "PLAZA_DATA_DIR".to_owned(),
-        dir.path().display().to_string(),
-    )])
-    .args(["--config", config.to_str().unwrap(), "migrate"])
-    .output()
-    .unwrap();
+    let output = migrate_with_config(dir.path(), &config);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("`metrics_pubilc`"), "{stderr}");
@@ -370,13 +366,7 @@ fn a_misspelled_key_in_the_settings_file_stops_start_up_naming_it() {
         "[[auth_providers]]\nid = \"github\"\nclient_id = \"x\"\n",
     )
     .unwrap();
-    let output = plaza_command(&[(
-        "PLAZA_DATA_DIR".to_owned(),
-        dir.path().display().to_string(),
-    )])
-    .args(["--config", config.to_str().unwrap(), "migrate"])
-    .output()
-    .unwrap();
+    let output = migrate_with_config(dir.path(), &config);
     assert!(
         output.status.success(),
         "{}",
