@@ -23,6 +23,7 @@ pub mod reports;
 pub mod search;
 pub mod seed;
 pub mod sessions;
+pub mod text;
 pub mod time;
 pub mod users;
 

@@ -3,12 +3,13 @@
 
 use plaza_domain::accounts::{self, ProviderIdentity};
 use plaza_domain::sessions::SessionClient;
+use plaza_domain::text::{
+    MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_refused_in_line, is_web_url,
+};
 use plaza_domain::users::{NewUser, Role, User, normalize_email};
 
 use super::password::MAX_PASSWORD_LENGTH;
 use super::tokens::{hash_token, random_token};
-use crate::controllers::params;
-use crate::controllers::users::{MAX_NAME_CHARS, is_email_address};
 use crate::error::AppError;
 use crate::state::AppState;
 
@@ -138,7 +139,7 @@ pub fn checked_identity(identity: ProviderIdentity) -> Result<ProviderIdentity, 
     let account_id = identity.provider_account_id.trim();
     if account_id.is_empty()
         || account_id.chars().count() > MAX_PROVIDER_ACCOUNT_ID_CHARS
-        || account_id.chars().any(params::is_refused_in_line)
+        || account_id.chars().any(is_refused_in_line)
     {
         return Err(ProviderRefusal::ProfileUnusable);
     }
@@ -147,17 +148,14 @@ pub fn checked_identity(identity: ProviderIdentity) -> Result<ProviderIdentity, 
         .map(|email| email.trim().to_owned())
         .filter(|email| is_email_address(email));
     let name = identity.name.and_then(|name| {
-        let kept: String = name
-            .chars()
-            .filter(|c| !params::is_refused_in_line(*c))
-            .collect();
+        let kept: String = name.chars().filter(|c| !is_refused_in_line(*c)).collect();
         let kept: String = kept.trim().chars().take(MAX_NAME_CHARS).collect();
         let kept = kept.trim_end().to_owned();
         (!kept.is_empty()).then_some(kept)
     });
     let image = identity
         .image
-        .filter(|image| params::is_web_url(image, params::MAX_IMAGE_URL_CHARS));
+        .filter(|image| is_web_url(image, MAX_IMAGE_URL_CHARS));
     Ok(ProviderIdentity {
         provider_account_id: account_id.to_owned(),
         email_verified: identity.email_verified && email.is_some(),

@@ -102,15 +102,9 @@ pub async fn link_preview(
             .and_then(|acquired| acquired.map_err(|_| ())),
     };
     let Ok(_slot) = slot else {
-        let mut busy = AppError::Titled {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            title: "Link preview unavailable",
-            details: "too many link previews in progress; retry shortly".to_owned(),
-        }
-        .into_response();
-        busy.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
-        return Ok(busy);
+        return Err(AppError::Busy {
+            retry_after_secs: SLOT_WAIT.as_secs(),
+        });
     };
     let url = query.url.unwrap_or_default();
     let preview = state

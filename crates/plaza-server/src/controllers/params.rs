@@ -141,33 +141,10 @@ pub fn check_text(
     if value.chars().any(|c| c.is_control() && !allowed(c)) {
         return Err("must not contain control characters".to_owned());
     }
-    if rule == TextRule::Line && value.chars().any(is_bidi_control) {
+    if rule == TextRule::Line && value.chars().any(plaza_domain::text::is_bidi_control) {
         return Err("must not contain bidirectional override or isolate characters".to_owned());
     }
     Ok(())
-}
-
-/// Characters a one-line text (a name, a title) may not hold: control
-/// characters, and bidirectional overrides and isolates, which make a name
-/// display as something else (`\u{202E}` turns `evil\u{202E}gpj.exe` around).
-pub fn is_refused_in_line(c: char) -> bool {
-    c.is_control() || is_bidi_control(c)
-}
-
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Most characters in a URL stored for a profile image.
-pub const MAX_IMAGE_URL_CHARS: usize = 2048;
-
-/// An absolute http(s) URL with a host, of at most `max_chars`, without the
-/// control characters a URL parser would silently drop.
-pub fn is_web_url(value: &str, max_chars: usize) -> bool {
-    value.chars().count() <= max_chars
-        && !value.chars().any(char::is_control)
-        && url::Url::parse(value)
-            .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
 }
 
 /// Paging of a list answer.

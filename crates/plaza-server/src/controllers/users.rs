@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy;
+use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
@@ -18,9 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
-use crate::controllers::params::{
-    self, MAX_IMAGE_URL_CHARS, Pagination, Problems, TextRule, check_text,
-};
+use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::error::schema::GeneralError;
 use crate::error::{AppError, FieldError};
 use crate::extract::{AppJson, AppQuery, IdPath};
@@ -114,24 +113,6 @@ pub fn check_password(password: &str) -> Result<(), AppError> {
         ));
     }
     Ok(())
-}
-
-/// Most characters in a display name.
-pub const MAX_NAME_CHARS: usize = 100;
-
-/// An address of the form `local@domain.tld`, at most 254 bytes, without
-/// whitespace, control or bidirectional control characters.
-pub fn is_email_address(email: &str) -> bool {
-    email.len() <= 254
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        })
-        && !email
-            .chars()
-            .any(|c| c.is_whitespace() || params::is_refused_in_line(c))
 }
 
 fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
@@ -414,7 +395,7 @@ const MAX_BIO_CHARS: usize = 500;
 /// Most characters in a location.
 const MAX_LOCATION_CHARS: usize = 100;
 fn check_image(image: &str) -> Result<(), String> {
-    if params::is_web_url(image, MAX_IMAGE_URL_CHARS) {
+    if is_web_url(image, MAX_IMAGE_URL_CHARS) {
         Ok(())
     } else {
         Err(format!(
