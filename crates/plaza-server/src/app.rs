@@ -15,7 +15,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::controllers::{self, docs};
 use crate::error::AppError;
 use crate::middleware::RequestLayer;
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 use crate::state::AppState;
 
 /// Every documented route. The OpenAPI document is collected from this, so
@@ -41,21 +41,21 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The complete application: routes, documentation and middleware.
 pub fn build_app(state: AppState) -> Router {
     let (router, document) = api_router().split_for_parts();
-    let settings = state.settings.clone();
+    let server = state.settings.server.clone();
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
         .fallback(|| async { AppError::RouteNotFound })
         .with_state(state);
-    with_middleware(router, &settings)
+    with_middleware(router, &server)
 }
 
 /// Wraps routes in Plaza's middleware stack ([`RequestLayer`] and the body
 /// limit). Public so tests can put test-only routes behind the same stack.
-pub fn with_middleware(router: Router, settings: &Arc<Settings>) -> Router {
+pub fn with_middleware(router: Router, server: &ServerSettings) -> Router {
     router.layer(
         ServiceBuilder::new()
-            .layer(RequestLayer::new(settings.clone()))
-            .layer(DefaultBodyLimit::max(settings.body_limit_bytes)),
+            .layer(RequestLayer::new(server))
+            .layer(DefaultBodyLimit::max(server.body_limit_bytes)),
     )
 }
 
@@ -68,8 +68,8 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(state: AppState) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(state.settings.bind).await?;
-        warn_about_base_url(&state.settings, listener.local_addr()?);
+        let listener = tokio::net::TcpListener::bind(state.settings.server.bind).await?;
+        warn_about_base_url(&state.settings.server, listener.local_addr()?);
         Ok(Server { listener, state })
     }
 
@@ -87,14 +87,16 @@ impl Server {
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
         let limits = crate::serve::Limits {
-            header_read_timeout: Duration::from_secs(state.settings.header_read_timeout_secs),
-            idle_timeout: Duration::from_secs(state.settings.idle_timeout_secs),
-            max_connections: crate::serve::connection_cap(state.settings.max_connections),
+            header_read_timeout: Duration::from_secs(
+                state.settings.server.header_read_timeout_secs,
+            ),
+            idle_timeout: Duration::from_secs(state.settings.server.idle_timeout_secs),
+            max_connections: crate::serve::connection_cap(state.settings.server.max_connections),
         };
         let app = Arc::new(build_app(self.state));
         state.link_preview.own_pages.set(&app);
         crate::serve::serve(self.listener, app, limits, shutdown).await;
-        let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
+        let grace = Duration::from_secs(state.settings.server.shutdown_grace_secs);
         stop_background.cancel();
         state.background.close();
         if tokio::time::timeout(grace, state.background.wait())
@@ -116,8 +118,8 @@ impl Server {
 /// usually the default base URL left in place. Absolute links and cookies
 /// then point at whatever else listens there (link previews of the own
 /// origin are answered in process, so they are not affected).
-fn warn_about_base_url(settings: &Settings, bound: SocketAddr) {
-    let base = &settings.base_url;
+fn warn_about_base_url(server: &ServerSettings, bound: SocketAddr) {
+    let base = &server.base_url;
     let loopback = match base.host() {
         Some(url::Host::Domain(name)) => {
             let name = name.trim_end_matches('.').to_ascii_lowercase();

@@ -4,13 +4,14 @@
 //! that the state and the extractors do not import each other.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use plaza_domain::sessions::SessionLifetime;
 
 use crate::auth::jwt::JwtKeys;
 use crate::auth::oauth::{self, Provider};
 use crate::auth::password::Passwords;
-use crate::settings::Settings;
+use crate::settings::AuthSettings;
 
 /// Identity services shared by every request.
 pub struct Auth {
@@ -23,7 +24,9 @@ pub struct Auth {
 }
 
 impl Auth {
-    pub fn new(settings: &Settings) -> Result<Self, String> {
+    /// `app_name` names Plaza to identity providers; `data_dir` keeps the
+    /// generated admin token key.
+    pub fn new(settings: &AuthSettings, app_name: &str, data_dir: &Path) -> Result<Self, String> {
         let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
         let providers_by_id = providers
             .iter()
@@ -44,10 +47,10 @@ impl Auth {
                 1,
                 hashing,
             )?,
-            jwt: JwtKeys::load(settings.jwt_secret.as_deref(), &settings.data_dir)?,
+            jwt: JwtKeys::load(settings.jwt_secret.as_deref(), data_dir)?,
             providers,
             providers_by_id,
-            http: oauth::http_client(&settings.app_name)?,
+            http: oauth::http_client(app_name)?,
             sessions: SessionLifetime {
                 ttl_millis,
                 // Sessions are extended at most once a minute (or a tenth of

@@ -65,7 +65,7 @@ pub fn jobs() -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
-                    let window = i64::try_from(state.settings.sign_in_lockout_secs)
+                    let window = i64::try_from(state.settings.auth.sign_in_lockout_secs)
                         .unwrap_or(i64::MAX / 1000)
                         .saturating_mul(1000);
                     state

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(settings.log_format);
+    init_logging(settings.telemetry.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -76,7 +76,7 @@ async fn offline_state(settings: Settings) -> Result<AppState, String> {
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
-    let bind = settings.bind;
+    let bind = settings.server.bind;
     let database = open_database(&settings)
         .await
         .map_err(|error| error.to_string())?;

@@ -53,7 +53,7 @@ fn error_text(code: &str) -> &'static str {
 
 /// The sign-in page: one button per provider and the credentials form.
 pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<&str>) -> String {
-    let app = &state.settings.app_name;
+    let app = &state.settings.server.app_name;
     let callback_query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("callbackUrl", callback)
         .finish();
@@ -91,7 +91,7 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
 
 /// The sign-out page.
 pub fn signout(state: &AppState, csrf_token: &str) -> String {
-    let app = &state.settings.app_name;
+    let app = &state.settings.server.app_name;
     let body = format!(
         "<h1>Sign out of {app}</h1><p>Are you sure you want to sign out?</p>\
          <form method=\"post\" action=\"/api/auth/signout\">\
@@ -106,8 +106,13 @@ pub fn signout(state: &AppState, csrf_token: &str) -> String {
 /// The share-image viewer: the image, with Open Graph and Twitter card tags
 /// for whoever unfurls the page, and its size shown once it has loaded.
 pub fn og_viewer(state: &AppState, image_path: &str) -> String {
-    let app = escape(&state.settings.app_name);
-    let base = state.settings.base_url.as_str().trim_end_matches('/');
+    let app = escape(&state.settings.server.app_name);
+    let base = state
+        .settings
+        .server
+        .base_url
+        .as_str()
+        .trim_end_matches('/');
     let image = escape(&format!("{base}{image_path}"));
     let local = escape(image_path);
     format!(

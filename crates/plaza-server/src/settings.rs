@@ -21,36 +21,40 @@ pub enum LogFormat {
     Json,
 }
 
-/// Every setting Plaza has. Field names are the keys of `plaza.toml`; the
-/// environment variable is the upper-cased name with the `PLAZA_` prefix.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Every setting Plaza has, grouped by the capability that reads it; each
+/// subsystem is handed only its section. On the outside the names stay flat:
+/// a field name is a key of `plaza.toml`, and the environment variable is the
+/// upper-cased name with the `PLAZA_` prefix.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Settings {
+    #[serde(flatten)]
+    pub server: ServerSettings,
+    #[serde(flatten)]
+    pub database: DatabaseSettings,
+    #[serde(flatten)]
+    pub storage: StorageSettings,
+    #[serde(flatten)]
+    pub auth: AuthSettings,
+    #[serde(flatten)]
+    pub limits: LimitSettings,
+    #[serde(flatten)]
+    pub link_preview: LinkPreviewSettings,
+    #[serde(flatten)]
+    pub images: ImageSettings,
+    #[serde(flatten)]
+    pub telemetry: TelemetrySettings,
+}
+
+/// The HTTP server: where it listens, its public address and how it bounds
+/// connections and requests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerSettings {
     /// Listen address; port 0 picks a free port and logs it.
     pub bind: SocketAddr,
-    /// `sqlite://…` or `postgres://…`; unset means `plaza.db` in the data directory.
-    pub database_url: Option<String>,
-    /// Holds the SQLite database, generated keys, uploads and backups.
-    pub data_dir: PathBuf,
     /// The public address of the service, used for absolute URLs and cookies.
     pub base_url: Url,
-    /// Open sign-up through `POST /api/users`.
-    pub signup: bool,
-    /// `false` turns every rate limit off (tests, benchmarks).
-    pub rate_limits_enabled: bool,
-    /// Lets link preview reach loopback and private addresses.
-    pub link_preview_allow_private: bool,
-    /// Ports link preview may fetch besides 80 and 443.
-    pub link_preview_allowed_ports: Vec<u16>,
-    /// Link previews in progress at once; a request that cannot start one
-    /// within two seconds is answered 503. Each preview may hold an
-    /// outbound connection for up to 10 s, so this bounds the file
-    /// descriptors and memory anonymous callers can tie up.
-    pub link_preview_max_concurrent: usize,
-    /// Serves `/api/metrics` without an admin token.
-    pub metrics_public: bool,
-    /// Shares rate-limit counts between instances.
-    pub redis_url: Option<String>,
-    pub log_format: LogFormat,
+    /// The application name, shown on pages and in outbound user agents.
+    pub app_name: String,
     /// Requests that take longer are answered with 408.
     pub request_timeout_secs: u64,
     /// Largest request body accepted outside the upload routes.
@@ -67,17 +71,72 @@ pub struct Settings {
     /// Open client connections at most; more are answered 503 and closed.
     /// Lowered at start-up to what the open-file limit allows.
     pub max_connections: usize,
+    /// Origins other than the base URL's that browsers may call the API from.
+    pub cors_allowed_origins: Vec<String>,
+    /// How long shutdown waits for in-flight requests and background work.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            base_url: Url::parse("http://localhost:3000").expect("the default base URL is valid"),
+            app_name: "Plaza".to_owned(),
+            request_timeout_secs: 30,
+            body_limit_bytes: 1024 * 1024,
+            header_read_timeout_secs: 30,
+            idle_timeout_secs: 75,
+            max_connections: 10_000,
+            cors_allowed_origins: Vec::new(),
+            shutdown_grace_secs: 20,
+        }
+    }
+}
+
+/// The database connection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DatabaseSettings {
+    /// `sqlite://…` or `postgres://…`; unset means `plaza.db` in the data directory.
+    pub database_url: Option<String>,
     pub database_max_connections: u32,
     /// How long start-up keeps retrying a database that does not answer.
     pub database_connect_timeout_secs: u64,
     /// How long a request waits for a pooled connection before failing with 503.
     pub database_acquire_timeout_secs: u64,
-    /// Origins other than the base URL's that browsers may call the API from.
-    pub cors_allowed_origins: Vec<String>,
-    /// How long shutdown waits for in-flight requests and background work.
-    pub shutdown_grace_secs: u64,
-    /// The application name, shown on pages and in outbound user agents.
-    pub app_name: String,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        DatabaseSettings {
+            database_url: None,
+            database_max_connections: 16,
+            database_connect_timeout_secs: 30,
+            database_acquire_timeout_secs: 5,
+        }
+    }
+}
+
+/// Files Plaza keeps on disk.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StorageSettings {
+    /// Holds the SQLite database, generated keys, uploads and backups.
+    pub data_dir: PathBuf,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings {
+            data_dir: PathBuf::from("./data"),
+        }
+    }
+}
+
+/// Sign-up, sign-in, sessions, admin tokens and password hashing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuthSettings {
+    /// Open sign-up through `POST /api/users`.
+    pub signup: bool,
     /// Session lifetime; it slides forward while the session is used.
     pub session_ttl_secs: u64,
     /// The longest a session lives after sign-in, however much it is used.
@@ -103,47 +162,14 @@ pub struct Settings {
     pub sign_in_max_failures: u32,
     /// How long failures are counted, and how long the refusal lasts.
     pub sign_in_lockout_secs: u64,
-    /// Read the client address from `X-Forwarded-For` (only behind a proxy
-    /// that sets it).
-    pub trust_proxy_headers: bool,
-    /// Quote providers for share images; unset uses the built-in rotation
-    /// (Quotable 40, ZenQuotes 30, DummyJSON 20, API Ninjas 10).
-    pub og_quote_providers: Option<Vec<plaza_og_image::quotes::ProviderConfig>>,
-    /// API key of the fourth default quote provider (API Ninjas); without it
-    /// that provider is skipped.
-    pub og_quotes_api_key: Option<String>,
-    /// The tagline of the fallback share image.
-    pub tagline: String,
     /// Identity providers (OAuth 2.0 / OpenID Connect).
     pub auth_providers: Vec<crate::auth::oauth::ProviderSettings>,
 }
 
-impl Default for Settings {
+impl Default for AuthSettings {
     fn default() -> Self {
-        Settings {
-            bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
-            database_url: None,
-            data_dir: PathBuf::from("./data"),
-            base_url: Url::parse("http://localhost:3000").expect("the default base URL is valid"),
+        AuthSettings {
             signup: true,
-            rate_limits_enabled: true,
-            link_preview_allow_private: false,
-            link_preview_allowed_ports: Vec::new(),
-            link_preview_max_concurrent: 32,
-            metrics_public: false,
-            redis_url: None,
-            log_format: LogFormat::Text,
-            request_timeout_secs: 30,
-            body_limit_bytes: 1024 * 1024,
-            header_read_timeout_secs: 30,
-            idle_timeout_secs: 75,
-            max_connections: 10_000,
-            database_max_connections: 16,
-            database_connect_timeout_secs: 30,
-            database_acquire_timeout_secs: 5,
-            cors_allowed_origins: Vec::new(),
-            shutdown_grace_secs: 20,
-            app_name: "Plaza".to_owned(),
             session_ttl_secs: 30 * 24 * 3600,
             session_max_lifetime_secs: 90 * 24 * 3600,
             jwt_secret: None,
@@ -155,11 +181,93 @@ impl Default for Settings {
             password_hash_wait_ms: 5000,
             sign_in_max_failures: 5,
             sign_in_lockout_secs: 900,
+            auth_providers: Vec::new(),
+        }
+    }
+}
+
+/// Rate limits and the client address they count by.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LimitSettings {
+    /// `false` turns every rate limit off (tests, benchmarks).
+    pub rate_limits_enabled: bool,
+    /// Shares rate-limit counts between instances.
+    pub redis_url: Option<String>,
+    /// Read the client address from `X-Forwarded-For` (only behind a proxy
+    /// that sets it).
+    pub trust_proxy_headers: bool,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        LimitSettings {
+            rate_limits_enabled: true,
+            redis_url: None,
             trust_proxy_headers: false,
+        }
+    }
+}
+
+/// Outbound fetches for link previews.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkPreviewSettings {
+    /// Lets link preview reach loopback and private addresses.
+    pub link_preview_allow_private: bool,
+    /// Ports link preview may fetch besides 80 and 443.
+    pub link_preview_allowed_ports: Vec<u16>,
+    /// Link previews in progress at once; a request that cannot start one
+    /// within two seconds is answered 503. Each preview may hold an
+    /// outbound connection for up to 10 s, so this bounds the file
+    /// descriptors and memory anonymous callers can tie up.
+    pub link_preview_max_concurrent: usize,
+}
+
+impl Default for LinkPreviewSettings {
+    fn default() -> Self {
+        LinkPreviewSettings {
+            link_preview_allow_private: false,
+            link_preview_allowed_ports: Vec::new(),
+            link_preview_max_concurrent: 32,
+        }
+    }
+}
+
+/// Share images.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImageSettings {
+    /// Quote providers for share images; unset uses the built-in rotation
+    /// (Quotable 40, ZenQuotes 30, DummyJSON 20, API Ninjas 10).
+    pub og_quote_providers: Option<Vec<plaza_og_image::quotes::ProviderConfig>>,
+    /// API key of the fourth default quote provider (API Ninjas); without it
+    /// that provider is skipped.
+    pub og_quotes_api_key: Option<String>,
+    /// The tagline of the fallback share image.
+    pub tagline: String,
+}
+
+impl Default for ImageSettings {
+    fn default() -> Self {
+        ImageSettings {
             og_quote_providers: None,
             og_quotes_api_key: None,
             tagline: "A community platform".to_owned(),
-            auth_providers: Vec::new(),
+        }
+    }
+}
+
+/// Logs and metrics.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TelemetrySettings {
+    pub log_format: LogFormat,
+    /// Serves `/api/metrics` without an admin token.
+    pub metrics_public: bool,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        TelemetrySettings {
+            log_format: LogFormat::Text,
+            metrics_public: false,
         }
     }
 }
@@ -210,11 +318,52 @@ impl Settings {
             // test harness; neither is a setting.
             key != "config" && !key.as_str().starts_with("test_")
         }));
-        let settings: Settings = figment.extract().map_err(figment_error)?;
+        let settings = Settings {
+            server: section(&figment)?,
+            database: section(&figment)?,
+            storage: section(&figment)?,
+            auth: section(&figment)?,
+            limits: section(&figment)?,
+            link_preview: section(&figment)?,
+            images: section(&figment)?,
+            telemetry: section(&figment)?,
+        };
         settings.validate()?;
         Ok(settings)
     }
 
+    fn validate(&self) -> Result<(), SettingsError> {
+        self.server.validate()?;
+        self.database.validate()?;
+        self.auth.validate()?;
+        self.link_preview.validate()
+    }
+
+    /// The database URL in use: the setting, or the embedded SQLite file.
+    pub fn effective_database_url(&self) -> String {
+        match &self.database.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}",
+                self.storage.data_dir.join("plaza.db").display()
+            ),
+        }
+    }
+}
+
+/// Fails with the first setting in `pairs` that is zero.
+fn at_least_one<T: PartialEq + Default>(
+    pairs: impl IntoIterator<Item = (&'static str, T)>,
+) -> Result<(), SettingsError> {
+    for (key, value) in pairs {
+        if value == T::default() {
+            return Err(SettingsError::new(key, "must be at least 1"));
+        }
+    }
+    Ok(())
+}
+
+impl ServerSettings {
     fn validate(&self) -> Result<(), SettingsError> {
         if !matches!(self.base_url.scheme(), "http" | "https") || self.base_url.host().is_none() {
             return Err(SettingsError::new(
@@ -222,82 +371,12 @@ impl Settings {
                 format!("{} is not an absolute http(s) URL", self.base_url),
             ));
         }
-        if let Some(url) = &self.database_url
-            && plaza_domain::Backend::from_url(url).is_none()
-        {
-            return Err(SettingsError::new(
-                "database_url",
-                "must start with sqlite:// or postgres://",
-            ));
-        }
-        for (key, value) in [
+        at_least_one([
             ("request_timeout_secs", self.request_timeout_secs),
             ("header_read_timeout_secs", self.header_read_timeout_secs),
             ("idle_timeout_secs", self.idle_timeout_secs),
-            (
-                "database_connect_timeout_secs",
-                self.database_connect_timeout_secs,
-            ),
-            (
-                "database_acquire_timeout_secs",
-                self.database_acquire_timeout_secs,
-            ),
-        ] {
-            if value == 0 {
-                return Err(SettingsError::new(key, "must be at least 1"));
-            }
-        }
-        for (key, value) in [
-            ("max_connections", self.max_connections),
-            (
-                "link_preview_max_concurrent",
-                self.link_preview_max_concurrent,
-            ),
-        ] {
-            if value == 0 {
-                return Err(SettingsError::new(key, "must be at least 1"));
-            }
-        }
-        if self.database_max_connections == 0 {
-            return Err(SettingsError::new(
-                "database_max_connections",
-                "must be at least 1",
-            ));
-        }
-        if let Some(secret) = &self.jwt_secret
-            && secret.len() < crate::auth::jwt::MIN_SECRET_LENGTH
-        {
-            return Err(SettingsError::new(
-                "jwt_secret",
-                format!(
-                    "must be at least {} characters",
-                    crate::auth::jwt::MIN_SECRET_LENGTH
-                ),
-            ));
-        }
-        for (key, value) in [
-            ("session_ttl_secs", self.session_ttl_secs),
-            ("session_max_lifetime_secs", self.session_max_lifetime_secs),
-            ("admin_token_ttl_secs", self.admin_token_ttl_secs),
-            ("sign_in_lockout_secs", self.sign_in_lockout_secs),
-        ] {
-            if value == 0 {
-                return Err(SettingsError::new(key, "must be at least 1"));
-            }
-        }
-        if self.password_hash_memory_kib < 8 || self.password_hash_iterations == 0 {
-            return Err(SettingsError::new(
-                "password_hash_memory_kib",
-                "Argon2 needs at least 8 KiB and 1 iteration",
-            ));
-        }
-        self.password_hashing_limits()
-            .map_err(|problem| SettingsError::new("password_hash_memory_budget_mib", problem))?;
-        for provider in &self.auth_providers {
-            provider
-                .validate()
-                .map_err(|problem| SettingsError::new("auth_providers", problem))?;
-        }
+        ])?;
+        at_least_one([("max_connections", self.max_connections)])?;
         if self.body_limit_bytes < 1024 {
             return Err(SettingsError::new(
                 "body_limit_bytes",
@@ -315,12 +394,74 @@ impl Settings {
         Ok(())
     }
 
-    /// The database URL in use: the setting, or the embedded SQLite file.
-    pub fn effective_database_url(&self) -> String {
-        match &self.database_url {
-            Some(url) => url.clone(),
-            None => format!("sqlite://{}", self.data_dir.join("plaza.db").display()),
+    /// Whether cookies must carry `Secure`.
+    pub fn is_https(&self) -> bool {
+        self.base_url.scheme() == "https"
+    }
+
+    /// The origin of the base URL, as browsers send it in `Origin`.
+    pub fn base_origin(&self) -> String {
+        self.base_url.origin().ascii_serialization()
+    }
+}
+
+impl DatabaseSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        if let Some(url) = &self.database_url
+            && plaza_domain::Backend::from_url(url).is_none()
+        {
+            return Err(SettingsError::new(
+                "database_url",
+                "must start with sqlite:// or postgres://",
+            ));
         }
+        at_least_one([
+            (
+                "database_connect_timeout_secs",
+                self.database_connect_timeout_secs,
+            ),
+            (
+                "database_acquire_timeout_secs",
+                self.database_acquire_timeout_secs,
+            ),
+        ])?;
+        at_least_one([("database_max_connections", self.database_max_connections)])
+    }
+}
+
+impl AuthSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        if let Some(secret) = &self.jwt_secret
+            && secret.len() < crate::auth::jwt::MIN_SECRET_LENGTH
+        {
+            return Err(SettingsError::new(
+                "jwt_secret",
+                format!(
+                    "must be at least {} characters",
+                    crate::auth::jwt::MIN_SECRET_LENGTH
+                ),
+            ));
+        }
+        at_least_one([
+            ("session_ttl_secs", self.session_ttl_secs),
+            ("session_max_lifetime_secs", self.session_max_lifetime_secs),
+            ("admin_token_ttl_secs", self.admin_token_ttl_secs),
+            ("sign_in_lockout_secs", self.sign_in_lockout_secs),
+        ])?;
+        if self.password_hash_memory_kib < 8 || self.password_hash_iterations == 0 {
+            return Err(SettingsError::new(
+                "password_hash_memory_kib",
+                "Argon2 needs at least 8 KiB and 1 iteration",
+            ));
+        }
+        self.password_hashing_limits()
+            .map_err(|problem| SettingsError::new("password_hash_memory_budget_mib", problem))?;
+        for provider in &self.auth_providers {
+            provider
+                .validate()
+                .map_err(|problem| SettingsError::new("auth_providers", problem))?;
+        }
+        Ok(())
     }
 
     /// How many password hashes may run at once, and how long a request
@@ -333,16 +474,20 @@ impl Settings {
             std::time::Duration::from_millis(self.password_hash_wait_ms),
         )
     }
+}
 
-    /// Whether cookies must carry `Secure`.
-    pub fn is_https(&self) -> bool {
-        self.base_url.scheme() == "https"
+impl LinkPreviewSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        at_least_one([(
+            "link_preview_max_concurrent",
+            self.link_preview_max_concurrent,
+        )])
     }
+}
 
-    /// The origin of the base URL, as browsers send it in `Origin`.
-    pub fn base_origin(&self) -> String {
-        self.base_url.origin().ascii_serialization()
-    }
+/// One section, read from the same flat keys as every other.
+fn section<T: serde::de::DeserializeOwned>(figment: &Figment) -> Result<T, SettingsError> {
+    figment.extract().map_err(figment_error)
 }
 
 /// A key of the settings file that no setting has (a misspelling would
@@ -387,5 +532,42 @@ fn figment_error(error: figment::Error) -> SettingsError {
             key.replace('.', "__").to_uppercase()
         ),
         problem: error.kind.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(section: impl Serialize) -> Vec<String> {
+        match serde_json::to_value(section) {
+            Ok(serde_json::Value::Object(fields)) => fields.keys().cloned().collect(),
+            other => panic!("a section serializes to an object, not {other:?}"),
+        }
+    }
+
+    /// Sections share one flat namespace of keys, so a key in two sections
+    /// would be read by both.
+    #[test]
+    fn every_key_belongs_to_exactly_one_section() {
+        let defaults = Settings::default();
+        let mut all: Vec<String> = [
+            keys(&defaults.server),
+            keys(&defaults.database),
+            keys(&defaults.storage),
+            keys(&defaults.auth),
+            keys(&defaults.limits),
+            keys(&defaults.link_preview),
+            keys(&defaults.images),
+            keys(&defaults.telemetry),
+        ]
+        .concat();
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "a key appears in two sections");
+        let mut flat = keys(&defaults);
+        flat.sort();
+        assert_eq!(flat, all);
     }
 }

@@ -40,8 +40,8 @@ pub enum StartupError {
 /// Connects (retrying with backoff until `database_connect_timeout_secs`)
 /// and migrates, so a database that starts after Plaza is waited for.
 pub async fn open_database(settings: &Settings) -> Result<Database, StartupError> {
-    create_private_dir(&settings.data_dir).map_err(|source| StartupError::DataDir {
-        path: settings.data_dir.display().to_string(),
+    create_private_dir(&settings.storage.data_dir).map_err(|source| StartupError::DataDir {
+        path: settings.storage.data_dir.display().to_string(),
         source,
     })?;
     let url = settings.effective_database_url();
@@ -54,11 +54,12 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
         )?;
     }
     let options = DatabaseOptions {
-        max_connections: settings.database_max_connections,
-        acquire_timeout: Duration::from_secs(settings.database_acquire_timeout_secs),
+        max_connections: settings.database.database_max_connections,
+        acquire_timeout: Duration::from_secs(settings.database.database_acquire_timeout_secs),
         ..DatabaseOptions::default()
     };
-    let deadline = Instant::now() + Duration::from_secs(settings.database_connect_timeout_secs);
+    let deadline =
+        Instant::now() + Duration::from_secs(settings.database.database_connect_timeout_secs);
     let mut delay = Duration::from_millis(100);
     let database = loop {
         match Database::connect(&url, &options).await {
@@ -66,7 +67,7 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
             Err(cause) if Instant::now() + delay >= deadline => {
                 return Err(StartupError::DatabaseUnreachable {
                     url: plaza_domain::db::redact_url(&url),
-                    seconds: settings.database_connect_timeout_secs,
+                    seconds: settings.database.database_connect_timeout_secs,
                     cause,
                 });
             }

@@ -58,12 +58,16 @@ impl AppState {
     /// Fails when identity services cannot start (an unreadable key file,
     /// impossible hashing parameters).
     pub fn new(settings: Settings, db: Database) -> Result<Self, String> {
-        let auth = Auth::new(&settings)?;
+        let auth = Auth::new(
+            &settings.auth,
+            &settings.server.app_name,
+            &settings.storage.data_dir,
+        )?;
         let link_preview =
             plaza_link_preview::PreviewClient::new(plaza_link_preview::FetchConfig {
-                app_name: settings.app_name.clone(),
-                allow_private: settings.link_preview_allow_private,
-                allowed_ports: settings.link_preview_allowed_ports.clone(),
+                app_name: settings.server.app_name.clone(),
+                allow_private: settings.link_preview.link_preview_allow_private,
+                allowed_ports: settings.link_preview.link_preview_allowed_ports.clone(),
                 ..plaza_link_preview::FetchConfig::default()
             })
             .map_err(|error| format!("cannot build the link preview client: {error}"))?;
@@ -71,14 +75,18 @@ impl AppState {
         let link_preview = link_preview.with_internal_pages(own_pages.clone());
         let link_preview = LinkPreviews {
             client: link_preview,
-            slots: tokio::sync::Semaphore::new(settings.link_preview_max_concurrent),
+            slots: tokio::sync::Semaphore::new(settings.link_preview.link_preview_max_concurrent),
             own_pages,
         };
-        let providers = settings.og_quote_providers.clone().unwrap_or_else(|| {
-            plaza_og_image::quotes::default_providers(settings.og_quotes_api_key.clone())
-        });
+        let providers = settings
+            .images
+            .og_quote_providers
+            .clone()
+            .unwrap_or_else(|| {
+                plaza_og_image::quotes::default_providers(settings.images.og_quotes_api_key.clone())
+            });
         let quotes = Arc::new(plaza_og_image::quotes::QuoteSource::new(
-            crate::auth::oauth::http_client(&settings.app_name)?,
+            crate::auth::oauth::http_client(&settings.server.app_name)?,
             providers,
         ));
         Ok(AppState(Arc::new(Shared {

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
 use plaza_server::extract::AppJson;
-use plaza_server::settings::Settings;
+use plaza_server::settings::ServerSettings;
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, serde::Serialize)]
@@ -19,8 +19,8 @@ struct Echo {
     count: u32,
 }
 
-async fn serve(router: Router, settings: Settings) -> String {
-    let app = with_middleware(router, &std::sync::Arc::new(settings));
+async fn serve(router: Router, settings: ServerSettings) -> String {
+    let app = with_middleware(router, &settings);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -57,7 +57,7 @@ fn client() -> reqwest::Client {
 
 #[tokio::test]
 async fn a_panicking_handler_is_a_500_without_internals() {
-    let base = serve(test_routes(), Settings::default()).await;
+    let base = serve(test_routes(), ServerSettings::default()).await;
     let response = client()
         .get(format!("{base}/api/panic"))
         .send()
@@ -83,7 +83,7 @@ async fn a_panicking_handler_is_a_500_without_internals() {
 
 #[tokio::test]
 async fn json_bodies_are_checked_with_clear_messages() {
-    let base = serve(test_routes(), Settings::default()).await;
+    let base = serve(test_routes(), ServerSettings::default()).await;
     let client = client();
     let ok: Value = client
         .post(format!("{base}/api/echo"))
@@ -143,9 +143,9 @@ async fn json_bodies_are_checked_with_clear_messages() {
 
 #[tokio::test]
 async fn bodies_over_the_limit_are_413() {
-    let settings = Settings {
+    let settings = ServerSettings {
         body_limit_bytes: 2048,
-        ..Settings::default()
+        ..ServerSettings::default()
     };
     let base = serve(test_routes(), settings).await;
     let big = format!("{{\"name\": \"{}\", \"count\": 1}}", "x".repeat(10_000));
@@ -163,9 +163,9 @@ async fn bodies_over_the_limit_are_413() {
 
 #[tokio::test]
 async fn slow_requests_time_out_with_408() {
-    let settings = Settings {
+    let settings = ServerSettings {
         request_timeout_secs: 1,
-        ..Settings::default()
+        ..ServerSettings::default()
     };
     let base = serve(test_routes(), settings).await;
     let response = client()
@@ -180,9 +180,9 @@ async fn slow_requests_time_out_with_408() {
 
 #[tokio::test]
 async fn only_allowed_origins_may_call_with_credentials() {
-    let settings = Settings {
+    let settings = ServerSettings {
         cors_allowed_origins: vec!["https://app.example".to_owned()],
-        ..Settings::default()
+        ..ServerSettings::default()
     };
     let base = serve(test_routes(), settings).await;
     let preflight = |origin: &'static str| {
@@ -270,7 +270,7 @@ async fn every_answer_is_nosniff_and_html_cannot_be_framed() {
                 )
             }),
         );
-    let base = serve(routes, Settings::default()).await;
+    let base = serve(routes, ServerSettings::default()).await;
     let get = |path: &str| client().get(format!("{base}{path}")).send();
     for path in ["/page", "/api/panic"] {
         let response = get(path).await.unwrap();

@@ -24,7 +24,7 @@ use plaza_domain::users::{Role, UserStatus};
 
 use crate::error::AppError;
 use crate::extract::documented::{Answer, DocumentedExtractor};
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 use crate::state::AppState;
 use jwt::{AdminClaims, AdminPermission};
 use tokens::hash_token;
@@ -277,7 +277,7 @@ pub fn issue_admin_token(
             permissions
         }
     };
-    let max_ttl = i64::try_from(state.settings.admin_token_ttl_secs).unwrap_or(i64::MAX);
+    let max_ttl = i64::try_from(state.settings.auth.admin_token_ttl_secs).unwrap_or(i64::MAX);
     let ttl = ttl_secs.unwrap_or(max_ttl);
     if !(1..=max_ttl).contains(&ttl) {
         return Err(AppError::invalid(
@@ -300,7 +300,7 @@ impl FromRequestParts<AppState> for MetricsAccess {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        if state.settings.metrics_public {
+        if state.settings.telemetry.metrics_public {
             return Ok(MetricsAccess);
         }
         let token = admin_token_for(parts, state).await?;
@@ -326,7 +326,7 @@ impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        if state.settings.trust_proxy_headers
+        if state.settings.limits.trust_proxy_headers
             && let Some(forwarded) = parts
                 .headers
                 .get("x-forwarded-for")
@@ -397,12 +397,17 @@ pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
 
 /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure`
 /// when the base URL is https. `max_age_secs` 0 deletes the cookie.
-pub fn set_cookie(settings: &Settings, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
+pub fn set_cookie(
+    server: &ServerSettings,
+    name: &str,
+    value: &str,
+    max_age_secs: i64,
+) -> HeaderValue {
     let cookie = cookie::Cookie::build((name, value))
         .http_only(true)
         .same_site(cookie::SameSite::Lax)
         .path("/")
-        .secure(settings.is_https())
+        .secure(server.is_https())
         .max_age(cookie::time::Duration::seconds(max_age_secs))
         .build();
     HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
@@ -412,7 +417,7 @@ pub fn set_cookie(settings: &Settings, name: &str, value: &str, max_age_secs: i6
 /// service trusts. Requests with neither come from non-browser clients,
 /// which cookies cannot be forged for; a header that is there but cannot be
 /// read is not trusted.
-pub fn is_same_origin(headers: &HeaderMap, settings: &Settings) -> bool {
+pub fn is_same_origin(headers: &HeaderMap, server: &ServerSettings) -> bool {
     let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
         (Some(origin), _) => origin.to_str().ok().map(str::to_owned),
         (None, Some(referer)) => referer
@@ -425,8 +430,8 @@ pub fn is_same_origin(headers: &HeaderMap, settings: &Settings) -> bool {
     match claimed {
         None => false,
         Some(origin) => {
-            origin == settings.base_origin()
-                || settings
+            origin == server.base_origin()
+                || server
                     .cors_allowed_origins
                     .iter()
                     .any(|allowed| allowed.trim_end_matches('/') == origin)
@@ -450,7 +455,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_referer_is_not_same_origin() {
-        let settings = Settings::default();
+        let settings = ServerSettings::default();
         let with = |name: header::HeaderName, value: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(name, HeaderValue::from_str(value).unwrap());

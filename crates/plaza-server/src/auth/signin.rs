@@ -64,10 +64,11 @@ pub async fn sign_in_with_password(
         return Err(AppError::InvalidCredentials);
     }
     let settings = &state.settings;
-    let window = i64::try_from(settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
+    let window =
+        i64::try_from(settings.auth.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
     let account_key = format!("email:{}", normalize_email(email));
     let address_key = client.ip_address.as_ref().map(|ip| format!("ip:{ip}"));
-    let max = i64::from(settings.sign_in_max_failures);
+    let max = i64::from(settings.auth.sign_in_max_failures);
     let account_attempts = state
         .db
         .reserve_sign_in_attempt(&account_key, window)
@@ -79,7 +80,7 @@ pub async fn sign_in_with_password(
     if account_attempts > max || address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR) {
         // The window ends at most this long from now.
         return Err(AppError::RateLimited {
-            retry_after_secs: settings.sign_in_lockout_secs,
+            retry_after_secs: settings.auth.sign_in_lockout_secs,
         });
     }
     let user = state.db.user_by_email(email).await?;

@@ -252,7 +252,7 @@ pub async fn signin_with_provider(
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(
-            &state.settings,
+            &state.settings.server,
             OAUTH_BINDING_COOKIE,
             &binding,
             OAUTH_STATE_TTL_MILLIS / 1000,
@@ -303,7 +303,7 @@ pub async fn provider_callback(
     // The binding is single-use: whatever the outcome, the cookie goes.
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(&state.settings, OAUTH_BINDING_COOKIE, "", 0),
+        set_cookie(&state.settings.server, OAUTH_BINDING_COOKIE, "", 0),
     );
     Ok(response)
 }
@@ -439,7 +439,7 @@ pub async fn signout(
     };
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(&state.settings, SESSION_COOKIE, "", 0),
+        set_cookie(&state.settings.server, SESSION_COOKIE, "", 0),
     );
     Ok(response)
 }
@@ -518,6 +518,7 @@ pub async fn providers(
 ) -> AppJson<std::collections::BTreeMap<String, ProviderView>> {
     let base = state
         .settings
+        .server
         .base_url
         .as_str()
         .trim_end_matches('/')
@@ -787,7 +788,12 @@ fn with_session_cookie(
     let max_age = (started.expires_at - now_millis()) / 1000;
     response.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(&state.settings, SESSION_COOKIE, &started.token, max_age),
+        set_cookie(
+            &state.settings.server,
+            SESSION_COOKIE,
+            &started.token,
+            max_age,
+        ),
     );
     response
 }
@@ -824,7 +830,7 @@ fn csrf_token_for(state: &AppState, headers: &HeaderMap) -> (String, Option<Head
         Some(token) => (token, None),
         None => {
             let token = random_token();
-            let cookie = set_cookie(&state.settings, CSRF_COOKIE, &token, 24 * 3600);
+            let cookie = set_cookie(&state.settings.server, CSRF_COOKIE, &token, 24 * 3600);
             (token, Some(cookie))
         }
     }
@@ -842,7 +848,12 @@ fn check_csrf(cookie: Option<&str>, submitted: Option<&str>) -> Result<(), AppEr
 fn callback_url_for(state: &AppState, provider_id: &str) -> String {
     format!(
         "{}/api/auth/callback/{provider_id}",
-        state.settings.base_url.as_str().trim_end_matches('/')
+        state
+            .settings
+            .server
+            .base_url
+            .as_str()
+            .trim_end_matches('/')
     )
 }
 
@@ -859,7 +870,7 @@ fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
     if requested.chars().any(char::is_control) {
         return "/".to_owned();
     }
-    let base = &state.settings.base_url;
+    let base = &state.settings.server.base_url;
     match base.join(requested.trim()) {
         Ok(url) if url.origin() == base.origin() => {
             // The path and what follows, unless the path itself starts with

@@ -110,7 +110,7 @@ pub async fn link_preview(
     let preview = state
         .link_preview
         .client
-        .preview(&url, &state.settings.base_url)
+        .preview(&url, &state.settings.server.base_url)
         .await
         .map_err(preview_error)?;
     Ok((no_store_headers(), AppJson(LinkPreviewView::from(preview))).into_response())

@@ -124,8 +124,8 @@ pub async fn og_image(
     if svg_wanted {
         return Ok(image_response("image/svg+xml", svg.into_bytes()));
     }
-    let fallback_title = state.settings.app_name.clone();
-    let fallback_tagline = state.settings.tagline.clone();
+    let fallback_title = state.settings.server.app_name.clone();
+    let fallback_tagline = state.settings.images.tagline.clone();
     let rendered = tokio::task::spawn_blocking(move || plaza_og_image::render_png(&svg))
         .await
         .map_err(AppError::internal)?;

@@ -22,7 +22,7 @@ use crate::controllers::users::{avatar_url, display_name, timestamp};
 use crate::error::AppError;
 use crate::error::schema::GeneralError;
 use crate::extract::{AppJson, AppQuery};
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 use crate::state::AppState;
 use plaza_domain::policy;
 
@@ -109,12 +109,12 @@ pub struct UserResult {
 }
 
 impl UserResult {
-    fn new(hit: &UserHit, settings: &Settings) -> Self {
+    fn new(hit: &UserHit, server: &ServerSettings) -> Self {
         UserResult {
             id: hit.user.id().to_string(),
             username: hit.user.row.username.clone(),
             display_name: display_name(&hit.user),
-            avatar_url: avatar_url(settings, &hit.user),
+            avatar_url: avatar_url(server, &hit.user),
             bio: hit.user.row.bio.clone(),
             username_highlight: hit.username_html.clone(),
             name_highlight: hit.name_html.clone(),
@@ -222,7 +222,7 @@ async fn run(
             let results = found
                 .hits
                 .iter()
-                .map(|hit| SearchResult::User(UserResult::new(hit, &state.settings)))
+                .map(|hit| SearchResult::User(UserResult::new(hit, &state.settings.server)))
                 .collect();
             (results, found.has_more, "user")
         }

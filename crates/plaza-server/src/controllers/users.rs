@@ -23,7 +23,7 @@ use crate::controllers::params::{self, Pagination, Problems, TextRule, check_tex
 use crate::error::schema::GeneralError;
 use crate::error::{AppError, FieldError};
 use crate::extract::{AppJson, AppQuery, IdPath};
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -175,7 +175,7 @@ pub async fn create_user(
     OptionalUser(caller): OptionalUser,
     AppJson(body): AppJson<SignUpBody>,
 ) -> Result<Response, AppError> {
-    if !state.settings.signup {
+    if !state.settings.auth.signup {
         authorize(
             policy::create_user_without_signup(actor_of(caller.as_ref())),
             "user",
@@ -209,12 +209,12 @@ pub fn display_name(user: &User) -> String {
 
 /// The user's image, or their generated avatar (seeded by the user id, so
 /// it survives a change of username).
-pub fn avatar_url(settings: &Settings, user: &User) -> String {
+pub fn avatar_url(server: &ServerSettings, user: &User) -> String {
     match &user.row.image {
         Some(image) => image.clone(),
         None => format!(
             "{}/api/avatar-image?seed={}",
-            settings.base_url.as_str().trim_end_matches('/'),
+            server.base_url.as_str().trim_end_matches('/'),
             user.id()
         ),
     }
@@ -648,7 +648,7 @@ pub async fn user_profile(
         id: user.id().to_string(),
         username: user.row.username.clone(),
         display_name: display_name(&user),
-        avatar_url: avatar_url(&state.settings, &user),
+        avatar_url: avatar_url(&state.settings.server, &user),
         bio: user.row.bio.clone(),
         created_at: timestamp(user.row.created_at),
         profile_visibility: "public".to_owned(),

@@ -17,7 +17,7 @@ use axum::http::header::{
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 
 /// Which origins may call with credentials, and the headers answered to them.
 pub struct CorsPolicy {
@@ -38,9 +38,9 @@ static HEADERS: HeaderValue = HeaderValue::from_static("content-type,authorizati
 static MAX_AGE: HeaderValue = HeaderValue::from_static("600");
 
 impl CorsPolicy {
-    pub fn new(settings: &Settings) -> Self {
-        let allowed_origins = std::iter::once(settings.base_origin())
-            .chain(settings.cors_allowed_origins.iter().cloned())
+    pub fn new(server: &ServerSettings) -> Self {
+        let allowed_origins = std::iter::once(server.base_origin())
+            .chain(server.cors_allowed_origins.iter().cloned())
             .filter_map(|origin| HeaderValue::from_str(origin.trim_end_matches('/')).ok())
             .collect();
         CorsPolicy { allowed_origins }
@@ -102,9 +102,9 @@ mod tests {
     use super::*;
 
     fn policy() -> CorsPolicy {
-        CorsPolicy::new(&Settings {
+        CorsPolicy::new(&ServerSettings {
             cors_allowed_origins: vec!["https://app.example/".to_owned()],
-            ..Settings::default()
+            ..ServerSettings::default()
         })
     }
 

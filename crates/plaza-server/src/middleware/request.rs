@@ -32,7 +32,7 @@ use super::cors::CorsPolicy;
 use super::metrics;
 use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::error::{AppError, ErrorReport, Surface, render_response};
-use crate::settings::Settings;
+use crate::settings::ServerSettings;
 
 /// The header that carries a request's id, both ways.
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -48,17 +48,17 @@ pub struct RequestLayer {
 
 /// Everything a request needs from the settings, built once.
 struct Shared {
-    settings: Arc<Settings>,
+    server: ServerSettings,
     cors: CorsPolicy,
     timeout: Duration,
 }
 
 impl RequestLayer {
-    pub fn new(settings: Arc<Settings>) -> Self {
+    pub fn new(server: &ServerSettings) -> Self {
         let shared = Shared {
-            cors: CorsPolicy::new(&settings),
-            timeout: Duration::from_secs(settings.request_timeout_secs),
-            settings,
+            cors: CorsPolicy::new(server),
+            timeout: Duration::from_secs(server.request_timeout_secs),
+            server: server.clone(),
         };
         RequestLayer {
             shared: Arc::new(shared),
@@ -124,7 +124,7 @@ where
                 .preflight(&method, request.headers(), origin.as_ref())
         {
             Answer::Ready(preflight)
-        } else if refuse_cross_origin_write(&request, &shared.settings) {
+        } else if refuse_cross_origin_write(&request, &shared.server) {
             Answer::Ready(AppError::Forbidden.into_response())
         } else {
             // The service that was made ready is the one called; a fresh
@@ -232,12 +232,12 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 /// Cookie-authenticated writes (POST, PUT, PATCH, DELETE) sent from another
 /// origin are refused, so a page elsewhere cannot act with a visitor's
 /// session. Bearer-token requests carry no ambient credential and pass.
-fn refuse_cross_origin_write(request: &Request, settings: &Settings) -> bool {
+fn refuse_cross_origin_write(request: &Request, server: &ServerSettings) -> bool {
     let method = request.method();
     let is_write = !(method.is_safe() || method == axum::http::Method::OPTIONS);
     is_write
         && cookie_value(request.headers(), SESSION_COOKIE).is_some()
-        && !is_same_origin(request.headers(), settings)
+        && !is_same_origin(request.headers(), server)
 }
 
 /// A UUID v4 from the thread-local generator: unique without a system call
