@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use utoipa::OpenApi;
@@ -15,22 +15,31 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::controllers::{self, docs};
 use crate::error::AppError;
 use crate::middleware::RequestLayer;
+use crate::rate_limit::{Limit, limited};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
-/// Every documented route. The OpenAPI document is collected from this, so
-/// it is the single list of what Plaza serves.
+/// Every documented route, in groups that each declare their rate limit
+/// here. The OpenAPI document is collected from this, so it is the single
+/// list of what Plaza serves.
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
+        // Probes and the metrics scrape are never limited: a monitor that
+        // is refused would report an outage that is not there.
         .merge(controllers::system::routes())
         .merge(controllers::metrics::routes())
-        .merge(controllers::auth::routes())
-        .merge(controllers::users::routes())
-        .merge(controllers::posts::routes())
-        .merge(controllers::search::routes())
-        .merge(controllers::images::routes())
-        .merge(controllers::link_preview::routes())
-        .merge(controllers::og::routes())
+        .merge(limited(Limit::SignIn, controllers::auth::sign_in_routes()))
+        .merge(limited(
+            Limit::General,
+            OpenApiRouter::new()
+                .merge(controllers::auth::routes())
+                .merge(controllers::users::routes())
+                .merge(controllers::posts::routes())
+                .merge(controllers::search::routes())
+                .merge(controllers::images::routes())
+                .merge(controllers::link_preview::routes())
+                .merge(controllers::og::routes()),
+        ))
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.
@@ -45,7 +54,10 @@ pub fn build_app(state: AppState) -> Router {
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
         .fallback(|| async { AppError::RouteNotFound })
-        .with_state(state);
+        .with_state(state.clone())
+        // The rate limiter's layers find the state here: they are put on
+        // route groups before there is a state to hand them.
+        .layer(Extension(state));
     with_middleware(router, &server)
 }
 

@@ -56,6 +56,23 @@ pub fn jobs() -> Vec<Job> {
             },
         },
         Job {
+            // The in-process rate limiter forgets clients whose buckets are
+            // full again, so its memory follows the clients of the last
+            // period, not every client ever seen.
+            name: "rate_limit_sweep",
+            period: Duration::from_secs(60),
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state.rate_limiter.sweep();
+                    Ok(format!(
+                        "{} clients tracked",
+                        state.rate_limiter.local_keys()
+                    ))
+                })
+            },
+        },
+        Job {
             // Expired sessions, OAuth attempts, revocations and old sign-in
             // attempt counts.
             name: "purge_expired_security_state",

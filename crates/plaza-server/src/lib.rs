@@ -13,6 +13,7 @@ pub mod identity;
 pub mod jobs;
 pub mod middleware;
 pub mod pages;
+pub mod rate_limit;
 pub mod serve;
 pub mod settings;
 pub mod startup;

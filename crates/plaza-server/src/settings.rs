@@ -10,6 +10,8 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::rate_limit::gcra::Quota;
+
 /// The prefix of every environment variable Plaza reads.
 pub const ENV_PREFIX: &str = "PLAZA_";
 
@@ -189,22 +191,56 @@ impl Default for AuthSettings {
 /// Rate limits and the client address they count by.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LimitSettings {
-    /// `false` turns every rate limit off (tests, benchmarks).
+    /// `false` turns every rate limit off (tests, benchmarks); the sign-in
+    /// throttle (`sign_in_max_failures`) stays on.
     pub rate_limits_enabled: bool,
+    /// Requests per client address without a session or admin token.
+    pub rate_limit_anonymous: Quota,
+    /// Requests per signed-in user (session or admin token).
+    pub rate_limit_authenticated: Quota,
+    /// Clients the in-process limiter tracks at most; beyond it, new
+    /// clients share one count until old ones expire.
+    pub rate_limit_max_keys: usize,
     /// Shares rate-limit counts between instances.
     pub redis_url: Option<String>,
-    /// Read the client address from `X-Forwarded-For` (only behind a proxy
-    /// that sets it).
-    pub trust_proxy_headers: bool,
+    /// How long a request waits for Redis before the limiter fails in its
+    /// documented direction.
+    pub redis_timeout_ms: u64,
+    /// Proxies (addresses or CIDR ranges) whose `Forwarded` or
+    /// `X-Forwarded-For` names the client; from anyone else those headers
+    /// are ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for LimitSettings {
     fn default() -> Self {
         LimitSettings {
             rate_limits_enabled: true,
+            rate_limit_anonymous: Quota::per_hour(100),
+            rate_limit_authenticated: Quota::per_hour(1000),
+            rate_limit_max_keys: 1_000_000,
             redis_url: None,
-            trust_proxy_headers: false,
+            redis_timeout_ms: 100,
+            trusted_proxies: Vec::new(),
         }
+    }
+}
+
+impl LimitSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        crate::rate_limit::address::TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|problem| SettingsError::new("trusted_proxies", problem))?;
+        if let Some(url) = &self.redis_url {
+            redis::Client::open(url.as_str())
+                .map_err(|error| SettingsError::new("redis_url", error.to_string()))?;
+        }
+        at_least_one([
+            ("rate_limit_max_keys", self.rate_limit_max_keys),
+            (
+                "redis_timeout_ms",
+                usize::try_from(self.redis_timeout_ms).unwrap_or(usize::MAX),
+            ),
+        ])
     }
 }
 
@@ -318,6 +354,17 @@ impl Settings {
             // test harness; neither is a setting.
             key != "config" && !key.as_str().starts_with("test_")
         }));
+        for (variable, _) in std::env::vars_os() {
+            let Some(key) = variable
+                .to_str()
+                .and_then(|name| name.strip_prefix(ENV_PREFIX))
+            else {
+                continue;
+            };
+            if let Some(problem) = replaced(&key.to_ascii_lowercase()) {
+                return Err(SettingsError::new(&key.to_ascii_lowercase(), problem));
+            }
+        }
         let settings = Settings {
             server: section(&figment)?,
             database: section(&figment)?,
@@ -336,6 +383,7 @@ impl Settings {
         self.server.validate()?;
         self.database.validate()?;
         self.auth.validate()?;
+        self.limits.validate()?;
         self.link_preview.validate()
     }
 
@@ -500,6 +548,12 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
     };
     let data = figment::Provider::data(&file).map_err(figment_error)?;
     for key in data.values().flat_map(|dict| dict.keys()) {
+        if let Some(problem) = replaced(key) {
+            return Err(SettingsError {
+                setting: format!("`{key}` (in {})", path.display()),
+                problem: problem.to_owned(),
+            });
+        }
         if !known.contains_key(key) {
             return Err(SettingsError {
                 setting: format!("`{key}` (in {})", path.display()),
@@ -508,6 +562,17 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
         }
     }
     Ok(())
+}
+
+/// Settings that earlier versions read, with what took their place: left
+/// in place, they would otherwise be ignored without a word.
+fn replaced(key: &str) -> Option<&'static str> {
+    match key {
+        "trust_proxy_headers" => Some(
+            "was replaced by `trusted_proxies` (PLAZA_TRUSTED_PROXIES): the addresses or CIDR ranges of the proxies whose forwarding headers are believed",
+        ),
+        _ => None,
+    }
 }
 
 fn figment_error(error: figment::Error) -> SettingsError {

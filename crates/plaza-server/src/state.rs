@@ -42,6 +42,8 @@ pub struct Shared {
     pub auth: Arc<Auth>,
     /// Quotes for share images, from the configured providers.
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
+    /// Counts requests for every limited route group.
+    pub rate_limiter: crate::rate_limit::RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
     pub link_preview: LinkPreviews,
     pub metrics: PrometheusHandle,
@@ -89,11 +91,13 @@ impl AppState {
             crate::auth::oauth::http_client(&settings.server.app_name)?,
             providers,
         ));
+        let rate_limiter = crate::rate_limit::RateLimiter::new(&settings.limits)?;
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
             auth: Arc::new(auth),
             link_preview,
+            rate_limiter,
             quotes,
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),

@@ -73,6 +73,14 @@ fn describe_metrics() {
         "password_hash_rejected_total",
         "Sign-ups and sign-ins answered 503 because no password hashing slot freed up in time"
     );
+    metrics::describe_counter!(
+        "plaza_rate_limit_refused_total",
+        "Requests answered 429 by a route group's rate limit, by limit"
+    );
+    metrics::describe_counter!(
+        "plaza_rate_limit_store_errors_total",
+        "Rate-limit checks the shared store (Redis) did not answer in time; the limit then failed open or closed as documented"
+    );
 }
 
 #[cfg(test)]
@@ -83,6 +91,8 @@ mod tests {
         metrics::counter!("http_requests_total", "method" => "GET", "route" => "/t", "status" => "200")
             .increment(1);
         metrics::counter!("password_hash_rejected_total").increment(1);
+        metrics::counter!("plaza_rate_limit_refused_total", "limit" => "general").increment(1);
+        metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
         let text = handle.render();
         for line in text.lines().filter(|line| line.starts_with("# TYPE ")) {
             let name = line.split_whitespace().nth(2).unwrap();

@@ -11,10 +11,10 @@ pub mod password;
 pub mod signin;
 pub mod tokens;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use plaza_domain::audit::{AuditContext, AuditSurface};
@@ -188,6 +188,17 @@ impl DocumentedExtractor for AnyAdminToken {
 }
 
 /// Validates the bearer token without the per-method permission check.
+/// The user an `Authorization: Bearer` admin token names, when its
+/// signature and lifetime check out; whether it is revoked or still grants
+/// anything is for the route's extractor to decide. Rate limits count by it.
+pub fn bearer_user_id(headers: &HeaderMap, state: &AppState) -> Option<i64> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(bearer_token)?;
+    state.auth.jwt.verify(bearer).ok()?.sub.parse().ok()
+}
+
 async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {
     let bearer = parts
         .headers
@@ -318,30 +329,17 @@ impl DocumentedExtractor for MetricsAccess {
     const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
 }
 
-/// The client's address: the peer, or the first `X-Forwarded-For` hop when
-/// `trust_proxy_headers` is on.
+/// The client's address: the peer, or when the peer is a trusted proxy, the right-most hop it forwards that is
+/// not one (`trusted_proxies`; see [`crate::rate_limit::address`]).
 pub struct ClientAddress(pub Option<IpAddr>);
 
 impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        if state.settings.limits.trust_proxy_headers
-            && let Some(forwarded) = parts
-                .headers
-                .get("x-forwarded-for")
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.split(',').next())
-                .and_then(|first| first.trim().parse().ok())
-        {
-            return Ok(ClientAddress(Some(forwarded)));
-        }
-        Ok(ClientAddress(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|info| info.0.ip()),
-        ))
+        Ok(ClientAddress(crate::rate_limit::client_address(
+            parts, state,
+        )))
     }
 }
 

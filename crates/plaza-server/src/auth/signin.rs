@@ -81,6 +81,7 @@ pub async fn sign_in_with_password(
         // The window ends at most this long from now.
         return Err(AppError::RateLimited {
             retry_after_secs: settings.auth.sign_in_lockout_secs,
+            limit: settings.auth.sign_in_max_failures,
         });
     }
     let user = state.db.user_by_email(email).await?;

@@ -28,7 +28,9 @@ use crate::extract::{AppJson, AppQuery};
 use crate::pages;
 use crate::state::AppState;
 
-pub fn routes() -> OpenApiRouter<AppState> {
+/// The routes that start a sign-in: they hash passwords and write rows, so
+/// their limit fails closed.
+pub fn sign_in_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(crate::documented_routes!(
             signin_page,
@@ -36,6 +38,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(crate::documented_routes!(signin_with_provider))
         .routes(crate::documented_routes!(provider_callback))
+}
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
         .routes(crate::documented_routes!(signout_page, signout))
         .routes(crate::documented_routes!(session))
         .routes(crate::documented_routes!(providers))

@@ -108,7 +108,7 @@ pub enum AppError {
     #[error("too many requests")]
     /// A limit was reached; the client may retry after `retry_after_secs`
     /// (sent as `Retry-After`).
-    RateLimited { retry_after_secs: u64 },
+    RateLimited { retry_after_secs: u64, limit: u32 },
     #[error("the request took too long")]
     Timeout,
     /// A dependency (the database) is down; the client may retry.
@@ -208,6 +208,7 @@ impl AppError {
             StatusCode::FORBIDDEN => AppError::Forbidden,
             StatusCode::TOO_MANY_REQUESTS => AppError::RateLimited {
                 retry_after_secs: 1,
+                limit: 0,
             },
             StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable(String::new()),
             status if status.is_client_error() => AppError::BadRequest(
@@ -299,13 +300,33 @@ impl IntoResponse for AppError {
         }
         let report = ErrorReport::from(&self);
         let mut response = report.status.into_response();
-        if let AppError::Busy { retry_after_secs } | AppError::RateLimited { retry_after_secs } =
-            self
-        {
-            response.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(retry_after_secs),
-            );
+        match self {
+            AppError::Busy { retry_after_secs } => {
+                response.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(retry_after_secs),
+                );
+            }
+            AppError::RateLimited {
+                retry_after_secs,
+                limit,
+            } => {
+                let headers = response.headers_mut();
+                headers.insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(retry_after_secs),
+                );
+                if limit > 0 {
+                    let reset = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |now| now.as_secs())
+                        .saturating_add(retry_after_secs);
+                    headers.insert(crate::rate_limit::LIMIT_HEADER, limit.into());
+                    headers.insert(crate::rate_limit::REMAINING_HEADER, 0u32.into());
+                    headers.insert(crate::rate_limit::RESET_HEADER, reset.into());
+                }
+            }
+            _ => {}
         }
         response.extensions_mut().insert(report);
         response

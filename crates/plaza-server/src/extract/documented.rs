@@ -149,6 +149,46 @@ where
     }
 }
 
+/// Documents a limited route's 429 on each of its operations, in the error
+/// shape of the path's surface, with the headers that come with it.
+pub fn document_rate_limit(path: &str, item: &mut PathItem) {
+    let surface = Surface::for_path(path);
+    let header = |description: &str| {
+        utoipa::openapi::HeaderBuilder::new()
+            .schema(utoipa::openapi::schema::Object::with_type(
+                utoipa::openapi::schema::Type::Integer,
+            ))
+            .description(Some(description))
+            .build()
+    };
+    let body = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(surface.error_schema_name())))
+        .build();
+    let refused = ResponseBuilder::new()
+        .description("A rate limit was reached (`RATE_LIMITED`); every answer of this route carries the `X-RateLimit-*` headers")
+        .content("application/json", body)
+        .header("Retry-After", header("Seconds until a request would be allowed"))
+        .header("X-RateLimit-Limit", header("Requests allowed per period"))
+        .header("X-RateLimit-Remaining", header("Requests left now"))
+        .header("X-RateLimit-Reset", header("Unix time (seconds) when the full quota is back"))
+        .build();
+    for method in [
+        HttpMethod::Get,
+        HttpMethod::Post,
+        HttpMethod::Put,
+        HttpMethod::Patch,
+        HttpMethod::Delete,
+    ] {
+        if let Some(operation) = operation_mut(item, &method) {
+            operation
+                .responses
+                .responses
+                .entry("429".to_owned())
+                .or_insert_with(|| refused.clone().into());
+        }
+    }
+}
+
 fn document_answer(operation: &mut Operation, surface: Surface, answer: Answer) {
     let status = surface.status_for(answer.status).to_string();
     if operation.responses.responses.contains_key(&status) {

@@ -1,0 +1,309 @@
+//! The generic cell rate algorithm (GCRA), kept in process.
+//!
+//! A client's whole state is one number, the theoretical arrival time (TAT):
+//! the moment its bucket would be full again. A request is allowed when
+//! `TAT + interval - period <= now`, and moves the TAT on by one interval.
+//! So a quota of N per period lets a fresh client send N at once, then one
+//! more every `period / N`; nothing resets all at once at the top of the hour,
+//! and a client whose TAT has passed is indistinguishable from a new one, so
+//! its entry can be dropped. The Redis backend runs the same arithmetic
+//! (`shared.rs`), in the same unit (microseconds).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A number of requests per period: `"100/hour"`, `"100/minute"`, `"5/10s"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub count: u32,
+    pub period: Duration,
+}
+
+impl Quota {
+    pub const fn per_hour(count: u32) -> Self {
+        Quota {
+            count,
+            period: Duration::from_secs(3600),
+        }
+    }
+
+    fn period_micros(&self) -> u64 {
+        u64::try_from(self.period.as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The time one request's cell takes to drain. Rounded down, so the
+    /// N-th request of a burst is never refused by rounding.
+    fn interval_micros(&self) -> u64 {
+        self.period_micros() / u64::from(self.count.max(1))
+    }
+}
+
+impl std::str::FromStr for Quota {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let problem = || format!("{text:?} is not a quota such as \"100/hour\" or \"5/10s\"");
+        let (count, period) = text.split_once('/').ok_or_else(problem)?;
+        let count: u32 = count.trim().parse().map_err(|_| problem())?;
+        let period = period.trim();
+        let period = match period {
+            "second" | "s" => Duration::from_secs(1),
+            "minute" | "m" => Duration::from_secs(60),
+            "hour" | "h" => Duration::from_secs(3600),
+            "day" | "d" => Duration::from_secs(86_400),
+            other => {
+                let split = other
+                    .find(|c: char| !c.is_ascii_digit())
+                    .ok_or_else(problem)?;
+                let (amount, unit) = other.split_at(split);
+                let amount: u64 = amount.parse().map_err(|_| problem())?;
+                let unit = match unit {
+                    "s" => 1,
+                    "m" => 60,
+                    "h" => 3600,
+                    "d" => 86_400,
+                    _ => return Err(problem()),
+                };
+                Duration::from_secs(amount.saturating_mul(unit))
+            }
+        };
+        if count == 0 || period.is_zero() || period > Duration::from_secs(366 * 86_400) {
+            return Err(format!(
+                "{text:?}: the count must be at least 1 and the period between 1 second and a year"
+            ));
+        }
+        Ok(Quota { count, period })
+    }
+}
+
+impl std::fmt::Display for Quota {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.period.as_secs() {
+            1 => write!(f, "{}/second", self.count),
+            60 => write!(f, "{}/minute", self.count),
+            3600 => write!(f, "{}/hour", self.count),
+            86_400 => write!(f, "{}/day", self.count),
+            secs => write!(f, "{}/{secs}s", self.count),
+        }
+    }
+}
+
+impl Serialize for Quota {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Quota {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What one check decided, in the terms of the `X-RateLimit-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub allowed: bool,
+    pub limit: u32,
+    /// Requests the client may still send at once.
+    pub remaining: u32,
+    /// Until the client's bucket is full again.
+    pub reset_after: Duration,
+    /// Until the next request would be allowed (zero when allowed).
+    pub retry_after: Duration,
+}
+
+impl Outcome {
+    /// One GCRA step. `tat` is the stored arrival time (`None`: a new
+    /// client); returns the outcome and the arrival time to store, if any.
+    pub fn step(quota: Quota, tat: Option<u64>, now: u64) -> (Outcome, Option<u64>) {
+        let period = quota.period_micros();
+        let interval = quota.interval_micros();
+        let tat = tat.unwrap_or(now).max(now);
+        let next = tat.saturating_add(interval);
+        let allow_at = next.saturating_sub(period);
+        if now < allow_at {
+            let outcome = Outcome {
+                allowed: false,
+                limit: quota.count,
+                remaining: 0,
+                reset_after: Duration::from_micros(tat - now),
+                retry_after: Duration::from_micros(allow_at - now),
+            };
+            return (outcome, None);
+        }
+        let headroom = (now + period).saturating_sub(next);
+        let outcome = Outcome {
+            allowed: true,
+            limit: quota.count,
+            remaining: u32::try_from(headroom / interval.max(1))
+                .unwrap_or(u32::MAX)
+                .min(quota.count),
+            reset_after: Duration::from_micros(next - now),
+            retry_after: Duration::ZERO,
+        };
+        (outcome, Some(next))
+    }
+}
+
+const SHARDS: usize = 64;
+
+/// Arrival times by key, in shards so that concurrent requests rarely wait
+/// on one another. Bounded: expired entries are swept (`sweep`), and a shard
+/// at its share of `max_keys` counts every new key under one overflow key,
+/// so a flood of distinct clients is limited together instead of growing
+/// memory.
+pub struct LocalStore<K> {
+    shards: Box<[Mutex<HashMap<K, u64>>]>,
+    hasher: RandomState,
+    keys_per_shard: usize,
+}
+
+impl<K: Hash + Eq + Copy> LocalStore<K> {
+    pub fn new(max_keys: usize) -> Self {
+        LocalStore {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+            keys_per_shard: max_keys.div_ceil(SHARDS).max(1),
+        }
+    }
+
+    /// Checks and counts one request of `key` at `now` (microseconds on a
+    /// monotonic clock); `overflow` is the key a full shard counts new keys
+    /// under.
+    pub fn check(&self, key: K, overflow: K, quota: Quota, now: u64) -> Outcome {
+        let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
+        let mut entries = shard
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = if entries.len() >= self.keys_per_shard && !entries.contains_key(&key) {
+            entries.retain(|_, tat| *tat > now);
+            if entries.len() >= self.keys_per_shard {
+                overflow
+            } else {
+                key
+            }
+        } else {
+            key
+        };
+        let (outcome, next) = Outcome::step(quota, entries.get(&key).copied(), now);
+        if let Some(next) = next {
+            entries.insert(key, next);
+        }
+        outcome
+    }
+
+    /// Drops every entry whose bucket is full again at `now`, and gives
+    /// back the memory of shards that shrank to under a quarter.
+    pub fn sweep(&self, now: u64) {
+        for shard in self.shards.iter() {
+            let mut entries = shard
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            entries.retain(|_, tat| *tat > now);
+            if entries.capacity() > 64 && entries.len() < entries.capacity() / 4 {
+                entries.shrink_to_fit();
+            }
+        }
+    }
+
+    /// Keys held now.
+    pub fn key_count(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                shard
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .len()
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000;
+
+    #[test]
+    fn quotas_parse_from_their_documented_forms() {
+        assert_eq!("100/hour".parse(), Ok(Quota::per_hour(100)));
+        assert_eq!(
+            "5/10s".parse::<Quota>().map(|quota| quota.period),
+            Ok(Duration::from_secs(10))
+        );
+        assert_eq!(
+            "100/minute".parse::<Quota>().map(|quota| quota.to_string()),
+            Ok("100/minute".to_owned())
+        );
+        for bad in [
+            "",
+            "100",
+            "0/hour",
+            "10/fortnight",
+            "x/hour",
+            "1/0s",
+            "-1/h",
+        ] {
+            assert!(bad.parse::<Quota>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_quota_passes_and_the_next_request_is_refused() {
+        let store = LocalStore::new(100);
+        let quota: Quota = "100/hour".parse().unwrap();
+        for sent in 1..=100 {
+            let outcome = store.check(1, 0, quota, SECOND);
+            assert!(outcome.allowed, "request {sent}");
+            assert_eq!(outcome.remaining, 100 - sent);
+        }
+        let refused = store.check(1, 0, quota, SECOND);
+        assert!(!refused.allowed);
+        assert_eq!(refused.retry_after, Duration::from_secs(36));
+        assert!(store.check(2, 0, quota, SECOND).allowed, "another key");
+    }
+
+    #[test]
+    fn a_quota_that_does_not_divide_its_period_still_passes_whole() {
+        let store = LocalStore::new(100);
+        let quota: Quota = "3/1s".parse().unwrap();
+        let passed = (0..4)
+            .filter(|_| store.check(1, 0, quota, SECOND).allowed)
+            .count();
+        assert_eq!(passed, 3);
+    }
+
+    #[test]
+    fn the_window_refills_with_time() {
+        let store = LocalStore::new(100);
+        let quota: Quota = "2/10s".parse().unwrap();
+        let start = 5 * SECOND;
+        assert!(store.check(1, 0, quota, start).allowed);
+        assert!(store.check(1, 0, quota, start).allowed);
+        assert!(!store.check(1, 0, quota, start + 4 * SECOND).allowed);
+        assert!(store.check(1, 0, quota, start + 5 * SECOND).allowed);
+        let full = store.check(1, 0, quota, start + 25 * SECOND);
+        assert_eq!((full.allowed, full.remaining), (true, 1));
+    }
+
+    #[test]
+    fn expired_keys_are_swept_and_a_full_store_shares_one_key() {
+        let store = LocalStore::new(SHARDS);
+        let quota: Quota = "1/1s".parse().unwrap();
+        for key in 1..=10_000u64 {
+            store.check(key, 0, quota, SECOND);
+        }
+        // Each shard keeps its one key and its overflow key.
+        assert!(store.key_count() <= 2 * SHARDS, "{} keys", store.key_count());
+        store.sweep(3 * SECOND);
+        assert_eq!(store.key_count(), 0);
+    }
+}

@@ -1,0 +1,350 @@
+//! One rate limiter for every surface.
+//!
+//! A route group declares its limit where its routes are declared, with
+//! [`limited`]: the [`Limit`] says which quota applies to whom and which
+//! way the limiter fails when its shared store (Redis) cannot answer.
+//! Requests are counted per user when they carry a valid session or admin
+//! token, else per client address (see [`address`]); the algorithm is GCRA
+//! ([`gcra`]), kept in process or, with `redis_url`, in Redis ([`shared`]).
+//! Every answer of a limited route carries `X-RateLimit-Limit`,
+//! `X-RateLimit-Remaining` and `X-RateLimit-Reset`; a refusal is 429
+//! `RATE_LIMITED` with `Retry-After`, in the error shape of its surface.
+
+pub mod address;
+pub mod gcra;
+pub mod shared;
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::future::BoxFuture;
+use tower::{Layer, Service};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::auth::{OptionalUser, SESSION_COOKIE, cookie_value};
+use crate::error::AppError;
+use crate::settings::LimitSettings;
+use crate::state::AppState;
+use address::{TrustedProxies, counted_prefix};
+use gcra::{LocalStore, Outcome, Quota};
+use shared::SharedStore;
+
+pub const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+pub const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+pub const RESET_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// A route group's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// SPEC.md's general limit: `rate_limit_anonymous` per client address,
+    /// `rate_limit_authenticated` per signed-in user. Without Redis it
+    /// fails open: reads stay up, with a warning and a metric.
+    General,
+    /// The general limit on the routes that start a sign-in (credentials,
+    /// identity providers): one budget with [`Limit::General`], but it fails
+    /// closed (503), because these routes hash passwords and write rows.
+    SignIn,
+}
+
+impl Limit {
+    /// The budget counted: limits naming the same bucket share one count.
+    fn bucket(self, subject: &Subject) -> &'static str {
+        match (self, subject) {
+            (Limit::General | Limit::SignIn, Subject::User(_)) => "user",
+            (Limit::General | Limit::SignIn, Subject::Address(_)) => "addr",
+        }
+    }
+
+    fn quota(self, subject: &Subject, settings: &LimitSettings) -> Quota {
+        match (self, subject) {
+            (Limit::General | Limit::SignIn, Subject::User(_)) => settings.rate_limit_authenticated,
+            (Limit::General | Limit::SignIn, Subject::Address(_)) => settings.rate_limit_anonymous,
+        }
+    }
+
+    fn fails_closed(self) -> bool {
+        matches!(self, Limit::SignIn)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Limit::General => "general",
+            Limit::SignIn => "sign_in",
+        }
+    }
+}
+
+/// Who a request is counted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Subject {
+    User(i64),
+    /// The client address, IPv6 cut to its /64.
+    Address(IpAddr),
+}
+
+impl Subject {
+    fn store_key(self, bucket: &'static str) -> StoreKey {
+        StoreKey {
+            bucket,
+            subject: self,
+        }
+    }
+}
+
+/// A key of the in-process store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct StoreKey {
+    bucket: &'static str,
+    subject: Subject,
+}
+
+/// The limiter every limited route shares.
+pub struct RateLimiter {
+    settings: LimitSettings,
+    trusted_proxies: TrustedProxies,
+    local: LocalStore<StoreKey>,
+    shared: Option<Arc<SharedStore>>,
+    /// The monotonic clock's origin for the in-process store.
+    epoch: Instant,
+}
+
+/// A check's result when the store could not answer.
+enum Verdict {
+    Counted(Outcome),
+    /// The shared store did not answer; the limit's direction decides.
+    Unknown,
+}
+
+impl RateLimiter {
+    pub fn new(settings: &LimitSettings) -> Result<Self, String> {
+        let shared = match &settings.redis_url {
+            Some(url) => Some(SharedStore::new(
+                url,
+                Duration::from_millis(settings.redis_timeout_ms),
+            )?),
+            None => None,
+        };
+        Ok(RateLimiter {
+            trusted_proxies: TrustedProxies::parse(&settings.trusted_proxies)?,
+            settings: settings.clone(),
+            local: LocalStore::new(settings.rate_limit_max_keys),
+            shared,
+            epoch: Instant::now(),
+        })
+    }
+
+    /// The proxies whose forwarding headers name the client.
+    pub fn trusted_proxies(&self) -> &TrustedProxies {
+        &self.trusted_proxies
+    }
+
+    fn now_micros(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    async fn check(&self, limit: Limit, subject: Subject) -> Verdict {
+        let bucket = limit.bucket(&subject);
+        let quota = limit.quota(&subject, &self.settings);
+        let Some(shared) = &self.shared else {
+            let overflow = Subject::Address(IpAddr::from([0, 0, 0, 0])).store_key(bucket);
+            return Verdict::Counted(self.local.check(
+                subject.store_key(bucket),
+                overflow,
+                quota,
+                self.now_micros(),
+            ));
+        };
+        match shared.check(&redis_key(bucket, subject), quota).await {
+            Ok(outcome) => Verdict::Counted(outcome),
+            Err(error) => {
+                metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
+                tracing::warn!(
+                    %error,
+                    limit = limit.name(),
+                    fails = if limit.fails_closed() { "closed" } else { "open" },
+                    "the shared rate-limit store did not answer"
+                );
+                Verdict::Unknown
+            }
+        }
+    }
+
+    /// Drops in-process entries whose buckets are full again (the job
+    /// runner's `rate_limit_sweep`).
+    pub fn sweep(&self) {
+        self.local.sweep(self.now_micros());
+    }
+
+    /// Keys the in-process store holds.
+    pub fn local_keys(&self) -> usize {
+        self.local.key_count()
+    }
+}
+
+fn redis_key(bucket: &str, subject: Subject) -> String {
+    match subject {
+        Subject::User(id) => format!("plaza:rl:{bucket}:u:{id}"),
+        Subject::Address(address) => format!("plaza:rl:{bucket}:a:{address}"),
+    }
+}
+
+/// Puts `limit` on every route of `router`, and documents its 429 (in the
+/// surface's error shape, with the headers) on each of their operations.
+pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    for (path, item) in router.get_openapi_mut().paths.paths.iter_mut() {
+        crate::extract::documented::document_rate_limit(path, item);
+    }
+    router.route_layer(LimitLayer { limit })
+}
+
+/// The layer [`limited`] adds.
+#[derive(Clone, Copy)]
+struct LimitLayer {
+    limit: Limit,
+}
+
+impl<S> Layer<S> for LimitLayer {
+    type Service = LimitService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        LimitService {
+            inner,
+            limit: self.limit,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct LimitService<S> {
+    inner: S,
+    limit: Limit,
+}
+
+impl<S> Service<Request> for LimitService<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let limit = self.limit;
+        Box::pin(async move {
+            let Some(state) = request.extensions().get::<AppState>().cloned() else {
+                return inner.call(request).await;
+            };
+            if !state.settings.limits.rate_limits_enabled {
+                return inner.call(request).await;
+            }
+            let (mut parts, body) = request.into_parts();
+            let subject = subject_of(&mut parts, &state).await;
+            let request = Request::from_parts(parts, body);
+            // Off a socket: the service's own pages, fetched in process for
+            // a link preview that was itself counted.
+            let Some(subject) = subject else {
+                return inner.call(request).await;
+            };
+            match state.rate_limiter.check(limit, subject).await {
+                Verdict::Counted(outcome) if outcome.allowed => {
+                    let mut response = inner.call(request).await?;
+                    set_headers(response.headers_mut(), &outcome);
+                    Ok(response)
+                }
+                Verdict::Counted(outcome) => {
+                    metrics::counter!("plaza_rate_limit_refused_total", "limit" => limit.name())
+                        .increment(1);
+                    let mut response = AppError::RateLimited {
+                        retry_after_secs: outcome.retry_after.as_secs_f64().ceil() as u64,
+                        limit: outcome.limit,
+                    }
+                    .into_response();
+                    set_headers(response.headers_mut(), &outcome);
+                    Ok(response)
+                }
+                Verdict::Unknown if limit.fails_closed() => Ok(AppError::Busy {
+                    retry_after_secs: 1,
+                }
+                .into_response()),
+                Verdict::Unknown => inner.call(request).await,
+            }
+        })
+    }
+}
+
+/// The user behind a valid admin token or session, else the client address.
+async fn subject_of(parts: &mut axum::http::request::Parts, state: &AppState) -> Option<Subject> {
+    if let Some(user_id) = crate::auth::bearer_user_id(&parts.headers, state) {
+        return Some(Subject::User(user_id));
+    }
+    if cookie_value(&parts.headers, SESSION_COOKIE).is_some()
+        && let Ok(OptionalUser(Some(principal))) =
+            OptionalUser::from_request_parts(parts, state).await
+    {
+        return Some(Subject::User(principal.user_id()));
+    }
+    client_address(parts, state).map(|address| Subject::Address(counted_prefix(address)))
+}
+
+/// The client's address: the peer, or the right-most untrusted forwarded hop
+/// when the peer is a trusted proxy. `None` only off a socket (in-process
+/// link previews of the service's own pages).
+pub fn client_address(parts: &axum::http::request::Parts, state: &AppState) -> Option<IpAddr> {
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
+    Some(
+        state
+            .rate_limiter
+            .trusted_proxies()
+            .client_address(peer, &parts.headers),
+    )
+}
+
+/// Writes the `X-RateLimit-*` headers, unless the answer already carries
+/// its own (the sign-in throttle's refusal does).
+fn set_headers(headers: &mut HeaderMap, outcome: &Outcome) {
+    if headers.contains_key(&LIMIT_HEADER) {
+        return;
+    }
+    let reset = SystemTime::now()
+        .checked_add(outcome.reset_after)
+        .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |since| since.as_secs_f64().ceil() as u64);
+    headers.insert(LIMIT_HEADER, HeaderValue::from(outcome.limit));
+    headers.insert(REMAINING_HEADER, HeaderValue::from(outcome.remaining));
+    headers.insert(RESET_HEADER, HeaderValue::from(reset));
+    if !outcome.allowed {
+        let retry = outcome.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(retry));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn users_and_addresses_have_separate_budgets_and_keys() {
+        let user = Subject::User(7);
+        let address = Subject::Address("2001:db8::".parse().unwrap());
+        assert_ne!(
+            Limit::General.bucket(&user),
+            Limit::General.bucket(&address)
+        );
+        assert_eq!(Limit::General.bucket(&user), Limit::SignIn.bucket(&user));
+        assert_eq!(redis_key("user", user), "plaza:rl:user:u:7");
+        assert_eq!(redis_key("addr", address), "plaza:rl:addr:a:2001:db8::");
+    }
+}
