@@ -6,7 +6,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use plaza_server::auth::jwt::{AdminPermission, JwtKeys};
 use plaza_server::auth::password::Passwords;
 use plaza_server::auth::tokens::{hash_token, random_token};
-use plaza_server::settings::Settings;
+use plaza_server::settings::AuthSettings;
 
 fn jwt(c: &mut Criterion) {
     let keys = JwtKeys::from_secret(b"benchmark-secret-benchmark-secret-0123");
@@ -29,7 +29,7 @@ fn session_token(c: &mut Criterion) {
 }
 
 fn password_hash(c: &mut Criterion) {
-    let defaults = Settings::default();
+    let defaults = AuthSettings::default();
     let passwords = Passwords::new(
         defaults.password_hash_memory_kib,
         defaults.password_hash_iterations,
