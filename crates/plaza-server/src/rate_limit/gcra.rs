@@ -302,7 +302,11 @@ mod tests {
             store.check(key, 0, quota, SECOND);
         }
         // Each shard keeps its one key and its overflow key.
-        assert!(store.key_count() <= 2 * SHARDS, "{} keys", store.key_count());
+        assert!(
+            store.key_count() <= 2 * SHARDS,
+            "{} keys",
+            store.key_count()
+        );
         store.sweep(3 * SECOND);
         assert_eq!(store.key_count(), 0);
     }

@@ -1,0 +1,402 @@
+//! Rate limits (SPEC.md "Limits", issue #14): each limit's boundary, per-user
+//! against per-address counting, trusted proxies, IPv6 /64 grouping, the
+//! 429 of every surface, the unlimited probes, and Redis shared by two
+//! processes, stopped and started again.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{As, Backend, PASSWORD, TestServer, member};
+use serde_json::Value;
+
+on_both_databases!(
+    the_last_request_of_the_quota_passes_and_the_next_is_429,
+    signed_in_users_are_counted_apart_from_their_address,
+    forwarded_addresses_count_only_from_trusted_proxies,
+    ipv6_clients_are_counted_by_their_64,
+    every_surface_answers_429_in_its_own_shape,
+    probes_are_never_limited,
+    the_sign_in_throttle_answers_with_the_limit_headers,
+    two_instances_share_one_count_through_redis,
+    without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
+);
+
+/// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
+async fn limited_server(backend: Backend, anonymous: &str, extra: &[(&str, &str)]) -> TestServer {
+    let mut env = vec![
+        ("PLAZA_RATE_LIMITS_ENABLED", "true"),
+        ("PLAZA_RATE_LIMIT_ANONYMOUS", anonymous),
+    ];
+    env.extend_from_slice(extra);
+    TestServer::start_with(backend, &env).await
+}
+
+fn header(response: &reqwest::Response, name: &str) -> Option<u64> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+}
+
+/// GETs `path` with extra headers and answers (status, remaining).
+async fn get_from(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> (u16, Option<u64>) {
+    let mut request = server.client.get(server.url(path));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("request");
+    (
+        response.status().as_u16(),
+        header(&response, "x-ratelimit-remaining"),
+    )
+}
+
+async fn the_last_request_of_the_quota_passes_and_the_next_is_429(backend: Backend) {
+    let server = limited_server(backend, "5/hour", &[]).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for remaining in (0..5).rev() {
+        let response = server.get("/api/posts").await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(header(&response, "x-ratelimit-limit"), Some(5));
+        assert_eq!(header(&response, "x-ratelimit-remaining"), Some(remaining));
+        let reset = header(&response, "x-ratelimit-reset").expect("X-RateLimit-Reset");
+        assert!(
+            reset > now && reset <= now + 3601,
+            "reset {reset}, now {now}"
+        );
+    }
+    let refused = server.get("/api/posts").await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(header(&refused, "x-ratelimit-limit"), Some(5));
+    assert_eq!(header(&refused, "x-ratelimit-remaining"), Some(0));
+    // One request's share of the hour comes back after 720 s.
+    let retry = header(&refused, "retry-after").expect("Retry-After");
+    assert!((700..=720).contains(&retry), "Retry-After {retry}");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}");
+    // Every route of the group shares the count.
+    assert_eq!(server.get("/api/users").await.status(), 429);
+}
+
+async fn signed_in_users_are_counted_apart_from_their_address(backend: Backend) {
+    let server = limited_server(
+        backend,
+        "3/hour",
+        &[("PLAZA_RATE_LIMIT_AUTHENTICATED", "6/hour")],
+    )
+    .await;
+    // Signing in is one anonymous request from this address.
+    let (_, cookie) = member(&server, "member@example.com", "user").await;
+    for remaining in (0..6).rev() {
+        let response = server
+            .send(As::Session(&cookie), "GET", "/api/posts", None)
+            .await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(header(&response, "x-ratelimit-limit"), Some(6));
+        assert_eq!(header(&response, "x-ratelimit-remaining"), Some(remaining));
+    }
+    let refused = server
+        .send(As::Session(&cookie), "GET", "/api/posts", None)
+        .await;
+    assert_eq!(refused.status(), 429);
+    // The address kept its own budget: two of three left after the sign-in.
+    let anonymous = server.get("/api/posts").await;
+    assert_eq!(anonymous.status(), 200);
+    assert_eq!(header(&anonymous, "x-ratelimit-limit"), Some(3));
+    assert_eq!(header(&anonymous, "x-ratelimit-remaining"), Some(1));
+    // An admin token counts as its user too.
+    let admin = server.create_user("admin@example.com", PASSWORD, "admin");
+    assert!(admin > 0);
+    let token = server.mint("admin@example.com", "admin:read");
+    let with_token = server
+        .send(As::Token(&token), "GET", "/api/posts", None)
+        .await;
+    assert_eq!(with_token.status(), 200);
+    assert_eq!(header(&with_token, "x-ratelimit-limit"), Some(6));
+    assert_eq!(header(&with_token, "x-ratelimit-remaining"), Some(5));
+}
+
+async fn forwarded_addresses_count_only_from_trusted_proxies(backend: Backend) {
+    let direct = limited_server(backend, "2/hour", &[]).await;
+    for spoofed in ["198.51.100.1", "198.51.100.2"] {
+        let (status, _) = get_from(&direct, "/api/posts", &[("x-forwarded-for", spoofed)]).await;
+        assert_eq!(status, 200);
+    }
+    // Another X-Forwarded-For from an untrusted peer is the same client.
+    let (status, _) = get_from(
+        &direct,
+        "/api/posts",
+        &[("x-forwarded-for", "198.51.100.3")],
+    )
+    .await;
+    assert_eq!(status, 429);
+    let (status, _) = get_from(&direct, "/api/posts", &[("forwarded", "for=198.51.100.4")]).await;
+    assert_eq!(status, 429);
+
+    let behind_proxy = limited_server(
+        backend,
+        "2/hour",
+        &[("PLAZA_TRUSTED_PROXIES", "[\"127.0.0.1\"]")],
+    )
+    .await;
+    let client = [("x-forwarded-for", "198.51.100.1")];
+    assert_eq!(
+        get_from(&behind_proxy, "/api/posts", &client).await,
+        (200, Some(1))
+    );
+    assert_eq!(
+        get_from(&behind_proxy, "/api/posts", &client).await,
+        (200, Some(0))
+    );
+    assert_eq!(get_from(&behind_proxy, "/api/posts", &client).await.0, 429);
+    // A left-most entry the client wrote itself does not make it someone else.
+    let prepended = [("x-forwarded-for", "203.0.113.99, 198.51.100.1")];
+    assert_eq!(
+        get_from(&behind_proxy, "/api/posts", &prepended).await.0,
+        429
+    );
+    let other = [("forwarded", "for=198.51.100.2")];
+    assert_eq!(
+        get_from(&behind_proxy, "/api/posts", &other).await,
+        (200, Some(1))
+    );
+}
+
+async fn ipv6_clients_are_counted_by_their_64(backend: Backend) {
+    let server = limited_server(
+        backend,
+        "2/hour",
+        &[("PLAZA_TRUSTED_PROXIES", "[\"127.0.0.0/8\"]")],
+    )
+    .await;
+    let from = |address: &'static str| [("x-forwarded-for", address)];
+    assert_eq!(
+        get_from(&server, "/api/posts", &from("2001:db8:1:2::1")).await,
+        (200, Some(1))
+    );
+    assert_eq!(
+        get_from(
+            &server,
+            "/api/posts",
+            &from("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        )
+        .await,
+        (200, Some(0))
+    );
+    assert_eq!(
+        get_from(&server, "/api/posts", &from("2001:db8:1:2::abcd"))
+            .await
+            .0,
+        429
+    );
+    assert_eq!(
+        get_from(&server, "/api/posts", &from("2001:db8:1:3::1")).await,
+        (200, Some(1))
+    );
+}
+
+async fn every_surface_answers_429_in_its_own_shape(backend: Backend) {
+    let server = limited_server(backend, "1/hour", &[]).await;
+    let exhausted = |path: &'static str| {
+        let server = &server;
+        async move {
+            server.get(path).await;
+            let refused = server.get(path).await;
+            assert_eq!(refused.status(), 429, "{path}");
+            assert!(header(&refused, "retry-after").is_some(), "{path}");
+            assert_eq!(header(&refused, "x-ratelimit-remaining"), Some(0), "{path}");
+            refused.json::<Value>().await.expect("a JSON body")
+        }
+    };
+    // One address, one budget: each path uses it up on the first request.
+    let general = exhausted("/api/posts").await;
+    assert_eq!(general["error"]["code"], "RATE_LIMITED", "{general}");
+    let plain = exhausted("/api/link-preview?url=https://example.com/").await;
+    assert!(
+        plain["error"].is_string() && plain["details"].is_string(),
+        "{plain}"
+    );
+    let image = exhausted("/api/avatar-image?seed=a").await;
+    assert_eq!(image["status"], 429, "{image}");
+    assert!(image["error"].is_string(), "{image}");
+}
+
+async fn probes_are_never_limited(backend: Backend) {
+    let server = limited_server(backend, "1/hour", &[]).await;
+    for _ in 0..5 {
+        for path in ["/api/health", "/api/version"] {
+            let response = server.get(path).await;
+            assert_eq!(response.status(), 200, "{path}");
+            assert!(
+                response.headers().get("x-ratelimit-limit").is_none(),
+                "{path}"
+            );
+        }
+    }
+}
+
+async fn the_sign_in_throttle_answers_with_the_limit_headers(backend: Backend) {
+    let server = limited_server(backend, "100/hour", &[("PLAZA_SIGN_IN_MAX_FAILURES", "2")]).await;
+    server.create_user("member@example.com", PASSWORD, "user");
+    let attempt = || {
+        server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .json(&serde_json::json!({"email": "member@example.com", "password": "wrong"}))
+            .send()
+    };
+    for _ in 0..2 {
+        let failed = attempt().await.unwrap();
+        assert_eq!(failed.status(), 401);
+        assert_eq!(header(&failed, "x-ratelimit-limit"), Some(100));
+    }
+    let throttled = attempt().await.unwrap();
+    assert_eq!(throttled.status(), 429);
+    assert_eq!(header(&throttled, "x-ratelimit-limit"), Some(2));
+    assert_eq!(header(&throttled, "x-ratelimit-remaining"), Some(0));
+    assert!(header(&throttled, "x-ratelimit-reset").is_some());
+    assert!(header(&throttled, "retry-after").is_some());
+}
+
+/// A private Redis on a free loopback port, stopped with the test.
+struct PrivateRedis {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    fn start(test: &str) -> Option<Self> {
+        if Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            common::skip(test, "redis-server is not installed");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = PrivateRedis { port, child: None };
+        redis.restart();
+        Some(redis)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn two_instances_share_one_count_through_redis(backend: Backend) {
+    let Some(redis) = PrivateRedis::start("two_instances_share_one_count_through_redis") else {
+        return;
+    };
+    let url = redis.url();
+    let settings = [("PLAZA_REDIS_URL", url.as_str())];
+    let first = limited_server(backend, "4/hour", &settings).await;
+    let database = [
+        ("PLAZA_REDIS_URL", url.as_str()),
+        ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+    ];
+    let second = limited_server(backend, "4/hour", &database).await;
+    assert_eq!(get_from(&first, "/api/posts", &[]).await, (200, Some(3)));
+    assert_eq!(get_from(&second, "/api/posts", &[]).await, (200, Some(2)));
+    assert_eq!(get_from(&first, "/api/posts", &[]).await, (200, Some(1)));
+    assert_eq!(get_from(&second, "/api/posts", &[]).await, (200, Some(0)));
+    assert_eq!(get_from(&first, "/api/posts", &[]).await.0, 429);
+    assert_eq!(get_from(&second, "/api/posts", &[]).await.0, 429);
+}
+
+async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back(backend: Backend) {
+    let test = "without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back";
+    let Some(mut redis) = PrivateRedis::start(test) else {
+        return;
+    };
+    let url = redis.url();
+    let server = limited_server(
+        backend,
+        "2/hour",
+        &[
+            ("PLAZA_REDIS_URL", url.as_str()),
+            ("PLAZA_METRICS_PUBLIC", "true"),
+        ],
+    )
+    .await;
+    let sign_in = || {
+        server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
+            .send()
+    };
+    assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(1)));
+
+    redis.stop();
+    for _ in 0..5 {
+        // Open: answered, uncounted, without limit headers.
+        assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, None));
+    }
+    let closed = sign_in().await.unwrap();
+    assert_eq!(closed.status(), 503);
+    assert!(header(&closed, "retry-after").is_some());
+    server.wait_for_log("the shared rate-limit store did not answer");
+    let metrics = server.get("/api/metrics").await;
+    let scrape = metrics.text().await.unwrap();
+    assert!(
+        scrape.contains("plaza_rate_limit_store_errors_total"),
+        "{scrape}"
+    );
+
+    redis.restart();
+    // Back by itself: within seconds the count runs again (a fresh Redis
+    // starts it from zero), and the third request of the quota is refused.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, remaining) = get_from(&server, "/api/posts", &[]).await;
+        if remaining.is_some() {
+            assert_eq!((status, remaining), (200, Some(1)));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the limiter never reconnected");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(0)));
+    assert_eq!(get_from(&server, "/api/posts", &[]).await.0, 429);
+    assert_eq!(sign_in().await.unwrap().status(), 429);
+}
