@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# What the rate limiter costs, measured side by side in one run on loopback:
+#   1. GET /api/posts (anonymous, answered from the list cache) on three
+#      instances of the same binary over one database: limits off, limits on
+#      in process, limits on with Redis (127.0.0.1:6379). Limits are set
+#      high enough that nothing is refused, and every request comes from a
+#      different client address (X-Forwarded-For through a trusted proxy,
+#      written by a wrk script), so the limiter tracks many keys, not one.
+#      Three rounds, interleaved, compared by their medians.
+#   2. Resident memory of an in-process limiter after 1,000,000 distinct
+#      client addresses (quota 1/90s, so every entry is still held when the
+#      fill ends), then after their windows expire and the sweep job runs.
+# Usage: bench/rate-limit.sh [seconds per throughput run, default 10] [connections, default 50]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION="${1:-10}"
+CONNECTIONS="${2:-50}"
+command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
+
+[ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server
+PLAZA=target/release/plaza
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
+rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+
+# One address per request: 10.0.0.0/8 counted up from a per-thread base;
+# after CAP addresses a thread starts over (for the memory run).
+cat > "$WORK/addresses.lua" <<'LUA'
+local next_thread = 0
+function setup(thread)
+  thread:set("thread", next_thread)
+  next_thread = next_thread + 1
+end
+local sent = 0
+local cap = tonumber(os.getenv("CAP") or "4194304")
+function request()
+  local n = thread * 4194304 + (sent % cap)
+  sent = sent + 1
+  local address = string.format("10.%d.%d.%d", math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+  return wrk.format("GET", nil, { ["X-Forwarded-For"] = address })
+end
+LUA
+
+export PLAZA_DATA_DIR="$WORK/data" RUST_LOG=warn PLAZA_TRUSTED_PROXIES='["127.0.0.1"]'
+"$PLAZA" migrate >/dev/null 2>&1
+
+start() { # NAME, then extra VAR=value settings; sets $NAME_PORT and $NAME_PID
+  local name=$1; shift
+  local port; port=$(free_port)
+  env PLAZA_BIND="127.0.0.1:$port" "$@" "$PLAZA" serve 2>"$WORK/$name.log" &
+  local pid=$!
+  PIDS+=("$pid")
+  wait_http "http://127.0.0.1:$port/api/version"
+  printf -v "${name}_PORT" '%s' "$port"
+  printf -v "${name}_PID" '%s' "$pid"
+}
+
+HIGH=1000000000/hour
+start off PLAZA_RATE_LIMITS_ENABLED=false
+start local PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=$HIGH
+start redis PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=$HIGH PLAZA_REDIS_URL=redis://127.0.0.1:6379
+
+# The limited instances must really be counting: one request shows the headers.
+curl -sf -D - -o /dev/null "http://127.0.0.1:$local_PORT/api/posts" | grep -qi '^x-ratelimit-limit' \
+  || { echo "the in-process limiter is not counting" >&2; exit 1; }
+curl -sf -D - -o /dev/null "http://127.0.0.1:$redis_PORT/api/posts" | grep -qi '^x-ratelimit-limit' \
+  || { echo "the Redis limiter is not counting" >&2; exit 1; }
+
+run() { # NAME PORT -> req/s in $WORK/NAME.rps
+  local out
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/addresses.lua" "http://127.0.0.1:$2/api/posts")
+  local rps non2xx p99
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+  non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+  printf '%-12s %12s req/s   p99 %-9s non-2xx %s\n' "$1" "$rps" "$p99" "${non2xx:-0}"
+  echo "$rps" > "$WORK/$1.rps"
+}
+
+echo "wrk: ${DURATION}s per run, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
+for name in off local redis; do
+  port_var="${name}_PORT"
+  wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/addresses.lua" "http://127.0.0.1:${!port_var}/api/posts" >/dev/null
+done
+for round in 1 2 3; do
+  run "off-$round" "$off_PORT"
+  run "local-$round" "$local_PORT"
+  run "redis-$round" "$redis_PORT"
+done
+python3 - "$WORK" <<'PY'
+import statistics, sys
+work = sys.argv[1]
+median = lambda side: statistics.median(float(open(f"{work}/{side}-{r}.rps").read()) for r in (1, 2, 3))
+off = median("off")
+for side, target in (("local", 5), ("redis", 20)):
+    cost = (1 - median(side) / off) * 100
+    print(f"GET /api/posts (cached), limiter {side} against limits off (medians of 3): "
+          f"{median(side) / off:.3f} of the throughput, {cost:.1f}% cost (target < {target}%)")
+PY
+for name in off local redis; do pid_var="${name}_PID"; kill "${!pid_var}"; done
+
+echo
+echo "memory: 1,000,000 distinct client addresses, quota 1/90s, in process"
+start memory PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=1/90s RUST_LOG=warn,plaza_server::jobs=debug
+before=$(rss_mb "$memory_PID")
+fill_start=$SECONDS
+# Two threads of 500,000 addresses each; the run ends once both are through.
+out=$(CAP=500000 wrk -t2 -c"$CONNECTIONS" -d75s -s "$WORK/addresses.lua" "http://127.0.0.1:$memory_PORT/api/posts")
+sent=$(echo "$out" | awk '/requests in/ {print $1}')
+filled=$(rss_mb "$memory_PID")
+echo "requests sent: $sent in $((SECONDS - fill_start)) s (distinct addresses: min(sent, 1,000,000))"
+echo "resident memory: ${before} MB before, ${filled} MB after the fill"
+# Entries expire 90 s after their request; the sweep runs every 60 s.
+logged=$(wc -l < "$WORK/memory.log")
+for _ in $(seq 1 36); do
+  sleep 5
+  tail -n +"$((logged + 1))" "$WORK/memory.log" | grep -Eq '[^0-9]0 clients tracked' && break
+done
+echo "resident memory after the windows expired and the sweep ran: $(rss_mb "$memory_PID") MB"
+grep -o '[0-9]* clients tracked' "$WORK/memory.log" | tail -3 | sed 's/^/sweep job: /'
