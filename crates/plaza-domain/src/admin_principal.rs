@@ -11,6 +11,8 @@ use crate::{Database, DomainError, Flag};
 #[derive(Debug, Clone)]
 pub struct TokenSubject {
     pub user_id: i64,
+    /// For the audit trail's actor.
+    pub email: String,
     pub role: Role,
     pub status: UserStatus,
     pub revoked: bool,
@@ -18,6 +20,7 @@ pub struct TokenSubject {
 
 #[derive(FromRow)]
 struct SubjectRow {
+    email: String,
     role: String,
     status: String,
     revoked: Flag,
@@ -31,7 +34,7 @@ impl Database {
         jti: &str,
     ) -> Result<Option<TokenSubject>, DomainError> {
         let row: Option<SubjectRow> = sqlx::query_as(
-            "SELECT role, status, \
+            "SELECT email, role, status, \
              EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = $2) AS revoked \
              FROM users WHERE id = $1",
         )
@@ -42,6 +45,7 @@ impl Database {
         Ok(row.and_then(|row| {
             Some(TokenSubject {
                 user_id,
+                email: row.email,
                 role: Role::parse(&row.role)?,
                 status: UserStatus::parse(&row.status)?,
                 revoked: row.revoked.0,

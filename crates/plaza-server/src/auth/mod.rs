@@ -148,6 +148,7 @@ const ADMIN_TOKEN_ANSWERS: &[Answer] = &[
 pub struct AdminToken {
     pub claims: AdminClaims,
     pub user_id: i64,
+    pub email: String,
     pub role: Role,
 }
 
@@ -233,6 +234,7 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
     Ok(AdminToken {
         claims,
         user_id,
+        email: subject.email,
         role: subject.role,
     })
 }
@@ -347,8 +349,9 @@ impl DocumentedExtractor for ClientAddress {
     const ANSWERS: &'static [Answer] = &[];
 }
 
-/// Who is acting and from where, for the audit trail: the signed-in user,
-/// the client address, the user agent and the surface of the path.
+/// Who is acting and from where, for the audit trail: the signed-in user
+/// (or, without a session, the holder of a valid admin token), the client
+/// address, the user agent and the surface of the path.
 pub struct RequestAudit(pub AuditContext);
 
 impl FromRequestParts<AppState> for RequestAudit {
@@ -356,6 +359,19 @@ impl FromRequestParts<AppState> for RequestAudit {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let OptionalUser(user) = OptionalUser::from_request_parts(parts, state).await?;
+        let actor = match user {
+            Some(principal) => Some((
+                principal.user_id(),
+                principal.session.user.row.email.clone(),
+            )),
+            None if parts.headers.contains_key(header::AUTHORIZATION) => {
+                admin_token_for(parts, state)
+                    .await
+                    .ok()
+                    .map(|token| (token.user_id, token.email))
+            }
+            None => None,
+        };
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
         let surface = match crate::error::Surface::for_path(parts.uri.path()) {
             crate::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
@@ -363,8 +379,8 @@ impl FromRequestParts<AppState> for RequestAudit {
             _ => AuditSurface::Api,
         };
         Ok(RequestAudit(AuditContext {
-            actor_id: user.as_ref().map(SessionPrincipal::user_id),
-            actor_email: user.map(|principal| principal.session.user.row.email.clone()),
+            actor_id: actor.as_ref().map(|(id, _)| *id),
+            actor_email: actor.map(|(_, email)| email),
             ip_address: address.map(|ip| ip.to_string()),
             user_agent: parts
                 .headers

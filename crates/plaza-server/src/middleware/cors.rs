@@ -31,7 +31,9 @@ static PREFLIGHT_VARY: HeaderValue = HeaderValue::from_static(
 );
 static VARY_ORIGIN: HeaderValue = HeaderValue::from_static("origin");
 static TRUE: HeaderValue = HeaderValue::from_static("true");
-static EXPOSED: HeaderValue = HeaderValue::from_static("x-request-id");
+static EXPOSED: HeaderValue = HeaderValue::from_static(
+    "x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after",
+);
 static METHODS: HeaderValue = HeaderValue::from_static("GET,POST,PUT,PATCH,DELETE");
 static HEADERS: HeaderValue = HeaderValue::from_static("content-type,authorization");
 /// How long a browser may keep a preflight answer, in seconds.
