@@ -8,6 +8,7 @@
 use serde_json::Value;
 use sqlx::FromRow;
 
+use crate::listing::{Arg, Args, Page, bind_all, where_clause};
 use crate::time::now_millis;
 use crate::{Database, DomainError, Tx};
 
@@ -116,13 +117,88 @@ pub struct AuditEntry {
     pub surface: String,
 }
 
+/// Which entries a page of the trail holds; every filter is optional.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub actor_id: Option<i64>,
+    pub action: Option<String>,
+    /// Unix milliseconds, inclusive.
+    pub since: Option<i64>,
+    /// Unix milliseconds, exclusive.
+    pub until: Option<i64>,
+}
+
+/// One page of entries, newest first, and how many match in all.
+#[derive(Debug, Clone)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub total: i64,
+}
+
+const ENTRY_COLUMNS: &str = "id, created_at, actor_id, actor_email, action, target_type, \
+     target_id, ip_address, user_agent, changes, surface";
+
+impl AuditFilter {
+    fn conditions(&self, args: &mut Args) -> Vec<String> {
+        let mut conditions = Vec::new();
+        if let Some(actor) = self.actor_id {
+            conditions.push(format!("actor_id = {}", args.push(Arg::Int(actor))));
+        }
+        if let Some(action) = &self.action {
+            conditions.push(format!("action = {}", args.push(Arg::Text(action.clone()))));
+        }
+        if let Some(since) = self.since {
+            conditions.push(format!("created_at >= {}", args.push(Arg::Int(since))));
+        }
+        if let Some(until) = self.until {
+            conditions.push(format!("created_at < {}", args.push(Arg::Int(until))));
+        }
+        conditions
+    }
+}
+
 impl Database {
+    /// A page of the entries matching `filter`, newest first.
+    pub async fn audit_page(
+        &self,
+        filter: &AuditFilter,
+        page: Page,
+    ) -> Result<AuditPage, DomainError> {
+        let mut count_args = Args::default();
+        let conditions = filter.conditions(&mut count_args);
+        let count_sql = format!(
+            "SELECT COUNT(*) FROM audit_log{}",
+            where_clause(&conditions)
+        );
+        let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        if page.offset >= total || page.limit == 0 {
+            return Ok(AuditPage {
+                entries: Vec::new(),
+                total,
+            });
+        }
+        let mut args = Args::default();
+        let conditions = filter.conditions(&mut args);
+        let limit = args.push(Arg::Int(page.limit));
+        let offset = args.push(Arg::Int(page.offset));
+        let sql = format!(
+            "SELECT {ENTRY_COLUMNS} FROM audit_log{} ORDER BY created_at DESC, id DESC \
+             LIMIT {limit} OFFSET {offset}",
+            where_clause(&conditions)
+        );
+        let entries = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_all(&mut *self.lease().await?)
+            .await?;
+        Ok(AuditPage { entries, total })
+    }
+
     /// The newest entries first, at most `limit`.
     pub async fn audit_entries(&self, limit: i64) -> Result<Vec<AuditEntry>, DomainError> {
-        Ok(sqlx::query_as(
-            "SELECT id, created_at, actor_id, actor_email, action, target_type, target_id, \
-             ip_address, user_agent, changes, surface FROM audit_log ORDER BY id DESC LIMIT $1",
-        )
+        Ok(sqlx::query_as(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM audit_log ORDER BY id DESC LIMIT $1"
+        ))
         .bind(limit)
         .fetch_all(&mut *self.lease().await?)
         .await?)

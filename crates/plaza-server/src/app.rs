@@ -40,6 +40,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                 .merge(controllers::link_preview::routes())
                 .merge(controllers::og::routes()),
         ))
+        .merge(limited(
+            Limit::VersionedAdmin,
+            controllers::admin_v1::routes(),
+        ))
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.

@@ -79,6 +79,11 @@ pub struct AdminClaims {
 }
 
 impl AdminClaims {
+    /// Whether the token holds `admin:super` (the super admin rate tier).
+    pub fn grants_super(&self) -> bool {
+        self.permissions.contains(&AdminPermission::Super)
+    }
+
     /// Whether the token grants `needed`; `admin:super` grants everything.
     pub fn grants(&self, needed: AdminPermission) -> bool {
         self.permissions

@@ -189,15 +189,15 @@ impl DocumentedExtractor for AnyAdminToken {
 }
 
 /// Validates the bearer token without the per-method permission check.
-/// The user an `Authorization: Bearer` admin token names, when its
+/// The claims of an `Authorization: Bearer` admin token, when its
 /// signature and lifetime check out; whether it is revoked or still grants
 /// anything is for the route's extractor to decide. Rate limits count by it.
-pub fn bearer_user_id(headers: &HeaderMap, state: &AppState) -> Option<i64> {
+pub fn bearer_claims(headers: &HeaderMap, state: &AppState) -> Option<AdminClaims> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(bearer_token)?;
-    state.auth.jwt.verify(bearer).ok()?.sub.parse().ok()
+    state.auth.jwt.verify(bearer).ok()
 }
 
 async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {

@@ -1,6 +1,7 @@
 //! One module per resource; each handler is one operation, annotated for the
 //! OpenAPI document, and each module's `routes()` registers its handlers.
 
+pub mod admin_v1;
 pub mod auth;
 pub mod cache;
 pub mod docs;

@@ -45,16 +45,26 @@ impl Problems {
 /// (0 or more, default 0). An offset past the end is not an error: the page
 /// is empty.
 pub fn page(problems: &mut Problems, limit: Option<&str>, offset: Option<&str>) -> Page {
+    page_or(problems, limit, offset, DEFAULT_LIMIT)
+}
+
+/// [`page`] with another default `limit` (the versioned admin lists: 50).
+pub fn page_or(
+    problems: &mut Problems,
+    limit: Option<&str>,
+    offset: Option<&str>,
+    default_limit: i64,
+) -> Page {
     let limit = problems
-        .check("limit", parse_limit(limit))
-        .unwrap_or(DEFAULT_LIMIT);
+        .check("limit", parse_limit(limit, default_limit))
+        .unwrap_or(default_limit);
     let offset = problems.check("offset", parse_offset(offset)).unwrap_or(0);
     Page { limit, offset }
 }
 
-fn parse_limit(raw: Option<&str>) -> Result<i64, String> {
+fn parse_limit(raw: Option<&str>, default_limit: i64) -> Result<i64, String> {
     let Some(raw) = raw else {
-        return Ok(DEFAULT_LIMIT);
+        return Ok(default_limit);
     };
     let reason = format!("must be a whole number from 1 to {MAX_LIMIT}");
     match raw.trim().parse::<i64>() {
@@ -69,6 +79,37 @@ fn parse_offset(raw: Option<&str>) -> Result<i64, String> {
         Ok(offset) if offset >= 0 => Ok(offset),
         _ => Err(format!("must be a whole number from 0 to {}", i64::MAX)),
     }
+}
+
+/// An instant as Unix milliseconds, from an RFC 3339 time
+/// (`2026-11-23T10:00:00Z`) or a date (`2026-11-23`, read as the start of
+/// that day in UTC, or with `end_of_day` as the start of the next, so that
+/// a date range includes its last day).
+pub fn instant(
+    problems: &mut Problems,
+    field: &str,
+    raw: Option<&str>,
+    end_of_day: bool,
+) -> Option<i64> {
+    let raw = raw?.trim();
+    let parsed = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
+        .or_else(|_| {
+            let date = time::Date::parse(
+                raw,
+                time::macros::format_description!("[year]-[month]-[day]"),
+            )?;
+            let day = date.midnight().assume_utc();
+            Ok::<_, time::error::Parse>(if end_of_day {
+                day + time::Duration::days(1)
+            } else {
+                day
+            })
+        })
+        .map(|at| i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX))
+        .map_err(|_| {
+            "must be a date (2026-11-23) or an RFC 3339 time (2026-11-23T10:00:00Z)".to_owned()
+        });
+    problems.check(field, parsed)
 }
 
 /// `asc` or `desc` (default).
@@ -176,12 +217,12 @@ mod tests {
 
     #[test]
     fn limits_outside_the_range_are_refused() {
-        assert_eq!(parse_limit(None), Ok(DEFAULT_LIMIT));
-        assert_eq!(parse_limit(Some("100")), Ok(100));
-        assert!(parse_limit(Some("0")).is_err());
-        assert!(parse_limit(Some("101")).is_err());
-        assert!(parse_limit(Some("-1")).is_err());
-        assert!(parse_limit(Some("1e3")).is_err());
+        assert_eq!(parse_limit(None, DEFAULT_LIMIT), Ok(DEFAULT_LIMIT));
+        assert_eq!(parse_limit(Some("100"), DEFAULT_LIMIT), Ok(100));
+        assert!(parse_limit(Some("0"), DEFAULT_LIMIT).is_err());
+        assert!(parse_limit(Some("101"), DEFAULT_LIMIT).is_err());
+        assert!(parse_limit(Some("-1"), DEFAULT_LIMIT).is_err());
+        assert!(parse_limit(Some("1e3"), DEFAULT_LIMIT).is_err());
         assert!(parse_offset(Some("-1")).is_err());
         assert_eq!(parse_offset(Some("99999999999")), Ok(99_999_999_999));
     }

@@ -38,6 +38,7 @@ use shared::SharedStore;
 pub const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 pub const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
 pub const RESET_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+pub const ADMIN_TIER_HEADER: HeaderName = HeaderName::from_static("x-admin-tier");
 
 /// A route group's limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,21 +51,58 @@ pub enum Limit {
     /// identity providers): one budget with [`Limit::General`], but it fails
     /// closed (503), because these routes hash passwords and write rows.
     SignIn,
+    /// The versioned admin surface, per admin: tier `general`
+    /// (`rate_limit_admin`) or, for a token holding `admin:super`, tier
+    /// `super` (`rate_limit_admin_super`); each answer names its tier in
+    /// `X-Admin-Tier`. Fails open, like reads elsewhere.
+    VersionedAdmin,
+}
+
+/// A versioned admin tier, as `X-Admin-Tier` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    General,
+    Super,
+}
+
+impl Tier {
+    fn header(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Tier::General => "general",
+            Tier::Super => "super",
+        })
+    }
 }
 
 impl Limit {
-    /// The budget counted: limits naming the same bucket share one count.
-    fn bucket(self, subject: &Subject) -> &'static str {
-        match (self, subject) {
-            (Limit::General | Limit::SignIn, Subject::User(_)) => "user",
-            (Limit::General | Limit::SignIn, Subject::Address(_)) => "addr",
+    /// The versioned admin tier of `caller`, on that surface only.
+    fn tier(self, caller: &Caller) -> Option<Tier> {
+        match self {
+            Limit::VersionedAdmin if caller.super_token => Some(Tier::Super),
+            Limit::VersionedAdmin => Some(Tier::General),
+            Limit::General | Limit::SignIn => None,
         }
     }
 
-    fn quota(self, subject: &Subject, settings: &LimitSettings) -> Quota {
-        match (self, subject) {
-            (Limit::General | Limit::SignIn, Subject::User(_)) => settings.rate_limit_authenticated,
-            (Limit::General | Limit::SignIn, Subject::Address(_)) => settings.rate_limit_anonymous,
+    /// The budget counted: limits naming the same bucket share one count.
+    fn bucket(self, caller: &Caller) -> &'static str {
+        match (self.tier(caller), caller.subject) {
+            (None, Subject::User(_)) => "user",
+            (None, Subject::Address(_)) => "addr",
+            (Some(Tier::Super), Subject::User(_)) => "admin_super",
+            (Some(_), Subject::User(_)) => "admin",
+            (Some(_), Subject::Address(_)) => "admin_addr",
+        }
+    }
+
+    fn quota(self, caller: &Caller, settings: &LimitSettings) -> Quota {
+        match (self.tier(caller), caller.subject) {
+            // Without a valid credential, every surface grants what an
+            // anonymous client gets.
+            (_, Subject::Address(_)) => settings.rate_limit_anonymous,
+            (None, Subject::User(_)) => settings.rate_limit_authenticated,
+            (Some(Tier::Super), Subject::User(_)) => settings.rate_limit_admin_super,
+            (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
         }
     }
 
@@ -76,8 +114,17 @@ impl Limit {
         match self {
             Limit::General => "general",
             Limit::SignIn => "sign_in",
+            Limit::VersionedAdmin => "versioned_admin",
         }
     }
+}
+
+/// Who is asking, as the limiter sees it.
+#[derive(Debug, Clone, Copy)]
+struct Caller {
+    subject: Subject,
+    /// A valid admin token holding `admin:super`.
+    super_token: bool,
 }
 
 /// Who a request is counted as.
@@ -148,9 +195,10 @@ impl RateLimiter {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
-    async fn check(&self, limit: Limit, subject: Subject) -> Verdict {
-        let bucket = limit.bucket(&subject);
-        let quota = limit.quota(&subject, &self.settings);
+    async fn check(&self, limit: Limit, caller: Caller) -> Verdict {
+        let subject = caller.subject;
+        let bucket = limit.bucket(&caller);
+        let quota = limit.quota(&caller, &self.settings);
         let Some(shared) = &self.shared else {
             let overflow = Subject::Address(IpAddr::from([0, 0, 0, 0])).store_key(bucket);
             return Verdict::Counted(self.local.check(
@@ -251,18 +299,19 @@ where
                 return inner.call(request).await;
             }
             let (mut parts, body) = request.into_parts();
-            let subject = subject_of(&mut parts, &state).await;
+            let caller = caller_of(&mut parts, &state).await;
             let request = Request::from_parts(parts, body);
             // Off a socket: the service's own pages, fetched in process for
             // a link preview that was itself counted.
-            let Some(subject) = subject else {
+            let Some(caller) = caller else {
                 return inner.call(request).await;
             };
-            match state.rate_limiter.check(limit, subject).await {
+            let tier = limit.tier(&caller);
+            let mut response = match state.rate_limiter.check(limit, caller).await {
                 Verdict::Counted(outcome) if outcome.allowed => {
                     let mut response = inner.call(request).await?;
                     set_headers(response.headers_mut(), &outcome);
-                    Ok(response)
+                    response
                 }
                 Verdict::Counted(outcome) => {
                     metrics::counter!("plaza_rate_limit_refused_total", "limit" => limit.name())
@@ -273,30 +322,46 @@ where
                     }
                     .into_response();
                     set_headers(response.headers_mut(), &outcome);
-                    Ok(response)
+                    response
                 }
-                Verdict::Unknown if limit.fails_closed() => Ok(AppError::Busy {
+                Verdict::Unknown if limit.fails_closed() => AppError::Busy {
                     retry_after_secs: 1,
                 }
-                .into_response()),
-                Verdict::Unknown => inner.call(request).await,
+                .into_response(),
+                Verdict::Unknown => inner.call(request).await?,
+            };
+            if let Some(tier) = tier {
+                response
+                    .headers_mut()
+                    .insert(ADMIN_TIER_HEADER, tier.header());
             }
+            Ok(response)
         })
     }
 }
 
 /// The user behind a valid admin token or session, else the client address.
-async fn subject_of(parts: &mut axum::http::request::Parts, state: &AppState) -> Option<Subject> {
-    if let Some(user_id) = crate::auth::bearer_user_id(&parts.headers, state) {
-        return Some(Subject::User(user_id));
+async fn caller_of(parts: &mut axum::http::request::Parts, state: &AppState) -> Option<Caller> {
+    if let Some(claims) = crate::auth::bearer_claims(&parts.headers, state)
+        && let Ok(user_id) = claims.sub.parse()
+    {
+        return Some(Caller {
+            subject: Subject::User(user_id),
+            super_token: claims.grants_super(),
+        });
     }
-    if cookie_value(&parts.headers, SESSION_COOKIE).is_some()
+    let subject = if cookie_value(&parts.headers, SESSION_COOKIE).is_some()
         && let Ok(OptionalUser(Some(principal))) =
             OptionalUser::from_request_parts(parts, state).await
     {
-        return Some(Subject::User(principal.user_id()));
-    }
-    client_address(parts, state).map(|address| Subject::Address(counted_prefix(address)))
+        Subject::User(principal.user_id())
+    } else {
+        Subject::Address(counted_prefix(client_address(parts, state)?))
+    };
+    Some(Caller {
+        subject,
+        super_token: false,
+    })
 }
 
 /// The client's address: the peer, or the right-most untrusted forwarded hop
@@ -337,13 +402,29 @@ mod tests {
 
     #[test]
     fn users_and_addresses_have_separate_budgets_and_keys() {
+        let caller = |subject, super_token| Caller {
+            subject,
+            super_token,
+        };
         let user = Subject::User(7);
         let address = Subject::Address("2001:db8::".parse().unwrap());
+        let (member, visitor) = (caller(user, false), caller(address, false));
         assert_ne!(
-            Limit::General.bucket(&user),
-            Limit::General.bucket(&address)
+            Limit::General.bucket(&member),
+            Limit::General.bucket(&visitor)
         );
-        assert_eq!(Limit::General.bucket(&user), Limit::SignIn.bucket(&user));
+        assert_eq!(
+            Limit::General.bucket(&member),
+            Limit::SignIn.bucket(&member)
+        );
+        assert_ne!(
+            Limit::VersionedAdmin.bucket(&member),
+            Limit::VersionedAdmin.bucket(&caller(user, true))
+        );
+        assert_ne!(
+            Limit::General.bucket(&member),
+            Limit::VersionedAdmin.bucket(&member)
+        );
         assert_eq!(redis_key("user", user), "plaza:rl:user:u:7");
         assert_eq!(redis_key("addr", address), "plaza:rl:addr:a:2001:db8::");
     }

@@ -1,0 +1,56 @@
+//! The versioned admin surface, `/api/v1/admin` (SPEC.md "Versioned admin
+//! surface"): its routes and the rules they share, in one place.
+//!
+//! - **Authentication**: every handler takes [`crate::auth::AdminToken`]: a
+//!   Bearer admin JWT of an active admin, holding the permission of the
+//!   request's method category (`admin:read` for GET, `admin:write` for
+//!   POST/PUT/PATCH, `admin:delete` for DELETE; `admin:super` covers all).
+//! - **Errors**: `{success: false, error: {code, message, …}}`, chosen by the
+//!   path prefix (`error::Surface::VersionedAdmin`).
+//! - **Rate limit**: per admin, tier `general` or `super`, declared in
+//!   `app::api_router` with `Limit::VersionedAdmin`; every answer carries
+//!   `X-Admin-Tier` and the `X-RateLimit-*` headers.
+//! - **Answers**: lists in [`ListEnvelope`].
+
+pub mod audit_logs;
+
+use audit_logs::{__path_list_audit_logs, list_audit_logs};
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::controllers::params::Pagination;
+use crate::state::AppState;
+
+/// The default page size of the surface's lists (SPEC.md "Limits").
+pub const DEFAULT_LIMIT: i64 = 50;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(crate::documented_routes!(list_audit_logs))
+}
+
+/// A successful list answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListEnvelope<T> {
+    /// Always true.
+    pub success: bool,
+    pub data: Vec<T>,
+    pub meta: ListMeta,
+}
+
+/// What a list answer says about its page.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListMeta {
+    pub pagination: Pagination,
+}
+
+impl<T> ListEnvelope<T> {
+    pub fn new(data: Vec<T>, pagination: Pagination) -> Self {
+        ListEnvelope {
+            success: true,
+            data,
+            meta: ListMeta { pagination },
+        }
+    }
+}
