@@ -17,6 +17,7 @@ pub mod shared;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -159,6 +160,9 @@ pub struct RateLimiter {
     shared: Option<Arc<SharedStore>>,
     /// The monotonic clock's origin for the in-process store.
     epoch: Instant,
+    /// The second (since `epoch`) of the last warning that the shared store
+    /// failed: one line a second at most, not one per request.
+    last_warning: AtomicU64,
 }
 
 /// A check's result when the store could not answer.
@@ -183,6 +187,7 @@ impl RateLimiter {
             local: LocalStore::new(settings.rate_limit_max_keys),
             shared,
             epoch: Instant::now(),
+            last_warning: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -212,12 +217,15 @@ impl RateLimiter {
             Ok(outcome) => Verdict::Counted(outcome),
             Err(error) => {
                 metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
-                tracing::warn!(
-                    %error,
-                    limit = limit.name(),
-                    fails = if limit.fails_closed() { "closed" } else { "open" },
-                    "the shared rate-limit store did not answer"
-                );
+                let second = self.epoch.elapsed().as_secs();
+                if self.last_warning.swap(second, Ordering::Relaxed) != second {
+                    tracing::warn!(
+                        %error,
+                        limit = limit.name(),
+                        fails = if limit.fails_closed() { "closed" } else { "open" },
+                        "the shared rate-limit store did not answer (at most one line a second; plaza_rate_limit_store_errors_total counts every failure)"
+                    );
+                }
                 Verdict::Unknown
             }
         }
