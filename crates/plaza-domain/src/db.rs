@@ -188,7 +188,8 @@ impl Database {
         F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
     {
         let mut lease = self.lease().await?;
-        let mut tx = sqlx::Connection::begin(&mut *lease).await?;
+        let mut tx =
+            sqlx::Connection::begin_with(&mut *lease, self.dialect().begin_write()).await?;
         let value = work(&mut tx).await?;
         tx.commit().await?;
         Ok(value)

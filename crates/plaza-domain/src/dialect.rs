@@ -33,6 +33,18 @@ pub(crate) struct FullTextSearch<'a> {
 }
 
 impl Dialect {
+    /// The statement that opens a unit of work. SQLite's plain `BEGIN`
+    /// takes the write lock only at the first write, and two units that
+    /// both read first then both want it fail at once with `SQLITE_BUSY`
+    /// (the busy timeout does not apply to that upgrade); `IMMEDIATE`
+    /// takes the write lock at the start, so units of work queue instead.
+    pub fn begin_write(self) -> &'static str {
+        match self.0 {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        }
+    }
+
     /// The rows of `source` (a subquery aliased `p`) as one JSON text: an
     /// array of `element` (a [`Dialect::json_array`] of columns), in
     /// `order`. A page read this way crosses from the database in one value

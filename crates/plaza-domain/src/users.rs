@@ -1,6 +1,6 @@
 //! User accounts: creation, lookup, status and sign-in bookkeeping.
 
-use sqlx::FromRow;
+use sqlx::{Acquire, FromRow};
 
 use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
@@ -190,81 +190,88 @@ pub fn username_base(name: Option<&str>, email: &str) -> String {
     base
 }
 
-impl Database {
-    /// Creates a user, deriving a free username when none is given. A taken
-    /// email or chosen username is a [`DomainError::Conflict`]; a derived
-    /// username that another sign-up took in the meantime is derived again.
-    pub async fn create_user(&self, new: NewUser) -> Result<User, DomainError> {
-        let email = normalize_email(&new.email);
-        let Some(chosen) = new.username.clone() else {
-            let base = username_base(new.name.as_deref(), &email);
-            let mut attempts = 0;
-            loop {
-                let username = self.free_username(&base).await?;
-                match self.insert_user(&new, &email, &username).await {
-                    Err(DomainError::Conflict(message))
-                        if message == USERNAME_TAKEN && attempts < DERIVED_USERNAME_ATTEMPTS =>
-                    {
-                        attempts += 1;
-                    }
-                    outcome => return outcome,
+/// Creates a user in `tx`, deriving a free username when none is given. A
+/// taken email or chosen username is a [`DomainError::Conflict`]; a derived
+/// username that another sign-up took in the meantime is derived again,
+/// each attempt inside a savepoint so that a failed insert leaves `tx`
+/// usable on PostgreSQL.
+pub async fn create(tx: &mut Tx<'_>, new: NewUser) -> Result<User, DomainError> {
+    let email = normalize_email(&new.email);
+    let Some(chosen) = new.username.clone() else {
+        let base = username_base(new.name.as_deref(), &email);
+        let mut attempts = 0;
+        loop {
+            let username = free_username(tx, &base).await?;
+            let mut attempt = tx.begin().await?;
+            match insert(&mut attempt, &new, &email, &username).await {
+                Ok(user) => {
+                    attempt.commit().await?;
+                    return Ok(user);
                 }
+                Err(DomainError::Conflict(message))
+                    if message == USERNAME_TAKEN && attempts < DERIVED_USERNAME_ATTEMPTS =>
+                {
+                    attempt.rollback().await?;
+                    attempts += 1;
+                }
+                Err(error) => return Err(error),
             }
-        };
-        self.insert_user(&new, &email, &chosen).await
-    }
-
-    async fn insert_user(
-        &self,
-        new: &NewUser,
-        email: &str,
-        username: &str,
-    ) -> Result<User, DomainError> {
-        let now = now_millis();
-        let row: UserRow = sqlx::query_as(&format!(
-            "INSERT INTO users (email, email_verified_at, username, name, image, password_hash, role, \
-             status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8) RETURNING {USER_COLUMNS}"
-        ))
-        .bind(email)
-        .bind(new.email_verified.then_some(now))
-        .bind(username)
-        .bind(&new.name)
-        .bind(&new.image)
-        .bind(&new.password_hash)
-        .bind(new.role.as_str())
-        .bind(now)
-        .fetch_one(&mut *self.lease().await?)
-        .await
-        .map_err(|error| match DomainError::from(error) {
-            DomainError::Conflict(message) if message.contains("username") => {
-                DomainError::Conflict(USERNAME_TAKEN.to_owned())
-            }
-            DomainError::Conflict(_) => DomainError::Conflict("email is already registered".to_owned()),
-            other => other,
-        })?;
-        User::try_from(row)
-    }
-
-    /// `base`, or `base` with the smallest numeric suffix that is free.
-    async fn free_username(&self, base: &str) -> Result<String, DomainError> {
-        let taken: Vec<(String,)> =
-            sqlx::query_as("SELECT username FROM users WHERE username = $1 OR username LIKE $2")
-                .bind(base)
-                .bind(format!("{base}%"))
-                .fetch_all(&mut *self.lease().await?)
-                .await?;
-        let taken: std::collections::HashSet<String> =
-            taken.into_iter().map(|(name,)| name).collect();
-        if !taken.contains(base) {
-            return Ok(base.to_owned());
         }
-        Ok((2..)
-            .map(|suffix| format!("{base}{suffix}"))
-            .find(|candidate| !taken.contains(candidate))
-            .unwrap_or_else(|| base.to_owned()))
-    }
+    };
+    insert(tx, &new, &email, &chosen).await
+}
 
+async fn insert(
+    tx: &mut Tx<'_>,
+    new: &NewUser,
+    email: &str,
+    username: &str,
+) -> Result<User, DomainError> {
+    let now = now_millis();
+    let row: UserRow = sqlx::query_as(&format!(
+        "INSERT INTO users (email, email_verified_at, username, name, image, password_hash, role, \
+         status, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8) RETURNING {USER_COLUMNS}"
+    ))
+    .bind(email)
+    .bind(new.email_verified.then_some(now))
+    .bind(username)
+    .bind(&new.name)
+    .bind(&new.image)
+    .bind(&new.password_hash)
+    .bind(new.role.as_str())
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(|error| match DomainError::from(error) {
+        DomainError::Conflict(message) if message.contains("username") => {
+            DomainError::Conflict(USERNAME_TAKEN.to_owned())
+        }
+        DomainError::Conflict(_) => DomainError::Conflict("email is already registered".to_owned()),
+        other => other,
+    })?;
+    User::try_from(row)
+}
+
+/// `base`, or `base` with the smallest numeric suffix that is free.
+async fn free_username(tx: &mut Tx<'_>, base: &str) -> Result<String, DomainError> {
+    let taken: Vec<(String,)> =
+        sqlx::query_as("SELECT username FROM users WHERE username = $1 OR username LIKE $2")
+            .bind(base)
+            .bind(format!("{base}%"))
+            .fetch_all(&mut **tx)
+            .await?;
+    let taken: std::collections::HashSet<String> = taken.into_iter().map(|(name,)| name).collect();
+    if !taken.contains(base) {
+        return Ok(base.to_owned());
+    }
+    Ok((2..)
+        .map(|suffix| format!("{base}{suffix}"))
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or_else(|| base.to_owned()))
+}
+
+impl Database {
     pub async fn user_by_id(&self, id: i64) -> Result<User, DomainError> {
         let row: Option<UserRow> =
             sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))

@@ -19,16 +19,17 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
         .await
         .unwrap();
     db.migrate().await.unwrap();
+    let new = NewUser {
+        email: "p@example.com".into(),
+        email_verified: false,
+        username: None,
+        name: None,
+        image: None,
+        password_hash: None,
+        role: Role::User,
+    };
     let user = db
-        .create_user(NewUser {
-            email: "p@example.com".into(),
-            email_verified: false,
-            username: None,
-            name: None,
-            image: None,
-            password_hash: None,
-            role: Role::User,
-        })
+        .write(|tx| Box::pin(async move { plaza_domain::users::create(tx, new).await }))
         .await
         .unwrap();
     let client = SessionClient::default();

@@ -33,17 +33,18 @@ pub async fn create_user(state: &AppState, args: CreateUserArgs) -> Result<(), S
         .hash(&args.password)
         .await
         .map_err(|error| error.to_string())?;
+    let new = NewUser {
+        email: args.email,
+        email_verified: true,
+        username: args.username,
+        name: args.name,
+        image: None,
+        password_hash: Some(password_hash),
+        role,
+    };
     let user = state
         .db
-        .create_user(NewUser {
-            email: args.email,
-            email_verified: true,
-            username: args.username,
-            name: args.name,
-            image: None,
-            password_hash: Some(password_hash),
-            role,
-        })
+        .write(|tx| Box::pin(async move { plaza_domain::users::create(tx, new).await }))
         .await
         .map_err(|error| error.to_string())?;
     println!("{}", user.id());

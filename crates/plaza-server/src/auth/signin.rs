@@ -222,18 +222,27 @@ pub async fn user_for_provider_identity(
         link(db, existing.id(), identity).await?;
         return Ok(Ok(existing));
     }
+    let new = NewUser {
+        email: email.to_owned(),
+        email_verified: identity.email_verified,
+        username: None,
+        name: identity.name.clone(),
+        image: identity.image.clone(),
+        password_hash: None,
+        role: Role::User,
+    };
+    // The new user and their link commit together: a failure between the
+    // two cannot leave an account no provider can sign in to.
+    let identity = identity.clone();
     let user = db
-        .create_user(NewUser {
-            email: email.to_owned(),
-            email_verified: identity.email_verified,
-            username: None,
-            name: identity.name.clone(),
-            image: identity.image.clone(),
-            password_hash: None,
-            role: Role::User,
+        .write(|tx| {
+            Box::pin(async move {
+                let user = plaza_domain::users::create(tx, new).await?;
+                accounts::link(tx, user.id(), &identity).await?;
+                Ok(user)
+            })
         })
         .await?;
-    link(db, user.id(), identity).await?;
     Ok(Ok(user))
 }
 

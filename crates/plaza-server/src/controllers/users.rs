@@ -183,17 +183,18 @@ pub async fn create_user(
     }
     validate_sign_up(&body)?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
+    let new = NewUser {
+        email: body.email,
+        email_verified: false,
+        username: body.username,
+        name: body.name.map(|name| name.trim().to_owned()),
+        image: None,
+        password_hash: Some(password_hash),
+        role: Role::User,
+    };
     let user = state
         .db
-        .create_user(NewUser {
-            email: body.email,
-            email_verified: false,
-            username: body.username,
-            name: body.name.map(|name| name.trim().to_owned()),
-            image: None,
-            password_hash: Some(password_hash),
-            role: Role::User,
-        })
+        .write(|tx| Box::pin(async move { users::create(tx, new).await }))
         .await?;
     Ok((StatusCode::CREATED, AppJson(UserView::new(&user, true))).into_response())
 }
