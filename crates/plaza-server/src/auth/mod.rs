@@ -188,7 +188,6 @@ impl DocumentedExtractor for AnyAdminToken {
     const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
 }
 
-/// Validates the bearer token without the per-method permission check.
 /// The claims of an `Authorization: Bearer` admin token, when its
 /// signature and lifetime check out; whether it is revoked or still grants
 /// anything is for the route's extractor to decide. Rate limits count by it.
@@ -200,18 +199,9 @@ pub fn bearer_claims(headers: &HeaderMap, state: &AppState) -> Option<AdminClaim
     state.auth.jwt.verify(bearer).ok()
 }
 
+/// Validates the bearer token without the per-method permission check.
 async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {
-    let bearer = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(bearer_token)
-        .ok_or(AppError::Unauthorized)?;
-    let mut claims = state
-        .auth
-        .jwt
-        .verify(bearer)
-        .map_err(|_| AppError::Unauthorized)?;
+    let mut claims = bearer_claims(&parts.headers, state).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
         .db
@@ -331,8 +321,9 @@ impl DocumentedExtractor for MetricsAccess {
     const ANSWERS: &'static [Answer] = ADMIN_TOKEN_ANSWERS;
 }
 
-/// The client's address: the peer, or when the peer is a trusted proxy, the right-most hop it forwards that is
-/// not one (`trusted_proxies`; see [`crate::rate_limit::address`]).
+/// The client's address: the peer, or when the peer is a trusted proxy, the
+/// right-most forwarded hop that is not one (`trusted_proxies`; see
+/// [`crate::rate_limit::address`]).
 pub struct ClientAddress(pub Option<IpAddr>);
 
 impl FromRequestParts<AppState> for ClientAddress {

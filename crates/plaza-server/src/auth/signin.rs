@@ -82,6 +82,7 @@ pub async fn sign_in_with_password(
         return Err(AppError::RateLimited {
             retry_after_secs: settings.auth.sign_in_lockout_secs,
             limit: settings.auth.sign_in_max_failures,
+            reset_after_secs: settings.auth.sign_in_lockout_secs,
         });
     }
     let user = state.db.user_by_email(email).await?;

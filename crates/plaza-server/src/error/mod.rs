@@ -107,8 +107,14 @@ pub enum AppError {
     },
     #[error("too many requests")]
     /// A limit was reached; the client may retry after `retry_after_secs`
-    /// (sent as `Retry-After`).
-    RateLimited { retry_after_secs: u64, limit: u32 },
+    /// (sent as `Retry-After`). With a `limit` (not 0) the answer carries the
+    /// `X-RateLimit-*` headers too, the quota full again after
+    /// `reset_after_secs`.
+    RateLimited {
+        retry_after_secs: u64,
+        limit: u32,
+        reset_after_secs: u64,
+    },
     #[error("the request took too long")]
     Timeout,
     /// A dependency (the database) is down; the client may retry.
@@ -209,6 +215,7 @@ impl AppError {
             StatusCode::TOO_MANY_REQUESTS => AppError::RateLimited {
                 retry_after_secs: 1,
                 limit: 0,
+                reset_after_secs: 1,
             },
             StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable(String::new()),
             status if status.is_client_error() => AppError::BadRequest(
@@ -310,20 +317,20 @@ impl IntoResponse for AppError {
             AppError::RateLimited {
                 retry_after_secs,
                 limit,
+                reset_after_secs,
             } => {
                 let headers = response.headers_mut();
                 headers.insert(
                     axum::http::header::RETRY_AFTER,
-                    axum::http::HeaderValue::from(retry_after_secs),
+                    axum::http::HeaderValue::from(retry_after_secs.max(1)),
                 );
                 if limit > 0 {
-                    let reset = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |now| now.as_secs())
-                        .saturating_add(retry_after_secs);
-                    headers.insert(crate::rate_limit::LIMIT_HEADER, limit.into());
-                    headers.insert(crate::rate_limit::REMAINING_HEADER, 0u32.into());
-                    headers.insert(crate::rate_limit::RESET_HEADER, reset.into());
+                    crate::rate_limit::write_headers(
+                        headers,
+                        limit,
+                        0,
+                        std::time::Duration::from_secs(reset_after_secs),
+                    );
                 }
             }
             _ => {}

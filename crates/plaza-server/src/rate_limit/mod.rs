@@ -22,7 +22,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tower::{Layer, Service};
@@ -318,19 +318,27 @@ where
             let mut response = match state.rate_limiter.check(limit, caller).await {
                 Verdict::Counted(outcome) if outcome.allowed => {
                     let mut response = inner.call(request).await?;
-                    set_headers(response.headers_mut(), &outcome);
+                    // A refusal from inside (the sign-in throttle's) keeps
+                    // its own numbers.
+                    if !response.headers().contains_key(&LIMIT_HEADER) {
+                        write_headers(
+                            response.headers_mut(),
+                            outcome.limit,
+                            outcome.remaining,
+                            outcome.reset_after,
+                        );
+                    }
                     response
                 }
                 Verdict::Counted(outcome) => {
                     metrics::counter!("plaza_rate_limit_refused_total", "limit" => limit.name())
                         .increment(1);
-                    let mut response = AppError::RateLimited {
+                    AppError::RateLimited {
                         retry_after_secs: outcome.retry_after.as_secs_f64().ceil() as u64,
                         limit: outcome.limit,
+                        reset_after_secs: outcome.reset_after.as_secs_f64().ceil() as u64,
                     }
-                    .into_response();
-                    set_headers(response.headers_mut(), &outcome);
-                    response
+                    .into_response()
                 }
                 Verdict::Unknown if limit.fails_closed() => AppError::Busy {
                     retry_after_secs: 1,
@@ -385,23 +393,17 @@ pub fn client_address(parts: &axum::http::request::Parts, state: &AppState) -> O
     )
 }
 
-/// Writes the `X-RateLimit-*` headers, unless the answer already carries
-/// its own (the sign-in throttle's refusal does).
-fn set_headers(headers: &mut HeaderMap, outcome: &Outcome) {
-    if headers.contains_key(&LIMIT_HEADER) {
-        return;
-    }
+/// Writes the `X-RateLimit-*` headers: the quota's count, the requests
+/// left, and the Unix second when the quota is full again (`reset_after`
+/// from now). The one place they are written, for answers and refusals.
+pub fn write_headers(headers: &mut HeaderMap, limit: u32, remaining: u32, reset_after: Duration) {
     let reset = SystemTime::now()
-        .checked_add(outcome.reset_after)
+        .checked_add(reset_after)
         .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |since| since.as_secs_f64().ceil() as u64);
-    headers.insert(LIMIT_HEADER, HeaderValue::from(outcome.limit));
-    headers.insert(REMAINING_HEADER, HeaderValue::from(outcome.remaining));
+    headers.insert(LIMIT_HEADER, HeaderValue::from(limit));
+    headers.insert(REMAINING_HEADER, HeaderValue::from(remaining));
     headers.insert(RESET_HEADER, HeaderValue::from(reset));
-    if !outcome.allowed {
-        let retry = outcome.retry_after.as_secs_f64().ceil().max(1.0) as u64;
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(retry));
-    }
 }
 
 #[cfg(test)]
