@@ -81,7 +81,10 @@ async fn the_last_request_of_the_quota_passes_and_the_next_is_429(backend: Backe
     // Reset is when the whole quota is back (the hour the five used up),
     // not when the next single request is.
     let reset = header(&refused, "x-ratelimit-reset").expect("X-RateLimit-Reset");
-    assert!(reset >= now + 3500 && reset <= now + 3601, "reset {reset}, now {now}");
+    assert!(
+        reset >= now + 3500 && reset <= now + 3601,
+        "reset {reset}, now {now}"
+    );
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}");
     // Every route of the group shares the count.
