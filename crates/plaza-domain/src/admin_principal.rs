@@ -1,6 +1,6 @@
 //! What an admin token's bearer is right now: the checks that make a token
 //! stop working the moment its user is demoted, banned or deleted, or its
-//! `jti` revoked, in one query.
+//! `jti` (or every token of its user) revoked, in one query.
 
 use sqlx::FromRow;
 
@@ -27,19 +27,24 @@ struct SubjectRow {
 }
 
 impl Database {
-    /// `None` when the user no longer exists.
+    /// `None` when the user no longer exists. A token is revoked when its
+    /// `jti` is, or when it was issued (`issued_at_millis`) before its user's
+    /// credentials were last revoked (a ban revokes every token at once).
     pub async fn token_subject(
         &self,
         user_id: i64,
         jti: &str,
+        issued_at_millis: i64,
     ) -> Result<Option<TokenSubject>, DomainError> {
         let row: Option<SubjectRow> = sqlx::query_as(
             "SELECT email, role, status, \
-             EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = $2) AS revoked \
+             (EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = $2) \
+              OR COALESCE(credentials_valid_after, 0) > $3) AS revoked \
              FROM users WHERE id = $1",
         )
         .bind(user_id)
         .bind(jti)
+        .bind(issued_at_millis)
         .fetch_optional(&mut *self.lease().await?)
         .await?;
         Ok(row.and_then(|row| {

@@ -20,6 +20,8 @@ pub enum AuditSurface {
     UnversionedAdmin,
     Api,
     CommandLine,
+    /// Plaza's own background jobs (a ban running out).
+    System,
 }
 
 impl AuditSurface {
@@ -29,6 +31,7 @@ impl AuditSurface {
             AuditSurface::UnversionedAdmin => "admin",
             AuditSurface::Api => "api",
             AuditSurface::CommandLine => "cli",
+            AuditSurface::System => "system",
         }
     }
 }
@@ -47,12 +50,21 @@ pub struct AuditContext {
 impl AuditContext {
     /// An action taken from the command line.
     pub fn command_line() -> Self {
+        AuditContext::without_actor(AuditSurface::CommandLine)
+    }
+
+    /// An action a background job takes by itself.
+    pub fn system() -> Self {
+        AuditContext::without_actor(AuditSurface::System)
+    }
+
+    fn without_actor(surface: AuditSurface) -> Self {
         AuditContext {
             actor_id: None,
             actor_email: None,
             ip_address: None,
             user_agent: None,
-            surface: AuditSurface::CommandLine,
+            surface,
         }
     }
 }

@@ -7,6 +7,10 @@ pub enum DomainError {
     /// The row asked for does not exist (or the caller may not know it does).
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// The actor may not do this (a [`policy`](crate::policy) rule said
+    /// so inside a unit of work, which then writes nothing).
+    #[error("{0}")]
+    Forbidden(String),
     /// A uniqueness rule would be broken, such as a second account for one email.
     #[error("{0}")]
     Conflict(String),

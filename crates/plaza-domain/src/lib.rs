@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod admin_principal;
 pub mod audit;
 pub mod auth_state;
+pub mod bans;
 pub mod db;
 mod dialect;
 pub mod error;

@@ -5,6 +5,7 @@
 //! rules; they never compare roles themselves, so the general API and the
 //! admin surfaces cannot drift apart.
 
+use crate::DomainError;
 use crate::posts::{Post, Viewer};
 use crate::users::{Role, User, UserStatus};
 
@@ -28,6 +29,16 @@ pub enum Decision {
 impl Decision {
     pub fn is_allowed(self) -> bool {
         self == Decision::Allowed
+    }
+
+    /// The decision as a result inside a unit of work: forbidden with
+    /// `message`, or `what` not found.
+    pub fn check(self, what: &'static str, message: &str) -> Result<(), DomainError> {
+        match self {
+            Decision::Allowed => Ok(()),
+            Decision::Forbidden => Err(DomainError::Forbidden(message.to_owned())),
+            Decision::Hidden => Err(DomainError::NotFound(what)),
+        }
     }
 
     fn allowed_if(condition: bool) -> Decision {

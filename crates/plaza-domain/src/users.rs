@@ -311,20 +311,38 @@ pub enum UserSort {
     #[default]
     CreatedAt,
     Username,
+    Email,
+    LastLoginAt,
 }
 
 impl UserSort {
+    /// The sorts of the general user list.
     pub const ALL: [UserSort; 2] = [UserSort::CreatedAt, UserSort::Username];
+    /// The admin list also sorts by email and last sign-in.
+    pub const ADMIN: [UserSort; 4] = [
+        UserSort::CreatedAt,
+        UserSort::Username,
+        UserSort::Email,
+        UserSort::LastLoginAt,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             UserSort::CreatedAt => "created_at",
             UserSort::Username => "username",
+            UserSort::Email => "email",
+            UserSort::LastLoginAt => "last_login_at",
         }
     }
 
     pub fn parse(name: &str) -> Option<UserSort> {
         UserSort::ALL.into_iter().find(|sort| sort.as_str() == name)
+    }
+
+    pub fn parse_admin(name: &str) -> Option<UserSort> {
+        UserSort::ADMIN
+            .into_iter()
+            .find(|sort| sort.as_str() == name)
     }
 }
 
@@ -333,6 +351,9 @@ impl UserSort {
 pub struct UserQuery {
     pub role: Option<Role>,
     pub status: Option<UserStatus>,
+    /// Part of the username or email (admin lists), matched without regard
+    /// to ASCII case.
+    pub search: Option<String>,
     pub sort: UserSort,
     pub order: SortOrder,
 }
@@ -356,6 +377,10 @@ pub struct UserChanges {
     pub profile_public: Option<bool>,
     pub role: Option<Role>,
     pub status: Option<UserStatus>,
+    /// Marks the email verified (now) or not.
+    pub email_verified: Option<bool>,
+    /// The admins' private notes on the user.
+    pub admin_notes: Option<Option<String>>,
 }
 
 impl User {
@@ -381,6 +406,15 @@ impl UserQuery {
             let status = args.push(Arg::Text(status.as_str().to_owned()));
             conditions.push(format!("u.status = {status}"));
         }
+        if let Some(search) = &self.search {
+            let pattern = args.push(Arg::Text(format!(
+                "%{}%",
+                escape_like(&search.to_ascii_lowercase())
+            )));
+            conditions.push(format!(
+                "(LOWER(u.username) LIKE {pattern} ESCAPE '\\' OR u.email LIKE {pattern} ESCAPE '\\')"
+            ));
+        }
         conditions
     }
 
@@ -400,6 +434,12 @@ impl UserQuery {
         match self.sort {
             UserSort::CreatedAt => format!("u.created_at {direction}, u.id {direction}"),
             UserSort::Username => format!("u.username {direction}"),
+            UserSort::Email => format!("u.email {direction}"),
+            // Never signed in sorts as the oldest sign-in on both engines
+            // (they place NULLs at opposite ends).
+            UserSort::LastLoginAt => {
+                format!("COALESCE(u.last_login_at, 0) {direction}, u.id {direction}")
+            }
         }
     }
 }
@@ -453,6 +493,49 @@ impl Database {
         let (count_sql, count_args) = query.count_sql(everyone);
         plan.extend(self.explain(&count_sql, count_args).await?);
         Ok(plan)
+    }
+}
+
+/// Something a user did lately, for the admin user detail.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct Activity {
+    /// `sign_in`, `post` or `report`.
+    pub kind: String,
+    pub at: i64,
+    /// The post's title, the post reported, the sign-in's address.
+    pub detail: Option<String>,
+    /// The post concerned, for posts and reports.
+    pub post_id: Option<i64>,
+}
+
+impl Database {
+    /// A user's latest sign-ins, posts and reports made, newest first, at
+    /// most `limit` (each part read through its own index).
+    pub async fn recent_activity(
+        &self,
+        user_id: i64,
+        limit: i64,
+    ) -> Result<Vec<Activity>, DomainError> {
+        let rows = sqlx::query_as(
+            "SELECT kind, at, detail, post_id FROM ( \
+               SELECT * FROM (SELECT 'sign_in' AS kind, created_at AS at, ip_address AS detail, \
+                 CAST(NULL AS BIGINT) AS post_id FROM sessions WHERE user_id = $1 \
+                 ORDER BY created_at DESC LIMIT $2) signed_in \
+               UNION ALL \
+               SELECT * FROM (SELECT 'post' AS kind, created_at AS at, title AS detail, \
+                 id AS post_id FROM posts WHERE author_id = $1 \
+                 ORDER BY created_at DESC LIMIT $2) posted \
+               UNION ALL \
+               SELECT * FROM (SELECT 'report' AS kind, created_at AS at, reason AS detail, \
+                 post_id FROM post_reports WHERE reporter_id = $1 \
+                 ORDER BY created_at DESC LIMIT $2) reported \
+             ) activity ORDER BY at DESC LIMIT $2",
+        )
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(rows)
     }
 }
 
@@ -547,7 +630,14 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<Us
     if let Some(status) = changes.status {
         set("status", Some(Arg::Text(status.as_str().to_owned())));
     }
-    set("updated_at", Some(Arg::Int(now_millis())));
+    let now = now_millis();
+    if let Some(verified) = changes.email_verified {
+        set("email_verified_at", verified.then_some(Arg::Int(now)));
+    }
+    if let Some(notes) = changes.admin_notes {
+        set("admin_notes", notes.map(Arg::Text));
+    }
+    set("updated_at", Some(Arg::Int(now)));
     args.push(Arg::Int(id));
     let sql = format!(
         "UPDATE users SET {} WHERE id = ${} RETURNING {USER_COLUMNS}",
@@ -566,6 +656,28 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<Us
         end_sessions(tx, id).await?;
     }
     Ok(user)
+}
+
+/// The user `id` as `tx` sees it.
+pub async fn user_in(tx: &mut Tx<'_>, id: i64) -> Result<User, DomainError> {
+    let row: Option<UserRow> =
+        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    User::try_from(row.ok_or(DomainError::NotFound("user"))?)
+}
+
+/// `LIKE` pattern text matching `text` literally (`\` escapes).
+fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 /// Deletes a user and, by cascade, everything that is theirs: posts (with

@@ -13,36 +13,60 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::controllers::{self, docs};
-use crate::error::AppError;
+use crate::error::{AppError, Surface, on_surface};
 use crate::middleware::RequestLayer;
 use crate::rate_limit::{Limit, limited};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
-/// Every documented route, in groups that each declare their rate limit
-/// here. The OpenAPI document is collected from this, so it is the single
+/// Every documented route, in groups that each declare here their error
+/// surface ([`on_surface`]) and their rate limit ([`limited`]). The OpenAPI document is collected from this, so it is the single
 /// list of what Plaza serves.
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         // Probes and the metrics scrape are never limited: a monitor that
         // is refused would report an outage that is not there.
-        .merge(controllers::system::routes())
-        .merge(controllers::metrics::routes())
-        .merge(limited(Limit::SignIn, controllers::auth::sign_in_routes()))
-        .merge(limited(
-            Limit::General,
+        .merge(on_surface(
+            Surface::General,
             OpenApiRouter::new()
-                .merge(controllers::auth::routes())
-                .merge(controllers::users::routes())
-                .merge(controllers::posts::routes())
-                .merge(controllers::search::routes())
-                .merge(controllers::images::routes())
-                .merge(controllers::link_preview::routes())
-                .merge(controllers::og::routes()),
+                .merge(controllers::system::health_routes())
+                .merge(controllers::metrics::routes()),
         ))
-        .merge(limited(
-            Limit::VersionedAdmin,
-            controllers::admin_v1::routes(),
+        .merge(on_surface(
+            Surface::Plain,
+            controllers::system::version_routes(),
+        ))
+        .merge(on_surface(
+            Surface::General,
+            limited(Limit::SignIn, controllers::auth::sign_in_routes()),
+        ))
+        .merge(on_surface(
+            Surface::General,
+            limited(
+                Limit::General,
+                OpenApiRouter::new()
+                    .merge(controllers::auth::routes())
+                    .merge(controllers::users::routes())
+                    .merge(controllers::posts::routes())
+                    .merge(controllers::search::routes()),
+            ),
+        ))
+        .merge(on_surface(
+            Surface::Image,
+            limited(
+                Limit::General,
+                OpenApiRouter::new()
+                    .merge(controllers::images::routes())
+                    .merge(controllers::og::routes()),
+            ),
+        ))
+        .merge(on_surface(
+            Surface::Plain,
+            limited(Limit::General, controllers::link_preview::routes()),
+        ))
+        .merge(on_surface(
+            Surface::VersionedAdmin,
+            limited(Limit::VersionedAdmin, controllers::admin_v1::routes()),
         ))
 }
 

@@ -2,6 +2,7 @@
 //! install without going through HTTP.
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::bans::{self, BanLength, NewBan};
 use plaza_domain::users::{self, NewUser, Role, UserStatus, is_valid_username};
 use serde_json::json;
 
@@ -215,7 +216,27 @@ async fn apply_audited(
         .write(|tx| {
             Box::pin(async move {
                 match change {
-                    CommandChange::Status(status) => users::set_status(tx, user_id, status).await?,
+                    // A ban from the command line is a permanent ban record,
+                    // as from the admin surfaces; any other status lifts it.
+                    CommandChange::Status(UserStatus::Banned) => {
+                        bans::impose(
+                            tx,
+                            NewBan {
+                                user_id,
+                                banned_by: None,
+                                reason: "banned from the command line".to_owned(),
+                                notes: None,
+                                length: BanLength::Permanent,
+                            },
+                        )
+                        .await?;
+                    }
+                    CommandChange::Status(status) => {
+                        if users::user_in(tx, user_id).await?.status == UserStatus::Banned {
+                            bans::lift(tx, user_id, None, "unbanned from the command line").await?;
+                        }
+                        users::set_status(tx, user_id, status).await?;
+                    }
                     CommandChange::Role(role) => users::set_role(tx, user_id, role).await?,
                     CommandChange::Nothing => {}
                 }

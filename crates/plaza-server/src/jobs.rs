@@ -13,6 +13,7 @@ use plaza_domain::jobs::Claim;
 use plaza_domain::time::now_millis;
 use tokio_util::sync::CancellationToken;
 
+use crate::settings::Settings;
 use crate::state::AppState;
 
 /// Where a job runs.
@@ -37,7 +38,7 @@ pub struct Job {
 }
 
 /// Every background job Plaza runs: the one place to add one.
-pub fn jobs() -> Vec<Job> {
+pub fn jobs(settings: &Settings) -> Vec<Job> {
     vec![
         Job {
             // The Prometheus recorder keeps every recorded latency until it
@@ -94,12 +95,28 @@ pub fn jobs() -> Vec<Job> {
                 })
             },
         },
+        Job {
+            // Timed bans end by themselves; each expiry is audited once.
+            name: "ban_expiry",
+            period: Duration::from_secs(settings.auth.ban_expiry_interval_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(120),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    plaza_domain::bans::expire_due(&state.db, now_millis())
+                        .await
+                        .map(|lifted| format!("lifted {lifted} bans"))
+                        .map_err(|error| error.to_string())
+                })
+            },
+        },
     ]
 }
 
 /// Starts every job until `stop` is cancelled.
 pub fn spawn_all(state: &AppState, stop: CancellationToken) {
-    for job in jobs() {
+    for job in jobs(&state.settings) {
         let state = state.clone();
         let stop = stop.clone();
         state.clone().background.spawn(async move {

@@ -166,6 +166,9 @@ pub struct AuthSettings {
     pub sign_in_lockout_secs: u64,
     /// Identity providers (OAuth 2.0 / OpenID Connect).
     pub auth_providers: Vec<crate::auth::oauth::ProviderSettings>,
+    /// How often timed bans that have run out are lifted (one instance of
+    /// a cluster does it): a ban ends at most this long after its time.
+    pub ban_expiry_interval_secs: u64,
 }
 
 impl Default for AuthSettings {
@@ -184,6 +187,7 @@ impl Default for AuthSettings {
             sign_in_max_failures: 5,
             sign_in_lockout_secs: 900,
             auth_providers: Vec::new(),
+            ban_expiry_interval_secs: 30,
         }
     }
 }
@@ -501,6 +505,7 @@ impl AuthSettings {
             ("session_max_lifetime_secs", self.session_max_lifetime_secs),
             ("admin_token_ttl_secs", self.admin_token_ttl_secs),
             ("sign_in_lockout_secs", self.sign_in_lockout_secs),
+            ("ban_expiry_interval_secs", self.ban_expiry_interval_secs),
         ])?;
         if self.password_hash_memory_kib < 8 || self.password_hash_iterations == 0 {
             return Err(SettingsError::new(

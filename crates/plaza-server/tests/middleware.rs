@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
+use plaza_server::error::{Surface, SurfaceLayer};
 use plaza_server::extract::AppJson;
 use plaza_server::settings::ServerSettings;
 use serde_json::{Value, json};
@@ -36,7 +37,11 @@ async fn panics() -> &'static str {
 fn test_routes() -> Router {
     Router::new()
         .route("/api/panic", get(panics))
-        .route("/api/v1/admin/panic", get(panics))
+        .merge(
+            Router::new()
+                .route("/api/v1/admin/panic", get(panics))
+                .layer(SurfaceLayer::new(Surface::VersionedAdmin)),
+        )
         .route(
             "/api/echo",
             post(|AppJson(body): AppJson<Echo>| async move { AppJson(body) }),

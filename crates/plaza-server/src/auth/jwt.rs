@@ -76,9 +76,18 @@ pub struct AdminClaims {
     pub iat: i64,
     pub exp: i64,
     pub jti: String,
+    /// The issue time in Unix milliseconds (`iat` has whole seconds only),
+    /// so a ban revokes exactly the tokens issued before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat_ms: Option<i64>,
 }
 
 impl AdminClaims {
+    /// When the token was issued, in Unix milliseconds.
+    pub fn issued_at_millis(&self) -> i64 {
+        self.iat_ms.unwrap_or(self.iat.saturating_mul(1000))
+    }
+
     /// Whether the token holds `admin:super` (the super admin rate tier).
     pub fn grants_super(&self) -> bool {
         self.permissions.contains(&AdminPermission::Super)
@@ -133,7 +142,8 @@ impl JwtKeys {
         permissions: Vec<AdminPermission>,
         ttl_secs: i64,
     ) -> Result<(String, AdminClaims), String> {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let now_ms = plaza_domain::time::now_millis();
+        let now = now_ms.div_euclid(1000);
         let claims = AdminClaims {
             sub: user_id.to_string(),
             role: role.to_owned(),
@@ -141,6 +151,7 @@ impl JwtKeys {
             iat: now,
             exp: now + ttl_secs,
             jti: random_token(),
+            iat_ms: Some(now_ms),
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|error| format!("cannot sign token: {error}"))?;

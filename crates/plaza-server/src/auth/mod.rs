@@ -205,7 +205,7 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
         .db
-        .token_subject(user_id, &claims.jti)
+        .token_subject(user_id, &claims.jti, claims.issued_at_millis())
         .await?
         .ok_or(AppError::Unauthorized)?;
     if subject.revoked || subject.status == UserStatus::Banned {
@@ -364,7 +364,8 @@ impl FromRequestParts<AppState> for RequestAudit {
             None => None,
         };
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
-        let surface = match crate::error::Surface::for_path(parts.uri.path()) {
+        let declared = parts.extensions.get::<crate::error::SurfaceSlot>();
+        let surface = match declared.map_or(crate::error::Surface::General, |slot| slot.surface()) {
             crate::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
             crate::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
             _ => AuditSurface::Api,

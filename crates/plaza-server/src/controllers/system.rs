@@ -15,10 +15,13 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::error::schema::PlainError;
 use crate::state::AppState;
 
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(crate::documented_routes!(health))
-        .routes(crate::documented_routes!(version))
+pub fn health_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(crate::documented_routes!(health))
+}
+
+/// `GET /api/version`, which answers errors in the plain shape.
+pub fn version_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(crate::documented_routes!(version))
 }
 
 /// The service's own view of whether it can serve requests.

@@ -302,6 +302,7 @@ pub async fn list_users(
         status,
         sort,
         order,
+        ..UserQuery::default()
     };
     let listed = state.db.list_users(&filter, everyone, page).await?;
     Ok(AppJson(UserList {
@@ -483,6 +484,7 @@ fn checked_changes(
         profile_public: body.profile_public,
         role,
         status,
+        ..UserChanges::default()
     })
 }
 

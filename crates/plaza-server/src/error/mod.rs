@@ -15,7 +15,9 @@
 pub mod schema;
 mod surface;
 
-pub use surface::{Surface, render_response};
+pub use surface::{
+    CrossOriginRefusal, Surface, SurfaceLayer, SurfaceSlot, on_surface, render_response,
+};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -77,6 +79,9 @@ pub enum AppError {
     InvalidCredentials,
     #[error("insufficient permissions")]
     Forbidden,
+    /// Forbidden, with the rule that refused (`FORBIDDEN`).
+    #[error("{0}")]
+    NotAllowed(String),
     #[error("this token lacks the {required} permission")]
     InsufficientAdminPermissions { required: &'static str },
     #[error("{0} not found")]
@@ -155,9 +160,9 @@ impl AppError {
     pub fn status(&self) -> StatusCode {
         match self {
             AppError::Unauthorized | AppError::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            AppError::Forbidden | AppError::InsufficientAdminPermissions { .. } => {
-                StatusCode::FORBIDDEN
-            }
+            AppError::Forbidden
+            | AppError::NotAllowed(_)
+            | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -178,7 +183,7 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             AppError::Unauthorized | AppError::InvalidCredentials => "UNAUTHORIZED",
-            AppError::Forbidden => "FORBIDDEN",
+            AppError::Forbidden | AppError::NotAllowed(_) => "FORBIDDEN",
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
@@ -229,7 +234,7 @@ impl AppError {
     }
 
     /// The message clients see; internal causes stay in the logs.
-    fn public_message(&self) -> String {
+    pub fn public_message(&self) -> String {
         match self {
             AppError::PayloadTooLarge { limit: 0 } => "request body is too large".to_owned(),
             _ => self.to_string(),
@@ -242,6 +247,7 @@ impl From<DomainError> for AppError {
         match error {
             DomainError::NotFound(what) => AppError::NotFound(what),
             DomainError::Conflict(message) => AppError::Conflict(message),
+            DomainError::Forbidden(message) => AppError::NotAllowed(message),
             DomainError::Unavailable(message) => AppError::Unavailable(message),
             DomainError::Database(inner) => AppError::Internal(inner.to_string()),
         }

@@ -1,12 +1,21 @@
 //! Rendering an [`ErrorReport`] in the body shape of the surface that
 //! answers (SPEC.md "Errors").
 
+use std::convert::Infallible;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
 use axum::Json;
+use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures_util::future::{Either, Ready, ready};
 use serde_json::{Map, Value, json};
+use tower::{Layer, Service};
+use utoipa_axum::router::OpenApiRouter;
 
-use super::ErrorReport;
+use super::{AppError, ErrorReport};
+use crate::state::AppState;
 
 /// The API surfaces of SPEC.md, each with its own error body shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,28 +35,6 @@ pub enum Surface {
 }
 
 impl Surface {
-    /// The surface a request path belongs to: the one table that decides it.
-    pub fn for_path(path: &str) -> Surface {
-        let under = |prefix: &str| {
-            path.strip_prefix(prefix)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        };
-        if under("/api/v1/admin") {
-            Surface::VersionedAdmin
-        } else if under("/api/admin") {
-            Surface::UnversionedAdmin
-        } else if under("/api/upload") || under("/api/emojis/custom") {
-            Surface::Upload
-        } else if under("/api/link-preview") || under("/api/version") {
-            Surface::Plain
-        } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
-        {
-            Surface::Image
-        } else {
-            Surface::General
-        }
-    }
-
     /// The status this surface answers for `status`: the generated-image
     /// and unversioned admin surfaces have no 422 in their contracts
     /// (SPEC.md, DECISIONS.md), so invalid input is 400 there.
@@ -180,6 +167,106 @@ fn plain_title(report: &ErrorReport) -> String {
     }
 }
 
+/// Declares that the routes of `routes` answer errors in `surface`'s
+/// shape: the one place a route group names its surface. At run time its
+/// layer fills the request's [`SurfaceSlot`] (also for the 405 of a known
+/// path) and answers a write the middleware marked as a
+/// [`CrossOriginRefusal`]; in the OpenAPI document the group's error
+/// answers, documented in the general shape by `documented_routes!` and
+/// `limited`, take the surface's schema and statuses.
+pub fn on_surface(
+    surface: Surface,
+    mut routes: OpenApiRouter<AppState>,
+) -> OpenApiRouter<AppState> {
+    for item in routes.get_openapi_mut().paths.paths.values_mut() {
+        crate::extract::documented::adopt_surface(item, surface);
+    }
+    routes.layer(SurfaceLayer::new(surface))
+}
+
+/// A cookie-authenticated write from another origin, refused by the
+/// middleware before any handler runs; the route group answers the 403 so
+/// that it comes in the group's shape.
+#[derive(Debug, Clone, Copy)]
+pub struct CrossOriginRefusal;
+
+/// The layer [`on_surface`] puts on a group; public for routers built
+/// without OpenAPI (tests).
+#[derive(Clone, Copy)]
+pub struct SurfaceLayer {
+    surface: Surface,
+}
+
+impl SurfaceLayer {
+    pub fn new(surface: Surface) -> Self {
+        SurfaceLayer { surface }
+    }
+}
+
+impl<S> Layer<S> for SurfaceLayer {
+    type Service = SurfaceService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        SurfaceService {
+            inner,
+            surface: self.surface,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SurfaceService<S> {
+    inner: S,
+    surface: Surface,
+}
+
+impl<S> Service<Request> for SurfaceService<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        if let Some(slot) = request.extensions().get::<SurfaceSlot>() {
+            slot.fill(self.surface);
+        }
+        if request.extensions().get::<CrossOriginRefusal>().is_some() {
+            return Either::Left(ready(Ok(AppError::Forbidden.into_response())));
+        }
+        Either::Right(self.inner.call(request))
+    }
+}
+
+/// Which surface answers a request, as its route group declared it
+/// ([`on_surface`]). The middleware puts an empty slot in every request
+/// before routing and reads it when rendering the answer, so its own
+/// answers (a timeout, a panic) take the route's shape too; a request no
+/// group claims (an unknown path) answers in the general shape.
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceSlot(Arc<OnceLock<Surface>>);
+
+impl SurfaceSlot {
+    fn fill(&self, surface: Surface) {
+        let _ = self.0.set(surface);
+    }
+
+    /// No route group took the request (an unknown path).
+    pub fn is_unclaimed(&self) -> bool {
+        self.0.get().is_none()
+    }
+
+    /// The declared surface, or [`Surface::General`] outside every group.
+    pub fn surface(&self) -> Surface {
+        self.0.get().copied().unwrap_or(Surface::General)
+    }
+}
+
 /// Renders `report` for `surface` into a complete response.
 pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Response) -> Response {
     let body = surface.render(report);
@@ -207,20 +294,12 @@ mod tests {
     use crate::error::AppError;
 
     #[test]
-    fn surfaces_follow_path_prefixes_not_substrings() {
-        assert_eq!(
-            Surface::for_path("/api/v1/admin/users"),
-            Surface::VersionedAdmin
-        );
-        assert_eq!(
-            Surface::for_path("/api/admin/users"),
-            Surface::UnversionedAdmin
-        );
-        assert_eq!(Surface::for_path("/api/administrators"), Surface::General);
-        assert_eq!(Surface::for_path("/api/upload/image"), Surface::Upload);
-        assert_eq!(Surface::for_path("/api/version"), Surface::Plain);
-        assert_eq!(Surface::for_path("/api/avatar-image"), Surface::Image);
-        assert_eq!(Surface::for_path("/api/posts"), Surface::General);
+    fn an_unfilled_slot_is_the_general_surface_and_the_first_fill_wins() {
+        let slot = SurfaceSlot::default();
+        assert_eq!(slot.surface(), Surface::General);
+        slot.fill(Surface::VersionedAdmin);
+        slot.fill(Surface::Image);
+        assert_eq!(slot.surface(), Surface::VersionedAdmin);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use axum::extract::{Extension, Path, RawQuery, Request, State};
 use axum::http::HeaderMap;
 use utoipa::openapi::path::{HttpMethod, Operation, PathItem, Paths};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::{ContentBuilder, Ref};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
 
 use crate::error::Surface;
 
@@ -121,16 +121,16 @@ const EVERY_WRITE: &[Answer] = &[Answer::new(
 )];
 
 /// Adds to each operation of `methods` in `paths` the answers of the
-/// handler's extractors and of the middleware, in the error shape of the
-/// path's surface, keeping any the handler documents itself.
+/// handler's extractors and of the middleware, in the general error shape
+/// until the route's group declares its surface ([`adopt_surface`]),
+/// keeping any the handler documents itself.
 pub fn add_extractor_answers<H, T>(paths: &mut Paths, methods: &[HttpMethod], _handler: &H)
 where
     H: axum::handler::Handler<T, crate::state::AppState>,
     T: DocumentedExtractors,
 {
     let extractors = T::answers();
-    for (path, item) in paths.paths.iter_mut() {
-        let surface = Surface::for_path(path);
+    for item in paths.paths.values_mut() {
         for method in methods {
             let is_write = matches!(
                 method,
@@ -142,17 +142,18 @@ where
                         .iter()
                         .chain(if is_write { EVERY_WRITE } else { &[] });
                 for answer in extractors.iter().chain(middleware) {
-                    document_answer(operation, surface, *answer);
+                    document_answer(operation, *answer);
                 }
             }
         }
     }
 }
 
-/// Documents a limited route's 429 on each of its operations, in the error
-/// shape of the path's surface, with the headers that come with it.
-pub fn document_rate_limit(path: &str, item: &mut PathItem) {
-    let surface = Surface::for_path(path);
+/// Documents a limited route's 429 on each of its operations, with the
+/// headers that come with it, in the general error shape until the route's
+/// group declares its surface ([`adopt_surface`]).
+pub fn document_rate_limit(item: &mut PathItem) {
+    let surface = Surface::General;
     let header = |description: &str| {
         utoipa::openapi::HeaderBuilder::new()
             .schema(utoipa::openapi::schema::Object::with_type(
@@ -172,13 +173,7 @@ pub fn document_rate_limit(path: &str, item: &mut PathItem) {
         .header("X-RateLimit-Remaining", header("Requests left now"))
         .header("X-RateLimit-Reset", header("Unix time (seconds) when the full quota is back"))
         .build();
-    for method in [
-        HttpMethod::Get,
-        HttpMethod::Post,
-        HttpMethod::Put,
-        HttpMethod::Patch,
-        HttpMethod::Delete,
-    ] {
+    for method in ALL_METHODS {
         if let Some(operation) = operation_mut(item, &method) {
             operation
                 .responses
@@ -189,13 +184,15 @@ pub fn document_rate_limit(path: &str, item: &mut PathItem) {
     }
 }
 
-fn document_answer(operation: &mut Operation, surface: Surface, answer: Answer) {
-    let status = surface.status_for(answer.status).to_string();
+fn document_answer(operation: &mut Operation, answer: Answer) {
+    let status = answer.status.to_string();
     if operation.responses.responses.contains_key(&status) {
         return;
     }
     let body = ContentBuilder::new()
-        .schema(Some(Ref::from_schema_name(surface.error_schema_name())))
+        .schema(Some(Ref::from_schema_name(
+            Surface::General.error_schema_name(),
+        )))
         .build();
     operation.responses.responses.insert(
         status,
@@ -206,6 +203,54 @@ fn document_answer(operation: &mut Operation, surface: Surface, answer: Answer) 
             .into(),
     );
 }
+
+/// Moves the general-shape error answers of `item`'s operations (those
+/// [`add_extractor_answers`] and [`document_rate_limit`] wrote) into
+/// `surface`'s schema and statuses; answers a handler documents in its own
+/// surface's schema are kept as they are.
+pub fn adopt_surface(item: &mut PathItem, surface: Surface) {
+    if surface == Surface::General {
+        return;
+    }
+    let general = Ref::from_schema_name(Surface::General.error_schema_name()).ref_location;
+    let own = Ref::from_schema_name(surface.error_schema_name());
+    for method in ALL_METHODS {
+        let Some(operation) = operation_mut(item, &method) else {
+            continue;
+        };
+        let responses = std::mem::take(&mut operation.responses.responses);
+        for (status, mut response) in responses {
+            let mut adopted = false;
+            if let RefOr::T(response) = &mut response {
+                for content in response.content.values_mut() {
+                    if let Some(RefOr::Ref(schema)) = &content.schema
+                        && schema.ref_location == general
+                    {
+                        content.schema = Some(RefOr::Ref(own.clone()));
+                        adopted = true;
+                    }
+                }
+            }
+            let status = match status.parse::<u16>() {
+                Ok(code) if adopted => surface.status_for(code).to_string(),
+                _ => status,
+            };
+            operation
+                .responses
+                .responses
+                .entry(status)
+                .or_insert(response);
+        }
+    }
+}
+
+const ALL_METHODS: [HttpMethod; 5] = [
+    HttpMethod::Get,
+    HttpMethod::Post,
+    HttpMethod::Put,
+    HttpMethod::Patch,
+    HttpMethod::Delete,
+];
 
 fn operation_mut<'a>(item: &'a mut PathItem, method: &HttpMethod) -> Option<&'a mut Operation> {
     match method {
@@ -292,13 +337,34 @@ mod tests {
                 }
                 let schema =
                     &operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"];
-                let surface = crate::error::Surface::for_path(path);
+                let surface = expected_surface(path);
                 assert_eq!(
                     schema.as_str(),
                     Some(format!("#/components/schemas/{}", surface.error_schema_name()).as_str()),
                     "{method} {path}"
                 );
             }
+        }
+    }
+
+    /// The surface SPEC.md gives each path, written out independently of
+    /// the route groups' declarations that the document follows.
+    fn expected_surface(path: &str) -> crate::error::Surface {
+        use crate::error::Surface;
+        let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+        if under("/api/v1/admin") {
+            Surface::VersionedAdmin
+        } else if under("/api/admin") {
+            Surface::UnversionedAdmin
+        } else if under("/api/upload") || under("/api/emojis/custom") {
+            Surface::Upload
+        } else if under("/api/link-preview") || under("/api/version") {
+            Surface::Plain
+        } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
+        {
+            Surface::Image
+        } else {
+            Surface::General
         }
     }
 

@@ -8,5 +8,5 @@ mod path;
 pub mod query;
 
 pub use json::AppJson;
-pub use path::IdPath;
+pub use path::{IdPath, parse_id};
 pub use query::AppQuery;

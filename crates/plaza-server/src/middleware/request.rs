@@ -31,7 +31,9 @@ use tracing::Instrument;
 use super::cors::CorsPolicy;
 use super::metrics;
 use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
-use crate::error::{AppError, ErrorReport, Surface, render_response};
+use crate::error::{
+    AppError, CrossOriginRefusal, ErrorReport, Surface, SurfaceSlot, render_response,
+};
 use crate::settings::ServerSettings;
 
 /// The header that carries a request's id, both ways.
@@ -101,7 +103,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: Request) -> Self::Future {
         let started = Instant::now();
         let id = match request.headers().get(&REQUEST_ID) {
             Some(sent) if !sent.is_empty() && sent.len() <= MAX_CLIENT_ID_LEN => sent.clone(),
@@ -113,20 +115,25 @@ where
             path = %request.uri().path(),
             request_id = id.to_str().unwrap_or_default(),
         );
-        let surface = Surface::for_path(request.uri().path());
+        let surface = SurfaceSlot::default();
+        request.extensions_mut().insert(surface.clone());
         let route = request.extensions().get::<MatchedPath>().cloned();
         let method = request.method().clone();
         let shared = self.shared.clone();
         let origin = shared.cors.allowed_origin(request.headers());
+        // A refused cross-origin write still goes to its route group, which
+        // answers the 403 in its shape without running the handler.
+        let refused = refuse_cross_origin_write(&request, &shared.server);
         let answer = if let Some(preflight) =
             shared
                 .cors
                 .preflight(&method, request.headers(), origin.as_ref())
         {
             Answer::Ready(preflight)
-        } else if refuse_cross_origin_write(&request, &shared.server) {
-            Answer::Ready(AppError::Forbidden.into_response())
         } else {
+            if refused {
+                request.extensions_mut().insert(CrossOriginRefusal);
+            }
             // The service that was made ready is the one called; a fresh
             // clone takes its place for the next request.
             let clone = self.inner.clone();
@@ -150,7 +157,12 @@ where
                     }
                     Answer::Ready(response) => response,
                 };
-                let mut response = render_errors(surface, response);
+                let response = if refused && surface.is_unclaimed() {
+                    AppError::Forbidden.into_response()
+                } else {
+                    response
+                };
+                let mut response = render_errors(surface.surface(), response);
                 let headers = response.headers_mut();
                 headers.insert(REQUEST_ID.clone(), id);
                 shared.cors.decorate(headers, origin);

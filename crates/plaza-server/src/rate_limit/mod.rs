@@ -250,11 +250,11 @@ fn redis_key(bucket: &str, subject: Subject) -> String {
     }
 }
 
-/// Puts `limit` on every route of `router`, and documents its 429 (in the
-/// surface's error shape, with the headers) on each of their operations.
+/// Puts `limit` on every route of `router`, and documents its 429 (with the
+/// headers) on each of their operations.
 pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
-    for (path, item) in router.get_openapi_mut().paths.paths.iter_mut() {
-        crate::extract::documented::document_rate_limit(path, item);
+    for item in router.get_openapi_mut().paths.paths.values_mut() {
+        crate::extract::documented::document_rate_limit(item);
     }
     router.route_layer(LimitLayer { limit })
 }

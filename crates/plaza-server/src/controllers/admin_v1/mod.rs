@@ -5,16 +5,24 @@
 //!   Bearer admin JWT of an active admin, holding the permission of the
 //!   request's method category (`admin:read` for GET, `admin:write` for
 //!   POST/PUT/PATCH, `admin:delete` for DELETE; `admin:super` covers all).
-//! - **Errors**: `{success: false, error: {code, message, …}}`, chosen by the
-//!   path prefix (`error::Surface::VersionedAdmin`).
+//! - **Errors**: `{success: false, error: {code, message, …}}`, declared for
+//!   the group in `app::api_router` (`on_surface(Surface::VersionedAdmin, …)`).
 //! - **Rate limit**: per admin, tier `general` or `super`, declared in
 //!   `app::api_router` with `Limit::VersionedAdmin`; every answer carries
 //!   `X-Admin-Tier` and the `X-RateLimit-*` headers.
-//! - **Answers**: lists in [`ListEnvelope`].
+//! - **Answers**: lists in [`ListEnvelope`], single objects in [`Envelope`].
+//! - **Changes**: read their target inside their unit of work, ask
+//!   `plaza_domain::policy` there, and commit with their audit entry.
 
 pub mod audit_logs;
+pub mod users;
 
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
+use users::{
+    __path_ban_admin_user, __path_bulk_update_users, __path_get_admin_user,
+    __path_list_admin_users, __path_update_admin_user, ban_admin_user, bulk_update_users,
+    get_admin_user, list_admin_users, update_admin_user,
+};
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -27,7 +35,29 @@ use crate::state::AppState;
 pub const DEFAULT_LIMIT: i64 = 50;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(crate::documented_routes!(list_audit_logs))
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(list_audit_logs))
+        .routes(crate::documented_routes!(list_admin_users))
+        .routes(crate::documented_routes!(get_admin_user, update_admin_user))
+        .routes(crate::documented_routes!(ban_admin_user))
+        .routes(crate::documented_routes!(bulk_update_users))
+}
+
+/// A successful answer holding one object.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Envelope<T> {
+    /// Always true.
+    pub success: bool,
+    pub data: T,
+}
+
+impl<T> Envelope<T> {
+    pub fn new(data: T) -> Self {
+        Envelope {
+            success: true,
+            data,
+        }
+    }
 }
 
 /// A successful list answer.
