@@ -26,10 +26,15 @@ async fn get(server: &TestServer, path: &str, cookie: Option<&str>) -> (u16, Val
     call(server, "GET", path, cookie, None).await
 }
 
-fn ids(list: &Value, key: &str) -> Vec<String> {
+/// The array `list[key]`, failing with the list when there is none.
+fn items<'a>(list: &'a Value, key: &str) -> &'a [Value] {
     list[key]
         .as_array()
         .unwrap_or_else(|| panic!("no {key} in {list}"))
+}
+
+fn ids(list: &Value, key: &str) -> Vec<String> {
+    items(list, key)
         .iter()
         .map(|item| item["id"].as_str().unwrap().to_owned())
         .collect()
@@ -122,9 +127,7 @@ async fn drafts_and_hidden_posts_are_seen_by_their_author_and_moderators_only(ba
             "{name}"
         );
         assert_eq!(list["pagination"]["total"], 3, "{name}");
-        let statuses: Vec<&str> = list["posts"]
-            .as_array()
-            .unwrap()
+        let statuses: Vec<&str> = items(&list, "posts")
             .iter()
             .map(|post| post["status"].as_str().unwrap())
             .collect();
@@ -298,7 +301,7 @@ async fn post_input_limits_answer_422_naming_the_field(backend: Backend) {
     .await;
     let (_, stored) = get(&server, &format!("/api/posts/{id}"), None).await;
     assert_eq!(stored["title"].as_str().unwrap().chars().count(), 200);
-    assert_eq!(stored["tags"].as_array().unwrap().len(), 10);
+    assert_eq!(items(&stored, "tags").len(), 10);
     // Updates follow the same limits, and must change something.
     let path = format!("/api/posts/{id}");
     for (body, field) in [
@@ -365,9 +368,7 @@ async fn post_pages_handle_their_edges(backend: Backend) {
         assert_eq!(error["error"]["details"]["field"], field, "{query}");
     }
     let (_, by_title) = get(&server, "/api/posts?sort=title&order=asc", None).await;
-    let titles: Vec<&str> = by_title["posts"]
-        .as_array()
-        .unwrap()
+    let titles: Vec<&str> = items(&by_title, "posts")
         .iter()
         .map(|post| post["title"].as_str().unwrap())
         .collect();
@@ -488,15 +489,13 @@ async fn emails_are_shown_to_their_owner_and_admins_only(backend: Backend) {
     assert_eq!(seen, expected, "only active users with public profiles");
     assert_eq!(anonymous["pagination"]["total"], 2);
     assert!(
-        anonymous["users"]
-            .as_array()
-            .unwrap()
+        items(&anonymous, "users")
             .iter()
             .all(|u| u["email"].is_null())
     );
 
     let (_, as_user) = get(&server, "/api/users", Some(&user)).await;
-    for listed in as_user["users"].as_array().unwrap() {
+    for listed in items(&as_user, "users") {
         if listed["id"].as_str() == Some(user_id.to_string().as_str()) {
             assert_eq!(listed["email"], "user@example.com");
         } else {
@@ -506,9 +505,7 @@ async fn emails_are_shown_to_their_owner_and_admins_only(backend: Backend) {
     let (_, as_admin) = get(&server, "/api/users?order=asc", Some(&admin)).await;
     assert_eq!(as_admin["pagination"]["total"], 4);
     assert!(
-        as_admin["users"]
-            .as_array()
-            .unwrap()
+        items(&as_admin, "users")
             .iter()
             .all(|u| u["email"].is_string())
     );
@@ -519,9 +516,7 @@ async fn emails_are_shown_to_their_owner_and_admins_only(backend: Backend) {
     let (_, admins) = get(&server, "/api/users?role=admin", None).await;
     assert_eq!(ids(&admins, "users"), vec![admin_id.to_string()]);
     let (_, by_name) = get(&server, "/api/users?sort=username&order=asc", Some(&admin)).await;
-    let names: Vec<&str> = by_name["users"]
-        .as_array()
-        .unwrap()
+    let names: Vec<&str> = items(&by_name, "users")
         .iter()
         .map(|u| u["username"].as_str().unwrap())
         .collect();
@@ -985,13 +980,8 @@ async fn cached_answers_never_outlive_a_write(backend: Backend) {
     let search = "/api/search/posts?q=walrus";
     let (_, before) = get(&server, list, None).await;
     assert_eq!(ids(&before, "posts"), vec![first.clone()]);
-    assert_eq!(
-        get(&server, search, None).await.1["results"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    let (_, found) = get(&server, search, None).await;
+    assert_eq!(items(&found, "results").len(), 1);
     assert_eq!(
         get(&server, list, None).await.1,
         before,
@@ -1008,13 +998,8 @@ async fn cached_answers_never_outlive_a_write(backend: Backend) {
     .await;
     let (_, after) = get(&server, list, None).await;
     assert_eq!(ids(&after, "posts"), vec![second.clone(), first.clone()]);
-    assert_eq!(
-        get(&server, search, None).await.1["results"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    let (_, found) = get(&server, search, None).await;
+    assert_eq!(items(&found, "results").len(), 2);
     server
         .sql(&format!(
             "UPDATE posts SET title = 'Renamed' WHERE id = {second}"

@@ -31,11 +31,6 @@ impl Member {
     pub fn session(&self) -> As<'_> {
         As::Session(&self.cookie)
     }
-
-    /// This member's id as the API writes it (a string).
-    pub fn id_text(&self) -> String {
-        self.id.to_string()
-    }
 }
 
 /// Everyone an authorization rule can tell apart: a member of each role
