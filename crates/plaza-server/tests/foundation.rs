@@ -236,16 +236,27 @@ async fn database_is_created_and_migrated_on_first_start(backend: Backend) {
     if backend == Backend::Sqlite {
         assert!(server.data_dir.path().join("plaza.db").exists());
     }
-    let output = plaza_command(&[
-        ("PLAZA_DATABASE_URL".to_owned(), server.database_url.clone()),
-        (
-            "PLAZA_DATA_DIR".to_owned(),
-            server.data_dir.path().display().to_string(),
-        ),
-    ])
-    .arg("migrate")
-    .output()
-    .unwrap();
+    let data_dir = server.data_dir.path().display().to_string();
+    assert_succeeded(&run_plaza(
+        &[
+            ("PLAZA_DATABASE_URL", &server.database_url),
+            ("PLAZA_DATA_DIR", &data_dir),
+        ],
+        &["migrate"],
+    ));
+}
+
+/// Runs `plaza args…` with only `env` (and the basics) set.
+fn run_plaza(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+        .collect();
+    plaza_command(&env).args(args).output().expect("run plaza")
+}
+
+/// Fails, showing what plaza wrote to stderr, unless it exited successfully.
+fn assert_succeeded(output: &std::process::Output) {
     assert!(
         output.status.success(),
         "{}",
@@ -257,15 +268,11 @@ async fn database_is_created_and_migrated_on_first_start(backend: Backend) {
 fn the_default_database_is_sqlite_in_the_data_directory() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("nested").join("data");
-    let output = plaza_command(&[("PLAZA_DATA_DIR".to_owned(), data_dir.display().to_string())])
-        .arg("migrate")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let data_dir_text = data_dir.display().to_string();
+    assert_succeeded(&run_plaza(
+        &[("PLAZA_DATA_DIR", &data_dir_text)],
+        &["migrate"],
+    ));
     assert!(data_dir.join("plaza.db").exists());
 }
 
@@ -289,15 +296,8 @@ fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
     ];
     for (key, value, named) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let output = plaza_command(&[
-            (key.to_owned(), value.to_owned()),
-            (
-                "PLAZA_DATA_DIR".to_owned(),
-                dir.path().display().to_string(),
-            ),
-        ])
-        .output()
-        .unwrap();
+        let data_dir = dir.path().display().to_string();
+        let output = run_plaza(&[(key, value), ("PLAZA_DATA_DIR", &data_dir)], &[]);
         assert!(!output.status.success(), "{key}={value} was accepted");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(stderr.trim().lines().count(), 1, "{key}: {stderr}");
@@ -308,10 +308,7 @@ fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
 
 #[test]
 fn a_missing_config_file_is_named() {
-    let output = plaza_command(&[])
-        .args(["--config", "/nonexistent/plaza.toml"])
-        .output()
-        .unwrap();
+    let output = run_plaza(&[], &["--config", "/nonexistent/plaza.toml"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("/nonexistent/plaza.toml"), "{stderr}");
@@ -319,10 +316,12 @@ fn a_missing_config_file_is_named() {
 
 /// `plaza --config <config> migrate` with the data directory `dir`.
 fn migrate_with_config(dir: &std::path::Path, config: &std::path::Path) -> std::process::Output {
-    plaza_command(&[("PLAZA_DATA_DIR".to_owned(), dir.display().to_string())])
-        .args(["--config", config.to_str().unwrap(), "migrate"])
-        .output()
-        .unwrap()
+    let dir = dir.display().to_string();
+    let config = config.to_str().unwrap();
+    run_plaza(
+        &[("PLAZA_DATA_DIR", &dir)],
+        &["--config", config, "migrate"],
+    )
 }
 
 #[test]
@@ -333,21 +332,11 @@ fn config_file_values_are_overridden_by_the_environment() {
     let output = migrate_with_config(dir.path(), &config);
     assert!(!output.status.success(), "the file's bad value is read");
     assert!(String::from_utf8_lossy(&output.stderr).contains("log_format"));
-    let output = plaza_command(&[
-        (
-            "PLAZA_DATA_DIR".to_owned(),
-            dir.path().display().to_string(),
-        ),
-        ("PLAZA_LOG_FORMAT".to_owned(), "json".to_owned()),
-    ])
-    .args(["--config", config.to_str().unwrap(), "migrate"])
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let data_dir = dir.path().display().to_string();
+    assert_succeeded(&run_plaza(
+        &[("PLAZA_DATA_DIR", &data_dir), ("PLAZA_LOG_FORMAT", "json")],
+        &["--config", config.to_str().unwrap(), "migrate"],
+    ));
 }
 
 #[test]
@@ -366,31 +355,23 @@ fn a_misspelled_key_in_the_settings_file_stops_start_up_naming_it() {
         "[[auth_providers]]\nid = \"github\"\nclient_id = \"x\"\n",
     )
     .unwrap();
-    let output = migrate_with_config(dir.path(), &config);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&migrate_with_config(dir.path(), &config));
 }
 
 #[test]
 fn an_unreachable_database_at_start_is_a_clear_error() {
     // Nothing listens on port 9 of loopback.
-    let output = plaza_command(&[
-        (
-            "PLAZA_DATABASE_URL".to_owned(),
-            "postgres://postgres@127.0.0.1:9/none".to_owned(),
-        ),
-        (
-            "PLAZA_DATABASE_CONNECT_TIMEOUT_SECS".to_owned(),
-            "1".to_owned(),
-        ),
-        ("PLAZA_BIND".to_owned(), "127.0.0.1:0".to_owned()),
-    ])
-    .env("PLAZA_DATA_DIR", tempfile::tempdir().unwrap().path())
-    .output()
-    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().display().to_string();
+    let output = run_plaza(
+        &[
+            ("PLAZA_DATABASE_URL", "postgres://postgres@127.0.0.1:9/none"),
+            ("PLAZA_DATABASE_CONNECT_TIMEOUT_SECS", "1"),
+            ("PLAZA_BIND", "127.0.0.1:0"),
+            ("PLAZA_DATA_DIR", &data_dir),
+        ],
+        &[],
+    );
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     let last = stderr.trim().lines().last().unwrap_or_default();
@@ -475,20 +456,14 @@ async fn the_data_directory_and_database_files_are_private() {
     let old_database = old.join("plaza.db");
     std::fs::write(&old_database, b"").unwrap();
     std::fs::set_permissions(&old_database, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let output = plaza_command(&[
-        (
-            "PLAZA_DATABASE_URL".to_owned(),
-            format!("sqlite://{}", old_database.display()),
-        ),
-        ("PLAZA_DATA_DIR".to_owned(), old.display().to_string()),
-    ])
-    .arg("migrate")
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let old_url = format!("sqlite://{}", old_database.display());
+    let old_dir = old.display().to_string();
+    assert_succeeded(&run_plaza(
+        &[
+            ("PLAZA_DATABASE_URL", &old_url),
+            ("PLAZA_DATA_DIR", &old_dir),
+        ],
+        &["migrate"],
+    ));
     assert_eq!(mode(&old_database), 0o600);
 }

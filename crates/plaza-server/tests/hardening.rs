@@ -8,7 +8,7 @@ mod common;
 use common::fake_idp::{
     FakeIdp, begin_provider_sign_in, location, open_callback, provider_round_trip,
 };
-use common::{As, Backend, PASSWORD, TestServer, session_cookie};
+use common::{Backend, PASSWORD, TestServer, session_cookie};
 use serde_json::{Value, json};
 
 on_both_databases!(
@@ -30,22 +30,14 @@ async fn provider_server(backend: Backend, env: &[(&str, &str)]) -> (TestServer,
     (server, idp)
 }
 
-async fn sign_up(server: &TestServer, body: Value) -> reqwest::Response {
-    server
-        .send(As::Anonymous, "POST", "/api/users", Some(&body))
-        .await
-}
-
 async fn a_sign_up_with_someone_elses_email_never_captures_their_provider_sign_in(
     backend: Backend,
 ) {
     let (server, idp) = provider_server(backend, &[]).await;
     // The attacker registers the victim's address first (unverified).
-    let attacker = sign_up(
-        &server,
-        json!({"email": "victim@example.com", "password": "attacker's password"}),
-    )
-    .await;
+    let attacker = server
+        .sign_up(&json!({"email": "victim@example.com", "password": "attacker's password"}))
+        .await;
     assert_eq!(attacker.status(), 201);
     // The victim then signs in through a provider that vouches for it.
     idp.set_profile(
@@ -70,11 +62,9 @@ async fn a_sign_up_with_someone_elses_email_never_captures_their_provider_sign_i
 async fn a_signed_in_user_links_a_provider_from_their_session(backend: Backend) {
     let (server, idp) = provider_server(backend, &[]).await;
     // Signed up on their own (email unverified), so automatic linking is off.
-    let created = sign_up(
-        &server,
-        json!({"email": "owner@example.com", "password": PASSWORD}),
-    )
-    .await;
+    let created = server
+        .sign_up(&json!({"email": "owner@example.com", "password": PASSWORD}))
+        .await;
     assert_eq!(created.status(), 201);
     let id: Value = created.json().await.unwrap();
     let cookie = server.sign_in("owner@example.com", PASSWORD).await;
@@ -179,18 +169,16 @@ async fn sign_in_never_redirects_off_the_site(backend: Backend) {
     ];
     for (callback, expected) in cases {
         let signed_in = server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .header("cookie", &csrf_cookie)
-            .form(&[
-                ("email", "form@example.com"),
-                ("password", PASSWORD),
-                ("csrfToken", &token),
-                ("callbackUrl", callback),
-            ])
-            .send()
-            .await
-            .unwrap();
+            .form_sign_in(
+                Some(&csrf_cookie),
+                &[
+                    ("email", "form@example.com"),
+                    ("password", PASSWORD),
+                    ("csrfToken", &token),
+                    ("callbackUrl", callback),
+                ],
+            )
+            .await;
         assert_eq!(signed_in.status(), 303, "{callback:?}");
         assert_eq!(location(&signed_in), expected, "form sign-in, {callback:?}");
     }
@@ -226,19 +214,12 @@ async fn control_characters_in_identity_fields_are_refused_or_dropped(backend: B
             "name",
         ),
     ] {
-        let response = sign_up(&server, body.clone()).await;
+        let response = server.sign_up(&body).await;
         assert_eq!(response.status(), 422, "{body}");
         let error: Value = response.json().await.unwrap();
         assert_eq!(error["error"]["details"]["field"], field, "{body}");
     }
-    let nul_sign_in = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/auth/signin",
-            Some(&json!({"email": "a\u{0}b@example.com", "password": PASSWORD})),
-        )
-        .await;
+    let nul_sign_in = server.try_sign_in("a\u{0}b@example.com", PASSWORD).await;
     assert_eq!(nul_sign_in.status(), 401);
 
     // A provider's profile gets the rules of user input.
@@ -337,17 +318,13 @@ async fn sessions_end_at_their_absolute_lifetime(backend: Backend) {
 
 async fn emails_fold_ascii_case_only(backend: Backend) {
     let server = TestServer::start(backend).await;
-    let kelvin = sign_up(
-        &server,
-        json!({"email": "\u{212A}im@example.com", "password": PASSWORD}),
-    )
-    .await;
+    let kelvin = server
+        .sign_up(&json!({"email": "\u{212A}im@example.com", "password": PASSWORD}))
+        .await;
     assert_eq!(kelvin.status(), 201);
-    let ascii = sign_up(
-        &server,
-        json!({"email": "KIM@example.com", "password": PASSWORD}),
-    )
-    .await;
+    let ascii = server
+        .sign_up(&json!({"email": "KIM@example.com", "password": PASSWORD}))
+        .await;
     assert_eq!(
         ascii.status(),
         201,
@@ -435,36 +412,29 @@ async fn smaller_defences_hold() {
     let cookie = server.sign_in("admin@example.com", PASSWORD).await;
     // Token requests with a body that is not JSON: 415.
     let plain = server
-        .client
-        .post(server.url("/api/auth/token"))
-        .header("cookie", &cookie)
-        .header("content-type", "text/plain")
-        .body(r#"{"permissions": ["admin:read"]}"#)
-        .send()
-        .await
-        .unwrap();
+        .post_raw(
+            "/api/auth/token",
+            Some(&cookie),
+            "text/plain",
+            r#"{"permissions": ["admin:read"]}"#,
+        )
+        .await;
     assert_eq!(plain.status(), 415);
     // A cookie-authenticated write with an unreadable Referer: refused.
     let odd_referer = server
-        .client
-        .post(server.url("/api/auth/signout"))
-        .header("cookie", &cookie)
-        .header("referer", "::not a url::")
-        .send()
-        .await
-        .unwrap();
+        .sign_out_with(&cookie, "referer", "::not a url::")
+        .await;
     assert_eq!(odd_referer.status(), 403);
     // Oversized form posts are 413, not 400.
     let oversized = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .form(&[
-            ("email", "x@example.com"),
-            ("password", &"p".repeat(2 * 1024 * 1024)),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .form_sign_in(
+            None,
+            &[
+                ("email", "x@example.com"),
+                ("password", &"p".repeat(2 * 1024 * 1024)),
+            ],
+        )
+        .await;
     assert_eq!(oversized.status(), 413);
 }
 
@@ -477,17 +447,15 @@ async fn form_sign_in_caps_the_password_length() {
     let long = "p".repeat(300);
     for _ in 0..3 {
         let answer = server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .header("cookie", &csrf_cookie)
-            .form(&[
-                ("email", "x@example.com"),
-                ("password", &long),
-                ("csrfToken", &token),
-            ])
-            .send()
-            .await
-            .unwrap();
+            .form_sign_in(
+                Some(&csrf_cookie),
+                &[
+                    ("email", "x@example.com"),
+                    ("password", &long),
+                    ("csrfToken", &token),
+                ],
+            )
+            .await;
         assert_eq!(answer.status(), 303);
         assert!(location(&answer).contains("error=credentials"));
     }

@@ -3,8 +3,9 @@
 
 mod common;
 
+use common::actors::{Cast, Member, assert_statuses, row};
 use common::fake_idp::{self, FakeIdp, begin_provider_sign_in, location, open_callback};
-use common::{As, Backend, TEST_JWT_SECRET, TestServer, session_cookie};
+use common::{As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, session_cookie};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -29,19 +30,10 @@ on_both_databases!(
     form_sign_in_needs_the_csrf_token,
 );
 
-const PASSWORD: &str = "correct horse battery";
-
 async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
     let server = TestServer::start(backend).await;
     let created = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/users",
-            Some(
-                &json!({"email": "Ada@Example.com", "password": PASSWORD, "name": "Ada Lovelace"}),
-            ),
-        )
+        .sign_up(&json!({"email": "Ada@Example.com", "password": PASSWORD, "name": "Ada Lovelace"}))
         .await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let user: Value = created.json().await.unwrap();
@@ -68,14 +60,7 @@ async fn wrong_password_and_unknown_email_answer_alike(backend: Backend) {
     server.create_user("known@example.com", PASSWORD, "user");
     let mut answers = Vec::new();
     for email in ["known@example.com", "unknown@example.com"] {
-        let response = server
-            .send(
-                As::Anonymous,
-                "POST",
-                "/api/auth/signin",
-                Some(&json!({"email": email, "password": "not the password"})),
-            )
-            .await;
+        let response = server.try_sign_in(email, "not the password").await;
         assert_eq!(response.status(), 401);
         assert!(session_cookie(&response).is_none());
         answers.push(response.text().await.unwrap());
@@ -89,24 +74,10 @@ async fn repeated_failures_are_refused_for_a_while(backend: Backend) {
     let server = TestServer::start_with(backend, &[("PLAZA_SIGN_IN_MAX_FAILURES", "3")]).await;
     server.create_user("target@example.com", PASSWORD, "user");
     for _ in 0..3 {
-        let response = server
-            .send(
-                As::Anonymous,
-                "POST",
-                "/api/auth/signin",
-                Some(&json!({"email": "target@example.com", "password": "guess"})),
-            )
-            .await;
+        let response = server.try_sign_in("target@example.com", "guess").await;
         assert_eq!(response.status(), 401);
     }
-    let locked = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/auth/signin",
-            Some(&json!({"email": "target@example.com", "password": PASSWORD})),
-        )
-        .await;
+    let locked = server.try_sign_in("target@example.com", PASSWORD).await;
     assert_eq!(
         locked.status(),
         429,
@@ -129,61 +100,36 @@ async fn repeated_failures_are_refused_for_a_while(backend: Backend) {
 
 async fn expired_sessions_end(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("brief@example.com", PASSWORD, "user");
-    let cookie = server.sign_in("brief@example.com", PASSWORD).await;
-    let accounts = server
-        .send(As::Session(&cookie), "GET", "/api/auth/accounts", None)
-        .await;
-    assert_eq!(accounts.status(), 200);
+    let brief = Member::join(&server, "brief@example.com", "user").await;
+    let accounts = || server.send(brief.session(), "GET", "/api/auth/accounts", None);
+    assert_eq!(accounts().await.status(), 200);
     server.sql("UPDATE sessions SET expires_at = 1").await;
-    let accounts = server
-        .send(As::Session(&cookie), "GET", "/api/auth/accounts", None)
-        .await;
-    assert_eq!(accounts.status(), 401);
+    assert_eq!(accounts().await.status(), 401);
 }
 
 async fn banning_revokes_sessions_and_tokens_at_once(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("boss@example.com", PASSWORD, "admin");
-    let cookie = server.sign_in("boss@example.com", PASSWORD).await;
-    let token = server.mint("boss@example.com", "admin:read");
+    let boss = Member::join(&server, "boss@example.com", "admin").await;
+    let token = server.mint(&boss.email, "admin:read");
     assert_eq!(metrics_with(&server, &token).await.status(), 200);
-    let output = server.cli(&["user", "ban", "--email", "boss@example.com"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
+    server.ban(&boss.email);
+    let session: Value = server.get_json_as("/api/auth/session", &boss.cookie).await;
     assert_eq!(session, json!({}));
     assert_eq!(metrics_with(&server, &token).await.status(), 401);
-    let again = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/auth/signin",
-            Some(&json!({"email": "boss@example.com", "password": PASSWORD})),
-        )
-        .await;
+    let again = server.try_sign_in(&boss.email, PASSWORD).await;
     assert_eq!(again.status(), 401, "banned users cannot sign in");
 }
 
 async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("victim@example.com", PASSWORD, "user");
-    let cookie = server.sign_in("victim@example.com", PASSWORD).await;
+    let cookie = Member::join(&server, "victim@example.com", "user")
+        .await
+        .cookie;
     for (header, value) in [
         ("origin", "https://evil.example"),
         ("referer", "https://evil.example/page"),
     ] {
-        let response = server
-            .client
-            .post(server.url("/api/auth/signout"))
-            .header("cookie", &cookie)
-            .header(header, value)
-            .send()
-            .await
-            .unwrap();
+        let response = server.sign_out_with(&cookie, header, value).await;
         assert_eq!(response.status(), 403, "{header}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "FORBIDDEN");
@@ -194,13 +140,8 @@ async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
         "the refused sign-out did nothing"
     );
     let same_origin = server
-        .client
-        .post(server.url("/api/auth/signout"))
-        .header("cookie", &cookie)
-        .header("origin", "http://localhost:3000")
-        .send()
-        .await
-        .unwrap();
+        .sign_out_with(&cookie, "origin", "http://localhost:3000")
+        .await;
     assert_eq!(same_origin.status(), 200);
 }
 
@@ -349,18 +290,19 @@ async fn verified_provider_emails_link_to_the_existing_user(backend: Backend) {
     assert_eq!(session["user"]["id"], id.to_string());
 }
 
+/// Unlinks `provider` from the account signed in with `cookie`.
+async fn unlink(server: &TestServer, cookie: &str, provider: &str) -> reqwest::Response {
+    let path = format!("/api/auth/accounts/{provider}");
+    server
+        .send(As::Session(cookie), "DELETE", &path, None)
+        .await
+}
+
 async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
     let (server, idp) = provider_server(backend).await;
     idp.set_profile(json!({"sub": "only", "email": "only@idp.example", "email_verified": true}));
     let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
-    let refused = server
-        .send(
-            As::Session(&cookie),
-            "DELETE",
-            "/api/auth/accounts/fake",
-            None,
-        )
-        .await;
+    let refused = unlink(&server, &cookie, "fake").await;
     assert_eq!(refused.status(), 409);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "CONFLICT");
@@ -370,28 +312,14 @@ async fn the_last_way_to_sign_in_cannot_be_unlinked(backend: Backend) {
             .unwrap()
             .contains("last way to sign in")
     );
-    let missing = server
-        .send(
-            As::Session(&cookie),
-            "DELETE",
-            "/api/auth/accounts/github",
-            None,
-        )
-        .await;
+    let missing = unlink(&server, &cookie, "github").await;
     assert_eq!(missing.status(), 404);
 
     // A user with a password may unlink the provider.
     server.create_user("both@example.com", PASSWORD, "user");
     idp.set_profile(json!({"sub": "both", "email": "both@example.com", "email_verified": true}));
     let cookie = session_cookie(&provider_round_trip(&server).await).unwrap();
-    let unlinked = server
-        .send(
-            As::Session(&cookie),
-            "DELETE",
-            "/api/auth/accounts/fake",
-            None,
-        )
-        .await;
+    let unlinked = unlink(&server, &cookie, "fake").await;
     assert_eq!(unlinked.status(), 200);
     let body: Value = unlinked.json().await.unwrap();
     assert_eq!(body["provider"], "fake");
@@ -408,19 +336,19 @@ async fn metrics_with(server: &TestServer, token: &str) -> reqwest::Response {
         .unwrap()
 }
 
+/// Asks, as `who`'s session, for an admin token carrying `permission`.
+async fn ask_for_token(server: &TestServer, who: &Member, permission: &str) -> reqwest::Response {
+    let body = json!({"permissions": [permission]});
+    server
+        .send(who.session(), "POST", "/api/auth/token", Some(&body))
+        .await
+}
+
 async fn admins_exchange_sessions_for_tokens(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("admin@example.com", PASSWORD, "admin");
-    server.create_user("member@example.com", PASSWORD, "user");
-    let admin = server.sign_in("admin@example.com", PASSWORD).await;
-    let issued = server
-        .send(
-            As::Session(&admin),
-            "POST",
-            "/api/auth/token",
-            Some(&json!({"permissions": ["admin:read"]})),
-        )
-        .await;
+    let admin = Member::join(&server, "admin@example.com", "admin").await;
+    let member = Member::join(&server, "member@example.com", "user").await;
+    let issued = ask_for_token(&server, &admin, "admin:read").await;
     assert_eq!(issued.status(), 200);
     let body: Value = issued.json().await.unwrap();
     assert_eq!(body["permissions"], json!(["admin:read"]));
@@ -428,18 +356,10 @@ async fn admins_exchange_sessions_for_tokens(backend: Backend) {
     let token = body["token"].as_str().unwrap();
     assert_eq!(metrics_with(&server, token).await.status(), 200);
 
-    let too_much = server
-        .send(
-            As::Session(&admin),
-            "POST",
-            "/api/auth/token",
-            Some(&json!({"permissions": ["admin:super"]})),
-        )
-        .await;
+    let too_much = ask_for_token(&server, &admin, "admin:super").await;
     assert_eq!(too_much.status(), 403, "admins cannot mint admin:super");
-    let member = server.sign_in("member@example.com", PASSWORD).await;
     let refused = server
-        .send(As::Session(&member), "POST", "/api/auth/token", None)
+        .send(member.session(), "POST", "/api/auth/token", None)
         .await;
     assert_eq!(refused.status(), 403);
     let anonymous = server
@@ -537,107 +457,33 @@ async fn bad_tokens_are_refused_with_the_spec_codes(backend: Backend) {
     assert_eq!(body["error"]["code"], "FORBIDDEN");
 }
 
-/// Who gets what, for every protected route that exists so far.
+/// Who gets what, for every protected route that exists so far: every
+/// actor of the cast, and a banned admin's session and token.
 async fn access_matrix(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("user@example.com", PASSWORD, "user");
-    server.create_user("mod@example.com", PASSWORD, "moderator");
-    server.create_user("reader@example.com", PASSWORD, "admin");
-    server.create_user("super@example.com", PASSWORD, "super_admin");
-    server.create_user("banned@example.com", PASSWORD, "admin");
-    let sessions = [
-        (
-            "user",
-            Some(server.sign_in("user@example.com", PASSWORD).await),
-            None,
-        ),
-        (
-            "moderator",
-            Some(server.sign_in("mod@example.com", PASSWORD).await),
-            None,
-        ),
-        (
-            "admin:read",
-            Some(server.sign_in("reader@example.com", PASSWORD).await),
-            Some(server.mint("reader@example.com", "admin:read")),
-        ),
-        (
-            "admin:super",
-            Some(server.sign_in("super@example.com", PASSWORD).await),
-            Some(server.mint("super@example.com", "admin:super")),
-        ),
-        (
-            "banned",
-            Some(server.sign_in("banned@example.com", PASSWORD).await),
-            Some(server.mint("banned@example.com", "admin:read")),
-        ),
+    let cast = Cast::new(&server).await;
+    let banned = Member::join(&server, "banned@example.com", "admin").await;
+    let banned_token = server.mint(&banned.email, "admin:read");
+    server.ban(&banned.email);
+    let mut actors = cast.actors();
+    actors.push(("banned session", banned.session()));
+    actors.push(("banned admin:read", As::Token(&banned_token)));
+    let read = Some(json!({"permissions": ["admin:read"]}));
+    // Columns: anonymous, the user, moderator, admin and super_admin
+    // sessions, the admin:read, :write, :delete and :super tokens, then the
+    // banned admin's session and token.
+    #[rustfmt::skip]
+    let rows = vec![
+        row("GET", "/api/metrics", None,               [401, 401, 401, 401, 401, 200, 403, 403, 200, 401, 401]),
+        row("GET", "/api/auth/accounts", None,         [401, 200, 200, 200, 200, 401, 401, 401, 401, 401, 401]),
+        row("DELETE", "/api/auth/accounts/github", None, [401, 404, 404, 404, 404, 401, 401, 401, 401, 401, 401]),
+        row("POST", "/api/auth/token", read,           [401, 403, 403, 200, 200, 401, 401, 401, 401, 401, 401]),
+        // Revokes each token it is sent with.
+        row("DELETE", "/api/auth/token", None,         [401, 401, 401, 401, 401, 200, 200, 200, 200, 401, 401]),
+        row("GET", "/api/metrics", None,               [401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401]),
+        row("GET", "/api/auth/session", None,          [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200]),
     ];
-    assert!(
-        server
-            .cli(&["user", "ban", "--email", "banned@example.com"])
-            .status
-            .success()
-    );
-
-    // (method, path, body, [anonymous, user, moderator, admin:read, admin:super, banned])
-    let matrix: [(&str, &str, Option<Value>, [u16; 6]); 6] = [
-        ("GET", "/api/metrics", None, [401, 401, 401, 200, 200, 401]),
-        (
-            "GET",
-            "/api/auth/accounts",
-            None,
-            [401, 200, 200, 200, 200, 401],
-        ),
-        (
-            "DELETE",
-            "/api/auth/accounts/github",
-            None,
-            [401, 404, 404, 404, 404, 401],
-        ),
-        (
-            "POST",
-            "/api/auth/token",
-            Some(json!({"permissions": ["admin:read"]})),
-            [401, 403, 403, 200, 200, 401],
-        ),
-        (
-            "DELETE",
-            "/api/auth/token",
-            None,
-            [401, 401, 401, 200, 200, 401],
-        ),
-        (
-            "GET",
-            "/api/auth/session",
-            None,
-            [200, 200, 200, 200, 200, 200],
-        ),
-    ];
-    for (method, path, body, expected) in matrix {
-        let mut callers: Vec<(&str, Option<String>, Option<String>)> =
-            vec![("anonymous", None, None)];
-        callers.extend(
-            sessions
-                .iter()
-                .map(|(name, cookie, token)| (*name, cookie.clone(), token.clone())),
-        );
-        for ((name, cookie, token), want) in callers.into_iter().zip(expected) {
-            let mut request = server
-                .client
-                .request(method.parse().unwrap(), server.url(path));
-            if let Some(cookie) = &cookie {
-                request = request.header("cookie", cookie);
-            }
-            if let Some(token) = &token {
-                request = request.bearer_auth(token);
-            }
-            if let Some(body) = &body {
-                request = request.json(body);
-            }
-            let status = request.send().await.unwrap().status().as_u16();
-            assert_eq!(status, want, "{method} {path} as {name}");
-        }
-    }
+    assert_statuses(&server, &actors, rows).await;
 }
 
 async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
@@ -656,50 +502,27 @@ async fn sign_up_validates_and_refuses_duplicates(backend: Backend) {
         (json!({"email": 5, "password": PASSWORD}), "email"),
     ];
     for (body, field) in cases {
-        let response = server
-            .send(As::Anonymous, "POST", "/api/users", Some(&body))
-            .await;
+        let response = server.sign_up(&body).await;
         assert_eq!(response.status(), 422, "{body}");
         let error: Value = response.json().await.unwrap();
         assert_eq!(error["error"]["code"], "VALIDATION_ERROR");
         assert_eq!(error["error"]["details"]["field"], field, "{body}: {error}");
     }
-    let malformed = server
-        .client
-        .post(server.url("/api/users"))
-        .header("content-type", "application/json")
-        .body("{\"email\":")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(malformed.status(), 400);
-    let not_json = server
-        .client
-        .post(server.url("/api/users"))
-        .header("content-type", "text/plain")
-        .body("hi")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(not_json.status(), 415);
-    let first = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/users",
-            Some(&json!({"email": "dup@example.com", "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(first.status(), 201);
-    let second = server
-        .send(
-            As::Anonymous,
-            "POST",
-            "/api/users",
-            Some(&json!({"email": "DUP@example.com", "password": PASSWORD})),
-        )
-        .await;
-    assert_eq!(second.status(), 409);
+    for (content_type, body, want) in [
+        ("application/json", "{\"email\":", 400),
+        ("text/plain", "hi", 415),
+    ] {
+        let response = server
+            .post_raw("/api/users", None, content_type, body)
+            .await;
+        assert_eq!(response.status(), want, "{content_type}: {body}");
+    }
+    for (email, want) in [("dup@example.com", 201), ("DUP@example.com", 409)] {
+        let response = server
+            .sign_up(&json!({"email": email, "password": PASSWORD}))
+            .await;
+        assert_eq!(response.status(), want, "{email}");
+    }
 }
 
 async fn form_sign_in_needs_the_csrf_token(backend: Backend) {
@@ -707,26 +530,23 @@ async fn form_sign_in_needs_the_csrf_token(backend: Backend) {
     server.create_user("form@example.com", PASSWORD, "user");
     let (csrf_cookie, token) = server.csrf().await;
     let without = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .form(&[("email", "form@example.com"), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
+        .form_sign_in(
+            None,
+            &[("email", "form@example.com"), ("password", PASSWORD)],
+        )
+        .await;
     assert_eq!(without.status(), 403);
     let with = server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .header("cookie", &csrf_cookie)
-        .form(&[
-            ("email", "form@example.com"),
-            ("password", PASSWORD),
-            ("csrfToken", &token),
-            ("callbackUrl", "https://evil.example/"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .form_sign_in(
+            Some(&csrf_cookie),
+            &[
+                ("email", "form@example.com"),
+                ("password", PASSWORD),
+                ("csrfToken", &token),
+                ("callbackUrl", "https://evil.example/"),
+            ],
+        )
+        .await;
     assert_eq!(with.status(), 303);
     assert_eq!(
         with.headers()["location"],

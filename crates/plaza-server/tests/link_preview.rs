@@ -27,6 +27,14 @@ async fn start(site: &str) -> TestServer {
     TestServer::start_with(Backend::Sqlite, &env).await
 }
 
+/// `GET /api/link-preview?url=…`, ready to send.
+fn preview_request(server: &TestServer, url: &str) -> reqwest::RequestBuilder {
+    server
+        .client
+        .get(server.url("/api/link-preview"))
+        .query(&[("url", url)])
+}
+
 async fn target_site() -> String {
     let app = Router::new()
         .route(
@@ -54,13 +62,7 @@ async fn previews_follow_the_metadata_order_with_absolute_images() {
     let site = target_site().await;
     let server = start(&site).await;
     let target = format!("{site}/article");
-    let response = server
-        .client
-        .get(server.url("/api/link-preview"))
-        .query(&[("url", &target)])
-        .send()
-        .await
-        .unwrap();
+    let response = preview_request(&server, &target).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert!(
         response.headers()["cache-control"]
@@ -93,20 +95,11 @@ async fn link_preview_errors_use_error_and_details() {
     assert!(body["details"].is_string());
 
     for bad in ["not a url", "ftp://example.com/file", "javascript:alert(1)"] {
-        let response = server
-            .client
-            .get(server.url("/api/link-preview"))
-            .query(&[("url", bad)])
-            .send()
-            .await
-            .unwrap();
+        let response = preview_request(&server, bad).send().await.unwrap();
         assert_eq!(response.status(), 400, "{bad}");
     }
 
-    let gone = server
-        .client
-        .get(server.url("/api/link-preview"))
-        .query(&[("url", format!("{site}/missing"))])
+    let gone = preview_request(&server, &format!("{site}/missing"))
         .send()
         .await
         .unwrap();
@@ -125,13 +118,7 @@ async fn private_targets_are_refused_by_default() {
         "http://[::ffff:127.0.0.1]/".to_owned(),
         "http://2130706433/".to_owned(),
     ] {
-        let response = server
-            .client
-            .get(server.url("/api/link-preview"))
-            .query(&[("url", &target)])
-            .send()
-            .await
-            .unwrap();
+        let response = preview_request(&server, &target).send().await.unwrap();
         assert_eq!(response.status(), 400, "{target}");
         let body: Value = response.json().await.unwrap();
         assert!(body["error"].is_string() && body["details"].is_string());
@@ -181,13 +168,7 @@ async fn preview_raw(server: &TestServer, raw_query_value: &str) -> (u16, Value)
 }
 
 async fn preview(server: &TestServer, url: &str) -> (u16, Value) {
-    let response = server
-        .client
-        .get(server.url("/api/link-preview"))
-        .query(&[("url", url)])
-        .send()
-        .await
-        .unwrap();
+    let response = preview_request(server, url).send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap())
 }
@@ -389,17 +370,11 @@ async fn previews_beyond_the_concurrency_limit_are_503_with_retry_after() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let server = TestServer::start_with(Backend::Sqlite, &env).await;
     let first = {
-        let request = server
-            .client
-            .get(server.url("/api/link-preview"))
-            .query(&[("url", format!("{site}/slow"))]);
+        let request = preview_request(&server, &format!("{site}/slow"));
         tokio::spawn(request.send())
     };
     accepted.notified().await;
-    let response = server
-        .client
-        .get(server.url("/api/link-preview"))
-        .query(&[("url", format!("{site}/other"))])
+    let response = preview_request(&server, &format!("{site}/other"))
         .send()
         .await
         .unwrap();

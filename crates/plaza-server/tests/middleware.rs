@@ -34,6 +34,13 @@ async fn panics() -> &'static str {
     panic!("secret internals: token=abc")
 }
 
+/// Serves [`test_routes`] with the default settings changed by `change`.
+async fn serve_test_routes(change: impl FnOnce(&mut ServerSettings)) -> String {
+    let mut settings = ServerSettings::default();
+    change(&mut settings);
+    serve(test_routes(), settings).await
+}
+
 fn test_routes() -> Router {
     Router::new()
         .route("/api/panic", get(panics))
@@ -60,6 +67,19 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// Sends `request` and answers its JSON body.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// Sends `request` and answers its status and the error code of its body.
+async fn status_and_code(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (status, body["error"]["code"].clone())
+}
+
 #[tokio::test]
 async fn a_panicking_handler_is_a_500_without_internals() {
     let base = serve(test_routes(), ServerSettings::default()).await;
@@ -74,14 +94,7 @@ async fn a_panicking_handler_is_a_500_without_internals() {
     assert!(!body.contains("secret"), "{body}");
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"]["code"], "SERVER_ERROR");
-    let admin: Value = client()
-        .get(format!("{base}/api/v1/admin/panic"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let admin = json_of(client().get(format!("{base}/api/v1/admin/panic"))).await;
     assert_eq!(admin["success"], false);
     assert_eq!(admin["error"]["code"], "SERVER_ERROR");
 }
@@ -90,15 +103,12 @@ async fn a_panicking_handler_is_a_500_without_internals() {
 async fn json_bodies_are_checked_with_clear_messages() {
     let base = serve(test_routes(), ServerSettings::default()).await;
     let client = client();
-    let ok: Value = client
-        .post(format!("{base}/api/echo"))
-        .json(&json!({"name": "a", "count": 2}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ok = json_of(
+        client
+            .post(format!("{base}/api/echo"))
+            .json(&json!({"name": "a", "count": 2})),
+    )
+    .await;
     assert_eq!(ok, json!({"name": "a", "count": 2}));
     let cases = [
         ("application/json", "{\"name\": ", 400, "BAD_REQUEST"),
@@ -134,62 +144,45 @@ async fn json_bodies_are_checked_with_clear_messages() {
         assert_eq!(error["error"]["code"], code, "{body}");
         assert!(!error["error"]["message"].as_str().unwrap().is_empty());
     }
-    let missing: Value = client
-        .post(format!("{base}/api/echo"))
-        .json(&json!({"name": "a"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let missing = json_of(
+        client
+            .post(format!("{base}/api/echo"))
+            .json(&json!({"name": "a"})),
+    )
+    .await;
     assert_eq!(missing["error"]["details"]["field"], "count");
 }
 
 #[tokio::test]
 async fn bodies_over_the_limit_are_413() {
-    let settings = ServerSettings {
-        body_limit_bytes: 2048,
-        ..ServerSettings::default()
-    };
-    let base = serve(test_routes(), settings).await;
+    let base = serve_test_routes(|settings| settings.body_limit_bytes = 2048).await;
     let big = format!("{{\"name\": \"{}\", \"count\": 1}}", "x".repeat(10_000));
-    let response = client()
+    let request = client()
         .post(format!("{base}/api/echo"))
         .header("content-type", "application/json")
-        .body(big)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 413);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "PAYLOAD_TOO_LARGE");
+        .body(big);
+    assert_eq!(
+        status_and_code(request).await,
+        (413, json!("PAYLOAD_TOO_LARGE"))
+    );
 }
 
 #[tokio::test]
 async fn slow_requests_time_out_with_408() {
-    let settings = ServerSettings {
-        request_timeout_secs: 1,
-        ..ServerSettings::default()
-    };
-    let base = serve(test_routes(), settings).await;
-    let response = client()
-        .get(format!("{base}/api/slow"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 408);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "REQUEST_TIMEOUT");
+    let base = serve_test_routes(|settings| settings.request_timeout_secs = 1).await;
+    let request = client().get(format!("{base}/api/slow"));
+    assert_eq!(
+        status_and_code(request).await,
+        (408, json!("REQUEST_TIMEOUT"))
+    );
 }
 
 #[tokio::test]
 async fn only_allowed_origins_may_call_with_credentials() {
-    let settings = ServerSettings {
-        cors_allowed_origins: vec!["https://app.example".to_owned()],
-        ..ServerSettings::default()
-    };
-    let base = serve(test_routes(), settings).await;
+    let base = serve_test_routes(|settings| {
+        settings.cors_allowed_origins = vec!["https://app.example".to_owned()]
+    })
+    .await;
     let preflight = |origin: &'static str| {
         client()
             .request(reqwest::Method::OPTIONS, format!("{base}/api/echo"))
@@ -223,13 +216,14 @@ async fn only_allowed_origins_may_call_with_credentials() {
             .contains_key("access-control-allow-origin")
     );
 
-    let actual = client()
-        .post(format!("{base}/api/echo"))
-        .header("origin", "https://app.example")
-        .json(&json!({"name": "a", "count": 1}))
-        .send()
-        .await
-        .unwrap();
+    let echo_from = |origin: &'static str| {
+        client()
+            .post(format!("{base}/api/echo"))
+            .header("origin", origin)
+            .json(&json!({"name": "a", "count": 1}))
+            .send()
+    };
+    let actual = echo_from("https://app.example").await.unwrap();
     assert_eq!(actual.status(), 200);
     let headers = actual.headers();
     assert_allows_with_credentials(headers, "https://app.example");
@@ -239,13 +233,7 @@ async fn only_allowed_origins_may_call_with_credentials() {
     }
     assert!(headers["vary"].to_str().unwrap().contains("origin"));
 
-    let elsewhere = client()
-        .post(format!("{base}/api/echo"))
-        .header("origin", "https://evil.example")
-        .json(&json!({"name": "a", "count": 1}))
-        .send()
-        .await
-        .unwrap();
+    let elsewhere = echo_from("https://evil.example").await.unwrap();
     assert!(
         !elsewhere
             .headers()

@@ -83,14 +83,22 @@ fn postgres_port() -> u16 {
         .unwrap_or(5432)
 }
 
+/// A fresh PostgreSQL database reached through a switch that starts up or
+/// down: the database (dropped with the test), the switch, and the URL
+/// through it.
+async fn behind_a_switch(up: bool) -> (PostgresDatabase, Switch, String) {
+    let database = PostgresDatabase::create().await;
+    let switch = Switch::start(postgres_port(), up).await;
+    let url = proxied(&database.url, switch.port);
+    (database, switch, url)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_goes_away_gives_503_and_recovers() {
     if !postgres_enabled("a_database_that_goes_away_gives_503_and_recovers") {
         return;
     }
-    let database = PostgresDatabase::create().await;
-    let switch = Switch::start(postgres_port(), true).await;
-    let url = proxied(&database.url, switch.port);
+    let (_database, switch, url) = behind_a_switch(true).await;
     let server = TestServer::start_with(
         Backend::Postgres,
         &[
@@ -101,19 +109,14 @@ async fn a_database_that_goes_away_gives_503_and_recovers() {
     .await;
     assert_eq!(server.get("/api/health").await.status(), 200);
 
+    let new_user = serde_json::json!({"email": "a@b.co", "password": "long enough"});
     switch.down();
     let health = server.get("/api/health").await;
     assert_eq!(health.status(), 503);
     let body: Value = health.json().await.unwrap();
     assert_eq!(body["status"], "error");
     assert_eq!(body["database"], "unreachable");
-    let sign_up = server
-        .client
-        .post(server.url("/api/users"))
-        .json(&serde_json::json!({"email": "a@b.co", "password": "long enough"}))
-        .send()
-        .await
-        .unwrap();
+    let sign_up = server.sign_up(&new_user).await;
     assert_eq!(
         sign_up.status(),
         503,
@@ -126,13 +129,7 @@ async fn a_database_that_goes_away_gives_503_and_recovers() {
     switch.restore();
     let health = server.get("/api/health").await;
     assert_eq!(health.status(), 200, "{}", server.logs());
-    let sign_up = server
-        .client
-        .post(server.url("/api/users"))
-        .json(&serde_json::json!({"email": "a@b.co", "password": "long enough"}))
-        .send()
-        .await
-        .unwrap();
+    let sign_up = server.sign_up(&new_user).await;
     assert_eq!(sign_up.status(), 201);
 }
 
@@ -141,9 +138,7 @@ async fn start_up_waits_for_a_database_that_comes_up_late() {
     if !postgres_enabled("start_up_waits_for_a_database_that_comes_up_late") {
         return;
     }
-    let database = PostgresDatabase::create().await;
-    let switch = Switch::start(postgres_port(), false).await;
-    let url = proxied(&database.url, switch.port);
+    let (_database, switch, url) = behind_a_switch(false).await;
     // Bring the database "up" once Plaza has been refused at least once.
     let refused_once = switch.refused_once.clone();
     let up = switch.up.clone();

@@ -2,6 +2,7 @@
 //! a fresh SQLite file or a fresh PostgreSQL database, and speaks HTTP to it.
 #![allow(dead_code)]
 
+pub mod actors;
 pub mod fake_idp;
 
 use std::io::{BufRead, BufReader};
@@ -300,6 +301,43 @@ impl TestServer {
         request.send().await.expect("request")
     }
 
+    /// A POST of `body` as it stands, with `content_type`, for the bodies
+    /// [`TestServer::send`] cannot make (malformed JSON, other types).
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        cookie: Option<&str>,
+        content_type: &str,
+        body: &'static str,
+    ) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.expect("request")
+    }
+
+    /// Signs the session `cookie` out with one extra header (`origin`,
+    /// `referer`), for the checks on where a cookie write comes from.
+    pub async fn sign_out_with(
+        &self,
+        cookie: &str,
+        header: &str,
+        value: &str,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/auth/signout"))
+            .header("cookie", cookie)
+            .header(header, value)
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// Runs a `plaza` subcommand against this server's database and settings.
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
         plaza_command(&self.env)
@@ -352,6 +390,16 @@ impl TestServer {
             .expect("user id")
     }
 
+    /// Bans the user with `email` from the command line.
+    pub fn ban(&self, email: &str) {
+        let output = self.cli(&["user", "ban", "--email", email]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
     /// Mints an admin token for `email` from the command line.
     pub fn mint(&self, email: &str, permissions: &str) -> String {
         let output = self.cli(&["token", "--email", email, "--permissions", permissions]);
@@ -400,15 +448,41 @@ impl TestServer {
 
     /// Signs in with credentials and returns the `Cookie` header value.
     pub async fn sign_in(&self, email: &str, password: &str) -> String {
-        let response = self
-            .client
-            .post(self.url("/api/auth/signin"))
-            .json(&serde_json::json!({"email": email, "password": password}))
-            .send()
-            .await
-            .expect("sign in");
+        let response = self.try_sign_in(email, password).await;
         assert_eq!(response.status(), 200, "sign-in of {email} failed");
         session_cookie(&response).expect("session cookie")
+    }
+
+    /// One credentials sign-in attempt, whatever it answers.
+    pub async fn try_sign_in(&self, email: &str, password: &str) -> reqwest::Response {
+        let credentials = serde_json::json!({"email": email, "password": password});
+        self.send(
+            As::Anonymous,
+            "POST",
+            "/api/auth/signin",
+            Some(&credentials),
+        )
+        .await
+    }
+
+    /// One sign-in through the HTML form (`fields` URL-encoded), with the
+    /// `plaza_csrf` cookie when given, whatever it answers.
+    pub async fn form_sign_in(
+        &self,
+        csrf_cookie: Option<&str>,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut request = self.client.post(self.url("/api/auth/signin")).form(fields);
+        if let Some(cookie) = csrf_cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.expect("request")
+    }
+
+    /// One anonymous sign-up (`POST /api/users`), whatever it answers.
+    pub async fn sign_up(&self, body: &serde_json::Value) -> reqwest::Response {
+        self.send(As::Anonymous, "POST", "/api/users", Some(body))
+            .await
     }
 
     /// Everything the server has logged so far.
