@@ -839,6 +839,27 @@ pub async fn set_moderation(
     row.ok_or(DomainError::NotFound("post"))?.try_into()
 }
 
+impl Database {
+    /// How many posts each of `author_ids` has written (the admin user
+    /// items' `postCount`); authors without posts are absent.
+    pub async fn post_counts(&self, author_ids: &[i64]) -> Result<HashMap<i64, i64>, DomainError> {
+        if author_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let placeholders: Vec<String> = (1..=author_ids.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT author_id, COUNT(*) FROM posts WHERE author_id IN ({}) GROUP BY author_id",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query_as::<_, (i64, i64)>(&sql);
+        for id in author_ids {
+            query = query.bind(*id);
+        }
+        let rows = query.fetch_all(&mut *self.lease().await?).await?;
+        Ok(rows.into_iter().collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -902,26 +923,5 @@ mod tests {
         assert!(post.editable_by(Viewer::Member(7)));
         assert!(!post.editable_by(Viewer::Member(8)));
         assert!(post.editable_by(Viewer::Moderator(9)));
-    }
-}
-
-impl Database {
-    /// How many posts each of `author_ids` has written (the admin user
-    /// items' `postCount`); authors without posts are absent.
-    pub async fn post_counts(&self, author_ids: &[i64]) -> Result<HashMap<i64, i64>, DomainError> {
-        if author_ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let placeholders: Vec<String> = (1..=author_ids.len()).map(|n| format!("${n}")).collect();
-        let sql = format!(
-            "SELECT author_id, COUNT(*) FROM posts WHERE author_id IN ({}) GROUP BY author_id",
-            placeholders.join(", ")
-        );
-        let mut query = sqlx::query_as::<_, (i64, i64)>(&sql);
-        for id in author_ids {
-            query = query.bind(*id);
-        }
-        let rows = query.fetch_all(&mut *self.lease().await?).await?;
-        Ok(rows.into_iter().collect())
     }
 }

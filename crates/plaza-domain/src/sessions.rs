@@ -5,7 +5,7 @@ use sqlx::FromRow;
 
 use crate::time::now_millis;
 use crate::users::{USER_COLUMNS, User, UserRow};
-use crate::{Database, DomainError};
+use crate::{Database, DomainError, Tx};
 
 /// A live session and its user.
 #[derive(Debug, Clone)]
@@ -44,31 +44,9 @@ pub struct SessionClient {
 }
 
 impl Database {
-    /// Stores a new session for `user_id` that expires after `ttl_millis`.
-    pub async fn create_session(
-        &self,
-        token_hash: &str,
-        user_id: i64,
-        ttl_millis: i64,
-        client: &SessionClient,
-    ) -> Result<i64, DomainError> {
-        let now = now_millis();
-        let (id,): (i64,) = sqlx::query_as(
-            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at, user_agent, ip_address) \
-             VALUES ($1, $2, $3, $4, $3, $5, $6) RETURNING id",
-        )
-        .bind(token_hash)
-        .bind(user_id)
-        .bind(now)
-        .bind(now + ttl_millis)
-        .bind(client.user_agent.clone())
-        .bind(client.ip_address.clone())
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
-        Ok(id)
-    }
-
-    /// The unexpired session with this token hash and its user. Expiry slides:
+    /// The unexpired session with this token hash and its user (a read that
+    /// may touch the session's expiry, outside any unit of work, like a
+    /// cache refresh). Expiry slides:
     /// a session used after `refresh_after_millis` is extended to a full
     /// `ttl_millis` again (not on every request, to spare the database
     /// writes), up to its absolute end.
@@ -116,13 +94,38 @@ impl Database {
             user: User::try_from(row.user)?,
         }))
     }
+}
 
-    /// Ends one session (sign-out).
-    pub async fn delete_session(&self, token_hash: &str) -> Result<(), DomainError> {
-        sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
-            .bind(token_hash)
-            .execute(&mut *self.lease().await?)
-            .await?;
-        Ok(())
-    }
+/// Stores, in `tx`, a new session for `user_id` that expires after
+/// `ttl_millis`.
+pub async fn create(
+    tx: &mut Tx<'_>,
+    token_hash: &str,
+    user_id: i64,
+    ttl_millis: i64,
+    client: &SessionClient,
+) -> Result<i64, DomainError> {
+    let now = now_millis();
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at, user_agent, ip_address) \
+         VALUES ($1, $2, $3, $4, $3, $5, $6) RETURNING id",
+    )
+    .bind(token_hash)
+    .bind(user_id)
+    .bind(now)
+    .bind(now + ttl_millis)
+    .bind(client.user_agent.clone())
+    .bind(client.ip_address.clone())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// Ends one session (sign-out) in `tx`.
+pub async fn delete(tx: &mut Tx<'_>, token_hash: &str) -> Result<(), DomainError> {
+    sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+        .bind(token_hash)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }

@@ -290,19 +290,16 @@ impl Database {
         .await?;
         row.map(User::try_from).transpose()
     }
+}
 
-    /// Counts a successful sign-in.
-    pub async fn record_login(&self, user_id: i64) -> Result<(), DomainError> {
-        let now = now_millis();
-        sqlx::query(
-            "UPDATE users SET login_count = login_count + 1, last_login_at = $1 WHERE id = $2",
-        )
-        .bind(now)
+/// Counts a successful sign-in, in the unit of work that starts its session.
+pub async fn record_login(tx: &mut Tx<'_>, user_id: i64) -> Result<(), DomainError> {
+    sqlx::query("UPDATE users SET login_count = login_count + 1, last_login_at = $1 WHERE id = $2")
+        .bind(now_millis())
         .bind(user_id)
-        .execute(&mut *self.lease().await?)
+        .execute(&mut **tx)
         .await?;
-        Ok(())
-    }
+    Ok(())
 }
 
 /// The columns a user list may be sorted by.

@@ -1,7 +1,7 @@
 //! The janitor's purge removes exactly what has expired.
 
-use plaza_domain::auth_state::PendingOAuth;
-use plaza_domain::sessions::{SessionClient, SessionLifetime};
+use plaza_domain::auth_state::{self, PendingOAuth};
+use plaza_domain::sessions::{self, SessionClient, SessionLifetime};
 use plaza_domain::users::{NewUser, Role};
 use plaza_domain::{Database, DatabaseOptions};
 
@@ -32,29 +32,30 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
         .write(|tx| Box::pin(async move { plaza_domain::users::create(tx, new).await }))
         .await
         .unwrap();
-    let client = SessionClient::default();
-    db.create_session("expired", user.id(), -1000, &client)
+    let user_id = user.id();
+    let removed = db
+        .write(|tx| {
+            Box::pin(async move {
+                let client = SessionClient::default();
+                sessions::create(tx, "expired", user_id, -1000, &client).await?;
+                sessions::create(tx, "live", user_id, 60_000, &client).await?;
+                let expired = PendingOAuth {
+                    provider: "x".into(),
+                    pkce_verifier: "v".into(),
+                    callback_url: "/".into(),
+                    expires_at: 1,
+                    browser_hash: "b".into(),
+                    link_user_id: None,
+                };
+                auth_state::save_oauth_state(tx, "old", &expired).await?;
+                auth_state::revoke_token(tx, "gone", 1).await?;
+                auth_state::revoke_token(tx, "current", i64::MAX).await?;
+                auth_state::reserve_sign_in_attempt(tx, "email:p@example.com", 60_000).await?;
+                auth_state::purge_expired_security_state(tx, 60_000).await
+            })
+        })
         .await
         .unwrap();
-    db.create_session("live", user.id(), 60_000, &client)
-        .await
-        .unwrap();
-    let expired = PendingOAuth {
-        provider: "x".into(),
-        pkce_verifier: "v".into(),
-        callback_url: "/".into(),
-        expires_at: 1,
-        browser_hash: "b".into(),
-        link_user_id: None,
-    };
-    db.save_oauth_state("old", &expired).await.unwrap();
-    db.revoke_token("gone", 1).await.unwrap();
-    db.revoke_token("current", i64::MAX).await.unwrap();
-    db.reserve_sign_in_attempt("email:p@example.com", 60_000)
-        .await
-        .unwrap();
-
-    let removed = db.purge_expired_security_state(60_000).await.unwrap();
     assert_eq!(
         removed, 2,
         "the expired session and the old revocation (the OAuth state went on save)"
@@ -66,12 +67,16 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
             .unwrap()
             .is_none()
     );
-    assert_eq!(
-        db.reserve_sign_in_attempt("email:p@example.com", 60_000)
-            .await
-            .unwrap(),
-        2,
-        "attempts within the window survive the purge"
-    );
-    assert!(db.take_oauth_state("old").await.unwrap().is_none());
+    let (attempts, old_state) = db
+        .write(|tx| {
+            Box::pin(async move {
+                let attempts =
+                    auth_state::reserve_sign_in_attempt(tx, "email:p@example.com", 60_000).await?;
+                Ok((attempts, auth_state::take_oauth_state(tx, "old").await?))
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2, "attempts within the window survive the purge");
+    assert!(old_state.is_none());
 }

@@ -88,7 +88,12 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .saturating_mul(1000);
                     state
                         .db
-                        .purge_expired_security_state(window)
+                        .write(|tx| {
+                            Box::pin(async move {
+                                plaza_domain::auth_state::purge_expired_security_state(tx, window)
+                                    .await
+                            })
+                        })
                         .await
                         .map(|removed| format!("removed {removed} rows"))
                         .map_err(|error| error.to_string())

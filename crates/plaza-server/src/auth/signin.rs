@@ -2,11 +2,12 @@
 //! account linking, and starting sessions.
 
 use plaza_domain::accounts::{self, ProviderIdentity};
-use plaza_domain::sessions::SessionClient;
+use plaza_domain::auth_state;
+use plaza_domain::sessions::{self, SessionClient};
 use plaza_domain::text::{
     MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_refused_in_line, is_web_url,
 };
-use plaza_domain::users::{NewUser, Role, User, normalize_email};
+use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
 
 use super::password::MAX_PASSWORD_LENGTH;
 use super::tokens::{hash_token, random_token};
@@ -28,16 +29,18 @@ pub async fn start_session(
     client: SessionClient,
 ) -> Result<StartedSession, AppError> {
     let token = random_token();
+    let token_hash = hash_token(&token);
+    let user_id = user.id();
+    let ttl_millis = state.auth.sessions.ttl_millis;
     state
         .db
-        .create_session(
-            &hash_token(&token),
-            user.id(),
-            state.auth.sessions.ttl_millis,
-            &client,
-        )
+        .write(|tx| {
+            Box::pin(async move {
+                sessions::create(tx, &token_hash, user_id, ttl_millis, &client).await?;
+                users::record_login(tx, user_id).await
+            })
+        })
         .await?;
-    state.db.record_login(user.id()).await?;
     Ok(StartedSession {
         token,
         expires_at: plaza_domain::time::now_millis() + state.auth.sessions.ttl_millis,
@@ -69,13 +72,24 @@ pub async fn sign_in_with_password(
     let account_key = format!("email:{}", normalize_email(email));
     let address_key = client.ip_address.as_ref().map(|ip| format!("ip:{ip}"));
     let max = i64::from(settings.auth.sign_in_max_failures);
-    let account_attempts = state
-        .db
-        .reserve_sign_in_attempt(&account_key, window)
-        .await?;
-    let address_attempts = match &address_key {
-        Some(key) => state.db.reserve_sign_in_attempt(key, window).await?,
-        None => 0,
+    // Counted in a unit of its own, committed before the password is
+    // checked: a failed attempt is never rolled back.
+    let (account_attempts, address_attempts) = {
+        let (account_key, address_key) = (account_key.clone(), address_key.clone());
+        state
+            .db
+            .write(|tx| {
+                Box::pin(async move {
+                    let account =
+                        auth_state::reserve_sign_in_attempt(tx, &account_key, window).await?;
+                    let address = match &address_key {
+                        Some(key) => auth_state::reserve_sign_in_attempt(tx, key, window).await?,
+                        None => 0,
+                    };
+                    Ok((account, address))
+                })
+            })
+            .await?
     };
     if account_attempts > max || address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR) {
         // The window ends at most this long from now.
@@ -92,10 +106,18 @@ pub async fn sign_in_with_password(
     let matched = state.auth.passwords.verify(password, hash).await?;
     match user {
         Some(user) if matched && user.is_active() => {
-            state.db.clear_sign_in_failures(&account_key).await?;
-            if let Some(key) = &address_key {
-                state.db.release_sign_in_attempt(key).await?;
-            }
+            state
+                .db
+                .write(|tx| {
+                    Box::pin(async move {
+                        auth_state::clear_sign_in_failures(tx, &account_key).await?;
+                        if let Some(key) = &address_key {
+                            auth_state::release_sign_in_attempt(tx, key).await?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await?;
             start_session(state, user, client).await
         }
         _ => Err(AppError::InvalidCredentials),

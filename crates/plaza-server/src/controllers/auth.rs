@@ -6,8 +6,8 @@ use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
-use plaza_domain::auth_state::PendingOAuth;
-use plaza_domain::sessions::SessionClient;
+use plaza_domain::auth_state::{self, PendingOAuth};
+use plaza_domain::sessions::{self, SessionClient};
 use plaza_domain::time::{from_millis, now_millis};
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
@@ -240,19 +240,20 @@ pub async fn signin_with_provider(
     // The browser keeps its binding cookie across sign-ins started in
     // several tabs; a new one is made when it has none.
     let binding = cookie_value(&headers, OAUTH_BINDING_COOKIE).unwrap_or_else(random_token);
+    let state_hash = hash_token(&authorization.state);
+    let pending = PendingOAuth {
+        provider: provider_id,
+        pkce_verifier: authorization.pkce_verifier,
+        callback_url: safe_callback(&state, query.callback_url.as_deref()),
+        expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
+        browser_hash: hash_token(&binding),
+        link_user_id: signed_in.map(|principal| principal.user_id()),
+    };
     state
         .db
-        .save_oauth_state(
-            &hash_token(&authorization.state),
-            &PendingOAuth {
-                provider: provider_id,
-                pkce_verifier: authorization.pkce_verifier,
-                callback_url: safe_callback(&state, query.callback_url.as_deref()),
-                expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
-                browser_hash: hash_token(&binding),
-                link_user_id: signed_in.map(|principal| principal.user_id()),
-            },
-        )
+        .write(|tx| {
+            Box::pin(async move { auth_state::save_oauth_state(tx, &state_hash, &pending).await })
+        })
         .await?;
     let mut response = Redirect::to(&authorization.url).into_response();
     response.headers_mut().append(
@@ -329,7 +330,15 @@ async fn finish_provider_sign_in(
     // The state is consumed first, so it is single-use even when the
     // provider reports an error.
     let pending = match &query.state {
-        Some(value) => state.db.take_oauth_state(&hash_token(value)).await?,
+        Some(value) => {
+            let state_hash = hash_token(value);
+            state
+                .db
+                .write(|tx| {
+                    Box::pin(async move { auth_state::take_oauth_state(tx, &state_hash).await })
+                })
+                .await?
+        }
         None => None,
     };
     let binding = cookie_value(headers, OAUTH_BINDING_COOKIE).map(|value| hash_token(&value));
@@ -436,7 +445,11 @@ pub async fn signout(
         )?;
     }
     if let Some(principal) = user {
-        state.db.delete_session(&principal.token_hash).await?;
+        let token_hash = principal.token_hash.clone();
+        state
+            .db
+            .write(|tx| Box::pin(async move { sessions::delete(tx, &token_hash).await }))
+            .await?;
     }
     let mut response = if form {
         Redirect::to("/").into_response()
@@ -776,9 +789,13 @@ pub async fn revoke_admin_token(
     State(state): State<AppState>,
     AnyAdminToken(token): AnyAdminToken,
 ) -> Result<AppJson<RevokedView>, AppError> {
+    let (jti, expires_at) = (
+        token.claims.jti.clone(),
+        token.claims.exp.saturating_mul(1000),
+    );
     state
         .db
-        .revoke_token(&token.claims.jti, token.claims.exp.saturating_mul(1000))
+        .write(|tx| Box::pin(async move { auth_state::revoke_token(tx, &jti, expires_at).await }))
         .await?;
     Ok(AppJson(RevokedView {
         success: true,
