@@ -5,11 +5,12 @@
 //! without its entry nor an entry without its change. There is no update or
 //! delete path: the trail is append-only.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sqlx::FromRow;
 
 use crate::listing::{Arg, Args, Page, bind_all, where_clause};
 use crate::time::now_millis;
+use crate::users::User;
 use crate::{Database, DomainError, Tx};
 
 /// Where an audited action came from (DECISIONS.md: `v1` or `admin` for the
@@ -110,6 +111,25 @@ pub async fn record(
 /// The `{before, after}` pair of one changed field.
 pub fn change(before: impl Into<Value>, after: impl Into<Value>) -> Value {
     serde_json::json!({"before": before.into(), "after": after.into()})
+}
+
+/// `{field: {before, after}}` for each of the role and status that differ
+/// between two states of a user, the change an admin's update records.
+pub fn role_and_status_changes(before: &User, after: &User) -> Map<String, Value> {
+    let mut changed = Map::new();
+    if after.role != before.role {
+        changed.insert(
+            "role".into(),
+            change(before.role.as_str(), after.role.as_str()),
+        );
+    }
+    if after.status != before.status {
+        changed.insert(
+            "status".into(),
+            change(before.status.as_str(), after.status.as_str()),
+        );
+    }
+    changed
 }
 
 /// A recorded entry.

@@ -516,26 +516,13 @@ pub async fn update_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
-    let (role_before, status_before) = (target.role, target.status);
     let user = state
         .db
         .write(|tx| {
             Box::pin(async move {
                 let user = users::update(tx, id, changes).await?;
                 // An admin changing someone's role or status is audited.
-                let mut changed = serde_json::Map::new();
-                if user.role != role_before {
-                    changed.insert(
-                        "role".into(),
-                        audit::change(role_before.as_str(), user.role.as_str()),
-                    );
-                }
-                if user.status != status_before {
-                    changed.insert(
-                        "status".into(),
-                        audit::change(status_before.as_str(), user.status.as_str()),
-                    );
-                }
+                let changed = audit::role_and_status_changes(&target, &user);
                 if !changed.is_empty() {
                     audit::record(
                         tx,

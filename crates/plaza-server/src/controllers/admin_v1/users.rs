@@ -12,7 +12,7 @@ use plaza_domain::users::{
 };
 use plaza_domain::{DomainError, Tx};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
@@ -429,7 +429,6 @@ async fn apply_update(
             "an admin changes the status only of others they manage, and nobody bans a super admin",
         )?;
     }
-    let mut changed = Map::new();
     let before = &target.row;
     if status == Some(UserStatus::Banned) {
         bans::impose(
@@ -460,18 +459,7 @@ async fn apply_update(
         },
     )
     .await?;
-    if user.role != target.role {
-        changed.insert(
-            "role".into(),
-            audit::change(target.role.as_str(), user.role.as_str()),
-        );
-    }
-    if user.status != target.status {
-        changed.insert(
-            "status".into(),
-            audit::change(target.status.as_str(), user.status.as_str()),
-        );
-    }
+    let mut changed = audit::role_and_status_changes(&target, &user);
     let verified = |row: &users::UserRow| row.email_verified_at.is_some();
     if verified(&user.row) != verified(before) {
         changed.insert(
