@@ -44,6 +44,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             Limit::VersionedAdmin,
             controllers::admin_v1::routes(),
         ))
+        .merge(limited(
+            Limit::SystemAction,
+            controllers::admin_v1::system_routes(),
+        ))
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.

@@ -8,13 +8,25 @@
 //! - **Errors**: `{success: false, error: {code, message, …}}`, chosen by the
 //!   path prefix (`error::Surface::VersionedAdmin`).
 //! - **Rate limit**: per admin, tier `general` or `super`, declared in
-//!   `app::api_router` with `Limit::VersionedAdmin`; every answer carries
-//!   `X-Admin-Tier` and the `X-RateLimit-*` headers.
+//!   `app::api_router` with `Limit::VersionedAdmin`; the system actions
+//!   ([`system_routes`]) are their own group in tier `system`
+//!   (`Limit::SystemAction`). Every answer carries `X-Admin-Tier` and the
+//!   `X-RateLimit-*` headers.
 //! - **Answers**: lists in [`ListEnvelope`].
 
 pub mod audit_logs;
+pub mod feature_flags;
+pub mod reports;
+pub mod system;
 
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
+use feature_flags::{
+    __path_list_feature_flags, __path_put_feature_flag, list_feature_flags, put_feature_flag,
+};
+use reports::{
+    __path_moderation_report, __path_user_activity_report, moderation_report, user_activity_report,
+};
+use system::{__path_run_maintenance, run_maintenance};
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -27,7 +39,17 @@ use crate::state::AppState;
 pub const DEFAULT_LIMIT: i64 = 50;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(crate::documented_routes!(list_audit_logs))
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(list_audit_logs))
+        .routes(crate::documented_routes!(list_feature_flags))
+        .routes(crate::documented_routes!(put_feature_flag))
+        .routes(crate::documented_routes!(user_activity_report))
+        .routes(crate::documented_routes!(moderation_report))
+}
+
+/// The system actions, in a rate tier of their own (`system`).
+pub fn system_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(crate::documented_routes!(run_maintenance))
 }
 
 /// A successful list answer.
