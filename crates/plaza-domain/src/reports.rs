@@ -31,9 +31,9 @@ pub(crate) const REPORT_COLUMNS: &str =
 /// Figures of the admin surface's moderation report over a period.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ModerationStats {
-    /// Reports made since the start of the period.
+    /// Reports made in the period.
     pub reports_received: i64,
-    /// Reports resolved since the start of the period.
+    /// Reports resolved in the period.
     pub reports_resolved: i64,
     /// Reports not resolved yet, whenever made.
     pub reports_open: i64,
