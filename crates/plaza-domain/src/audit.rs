@@ -167,7 +167,7 @@ pub struct AuditPage {
     pub total: i64,
 }
 
-const ENTRY_COLUMNS: &str = "id, created_at, actor_id, actor_email, action, target_type, \
+pub(crate) const ENTRY_COLUMNS: &str = "id, created_at, actor_id, actor_email, action, target_type, \
      target_id, ip_address, user_agent, changes, surface";
 
 impl AuditFilter {

@@ -33,6 +33,28 @@ pub(crate) struct FullTextSearch<'a> {
 }
 
 impl Dialect {
+    /// The dialect of an open connection or transaction (domain functions
+    /// that take a [`Tx`](crate::Tx) have no [`Database`](crate::Database)
+    /// to ask).
+    pub fn of(connection: &sqlx::AnyConnection) -> Dialect {
+        if connection.backend_name().eq_ignore_ascii_case("sqlite") {
+            Dialect(Backend::Sqlite)
+        } else {
+            Dialect(Backend::Postgres)
+        }
+    }
+
+    /// Appended to a `SELECT` of one row that the transaction then updates
+    /// from what it read: PostgreSQL locks the row until the commit;
+    /// SQLite's units of work already hold the write lock (`BEGIN
+    /// IMMEDIATE`).
+    pub fn for_update(self) -> &'static str {
+        match self.0 {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE",
+        }
+    }
+
     /// The statement that opens a unit of work. SQLite's plain `BEGIN`
     /// takes the write lock only at the first write, and two units that
     /// both read first then both want it fail at once with `SQLITE_BUSY`

@@ -8,6 +8,7 @@
 //! Unix milliseconds in `BIGINT` columns.
 
 pub mod accounts;
+pub mod activity;
 pub mod admin_principal;
 pub mod audit;
 pub mod auth_state;
@@ -15,9 +16,11 @@ pub mod bans;
 pub mod db;
 mod dialect;
 pub mod error;
+pub mod feature_flags;
 pub mod flag;
 pub mod jobs;
 pub mod listing;
+pub mod maintenance;
 pub mod policy;
 pub mod posts;
 pub mod reports;

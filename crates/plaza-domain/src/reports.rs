@@ -25,15 +25,15 @@ pub struct Report {
     pub resolved_by: Option<i64>,
 }
 
-const REPORT_COLUMNS: &str =
+pub(crate) const REPORT_COLUMNS: &str =
     "id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by";
 
 /// Figures of the admin surface's moderation report over a period.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ModerationStats {
-    /// Reports made since the start of the period.
+    /// Reports made in the period.
     pub reports_received: i64,
-    /// Reports resolved since the start of the period.
+    /// Reports resolved in the period.
     pub reports_resolved: i64,
     /// Reports not resolved yet, whenever made.
     pub reports_open: i64,
@@ -75,17 +75,29 @@ impl Database {
     /// The moderation report's figures for the period starting at `since`
     /// (Unix milliseconds).
     pub async fn moderation_stats(&self, since: i64) -> Result<ModerationStats, DomainError> {
+        self.moderation_stats_between(since, i64::MAX).await
+    }
+
+    /// The moderation report's figures for the period from `since`
+    /// (inclusive) to `until` (exclusive), Unix milliseconds; the open
+    /// figures are as of now.
+    pub async fn moderation_stats_between(
+        &self,
+        since: i64,
+        until: i64,
+    ) -> Result<ModerationStats, DomainError> {
         let (received, resolved, open, posts_open, average): (i64, i64, i64, i64, Option<f64>) =
             sqlx::query_as(
                 "SELECT \
-                 (SELECT COUNT(*) FROM post_reports WHERE created_at >= $1), \
-                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at >= $1), \
+                 (SELECT COUNT(*) FROM post_reports WHERE created_at >= $1 AND created_at < $2), \
+                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2), \
                  (SELECT COUNT(*) FROM post_reports WHERE resolved_at IS NULL), \
                  (SELECT COUNT(DISTINCT post_id) FROM post_reports WHERE resolved_at IS NULL), \
                  (SELECT CAST(AVG(resolved_at - created_at) AS DOUBLE PRECISION) \
-                  FROM post_reports WHERE resolved_at >= $1)",
+                  FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2)",
             )
             .bind(since)
+            .bind(until)
             .fetch_one(&mut *self.lease().await?)
             .await?;
         Ok(ModerationStats {

@@ -22,11 +22,11 @@
 
 use sqlx::FromRow;
 
-use crate::dialect::FullTextSearch;
+use crate::dialect::{Dialect, FullTextSearch};
 use crate::listing::{Arg, Args, Page, bind_all};
 use crate::posts::{PUBLIC_SQL, Post, PostJson, Viewer, parse_json_page, post_json};
 use crate::users::{USER_COLUMNS, User, UserRow};
-use crate::{Database, DomainError};
+use crate::{Database, DomainError, Tx};
 
 /// Most characters in a query.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -533,25 +533,30 @@ impl Database {
         Ok(plan)
     }
 
-    /// Rebuilds the full-text indexes from the rows (the admin surface's
-    /// `rebuild_search` maintenance action): FTS5 `rebuild` (which also
-    /// leaves each index in one segment, the fastest to read) on SQLite,
-    /// `REINDEX` of the GIN indexes on PostgreSQL (whose vectors are
-    /// generated columns and cannot drift).
+    /// Rebuilds the full-text indexes from the rows, as one unit of work
+    /// (see [`rebuild`]).
     pub async fn rebuild_search(&self) -> Result<RebuildSummary, DomainError> {
-        for statement in self.dialect().rebuild_full_text() {
-            sqlx::query(statement)
-                .execute(&mut *self.lease().await?)
-                .await?;
-        }
-        let (posts, users): (i64, i64) = sqlx::query_as(
-            "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts), \
-             (SELECT COUNT(*) FROM users)",
-        )
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
-        Ok(RebuildSummary { posts, users })
+        self.write(|tx| Box::pin(rebuild(tx))).await
     }
+}
+
+/// Rebuilds the full-text indexes from the rows in `tx` (the admin
+/// surface's `rebuild_search` maintenance action, which records its audit
+/// entry in the same unit of work): FTS5 `rebuild` (which also leaves each
+/// index in one segment, the fastest to read) on SQLite, `REINDEX` of the
+/// GIN indexes on PostgreSQL (whose vectors are generated columns and
+/// cannot drift). Answers how many posts and users are indexed.
+pub async fn rebuild(tx: &mut Tx<'_>) -> Result<RebuildSummary, DomainError> {
+    for statement in Dialect::of(tx).rebuild_full_text() {
+        sqlx::query(statement).execute(&mut **tx).await?;
+    }
+    let (posts, users): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts), \
+         (SELECT COUNT(*) FROM users)",
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(RebuildSummary { posts, users })
 }
 
 fn empty_page<T>() -> SearchPage<T> {

@@ -20,7 +20,8 @@ use crate::settings::ServerSettings;
 use crate::state::AppState;
 
 /// Every documented route, in groups that each declare here their error
-/// surface ([`on_surface`]) and their rate limit ([`limited`]). The OpenAPI document is collected from this, so it is the single
+/// surface ([`on_surface`]) and their rate limit ([`limited`]). The OpenAPI
+/// document is collected from this, so it is the single
 /// list of what Plaza serves.
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
@@ -67,6 +68,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(on_surface(
             Surface::VersionedAdmin,
             limited(Limit::VersionedAdmin, controllers::admin_v1::routes()),
+        ))
+        .merge(on_surface(
+            Surface::VersionedAdmin,
+            limited(Limit::SystemAction, controllers::admin_v1::system_routes()),
         ))
 }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod extract;
 pub mod identity;
 pub mod jobs;
+pub mod maintenance;
 pub mod middleware;
 pub mod pages;
 pub mod rate_limit;

@@ -206,6 +206,9 @@ pub struct LimitSettings {
     pub rate_limit_admin: Quota,
     /// Versioned admin requests per admin whose token holds `admin:super`.
     pub rate_limit_admin_super: Quota,
+    /// Versioned admin system actions (maintenance) per admin, tier
+    /// `system`, whatever the token holds.
+    pub rate_limit_admin_system: Quota,
     /// Clients the in-process limiter tracks at most; beyond it, new
     /// clients share one count until old ones expire.
     pub rate_limit_max_keys: usize,
@@ -228,6 +231,7 @@ impl Default for LimitSettings {
             rate_limit_authenticated: Quota::per_hour(1000),
             rate_limit_admin: Quota::per_hour(5000),
             rate_limit_admin_super: Quota::per_hour(10_000),
+            rate_limit_admin_system: Quota::per_hour(100),
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
             redis_timeout_ms: 100,

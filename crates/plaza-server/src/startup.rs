@@ -85,7 +85,7 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
 
 /// Creates `dir` (and missing parents) readable by the owner only. An
 /// existing directory is left as the operator made it.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]

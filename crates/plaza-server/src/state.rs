@@ -7,6 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
+use crate::controllers::cache::AnswerCaches;
 use crate::controllers::link_preview::OwnPages;
 use crate::identity::Auth;
 use crate::settings::Settings;
@@ -46,6 +47,11 @@ pub struct Shared {
     pub rate_limiter: crate::rate_limit::RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
     pub link_preview: LinkPreviews,
+    /// Rendered answers kept for anonymous readers (`cache_clear` empties them).
+    pub answer_caches: AnswerCaches,
+    /// Held while a maintenance action runs: one at a time per instance, so
+    /// a repeated click does not start a second backup or rebuild.
+    pub maintenance_running: tokio::sync::Mutex<()>,
     pub metrics: PrometheusHandle,
     pub started_at: Instant,
     /// This process among the instances sharing the database: the owner of
@@ -97,6 +103,8 @@ impl AppState {
             db,
             auth: Arc::new(auth),
             link_preview,
+            answer_caches: AnswerCaches::default(),
+            maintenance_running: tokio::sync::Mutex::new(()),
             rate_limiter,
             quotes,
             metrics: crate::telemetry::metrics_handle(),

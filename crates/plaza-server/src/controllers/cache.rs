@@ -10,7 +10,7 @@
 //! from here; a request with `Cache-Control: no-cache` is rendered afresh.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -39,9 +39,37 @@ struct Entries {
     bytes: usize,
 }
 
+/// Every answer cache of the process, in [`AppState`]: the routes answer
+/// from them and `cache_clear` maintenance empties them all.
+#[derive(Default)]
+pub struct AnswerCaches {
+    /// `GET /api/posts`.
+    pub posts: AnswerCache,
+    /// `GET /api/search` (posts) and `/api/search/posts`.
+    pub search: AnswerCache,
+}
+
+impl AnswerCaches {
+    /// Empties every cache; answers each one's name and the entries it held.
+    pub fn clear_all(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("posts", self.posts.clear()),
+            ("search", self.search.clear()),
+        ]
+    }
+}
+
 impl AnswerCache {
-    pub fn shared() -> Arc<AnswerCache> {
-        Arc::new(AnswerCache::default())
+    /// Drops every answer (the next request renders afresh); answers how
+    /// many there were.
+    pub fn clear(&self) -> usize {
+        let Ok(mut entries) = self.entries.lock() else {
+            return 0;
+        };
+        let cleared = entries.by_key.len();
+        entries.by_key.clear();
+        entries.bytes = 0;
+        cleared
     }
 
     fn get(&self, key: &str, generation: i64) -> Option<Bytes> {
@@ -159,6 +187,23 @@ mod tests {
         drop(entries);
         cache.put("big".into(), 1, Bytes::from(vec![0; MAX_ANSWER_BYTES + 1]));
         assert_eq!(cache.get("big", 1), None);
+    }
+
+    #[test]
+    fn clearing_drops_every_answer_and_counts_them() {
+        let caches = AnswerCaches::default();
+        caches
+            .posts
+            .put("posts?".into(), 1, Bytes::from_static(b"[1]"));
+        caches
+            .posts
+            .put("posts?limit=1".into(), 1, Bytes::from_static(b"[]"));
+        caches
+            .search
+            .put("search?q=a".into(), 1, Bytes::from_static(b"{}"));
+        assert_eq!(caches.clear_all(), vec![("posts", 2), ("search", 1)]);
+        assert_eq!(caches.posts.get("posts?", 1), None);
+        assert_eq!(caches.clear_all(), vec![("posts", 0), ("search", 0)]);
     }
 
     #[test]

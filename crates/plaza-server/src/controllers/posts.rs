@@ -2,9 +2,6 @@
 //! reports. Drafts and hidden posts exist only for their author and for
 //! moderators; everyone else gets 404 for them.
 
-use std::sync::Arc;
-
-use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize};
-use crate::controllers::cache::{self, AnswerCache};
+use crate::controllers::cache;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::timestamp;
 use crate::error::AppError;
@@ -36,7 +33,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
             delete_post
         ))
         .routes(crate::documented_routes!(report_post))
-        .layer(Extension(AnswerCache::shared()))
 }
 
 /// What a signed-in principal (or nobody) may see.
@@ -132,7 +128,6 @@ pub struct PostListQuery {
 pub async fn list_posts(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
-    Extension(cache): Extension<Arc<AnswerCache>>,
     headers: HeaderMap,
     RawQuery(raw_query): RawQuery,
     AppQuery(query): AppQuery<PostListQuery>,
@@ -174,7 +169,7 @@ pub async fn list_posts(
         ..PostQuery::default()
     };
     let key = cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
-    cache::answer(&state, &cache, key, async {
+    cache::answer(&state, &state.answer_caches.posts, key, async {
         let listed = state.db.list_posts(&filter, viewer, page).await?;
         Ok(PostList {
             posts: listed

@@ -2,9 +2,6 @@
 //! prefix matching of the last word, and highlighted snippets. Results are
 //! only ever what the caller may see anyway.
 
-use std::sync::Arc;
-
-use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -15,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
-use crate::controllers::cache::{self, AnswerCache};
+use crate::controllers::cache;
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::viewer_of;
 use crate::controllers::users::{avatar_url, display_name, timestamp};
@@ -31,7 +28,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(search))
         .routes(crate::documented_routes!(search_posts))
         .routes(crate::documented_routes!(search_users))
-        .layer(Extension(AnswerCache::shared()))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -254,7 +250,6 @@ async fn run(
 pub async fn search(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
-    Extension(cache): Extension<Arc<AnswerCache>>,
     headers: HeaderMap,
     RawQuery(raw_query): RawQuery,
     AppQuery(params): AppQuery<SearchParams>,
@@ -265,7 +260,7 @@ pub async fn search(
         .flatten();
     cache::answer(
         &state,
-        &cache,
+        &state.answer_caches.search,
         key,
         run(&state, caller.as_ref(), q, kind, page),
     )
@@ -288,7 +283,6 @@ pub async fn search(
 pub async fn search_posts(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
-    Extension(cache): Extension<Arc<AnswerCache>>,
     headers: HeaderMap,
     RawQuery(raw_query): RawQuery,
     AppQuery(params): AppQuery<SearchParams>,
@@ -302,7 +296,7 @@ pub async fn search_posts(
     );
     cache::answer(
         &state,
-        &cache,
+        &state.answer_caches.search,
         key,
         run(&state, caller.as_ref(), q, kind, page),
     )

@@ -343,7 +343,7 @@ pub async fn get_user(
 
 /// Reads a present-but-null JSON field as `Some(None)`, so an update can
 /// clear it, while an absent field stays `None`.
-fn double_option<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+pub(crate) fn double_option<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

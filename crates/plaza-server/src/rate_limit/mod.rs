@@ -57,6 +57,12 @@ pub enum Limit {
     /// `super` (`rate_limit_admin_super`); each answer names its tier in
     /// `X-Admin-Tier`. Fails open, like reads elsewhere.
     VersionedAdmin,
+    /// The versioned admin surface's system actions (maintenance), per
+    /// admin: tier `system` (`rate_limit_admin_system`) for every token,
+    /// `admin:super` included, counted apart from the other tiers. Fails
+    /// closed (503): these actions are heavy (backups, index rebuilds) and
+    /// the limit is what bounds them.
+    SystemAction,
 }
 
 /// A versioned admin tier, as `X-Admin-Tier` names it.
@@ -64,6 +70,7 @@ pub enum Limit {
 enum Tier {
     General,
     Super,
+    System,
 }
 
 impl Tier {
@@ -71,6 +78,7 @@ impl Tier {
         HeaderValue::from_static(match self {
             Tier::General => "general",
             Tier::Super => "super",
+            Tier::System => "system",
         })
     }
 }
@@ -81,6 +89,7 @@ impl Limit {
         match self {
             Limit::VersionedAdmin if caller.super_token => Some(Tier::Super),
             Limit::VersionedAdmin => Some(Tier::General),
+            Limit::SystemAction => Some(Tier::System),
             Limit::General | Limit::SignIn => None,
         }
     }
@@ -91,7 +100,8 @@ impl Limit {
             (None, Subject::User(_)) => "user",
             (None, Subject::Address(_)) => "addr",
             (Some(Tier::Super), Subject::User(_)) => "admin_super",
-            (Some(_), Subject::User(_)) => "admin",
+            (Some(Tier::System), Subject::User(_)) => "admin_system",
+            (Some(Tier::General), Subject::User(_)) => "admin",
             (Some(_), Subject::Address(_)) => "admin_addr",
         }
     }
@@ -104,11 +114,12 @@ impl Limit {
             (None, Subject::User(_)) => settings.rate_limit_authenticated,
             (Some(Tier::Super), Subject::User(_)) => settings.rate_limit_admin_super,
             (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
+            (Some(Tier::System), Subject::User(_)) => settings.rate_limit_admin_system,
         }
     }
 
     fn fails_closed(self) -> bool {
-        matches!(self, Limit::SignIn)
+        matches!(self, Limit::SignIn | Limit::SystemAction)
     }
 
     fn name(self) -> &'static str {
@@ -116,6 +127,7 @@ impl Limit {
             Limit::General => "general",
             Limit::SignIn => "sign_in",
             Limit::VersionedAdmin => "versioned_admin",
+            Limit::SystemAction => "system_action",
         }
     }
 }
@@ -435,6 +447,17 @@ mod tests {
             Limit::General.bucket(&member),
             Limit::VersionedAdmin.bucket(&member)
         );
+        let root = caller(user, true);
+        assert_eq!(Limit::SystemAction.tier(&root), Some(Tier::System));
+        assert_ne!(
+            Limit::SystemAction.bucket(&root),
+            Limit::VersionedAdmin.bucket(&root)
+        );
+        assert_eq!(
+            Limit::SystemAction.bucket(&root),
+            Limit::SystemAction.bucket(&member)
+        );
+        assert!(Limit::SystemAction.fails_closed() && !Limit::VersionedAdmin.fails_closed());
         assert_eq!(redis_key("user", user), "plaza:rl:user:u:7");
         assert_eq!(redis_key("addr", address), "plaza:rl:addr:a:2001:db8::");
     }

@@ -8,16 +8,28 @@
 //! - **Errors**: `{success: false, error: {code, message, …}}`, declared for
 //!   the group in `app::api_router` (`on_surface(Surface::VersionedAdmin, …)`).
 //! - **Rate limit**: per admin, tier `general` or `super`, declared in
-//!   `app::api_router` with `Limit::VersionedAdmin`; every answer carries
-//!   `X-Admin-Tier` and the `X-RateLimit-*` headers.
+//!   `app::api_router` with `Limit::VersionedAdmin`; the system actions
+//!   ([`system_routes`]) are their own group in tier `system`
+//!   (`Limit::SystemAction`). Every answer carries `X-Admin-Tier` and the
+//!   `X-RateLimit-*` headers.
 //! - **Answers**: lists in [`ListEnvelope`], single objects in [`Envelope`].
 //! - **Changes**: read their target inside their unit of work, ask
 //!   `plaza_domain::policy` there, and commit with their audit entry.
 
 pub mod audit_logs;
+pub mod feature_flags;
+pub mod reports;
+pub mod system;
 pub mod users;
 
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
+use feature_flags::{
+    __path_list_feature_flags, __path_put_feature_flag, list_feature_flags, put_feature_flag,
+};
+use reports::{
+    __path_moderation_report, __path_user_activity_report, moderation_report, user_activity_report,
+};
+use system::{__path_run_maintenance, run_maintenance};
 use users::{
     __path_ban_admin_user, __path_bulk_update_users, __path_get_admin_user,
     __path_list_admin_users, __path_update_admin_user, ban_admin_user, bulk_update_users,
@@ -41,6 +53,15 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(get_admin_user, update_admin_user))
         .routes(crate::documented_routes!(ban_admin_user))
         .routes(crate::documented_routes!(bulk_update_users))
+        .routes(crate::documented_routes!(list_feature_flags))
+        .routes(crate::documented_routes!(put_feature_flag))
+        .routes(crate::documented_routes!(user_activity_report))
+        .routes(crate::documented_routes!(moderation_report))
+}
+
+/// The system actions, in a rate tier of their own (`system`).
+pub fn system_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(crate::documented_routes!(run_maintenance))
 }
 
 /// A successful answer holding one object.
