@@ -3,14 +3,47 @@
 
 mod common;
 
+use common::actors::{Cast, assert_statuses, row};
 use common::{As, Backend, PASSWORD, TestServer, call, member};
 use serde_json::{Value, json};
 
 on_both_databases!(
+    every_operation_answers_by_permission,
     the_audit_trail_answers_by_permission,
     the_audit_trail_filters_and_pages,
     each_admin_is_counted_in_their_tier,
 );
+
+/// Every operation of the surface against every actor: sessions never
+/// pass (the surface takes admin tokens only), and each token passes where
+/// its method category allows. Writes carry a body that fails validation,
+/// so an allowed write answers 422 and the table changes nothing.
+async fn every_operation_answers_by_permission(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let cast = Cast::new(&server).await;
+    let actors = cast.actors();
+    let user = format!("/api/v1/admin/users/{}", cast.user.id);
+    let empty = || Some(json!({}));
+    // Columns: anonymous; the user, moderator, admin and super_admin
+    // sessions; the admin:read, :write, :delete and :super tokens.
+    const READ: [u16; 9] = [401, 401, 401, 401, 401, 200, 403, 403, 200];
+    const WRITE: [u16; 9] = [401, 401, 401, 401, 401, 403, 422, 403, 422];
+    #[rustfmt::skip]
+    let rows = vec![
+        row("GET", "/api/v1/admin/audit-logs", None, READ),
+        row("GET", "/api/v1/admin/users", None, READ),
+        row("GET", user.clone(), None, READ),
+        row("PUT", user.clone(), empty(), WRITE),
+        row("POST", format!("{user}/ban"), Some(json!({"action": "smite"})), WRITE),
+        row("POST", "/api/v1/admin/users/bulk-update", Some(json!({"userIds": [], "updates": {}})), WRITE),
+        row("GET", "/api/v1/admin/feature-flags", None, READ),
+        row("PUT", "/api/v1/admin/feature-flags/new-search", empty(), WRITE),
+        row("GET", "/api/v1/admin/reports/user-activity", None, READ),
+        row("GET", "/api/v1/admin/reports/moderation", None, READ),
+        row("POST", "/api/v1/admin/system/maintenance", Some(json!({"action": "nap"})), WRITE),
+    ];
+    assert_statuses(&server, &actors, rows).await;
+}
 
 async fn read(server: &TestServer, who: As<'_>, path: &str) -> (u16, Value) {
     let response = server.send(who, "GET", path, None).await;
