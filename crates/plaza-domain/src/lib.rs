@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod admin_principal;
+pub mod alerts;
 pub mod audit;
 pub mod auth_state;
 pub mod db;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod flag;
 pub mod jobs;
 pub mod listing;
+pub mod locks;
 pub mod policy;
 pub mod posts;
 pub mod reports;

@@ -38,7 +38,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                 .merge(controllers::search::routes())
                 .merge(controllers::images::routes())
                 .merge(controllers::link_preview::routes())
-                .merge(controllers::og::routes()),
+                .merge(controllers::og::routes())
+                .merge(controllers::alerts::routes()),
         ))
         .merge(limited(
             Limit::VersionedAdmin,

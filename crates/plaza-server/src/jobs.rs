@@ -13,6 +13,7 @@ use plaza_domain::jobs::Claim;
 use plaza_domain::time::now_millis;
 use tokio_util::sync::CancellationToken;
 
+use crate::settings::Settings;
 use crate::state::AppState;
 
 /// Where a job runs.
@@ -36,8 +37,9 @@ pub struct Job {
     pub run: Run,
 }
 
-/// Every background job Plaza runs: the one place to add one.
-pub fn jobs() -> Vec<Job> {
+/// Every background job Plaza runs: the one place to add one. Periods
+/// that are settings come from `settings`.
+pub fn jobs(settings: &Settings) -> Vec<Job> {
     vec![
         Job {
             // The Prometheus recorder keeps every recorded latency until it
@@ -94,12 +96,38 @@ pub fn jobs() -> Vec<Job> {
                 })
             },
         },
+        Job {
+            // Scheduled broadcasts that are due become visible. Each is
+            // delivered by a conditional UPDATE of its own row, so even two
+            // instances that both ran this (an expired claim) deliver it once.
+            name: "deliver_scheduled_broadcasts",
+            period: Duration::from_secs(settings.alerts.broadcast_delivery_period_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(60),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .db
+                        .deliver_due_broadcasts(now_millis())
+                        .await
+                        .map(|delivered| {
+                            if delivered == 0 {
+                                String::new()
+                            } else {
+                                format!("delivered {delivered} broadcasts")
+                            }
+                        })
+                        .map_err(|error| error.to_string())
+                })
+            },
+        },
     ]
 }
 
 /// Starts every job until `stop` is cancelled.
 pub fn spawn_all(state: &AppState, stop: CancellationToken) {
-    for job in jobs() {
+    for job in jobs(&state.settings) {
         let state = state.clone();
         let stop = stop.clone();
         state.clone().background.spawn(async move {

@@ -10,11 +10,18 @@
 //! - **Rate limit**: per admin, tier `general` or `super`, declared in
 //!   `app::api_router` with `Limit::VersionedAdmin`; every answer carries
 //!   `X-Admin-Tier` and the `X-RateLimit-*` headers.
-//! - **Answers**: lists in [`ListEnvelope`].
+//! - **Answers**: lists in [`ListEnvelope`], single objects in [`ItemEnvelope`].
+//! - **Locks**: mutating operations on a user or post take its edit lock
+//!   (`plaza_domain::locks`); another admin's write meanwhile is 423
+//!   `RESOURCE_LOCKED`.
 
 pub mod audit_logs;
+pub mod broadcasts;
+pub mod posts;
 
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
+use broadcasts::{__path_create_broadcast, create_broadcast};
+use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -27,7 +34,28 @@ use crate::state::AppState;
 pub const DEFAULT_LIMIT: i64 = 50;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(crate::documented_routes!(list_audit_logs))
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(list_audit_logs))
+        .routes(crate::documented_routes!(list_admin_posts))
+        .routes(crate::documented_routes!(moderate_post))
+        .routes(crate::documented_routes!(create_broadcast))
+}
+
+/// A successful answer holding one object.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ItemEnvelope<T> {
+    /// Always true.
+    pub success: bool,
+    pub data: T,
+}
+
+impl<T> ItemEnvelope<T> {
+    pub fn new(data: T) -> Self {
+        ItemEnvelope {
+            success: true,
+            data,
+        }
+    }
 }
 
 /// A successful list answer.
