@@ -298,7 +298,7 @@ impl Database {
 
     /// Scheduled broadcasts due at `now` and not delivered yet, oldest due
     /// first, at most `limit`.
-    pub async fn due_broadcasts(&self, now: i64, limit: i64) -> Result<Vec<i64>, DomainError> {
+    async fn due_broadcasts(&self, now: i64, limit: i64) -> Result<Vec<i64>, DomainError> {
         let due: Vec<(i64,)> = sqlx::query_as(
             "SELECT id FROM alerts WHERE delivered_at IS NULL AND deliver_at <= $1 \
              ORDER BY deliver_at LIMIT $2",
