@@ -547,7 +547,7 @@ async fn another_admins_lock_refuses_then_expires(backend: Backend) {
         None,
     )
     .await;
-    assert_eq!(ids(&listed), [id.clone()]);
+    assert_eq!(ids(&listed), owned(&[&id]));
 
     // The holder never releases it (as if it crashed): it expires by itself.
     let deadline = Instant::now() + Duration::from_secs(15);
