@@ -14,6 +14,18 @@ pub enum DomainError {
     /// A uniqueness rule would be broken, such as a second account for one email.
     #[error("{0}")]
     Conflict(String),
+    /// Another admin holds the edit lock on the resource (see
+    /// [`crate::locks`]); times are Unix milliseconds.
+    #[error("{resource} is being modified by another admin")]
+    Locked {
+        resource: &'static str,
+        holder_id: i64,
+        locked_at: i64,
+    },
+    /// A state change that makes no sense from the current state, such as
+    /// hiding a post that is already hidden; the message says why.
+    #[error("{0}")]
+    InvalidTransition(String),
     /// The database could not be reached or did not answer in time; the caller
     /// may retry once it is back.
     #[error("database unavailable: {0}")]

@@ -10,6 +10,7 @@
 pub mod accounts;
 pub mod activity;
 pub mod admin_principal;
+pub mod alerts;
 pub mod audit;
 pub mod auth_state;
 pub mod bans;
@@ -20,6 +21,7 @@ pub mod feature_flags;
 pub mod flag;
 pub mod jobs;
 pub mod listing;
+pub mod locks;
 pub mod maintenance;
 pub mod policy;
 pub mod posts;

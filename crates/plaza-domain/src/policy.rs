@@ -171,6 +171,16 @@ pub fn moderate_post(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
 }
 
+/// Sending a broadcast to users: administrators.
+pub fn send_broadcast(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_admin())
+}
+
+/// Dismissing the alerts of `user_id`: that user themself only.
+pub fn dismiss_alerts_of(actor: Actor, user_id: i64) -> Decision {
+    Decision::allowed_if(actor.user_id == user_id)
+}
+
 /// Reporting a post: anyone who sees it, except its author.
 pub fn report_post(actor: Actor, post: &Post) -> Decision {
     match view_post(Some(actor), post) {
@@ -339,6 +349,9 @@ mod tests {
             assert_eq!(report_post(me, &post(1, true)), Decision::Forbidden);
             assert_eq!(moderate_post(me), expect(moderator, false));
             assert_eq!(resolve_report(me), expect(moderator, false));
+            assert_eq!(send_broadcast(me), expect(role.is_admin(), false));
+            assert_eq!(dismiss_alerts_of(me, 1), Decision::Allowed);
+            assert_eq!(dismiss_alerts_of(me, 2), Decision::Forbidden);
         }
         assert_eq!(view_post(None, &post(2, true)), Decision::Allowed);
         assert_eq!(view_post(None, &post(2, false)), Decision::Hidden);

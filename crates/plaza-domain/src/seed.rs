@@ -136,12 +136,22 @@ const LAST_NAMES: &[&str] = &[
     "Dubois",
 ];
 
+/// Reasons of generated reports.
+const REPORT_REASONS: &[&str] = &[
+    "Spam",
+    "Harassment",
+    "Off-topic",
+    "Misinformation",
+    "Inappropriate content",
+];
+
 /// Counts of one seeding run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeedSummary {
     pub users: u64,
     pub posts: u64,
     pub tags: u64,
+    pub reports: u64,
 }
 
 /// Progress of a seeding run, for the command line to print.
@@ -262,13 +272,16 @@ enum Value {
 
 impl Database {
     /// Writes `users` new users and then `posts` new posts by random users
-    /// (the new ones, or the existing ones when `users` is 0). Ids continue
-    /// after the current largest, so it may run on a database in use, but
-    /// not while the service writes to it.
+    /// (the new ones, or the existing ones when `users` is 0), of which
+    /// about `reported_percent` % get one to three reports by other users
+    /// (the admin moderation queue). Ids continue after the current
+    /// largest, so it may run on a database in use, but not while the
+    /// service writes to it.
     pub async fn seed_content(
         &self,
         users: u64,
         posts: u64,
+        reported_percent: u64,
         progress: &mut (dyn FnMut(SeedProgress) + Send),
     ) -> Result<SeedSummary, DomainError> {
         let started = Instant::now();
@@ -338,11 +351,13 @@ impl Database {
             .fetch_one(&mut *self.lease().await?)
             .await?;
         let mut tags_written = 0u64;
+        let mut reports_written = 0u64;
         let mut written = 0u64;
         while written < posts {
             let chunk = (posts - written).min(ROWS_PER_TRANSACTION as u64);
             let mut post_rows = Vec::with_capacity(chunk as usize);
             let mut tag_rows = Vec::new();
+            let mut report_rows = Vec::new();
             for index in written..written + chunk {
                 let id = first_post + index as i64;
                 let created_at = now - 365 * DAY + (index as i64 * 365 * DAY) / posts as i64;
@@ -374,9 +389,28 @@ impl Database {
                 }
                 let title_words = rng.between(3, 8);
                 let content_words = rng_words(&mut rng, 15, 60);
+                let author = authors[rng.below(authors.len() as u64) as usize];
+                if reported_percent > 0 && authors.len() > 1 && rng.chance(reported_percent) {
+                    let mut reporters: Vec<i64> = Vec::new();
+                    for _ in 0..rng.between(1, 3) {
+                        let reporter = authors[rng.below(authors.len() as u64) as usize];
+                        if reporter != author && !reporters.contains(&reporter) {
+                            reporters.push(reporter);
+                        }
+                    }
+                    for reporter in reporters {
+                        let reported_at = (created_at + rng.below(DAY as u64) as i64).min(now);
+                        report_rows.push(vec![
+                            Value::Int(id),
+                            Value::Int(reporter),
+                            Value::Text(rng.pick(REPORT_REASONS).to_owned()),
+                            Value::Int(reported_at),
+                        ]);
+                    }
+                }
                 post_rows.push(vec![
                     Value::Int(id),
-                    Value::Int(authors[rng.below(authors.len() as u64) as usize]),
+                    Value::Int(author),
                     Value::Text(vocabulary.phrase(&mut rng, title_words)),
                     Value::Text(vocabulary.paragraph(&mut rng, content_words)),
                     Value::Text(tags.join(" ")),
@@ -401,6 +435,14 @@ impl Database {
                 &mut |_| {},
             )
             .await?;
+            reports_written += report_rows.len() as u64;
+            self.insert_rows(
+                "post_reports",
+                "post_id, reporter_id, reason, created_at",
+                report_rows,
+                &mut |_| {},
+            )
+            .await?;
             written += chunk;
             progress(SeedProgress {
                 table: "posts",
@@ -418,6 +460,7 @@ impl Database {
             users,
             posts,
             tags: tags_written,
+            reports: reports_written,
         })
     }
 

@@ -49,7 +49,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::auth::routes())
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
-                    .merge(controllers::search::routes()),
+                    .merge(controllers::search::routes())
+                    .merge(controllers::alerts::routes()),
             ),
         ))
         .merge(on_surface(

@@ -47,6 +47,10 @@ pub struct SeedArgs {
     /// existing ones when --users is 0).
     #[arg(long, default_value_t = 0)]
     pub posts: u64,
+    /// Percentage (0 to 100) of the new posts that get one to three
+    /// reports by other users, for the admin moderation queue.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
+    pub reported_percent: u64,
 }
 
 #[derive(Debug, Subcommand)]

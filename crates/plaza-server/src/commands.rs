@@ -181,14 +181,15 @@ pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
     let summary = state
         .db
-        .seed_content(args.users, args.posts, &mut report)
+        .seed_content(args.users, args.posts, args.reported_percent, &mut report)
         .await
         .map_err(|error| error.to_string())?;
     println!(
-        "seeded {} users, {} posts and {} tags in {:.1}s",
+        "seeded {} users, {} posts, {} tags and {} reports in {:.1}s",
         summary.users,
         summary.posts,
         summary.tags,
+        summary.reports,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -37,7 +37,8 @@ pub struct Job {
     pub run: Run,
 }
 
-/// Every background job Plaza runs: the one place to add one.
+/// Every background job Plaza runs: the one place to add one. Periods
+/// that are settings come from `settings`.
 pub fn jobs(settings: &Settings) -> Vec<Job> {
     vec![
         Job {
@@ -112,6 +113,32 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                     plaza_domain::bans::expire_due(&state.db, now_millis())
                         .await
                         .map(|lifted| format!("lifted {lifted} bans"))
+                        .map_err(|error| error.to_string())
+                })
+            },
+        },
+        Job {
+            // Scheduled broadcasts that are due become visible. Each is
+            // delivered by a conditional UPDATE of its own row, so even two
+            // instances that both ran this (an expired claim) deliver it once.
+            name: "deliver_scheduled_broadcasts",
+            period: Duration::from_secs(settings.alerts.broadcast_delivery_period_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(60),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .db
+                        .deliver_due_broadcasts(now_millis())
+                        .await
+                        .map(|delivered| {
+                            if delivered == 0 {
+                                String::new()
+                            } else {
+                                format!("delivered {delivered} broadcasts")
+                            }
+                        })
                         .map_err(|error| error.to_string())
                 })
             },

@@ -45,6 +45,8 @@ pub struct Settings {
     pub images: ImageSettings,
     #[serde(flatten)]
     pub telemetry: TelemetrySettings,
+    #[serde(flatten)]
+    pub alerts: AlertSettings,
 }
 
 /// The HTTP server: where it listens, its public address and how it bounds
@@ -221,6 +223,10 @@ pub struct LimitSettings {
     /// `X-Forwarded-For` names the client; from anyone else those headers
     /// are ignored.
     pub trusted_proxies: Vec<String>,
+    /// How long an admin's edit lock on a user or post lasts when its
+    /// holder never releases it (a crash); another admin's write of the
+    /// resource meanwhile is 423 `RESOURCE_LOCKED`.
+    pub admin_lock_ttl_secs: u64,
 }
 
 impl Default for LimitSettings {
@@ -236,6 +242,7 @@ impl Default for LimitSettings {
             redis_url: None,
             redis_timeout_ms: 100,
             trusted_proxies: Vec::new(),
+            admin_lock_ttl_secs: 30,
         }
     }
 }
@@ -250,6 +257,10 @@ impl LimitSettings {
         }
         at_least_one([
             ("rate_limit_max_keys", self.rate_limit_max_keys),
+            (
+                "admin_lock_ttl_secs",
+                usize::try_from(self.admin_lock_ttl_secs).unwrap_or(usize::MAX),
+            ),
             (
                 "redis_timeout_ms",
                 usize::try_from(self.redis_timeout_ms).unwrap_or(usize::MAX),
@@ -322,6 +333,34 @@ impl Default for TelemetrySettings {
     }
 }
 
+/// Alerts and broadcasts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlertSettings {
+    /// How often the cluster-wide job looks for scheduled broadcasts that
+    /// are due; a broadcast is delivered at most this long after its time.
+    pub broadcast_delivery_period_secs: u64,
+}
+
+impl Default for AlertSettings {
+    fn default() -> Self {
+        AlertSettings {
+            broadcast_delivery_period_secs: 5,
+        }
+    }
+}
+
+impl AlertSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        if !(1..=30).contains(&self.broadcast_delivery_period_secs) {
+            return Err(SettingsError::new(
+                "broadcast_delivery_period_secs",
+                "must be from 1 to 30 (a broadcast is due within 30 s of its time)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A setting that cannot be used, with the name the operator wrote it under.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid setting {setting}: {problem}")]
@@ -388,6 +427,7 @@ impl Settings {
             link_preview: section(&figment)?,
             images: section(&figment)?,
             telemetry: section(&figment)?,
+            alerts: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -398,6 +438,7 @@ impl Settings {
         self.database.validate()?;
         self.auth.validate()?;
         self.limits.validate()?;
+        self.alerts.validate()?;
         self.link_preview.validate()
     }
 
@@ -640,6 +681,7 @@ mod tests {
             keys(&defaults.link_preview),
             keys(&defaults.images),
             keys(&defaults.telemetry),
+            keys(&defaults.alerts),
         ]
         .concat();
         let count = all.len();

@@ -15,6 +15,7 @@ on_both_databases!(
     a_ban_ends_sessions_and_tokens_until_it_is_lifted,
     timed_bans_expire_by_themselves,
     bulk_updates_answer_for_each_user,
+    another_admins_lock_refuses_a_change_until_it_expires,
 );
 
 async fn request(
@@ -583,4 +584,59 @@ async fn bulk_updates_answer_for_each_user(backend: Backend) {
         assert_eq!(status, 422, "{bad}: {answer}");
         assert_eq!(answer["error"]["code"], "VALIDATION_ERROR");
     }
+}
+
+async fn another_admins_lock_refuses_a_change_until_it_expires(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let holder = server.create_user("holder@example.com", PASSWORD, "super_admin");
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let target = server.create_user("target@example.com", PASSWORD, "user");
+    let token = server.mint("admin@example.com", "admin:write");
+    // The holder is in the middle of changing the target.
+    server
+        .sql(&format!(
+            "INSERT INTO edit_locks (resource_type, resource_id, holder_id, locked_at, expires_at) \
+             VALUES ('user', {target}, {holder}, 1700000000000, 4000000000000)"
+        ))
+        .await;
+    let path = format!("/api/v1/admin/users/{target}");
+    for (method, path, body) in [
+        ("PUT", path.clone(), json!({"notes": "mine"})),
+        (
+            "POST",
+            format!("{path}/ban"),
+            json!({"action": "ban", "reason": "spam"}),
+        ),
+    ] {
+        let (status, body) = request(&server, As::Token(&token), method, &path, Some(body)).await;
+        assert_eq!(status, 423, "{method} {path}: {body}");
+        assert_eq!(body["error"]["code"], "RESOURCE_LOCKED");
+        assert_eq!(body["error"]["lockedBy"], holder.to_string());
+        assert!(body["error"]["lockedAt"].is_string(), "{body}");
+    }
+    let (_, bulk) = request(
+        &server,
+        As::Token(&token),
+        "POST",
+        "/api/v1/admin/users/bulk-update",
+        Some(json!({"userIds": [target], "updates": {"isVerified": false}})),
+    )
+    .await;
+    assert_eq!(
+        bulk["data"]["results"][0]["error"]["code"], "RESOURCE_LOCKED",
+        "{bulk}"
+    );
+
+    // The holder's process died: the lock expires by itself.
+    server.sql("UPDATE edit_locks SET expires_at = 1").await;
+    let (status, body) = request(
+        &server,
+        As::Token(&token),
+        "PUT",
+        &path,
+        Some(json!({"notes": "mine"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["notes"], "mine");
 }

@@ -41,6 +41,9 @@ async fn every_operation_answers_by_permission(backend: Backend) {
         row("GET", "/api/v1/admin/reports/user-activity", None, READ),
         row("GET", "/api/v1/admin/reports/moderation", None, READ),
         row("POST", "/api/v1/admin/system/maintenance", Some(json!({"action": "nap"})), WRITE),
+        row("GET", "/api/v1/admin/posts", None, READ),
+        row("POST", "/api/v1/admin/posts/1/moderate", Some(json!({"action": "smite"})), WRITE),
+        row("POST", "/api/v1/admin/notifications/broadcast", empty(), WRITE),
     ];
     assert_statuses(&server, &actors, rows).await;
 }

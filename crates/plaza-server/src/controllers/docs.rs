@@ -33,6 +33,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "search", description = "Full-text search over posts and users"),
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),
+        (name = "alerts", description = "The signed-in user's alerts: broadcasts and moderation notes"),
         (name = "admin", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
     )
 )]

@@ -2,6 +2,7 @@
 //! OpenAPI document, and each module's `routes()` registers its handlers.
 
 pub mod admin_v1;
+pub mod alerts;
 pub mod auth;
 pub mod cache;
 pub mod docs;

@@ -105,8 +105,12 @@ pub enum AppError {
     PayloadTooLarge { limit: usize },
     #[error("{0}")]
     Conflict(String),
-    #[error("resource is being modified by another admin")]
+    /// A state change that makes no sense from the current state (409).
+    #[error("{0}")]
+    InvalidTransition(String),
+    #[error("{resource} is being modified by another admin")]
     Locked {
+        resource: &'static str,
         locked_by: String,
         locked_at: String,
     },
@@ -169,7 +173,7 @@ impl AppError {
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::Conflict(_) | AppError::InvalidTransition(_) => StatusCode::CONFLICT,
             AppError::Locked { .. } => StatusCode::LOCKED,
             AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
@@ -192,6 +196,7 @@ impl AppError {
             AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             AppError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             AppError::Conflict(_) => "CONFLICT",
+            AppError::InvalidTransition(_) => "INVALID_TRANSITION",
             AppError::Locked { .. } => "RESOURCE_LOCKED",
             AppError::RateLimited { .. } => "RATE_LIMITED",
             AppError::Timeout => "REQUEST_TIMEOUT",
@@ -248,6 +253,16 @@ impl From<DomainError> for AppError {
             DomainError::NotFound(what) => AppError::NotFound(what),
             DomainError::Conflict(message) => AppError::Conflict(message),
             DomainError::Forbidden(message) => AppError::NotAllowed(message),
+            DomainError::InvalidTransition(message) => AppError::InvalidTransition(message),
+            DomainError::Locked {
+                resource,
+                holder_id,
+                locked_at,
+            } => AppError::Locked {
+                resource,
+                locked_by: holder_id.to_string(),
+                locked_at: crate::controllers::users::timestamp(locked_at),
+            },
             DomainError::Unavailable(message) => AppError::Unavailable(message),
             DomainError::Database(inner) => AppError::Internal(inner.to_string()),
         }
@@ -280,6 +295,7 @@ impl From<&AppError> for ErrorReport {
             AppError::Locked {
                 locked_by,
                 locked_at,
+                ..
             } => {
                 extra.insert("lockedBy".into(), json!(locked_by));
                 extra.insert("lockedAt".into(), json!(locked_at));

@@ -323,6 +323,25 @@ mod tests {
     }
 
     #[test]
+    fn lock_refusals_name_the_holder_and_the_time() {
+        let error = AppError::from(plaza_domain::DomainError::Locked {
+            resource: "post",
+            holder_id: 7,
+            locked_at: 1_700_000_000_123,
+        });
+        assert_eq!(error.status(), StatusCode::LOCKED);
+        let body = Surface::VersionedAdmin.render(&ErrorReport::from(&error));
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "RESOURCE_LOCKED");
+        assert_eq!(body["error"]["lockedBy"], "7");
+        assert_eq!(body["error"]["lockedAt"], "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            body["error"]["message"],
+            "post is being modified by another admin"
+        );
+    }
+
+    #[test]
     fn internal_causes_never_reach_the_body() {
         let report = ErrorReport::from(&AppError::internal("password=hunter2 in query"));
         for surface in [Surface::General, Surface::VersionedAdmin, Surface::Plain] {

@@ -15,17 +15,24 @@
 //! - **Answers**: lists in [`ListEnvelope`], single objects in [`Envelope`].
 //! - **Changes**: read their target inside their unit of work, ask
 //!   `plaza_domain::policy` there, and commit with their audit entry.
+//! - **Locks**: mutating operations on a user or post take its edit lock
+//!   (`plaza_domain::locks`); another admin's write meanwhile is 423
+//!   `RESOURCE_LOCKED`.
 
 pub mod audit_logs;
+pub mod broadcasts;
 pub mod feature_flags;
+pub mod posts;
 pub mod reports;
 pub mod system;
 pub mod users;
 
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
+use broadcasts::{__path_create_broadcast, create_broadcast};
 use feature_flags::{
     __path_list_feature_flags, __path_put_feature_flag, list_feature_flags, put_feature_flag,
 };
+use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
 use reports::{
     __path_moderation_report, __path_user_activity_report, moderation_report, user_activity_report,
 };
@@ -57,6 +64,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(put_feature_flag))
         .routes(crate::documented_routes!(user_activity_report))
         .routes(crate::documented_routes!(moderation_report))
+        .routes(crate::documented_routes!(list_admin_posts))
+        .routes(crate::documented_routes!(moderate_post))
+        .routes(crate::documented_routes!(create_broadcast))
 }
 
 /// The system actions, in a rate tier of their own (`system`).

@@ -3,9 +3,12 @@
 //! policy there, and commits with its audit entry; a refused change writes
 //! nothing.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::bans::{self, Ban, BanLength, NewBan};
+use plaza_domain::locks::Resource;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::users::{
     self, Activity, Role, User, UserChanges, UserQuery, UserSort, UserStatus,
@@ -391,11 +394,21 @@ pub async fn update_admin_user(
     let actor = actor(&admin);
     let user = state
         .db
-        .write(|tx| {
-            Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
-        })
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            lock_ttl(&state),
+            move |tx| {
+                Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
+            },
+        )
         .await?;
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
+}
+
+/// How long an admin's edit lock on a user lasts at most.
+fn lock_ttl(state: &AppState) -> Duration {
+    Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
 }
 
 fn actor(admin: &AdminToken) -> Actor {
@@ -578,7 +591,7 @@ pub async fn ban_admin_user(
     let notes = body.notes.filter(|notes| !notes.trim().is_empty());
     let user = state
         .db
-        .write(|tx| {
+        .write_locked(Resource::User(id), actor.user_id, lock_ttl(&state), move |tx| {
             Box::pin(async move {
                 let target = users::user_in(tx, id).await?;
                 policy::ban(actor, &target).check(
@@ -740,9 +753,16 @@ pub async fn bulk_update_users(
         let context = context.clone();
         let outcome = state
             .db
-            .write(|tx| {
-                Box::pin(async move { apply_update(tx, actor, &context, id, changes, None).await })
-            })
+            .write_locked(
+                Resource::User(id),
+                actor.user_id,
+                lock_ttl(&state),
+                move |tx| {
+                    Box::pin(
+                        async move { apply_update(tx, actor, &context, id, changes, None).await },
+                    )
+                },
+            )
             .await;
         // Earlier users may be committed already, so a failure is this
         // user's result, not the whole answer: the answer stays true.

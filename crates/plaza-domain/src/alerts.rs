@@ -1,0 +1,350 @@
+//! Alerts: short messages a signed-in user sees in `GET /api/alerts` until
+//! they dismiss them. Two sources write them: a moderator's decision on a
+//! user's post (one recipient), and an admin's broadcast.
+//!
+//! A broadcast is one row whatever its audience: its targets (everyone,
+//! roles, user ids) are stored with it and matched when a user reads their
+//! alerts, and a dismissal is one row per user who dismissed. A broadcast
+//! reaches the users who exist when it is delivered (a later sign-up does
+//! not see older broadcasts); role targets follow the reader's current role.
+//!
+//! An alert shows once `delivered_at` is set. A scheduled broadcast is
+//! delivered by [`deliver`], a conditional UPDATE (`… WHERE delivered_at IS
+//! NULL`): the row itself is the claim, so with several instances, retries
+//! or restarts, each broadcast is delivered exactly once.
+
+use sqlx::FromRow;
+
+use crate::listing::{Arg, bind_all};
+use crate::users::Role;
+use crate::{Database, DomainError, Tx};
+
+/// Most alerts `GET /api/alerts` lists (the newest).
+pub const MAX_LISTED: i64 = 100;
+/// Most characters in an alert's title.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Most characters in an alert's message.
+pub const MAX_MESSAGE_CHARS: usize = 5000;
+
+/// How an alert is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AlertType {
+    #[default]
+    Info,
+    Success,
+    Warning,
+    Error,
+}
+
+impl AlertType {
+    pub const ALL: [AlertType; 4] = [
+        AlertType::Info,
+        AlertType::Success,
+        AlertType::Warning,
+        AlertType::Error,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertType::Info => "info",
+            AlertType::Success => "success",
+            AlertType::Warning => "warning",
+            AlertType::Error => "error",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<AlertType> {
+        AlertType::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
+/// Who a broadcast is for: the union of its parts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Audience {
+    pub everyone: bool,
+    pub roles: Vec<Role>,
+    pub user_ids: Vec<i64>,
+}
+
+impl Audience {
+    /// Role names stored space-delimited (` moderator admin `), matched
+    /// with `LIKE '% role %'`.
+    fn stored_roles(&self) -> String {
+        let mut stored = String::from(" ");
+        for role in &self.roles {
+            stored.push_str(role.as_str());
+            stored.push(' ');
+        }
+        stored
+    }
+}
+
+/// An alert as a user sees it.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct Alert {
+    pub id: i64,
+    #[sqlx(rename = "type")]
+    pub alert_type: String,
+    pub title: String,
+    pub message: String,
+    /// When it was delivered (Unix milliseconds).
+    pub delivered_at: i64,
+    /// `broadcast` or `moderation`.
+    pub source: String,
+}
+
+/// A broadcast to create; `deliver_at` of `None` delivers it at once.
+#[derive(Debug, Clone)]
+pub struct NewBroadcast {
+    pub title: String,
+    pub message: String,
+    pub alert_type: AlertType,
+    pub audience: Audience,
+    pub created_by: i64,
+    pub deliver_at: Option<i64>,
+}
+
+/// A stored broadcast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broadcast {
+    pub id: i64,
+    pub created_at: i64,
+    pub deliver_at: i64,
+    pub delivered_at: Option<i64>,
+    /// How many active users it reached, once delivered.
+    pub recipient_count: Option<i64>,
+}
+
+/// Stores a broadcast, and delivers it in the same transaction unless it
+/// is scheduled for later.
+pub async fn create_broadcast(
+    tx: &mut Tx<'_>,
+    new: NewBroadcast,
+    now: i64,
+) -> Result<Broadcast, DomainError> {
+    let deliver_at = new.deliver_at.unwrap_or(now);
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO alerts (source, type, title, message, target_all, target_roles, created_by, \
+         created_at, deliver_at) VALUES ('broadcast', $1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    )
+    .bind(new.alert_type.as_str())
+    .bind(new.title)
+    .bind(new.message)
+    .bind(new.audience.everyone)
+    .bind(new.audience.stored_roles())
+    .bind(new.created_by)
+    .bind(now)
+    .bind(deliver_at)
+    .fetch_one(&mut **tx)
+    .await?;
+    for chunk in new.audience.user_ids.chunks(500) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|index| format!("($1, ${})", index + 2))
+            .collect();
+        let sql = format!(
+            "INSERT INTO alert_recipients (alert_id, user_id) VALUES {} ON CONFLICT DO NOTHING",
+            values.join(", ")
+        );
+        let mut statement = sqlx::query(&sql).bind(id);
+        for user_id in chunk {
+            statement = statement.bind(*user_id);
+        }
+        statement.execute(&mut **tx).await?;
+    }
+    let recipient_count = if deliver_at <= now {
+        deliver(tx, id, now).await?
+    } else {
+        None
+    };
+    Ok(Broadcast {
+        id,
+        created_at: now,
+        deliver_at,
+        delivered_at: recipient_count.map(|_| now),
+        recipient_count,
+    })
+}
+
+/// Delivers broadcast `id` at `now` if nobody has: answers how many active
+/// users it reached, or `None` when it was delivered already.
+pub async fn deliver(tx: &mut Tx<'_>, id: i64, now: i64) -> Result<Option<i64>, DomainError> {
+    let delivered: Option<(i64,)> = sqlx::query_as(
+        "UPDATE alerts SET delivered_at = $1, recipient_count = ( \
+           SELECT COUNT(*) FROM users u WHERE u.status = 'active' AND ( \
+             alerts.target_all = TRUE \
+             OR alerts.target_roles LIKE ('% ' || u.role || ' %') \
+             OR u.id IN (SELECT r.user_id FROM alert_recipients r WHERE r.alert_id = alerts.id))) \
+         WHERE id = $2 AND source = 'broadcast' AND delivered_at IS NULL \
+         RETURNING recipient_count",
+    )
+    .bind(now)
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(delivered.map(|(count,)| count))
+}
+
+/// Stores a moderation alert for `user_id`, delivered at once.
+pub async fn notify_user(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    alert_type: AlertType,
+    title: &str,
+    message: &str,
+    created_by: i64,
+    now: i64,
+) -> Result<i64, DomainError> {
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO alerts (source, type, title, message, user_id, created_by, created_at, \
+         deliver_at, delivered_at) VALUES ('moderation', $1, $2, $3, $4, $5, $6, $6, $6) \
+         RETURNING id",
+    )
+    .bind(alert_type.as_str())
+    .bind(title)
+    .bind(message)
+    .bind(user_id)
+    .bind(created_by)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// The reader an alert list or dismissal is for.
+#[derive(Debug, Clone, Copy)]
+pub struct Reader {
+    pub user_id: i64,
+    pub role: Role,
+    /// When their account was created (Unix milliseconds): broadcasts
+    /// delivered before it are not theirs.
+    pub created_at: i64,
+}
+
+impl Reader {
+    /// The values of [`BROADCAST_AUDIENCE`]'s placeholders `$1` to `$3`.
+    fn args(self) -> Vec<Arg> {
+        vec![
+            Arg::Int(self.user_id),
+            Arg::Int(self.created_at),
+            Arg::Text(format!("% {} %", self.role.as_str())),
+        ]
+    }
+}
+
+/// A delivered broadcast (`alerts a`) meant for the reader `$1`, created at
+/// `$2`, whose role pattern is `$3`.
+const BROADCAST_AUDIENCE: &str = "a.user_id IS NULL AND a.delivered_at >= $2 AND ( \
+     a.target_all = TRUE OR a.target_roles LIKE $3 \
+     OR EXISTS (SELECT 1 FROM alert_recipients r WHERE r.alert_id = a.id AND r.user_id = $1))";
+
+const ALERT_COLUMNS: &str = "a.id, a.type, a.title, a.message, a.delivered_at, a.source";
+
+impl Database {
+    /// The reader's delivered, undismissed alerts, newest first, at most
+    /// [`MAX_LISTED`]: their own (an index range) and the broadcasts for
+    /// them (the delivered broadcasts since they joined, an index range).
+    pub async fn alerts_for(&self, reader: Reader) -> Result<Vec<Alert>, DomainError> {
+        let sql = format!(
+            "SELECT id, type, title, message, delivered_at, source FROM ( \
+               SELECT {ALERT_COLUMNS} FROM alerts a \
+                 WHERE a.user_id = $1 AND a.delivered_at IS NOT NULL \
+               UNION ALL \
+               SELECT {ALERT_COLUMNS} FROM alerts a WHERE {BROADCAST_AUDIENCE} \
+             ) visible \
+             WHERE NOT EXISTS (SELECT 1 FROM alert_dismissals d \
+               WHERE d.alert_id = visible.id AND d.user_id = $1) \
+             ORDER BY delivered_at DESC, id DESC LIMIT $4"
+        );
+        let mut args = reader.args();
+        args.push(Arg::Int(MAX_LISTED));
+        Ok(bind_all(sqlx::query_as::<_, Alert>(&sql), args)
+            .fetch_all(&mut *self.lease().await?)
+            .await?)
+    }
+
+    /// Hides alert `alert_id` from the reader for good; dismissing twice is
+    /// fine. An alert that is not theirs is [`DomainError::NotFound`].
+    pub async fn dismiss_alert(&self, reader: Reader, alert_id: i64) -> Result<(), DomainError> {
+        self.write(|tx| {
+            Box::pin(async move {
+                let sql = format!(
+                    "SELECT a.id FROM alerts a WHERE a.id = $4 AND a.delivered_at IS NOT NULL \
+                     AND (a.user_id = $1 OR ({BROADCAST_AUDIENCE}))"
+                );
+                let mut args = reader.args();
+                args.push(Arg::Int(alert_id));
+                let found: Option<(i64,)> = bind_all(sqlx::query_as(&sql), args)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                if found.is_none() {
+                    return Err(DomainError::NotFound("alert"));
+                }
+                sqlx::query(
+                    "INSERT INTO alert_dismissals (alert_id, user_id, dismissed_at) \
+                     VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                )
+                .bind(alert_id)
+                .bind(reader.user_id)
+                .bind(crate::time::now_millis())
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Scheduled broadcasts due at `now` and not delivered yet, oldest due
+    /// first, at most `limit`.
+    async fn due_broadcasts(&self, now: i64, limit: i64) -> Result<Vec<i64>, DomainError> {
+        let due: Vec<(i64,)> = sqlx::query_as(
+            "SELECT id FROM alerts WHERE delivered_at IS NULL AND deliver_at <= $1 \
+             ORDER BY deliver_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(due.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Delivers every due scheduled broadcast (see [`deliver`]); answers
+    /// how many this call delivered.
+    pub async fn deliver_due_broadcasts(&self, now: i64) -> Result<u64, DomainError> {
+        let mut delivered = 0;
+        for id in self.due_broadcasts(now, 100).await? {
+            let reached = self
+                .write(|tx| Box::pin(async move { deliver(tx, id, now).await }))
+                .await?;
+            if let Some(count) = reached {
+                delivered += 1;
+                tracing::info!(broadcast = id, recipients = count, "broadcast delivered");
+            }
+        }
+        Ok(delivered)
+    }
+
+    /// Which of `ids` name no user (an empty list when all exist).
+    pub async fn unknown_users(&self, ids: &[i64]) -> Result<Vec<i64>, DomainError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT id FROM users WHERE id IN ({})",
+            placeholders.join(", ")
+        );
+        let args = ids.iter().map(|id| Arg::Int(*id)).collect();
+        let found: Vec<(i64,)> = bind_all(sqlx::query_as(&sql), args)
+            .fetch_all(&mut *self.lease().await?)
+            .await?;
+        let found: std::collections::HashSet<i64> = found.into_iter().map(|(id,)| id).collect();
+        Ok(ids
+            .iter()
+            .copied()
+            .filter(|id| !found.contains(id))
+            .collect())
+    }
+}

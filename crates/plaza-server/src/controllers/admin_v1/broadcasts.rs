@@ -1,0 +1,278 @@
+//! `POST /api/v1/admin/notifications/broadcast`: an admin's message to
+//! every user, some roles or some users, shown in their `GET /api/alerts`,
+//! now or at a scheduled time.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use plaza_domain::alerts::{self, AlertType, Audience, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS};
+use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::policy::{self, Actor};
+use plaza_domain::time::now_millis;
+use plaza_domain::users::Role;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+
+use super::Envelope;
+use crate::auth::{AdminToken, RequestAudit, authorize};
+use crate::controllers::params::{Problems, TextRule, check_text};
+use crate::controllers::users::timestamp;
+use crate::error::AppError;
+use crate::error::schema::AdminV1Error;
+use crate::extract::AppJson;
+use crate::state::AppState;
+
+/// Most entries in `targets`.
+const MAX_TARGETS: usize = 1000;
+/// How far ahead a broadcast may be scheduled.
+const MAX_SCHEDULE_AHEAD_MILLIS: i64 = 366 * 24 * 3600 * 1000;
+
+/// A broadcast to send.
+#[derive(Deserialize, ToSchema)]
+pub struct BroadcastBody {
+    /// 1 to 200 characters (required).
+    pub title: Option<String>,
+    /// 1 to 5000 characters (required).
+    pub message: Option<String>,
+    /// `info` (default), `success`, `warning` or `error`.
+    #[serde(rename = "type")]
+    #[schema(example = "info")]
+    pub alert_type: Option<String>,
+    /// `"all"` (default), role names (`user`, `moderator`, `admin`,
+    /// `super_admin`) and user ids as strings (`"42"`): the union of them.
+    #[schema(example = json!(["all"]))]
+    pub targets: Option<Vec<String>>,
+    /// When to deliver it (RFC 3339 / ISO 8601 with a time zone); it shows
+    /// within 30 s after. Absent, or not in the future: delivered now.
+    #[schema(example = "2026-12-01T09:00:00Z")]
+    pub schedule: Option<String>,
+}
+
+/// A broadcast as stored.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BroadcastItem {
+    #[schema(example = "5")]
+    pub id: String,
+    pub title: String,
+    pub message: String,
+    #[serde(rename = "type")]
+    pub alert_type: String,
+    pub targets: Vec<String>,
+    /// `delivered` or `scheduled`.
+    #[schema(example = "delivered")]
+    pub status: String,
+    /// When it is due (scheduled broadcasts).
+    pub schedule: Option<String>,
+    /// Active users it reached, once delivered.
+    pub recipients: Option<i64>,
+    pub created_at: String,
+    pub delivered_at: Option<String>,
+}
+
+/// Send a broadcast: delivered before the answer (201), or stored and
+/// delivered once by a background job within 30 s after `schedule` (202),
+/// exactly once even with several instances. Audited as `broadcast.create`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/notifications/broadcast",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:write"])),
+    request_body = BroadcastBody,
+    responses(
+        (status = 201, description = "Delivered", body = Envelope<BroadcastItem>),
+        (status = 202, description = "Scheduled", body = Envelope<BroadcastItem>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:write` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 422, description = "A missing or invalid field, an unknown target, or a schedule more than a year ahead (`VALIDATION_ERROR`)", body = AdminV1Error),
+    )
+)]
+pub async fn create_broadcast(
+    State(state): State<AppState>,
+    admin: AdminToken,
+    RequestAudit(context): RequestAudit,
+    AppJson(body): AppJson<BroadcastBody>,
+) -> Result<(StatusCode, AppJson<Envelope<BroadcastItem>>), AppError> {
+    let now = now_millis();
+    let mut problems = Problems::default();
+    let title = required_text(
+        &mut problems,
+        "title",
+        body.title,
+        MAX_TITLE_CHARS,
+        TextRule::Line,
+    );
+    let message = required_text(
+        &mut problems,
+        "message",
+        body.message,
+        MAX_MESSAGE_CHARS,
+        TextRule::Lines,
+    );
+    let alert_type = match body.alert_type.as_deref() {
+        None => AlertType::default(),
+        Some(raw) => problems
+            .check(
+                "type",
+                AlertType::parse(raw)
+                    .ok_or_else(|| "must be info, success, warning or error".to_owned()),
+            )
+            .unwrap_or_default(),
+    };
+    let targets = body.targets.unwrap_or_else(|| vec!["all".to_owned()]);
+    let audience = audience(&mut problems, &targets);
+    let deliver_at = body.schedule.as_deref().and_then(|raw| {
+        let at = problems.check(
+            "schedule",
+            time::OffsetDateTime::parse(raw.trim(), &Rfc3339)
+                .map(plaza_domain::time::to_millis)
+                .map_err(|_| {
+                    "must be an ISO 8601 time with a time zone, e.g. 2026-12-01T09:00:00Z"
+                        .to_owned()
+                }),
+        )?;
+        if at > now.saturating_add(MAX_SCHEDULE_AHEAD_MILLIS) {
+            problems.add("schedule", "must be at most a year ahead");
+        }
+        (at > now).then_some(at)
+    });
+    problems.finish()?;
+    let unknown = state.db.unknown_users(&audience.user_ids).await?;
+    if let Some(missing) = unknown.first() {
+        return Err(AppError::invalid(
+            "targets",
+            format!("no user has id {missing}"),
+        ));
+    }
+    authorize(
+        policy::send_broadcast(Actor {
+            user_id: admin.user_id,
+            role: admin.role,
+        }),
+        "broadcast",
+    )?;
+    let new = alerts::NewBroadcast {
+        title: title.clone(),
+        message: message.clone(),
+        alert_type,
+        audience,
+        created_by: admin.user_id,
+        deliver_at,
+    };
+    let audited_targets = targets.clone();
+    let audited_title = title.clone();
+    let broadcast = state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let broadcast = alerts::create_broadcast(tx, new, now).await?;
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: "broadcast.create",
+                        target_type: "broadcast",
+                        target_id: Some(broadcast.id.to_string()),
+                        changes: json!({"after": {
+                            "title": audited_title,
+                            "type": alert_type.as_str(),
+                            "targets": audited_targets,
+                            "schedule": deliver_at.map(timestamp),
+                            "recipients": broadcast.recipient_count,
+                        }}),
+                    },
+                )
+                .await?;
+                Ok(broadcast)
+            })
+        })
+        .await?;
+    let status = if broadcast.delivered_at.is_some() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::ACCEPTED
+    };
+    let item = BroadcastItem {
+        id: broadcast.id.to_string(),
+        title,
+        message,
+        alert_type: alert_type.as_str().to_owned(),
+        targets,
+        status: if broadcast.delivered_at.is_some() {
+            "delivered"
+        } else {
+            "scheduled"
+        }
+        .to_owned(),
+        schedule: deliver_at.map(timestamp),
+        recipients: broadcast.recipient_count,
+        created_at: timestamp(broadcast.created_at),
+        delivered_at: broadcast.delivered_at.map(timestamp),
+    };
+    Ok((status, AppJson(Envelope::new(item))))
+}
+
+/// A required text field, trimmed; its problem recorded when missing,
+/// blank, too long or holding control characters.
+fn required_text(
+    problems: &mut Problems,
+    field: &str,
+    value: Option<String>,
+    max_chars: usize,
+    rule: TextRule,
+) -> String {
+    let Some(value) = value else {
+        problems.add(field, "is required");
+        return String::new();
+    };
+    let value = value.trim().to_owned();
+    problems.check(field, check_text(&value, max_chars, true, rule));
+    value
+}
+
+/// The audience `targets` name; each bad entry is a problem under
+/// `targets.<index>`.
+fn audience(problems: &mut Problems, targets: &[String]) -> Audience {
+    let mut audience = Audience::default();
+    if targets.is_empty() {
+        problems.add("targets", "must name at least one target");
+    }
+    if targets.len() > MAX_TARGETS {
+        problems.add(
+            "targets",
+            format!("must have at most {MAX_TARGETS} entries"),
+        );
+        return audience;
+    }
+    for (index, target) in targets.iter().enumerate() {
+        let target = target.trim();
+        if target == "all" {
+            audience.everyone = true;
+        } else if let Some(role) = Role::parse(target) {
+            if !audience.roles.contains(&role) {
+                audience.roles.push(role);
+            }
+        } else if let Some(id) = user_id(target) {
+            if !audience.user_ids.contains(&id) {
+                audience.user_ids.push(id);
+            }
+        } else {
+            problems.add(
+                format!("targets.{index}"),
+                "must be \"all\", a role (user, moderator, admin, super_admin) or a user id",
+            );
+        }
+    }
+    audience
+}
+
+/// A user id written as a string: digits only.
+fn user_id(target: &str) -> Option<i64> {
+    target
+        .bytes()
+        .all(|byte| byte.is_ascii_digit())
+        .then(|| target.parse::<i64>().ok())
+        .flatten()
+        .filter(|id| *id > 0)
+}

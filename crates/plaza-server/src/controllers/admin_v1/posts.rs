@@ -1,0 +1,436 @@
+//! `GET /api/v1/admin/posts` and `POST /api/v1/admin/posts/{postId}/moderate`:
+//! the moderation queue and the moderator's decisions on it.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use plaza_domain::alerts::{self, AlertType};
+use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::locks::Resource;
+use plaza_domain::policy::{self, Actor};
+use plaza_domain::posts::{
+    self, AdminPost, Moderated, ModerationAction, Post, PostQuery, PostSort, PostStatus,
+};
+use plaza_domain::time::now_millis;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use crate::auth::{AdminToken, RequestAudit, authorize};
+use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::users::timestamp;
+use crate::error::AppError;
+use crate::error::schema::AdminV1Error;
+use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::state::AppState;
+
+/// Most characters in a moderation reason (shown to the author when notified).
+const MAX_REASON_CHARS: usize = 1000;
+/// Most characters in a moderator's notes (kept in the audit trail only).
+const MAX_NOTES_CHARS: usize = 5000;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AdminPostQuery {
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Posts to skip, default 0.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+    /// `all` (default), `published`, `draft`, `hidden` or `flagged`.
+    #[param(example = "flagged")]
+    pub status: Option<String>,
+    /// Only posts by this user (a user id).
+    #[param(value_type = Option<String>, example = "42")]
+    pub author: Option<String>,
+    /// The same filter as `author`, under the name clients of other admin
+    /// APIs use; both at once must agree.
+    #[serde(rename = "authorId")]
+    #[param(rename = "authorId", value_type = Option<String>, example = "42")]
+    pub author_id: Option<String>,
+    /// `true`: only posts with at least one report.
+    #[param(value_type = Option<bool>)]
+    pub reported: Option<String>,
+    /// `created_at` (default), `updated_at`, `report_count` or `title`.
+    pub sort: Option<String>,
+    /// `asc` or `desc` (default).
+    pub order: Option<String>,
+}
+
+/// A post's author.
+#[derive(Serialize, ToSchema)]
+pub struct PostAuthor {
+    #[schema(example = "42")]
+    pub id: String,
+    pub username: String,
+}
+
+/// One report on a post.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostReportItem {
+    pub reason: String,
+    /// The reporting user's id.
+    #[schema(example = "7")]
+    pub reported_by: String,
+    pub reported_at: String,
+}
+
+/// A post as the admin surface shows it (SPEC.md "Post, admin item").
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminPostItem {
+    #[schema(example = "12")]
+    pub id: String,
+    pub title: String,
+    pub content: String,
+    pub author: PostAuthor,
+    /// `published`, `draft`, `hidden` or `flagged`.
+    #[schema(example = "published")]
+    pub status: String,
+    pub report_count: i64,
+    /// Oldest first.
+    pub reports: Vec<PostReportItem>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<AdminPost> for AdminPostItem {
+    fn from(found: AdminPost) -> Self {
+        let AdminPost {
+            post,
+            author_username,
+            reports,
+        } = found;
+        AdminPostItem {
+            id: post.id.to_string(),
+            status: post.status().as_str().to_owned(),
+            author: PostAuthor {
+                id: post.author_id.to_string(),
+                username: author_username,
+            },
+            report_count: post.report_count,
+            reports: reports
+                .into_iter()
+                .map(|report| PostReportItem {
+                    reason: report.reason,
+                    reported_by: report.reporter_id.to_string(),
+                    reported_at: timestamp(report.created_at),
+                })
+                .collect(),
+            created_at: timestamp(post.created_at),
+            updated_at: timestamp(post.updated_at),
+            title: post.title,
+            content: post.content,
+        }
+    }
+}
+
+/// The moderation queue: every post, whatever its status, with its author
+/// and reports; filtered by status, author and reports, ordered by a
+/// whitelisted column.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/posts",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:read"])),
+    params(AdminPostQuery),
+    responses(
+        (status = 200, description = "A page of posts", body = ListEnvelope<AdminPostItem>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:read` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 422, description = "A filter, sort, limit or offset is invalid (`VALIDATION_ERROR` naming the field)", body = AdminV1Error),
+    )
+)]
+pub async fn list_admin_posts(
+    State(state): State<AppState>,
+    admin: AdminToken,
+    AppQuery(query): AppQuery<AdminPostQuery>,
+) -> Result<AppJson<ListEnvelope<AdminPostItem>>, AppError> {
+    let mut problems = Problems::default();
+    let status = match query.status.as_deref() {
+        None | Some("all") => None,
+        Some(raw) => problems.check(
+            "status",
+            PostStatus::parse(raw)
+                .ok_or_else(|| "must be all, published, draft, hidden or flagged".to_owned()),
+        ),
+    };
+    let author = params::id(&mut problems, "author", query.author.as_deref());
+    let author_id = params::id(&mut problems, "authorId", query.author_id.as_deref());
+    if let (Some(one), Some(other)) = (author, author_id)
+        && one != other
+    {
+        problems.add("authorId", "must equal author when both are given");
+    }
+    let reported = params::boolean(&mut problems, "reported", query.reported.as_deref());
+    let sort = query
+        .sort
+        .as_deref()
+        .and_then(|raw| {
+            problems.check(
+                "sort",
+                PostSort::parse_admin(raw).ok_or_else(|| {
+                    "must be created_at, updated_at, report_count or title".to_owned()
+                }),
+            )
+        })
+        .unwrap_or_default();
+    let order = params::order(&mut problems, query.order.as_deref());
+    let page = params::page_or(
+        &mut problems,
+        query.limit.as_deref(),
+        query.offset.as_deref(),
+        DEFAULT_LIMIT,
+    );
+    problems.finish()?;
+    let filter = PostQuery {
+        author: author.or(author_id),
+        status,
+        reported_only: reported == Some(true),
+        sort,
+        order,
+        ..PostQuery::default()
+    };
+    let found = state.db.admin_posts(&filter, admin.user_id, page).await?;
+    Ok(AppJson(ListEnvelope::new(
+        found.posts.into_iter().map(AdminPostItem::from).collect(),
+        Pagination::new(found.total, page),
+    )))
+}
+
+/// A moderation decision.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModerateBody {
+    /// `approve`, `hide`, `delete` (permanent, with the post's reports) or `flag`.
+    #[schema(example = "hide")]
+    pub action: String,
+    /// Why; recorded in the audit trail and shown to the author when notified.
+    pub reason: Option<String>,
+    /// The moderator's own notes; recorded in the audit trail only.
+    pub notes: Option<String>,
+    /// Send the author an alert (`GET /api/alerts`) about the decision.
+    pub notify_author: Option<bool>,
+}
+
+/// What a deleted post was.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedPost {
+    #[schema(example = "12")]
+    pub id: String,
+    /// Always true.
+    pub deleted: bool,
+    pub title: String,
+    pub author: PostAuthor,
+    /// The status it had.
+    pub status: String,
+    /// How many reports were removed with it.
+    pub reports_removed: i64,
+}
+
+/// The post after a decision, or for `delete` what was deleted.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ModerationResult {
+    Post(AdminPostItem),
+    Deleted(DeletedPost),
+}
+
+/// Approve, hide, flag or delete a post. The state machine of
+/// `plaza_domain::posts::moderation_step` decides what each action does
+/// from each status; a move that makes no sense is 409
+/// `INVALID_TRANSITION`. Approve, hide and flag resolve the post's open
+/// reports. Takes the post's edit lock; audited as `post.moderate.<action>`
+/// with the change, in the same transaction.
+#[utoipa::path(
+    post,
+    path = "/api/v1/admin/posts/{postId}/moderate",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:write"])),
+    params(("postId" = String, Path, description = "Post id (digits)", example = "12")),
+    request_body = ModerateBody,
+    responses(
+        (status = 200, description = "The post after the decision, or what was deleted", body = Envelope<ModerationResult>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:write` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 404, description = "No such post", body = AdminV1Error),
+        (status = 409, description = "The action makes no sense from the post's status (`INVALID_TRANSITION`)", body = AdminV1Error),
+        (status = 422, description = "Unknown action, or a reason or notes too long (`VALIDATION_ERROR`)", body = AdminV1Error),
+        (status = 423, description = "Another admin is changing this post (`RESOURCE_LOCKED` with `lockedBy`, `lockedAt`)", body = AdminV1Error),
+    )
+)]
+pub async fn moderate_post(
+    State(state): State<AppState>,
+    admin: AdminToken,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    AppJson(body): AppJson<ModerateBody>,
+) -> Result<AppJson<Envelope<ModerationResult>>, AppError> {
+    let mut problems = Problems::default();
+    let action = problems.check(
+        "action",
+        ModerationAction::parse(&body.action)
+            .ok_or_else(|| "must be approve, hide, delete or flag".to_owned()),
+    );
+    let reason = trimmed(body.reason);
+    let notes = trimmed(body.notes);
+    if let Some(reason) = &reason {
+        problems.check(
+            "reason",
+            check_text(reason, MAX_REASON_CHARS, false, TextRule::Lines),
+        );
+    }
+    if let Some(notes) = &notes {
+        problems.check(
+            "notes",
+            check_text(notes, MAX_NOTES_CHARS, false, TextRule::Lines),
+        );
+    }
+    problems.finish()?;
+    let Some(action) = action else {
+        return Err(AppError::internal("an action passed validation unparsed"));
+    };
+    authorize(
+        policy::moderate_post(Actor {
+            user_id: admin.user_id,
+            role: admin.role,
+        }),
+        "post",
+    )?;
+    let notify_author = body.notify_author.unwrap_or(false);
+    let moderator = admin.user_id;
+    let ttl = Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
+    let moderated = state
+        .db
+        .write_locked(Resource::Post(id), moderator, ttl, move |tx| {
+            Box::pin(async move {
+                let moderated = posts::moderate(tx, id, action, moderator).await?;
+                let mut changes = match &moderated {
+                    Moderated::Changed {
+                        before,
+                        after,
+                        reports_resolved,
+                    } => json!({
+                        "status": audit::change(before.status().as_str(), after.status().as_str()),
+                        "reportsResolved": reports_resolved,
+                    }),
+                    Moderated::Deleted {
+                        before,
+                        reports_removed,
+                    } => json!({
+                        "before": {
+                            "title": before.title,
+                            "authorId": before.author_id.to_string(),
+                            "status": before.status().as_str(),
+                            "reportCount": reports_removed,
+                        },
+                        "after": null,
+                    }),
+                };
+                changes["reason"] = json!(reason);
+                changes["notes"] = json!(notes);
+                changes["notifyAuthor"] = json!(notify_author);
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: &format!("post.moderate.{}", action.as_str()),
+                        target_type: "post",
+                        target_id: Some(id.to_string()),
+                        changes,
+                    },
+                )
+                .await?;
+                if notify_author {
+                    let post = match &moderated {
+                        Moderated::Changed { after, .. } => after,
+                        Moderated::Deleted { before, .. } => before,
+                    };
+                    let (alert_type, title, message) =
+                        author_alert(action, post, reason.as_deref());
+                    alerts::notify_user(
+                        tx,
+                        post.author_id,
+                        alert_type,
+                        title,
+                        &message,
+                        moderator,
+                        now_millis(),
+                    )
+                    .await?;
+                }
+                Ok(moderated)
+            })
+        })
+        .await?;
+    let data = match moderated {
+        Moderated::Changed { after, .. } => {
+            ModerationResult::Post(state.db.admin_post(after.id).await?.into())
+        }
+        Moderated::Deleted {
+            before,
+            reports_removed,
+        } => {
+            let author = state.db.user_by_id(before.author_id).await?;
+            ModerationResult::Deleted(DeletedPost {
+                id: before.id.to_string(),
+                deleted: true,
+                status: before.status().as_str().to_owned(),
+                author: PostAuthor {
+                    id: before.author_id.to_string(),
+                    username: author.row.username,
+                },
+                title: before.title,
+                reports_removed,
+            })
+        }
+    };
+    Ok(AppJson(Envelope::new(data)))
+}
+
+/// A text field trimmed, absent when blank.
+fn trimmed(value: Option<String>) -> Option<String> {
+    value
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// The alert that tells an author about a decision on their post.
+fn author_alert(
+    action: ModerationAction,
+    post: &Post,
+    reason: Option<&str>,
+) -> (AlertType, &'static str, String) {
+    let quoted = format!("\u{201c}{}\u{201d}", post.title);
+    let (alert_type, title, mut message) = match action {
+        ModerationAction::Approve => (
+            AlertType::Success,
+            "Your post was approved",
+            format!("A moderator reviewed and approved your post {quoted}."),
+        ),
+        ModerationAction::Hide => (
+            AlertType::Warning,
+            "Your post was hidden",
+            format!("A moderator hid your post {quoted}; only you and moderators can see it now."),
+        ),
+        ModerationAction::Flag => (
+            AlertType::Warning,
+            "Your post was flagged for review",
+            format!("A moderator flagged your post {quoted} for review."),
+        ),
+        ModerationAction::Delete => (
+            AlertType::Error,
+            "Your post was removed",
+            format!("A moderator permanently removed your post {quoted}."),
+        ),
+    };
+    if let Some(reason) = reason {
+        message.push_str(" Reason: ");
+        message.push_str(reason);
+    }
+    (alert_type, title, message)
+}

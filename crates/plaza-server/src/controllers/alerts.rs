@@ -1,0 +1,162 @@
+//! `GET /api/alerts` and `POST /api/alerts/dismiss`: the signed-in user's
+//! alerts (admins' broadcasts and moderators' notes on their posts) and
+//! hiding one for good.
+
+use axum::extract::State;
+use plaza_domain::alerts::{Alert, Reader};
+use plaza_domain::policy;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::auth::{CurrentUser, SessionPrincipal, authorize};
+use crate::controllers::users::timestamp;
+use crate::error::AppError;
+use crate::error::schema::GeneralError;
+use crate::extract::AppJson;
+use crate::state::AppState;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(list_alerts))
+        .routes(crate::documented_routes!(dismiss_alert))
+}
+
+/// One alert.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AlertItem {
+    /// The `alertId` to dismiss it with.
+    #[schema(example = 3)]
+    pub id: i64,
+    /// `info`, `success`, `warning` or `error`.
+    #[serde(rename = "type")]
+    #[schema(example = "info")]
+    pub alert_type: String,
+    pub title: String,
+    pub message: String,
+    /// When it was delivered.
+    pub created_at: String,
+    /// `broadcast` or `moderation`.
+    #[schema(example = "broadcast")]
+    pub source: String,
+}
+
+impl From<Alert> for AlertItem {
+    fn from(alert: Alert) -> Self {
+        AlertItem {
+            id: alert.id,
+            alert_type: alert.alert_type,
+            title: alert.title,
+            message: alert.message,
+            created_at: timestamp(alert.delivered_at),
+            source: alert.source,
+        }
+    }
+}
+
+/// The alert list.
+#[derive(Serialize, ToSchema)]
+pub struct AlertList {
+    /// Newest first, at most 100.
+    pub alerts: Vec<AlertItem>,
+}
+
+fn reader(principal: &SessionPrincipal) -> Reader {
+    Reader {
+        user_id: principal.user_id(),
+        role: principal.role(),
+        created_at: principal.session.user.row.created_at,
+    }
+}
+
+/// The signed-in user's delivered alerts they have not dismissed, newest
+/// first (at most 100).
+#[utoipa::path(
+    get,
+    path = "/api/alerts",
+    tag = "alerts",
+    responses(
+        (status = 200, description = "The alerts", body = AlertList),
+        (status = 401, description = "Not signed in", body = GeneralError),
+    )
+)]
+pub async fn list_alerts(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<AppJson<AlertList>, AppError> {
+    let alerts = state.db.alerts_for(reader(&user)).await?;
+    Ok(AppJson(AlertList {
+        alerts: alerts.into_iter().map(AlertItem::from).collect(),
+    }))
+}
+
+/// A user id as a number (SPEC.md) or, as the general schemas write ids,
+/// a string of digits.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum UserIdField {
+    Number(i64),
+    Digits(String),
+}
+
+impl UserIdField {
+    fn value(&self) -> Option<i64> {
+        match self {
+            UserIdField::Number(id) => Some(*id),
+            UserIdField::Digits(text) => text
+                .bytes()
+                .all(|byte| byte.is_ascii_digit())
+                .then(|| text.parse().ok())
+                .flatten(),
+        }
+    }
+}
+
+/// Which alert to dismiss, for whom.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DismissBody {
+    #[schema(example = 3)]
+    pub alert_id: i64,
+    /// Must be the signed-in user's id.
+    #[schema(value_type = i64, example = 42)]
+    pub user_id: UserIdField,
+}
+
+/// The answer of a dismissal.
+#[derive(Serialize, ToSchema)]
+pub struct DismissAnswer {
+    /// Always true.
+    pub success: bool,
+}
+
+/// Hide one of the signed-in user's alerts for good (dismissing twice is
+/// fine). `userId` must be the signed-in user (403 otherwise); an alert
+/// that is not theirs is 404.
+#[utoipa::path(
+    post,
+    path = "/api/alerts/dismiss",
+    tag = "alerts",
+    request_body = DismissBody,
+    responses(
+        (status = 200, description = "Dismissed", body = DismissAnswer),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "`userId` is not the signed-in user", body = GeneralError),
+        (status = 404, description = "No such alert for this user", body = GeneralError),
+        (status = 422, description = "A missing or mistyped field", body = GeneralError),
+    )
+)]
+pub async fn dismiss_alert(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    AppJson(body): AppJson<DismissBody>,
+) -> Result<AppJson<DismissAnswer>, AppError> {
+    let user_id = body
+        .user_id
+        .value()
+        .ok_or_else(|| AppError::invalid("userId", "must be a user id"))?;
+    authorize(policy::dismiss_alerts_of(user.actor(), user_id), "alert")?;
+    state.db.dismiss_alert(reader(&user), body.alert_id).await?;
+    Ok(AppJson(DismissAnswer { success: true }))
+}
