@@ -242,13 +242,11 @@ pub async fn list_admin_users(
         sort,
         order,
     };
-    let found = state.db.list_users(&filter, true, page).await?;
-    let ids: Vec<i64> = found.users.iter().map(User::id).collect();
-    let counts = state.db.post_counts(&ids).await?;
+    let found = state.db.admin_user_page(&filter, page).await?;
     let items = found
         .users
         .iter()
-        .map(|user| AdminUserItem::new(user, counts.get(&user.id()).copied().unwrap_or(0)))
+        .map(|(user, post_count)| AdminUserItem::new(user, *post_count))
         .collect();
     Ok(AppJson(ListEnvelope::new(
         items,
