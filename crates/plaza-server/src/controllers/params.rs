@@ -153,6 +153,24 @@ pub fn id(problems: &mut Problems, field: &str, raw: Option<&str>) -> Option<i64
     })
 }
 
+/// A list filter that is `all` (the default) or one value `parse` knows;
+/// anything else is a problem of `field` saying which values it takes.
+pub fn filter<T>(
+    problems: &mut Problems,
+    field: &str,
+    raw: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    values: &str,
+) -> Option<T> {
+    match raw {
+        None | Some("all") => None,
+        Some(raw) => problems.check(
+            field,
+            parse(raw).ok_or_else(|| format!("must be all, {values}")),
+        ),
+    }
+}
+
 /// How a stored text is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextRule {

@@ -150,14 +150,13 @@ pub async fn list_admin_posts(
     AppQuery(query): AppQuery<AdminPostQuery>,
 ) -> Result<AppJson<ListEnvelope<AdminPostItem>>, AppError> {
     let mut problems = Problems::default();
-    let status = match query.status.as_deref() {
-        None | Some("all") => None,
-        Some(raw) => problems.check(
-            "status",
-            PostStatus::parse(raw)
-                .ok_or_else(|| "must be all, published, draft, hidden or flagged".to_owned()),
-        ),
-    };
+    let status = params::filter(
+        &mut problems,
+        "status",
+        query.status.as_deref(),
+        PostStatus::parse,
+        "published, draft, hidden or flagged",
+    );
     let author = params::id(&mut problems, "author", query.author.as_deref());
     let author_id = params::id(&mut problems, "authorId", query.author_id.as_deref());
     if let (Some(one), Some(other)) = (author, author_id)

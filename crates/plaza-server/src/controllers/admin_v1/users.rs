@@ -190,22 +190,20 @@ pub async fn list_admin_users(
     AppQuery(query): AppQuery<AdminUserQuery>,
 ) -> Result<AppJson<ListEnvelope<AdminUserItem>>, AppError> {
     let mut problems = Problems::default();
-    let status = match query.status.as_deref() {
-        None | Some("all") => None,
-        Some(raw) => problems.check(
-            "status",
-            UserStatus::parse(raw)
-                .ok_or_else(|| "must be all, active, inactive or banned".to_owned()),
-        ),
-    };
-    let role = match query.role.as_deref() {
-        None | Some("all") => None,
-        Some(raw) => problems.check(
-            "role",
-            Role::parse(raw)
-                .ok_or_else(|| "must be all, user, moderator, admin or super_admin".to_owned()),
-        ),
-    };
+    let status = params::filter(
+        &mut problems,
+        "status",
+        query.status.as_deref(),
+        UserStatus::parse,
+        "active, inactive or banned",
+    );
+    let role = params::filter(
+        &mut problems,
+        "role",
+        query.role.as_deref(),
+        Role::parse,
+        "user, moderator, admin or super_admin",
+    );
     let search = query
         .search
         .map(|search| search.trim().to_owned())
