@@ -104,11 +104,7 @@ impl UserIdField {
     fn value(&self) -> Option<i64> {
         match self {
             UserIdField::Number(id) => Some(*id),
-            UserIdField::Digits(text) => text
-                .bytes()
-                .all(|byte| byte.is_ascii_digit())
-                .then(|| text.parse().ok())
-                .flatten(),
+            UserIdField::Digits(text) => crate::extract::parse_id(text),
         }
     }
 }

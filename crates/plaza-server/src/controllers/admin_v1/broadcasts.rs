@@ -253,7 +253,7 @@ fn audience(problems: &mut Problems, targets: &[String]) -> Audience {
             if !audience.roles.contains(&role) {
                 audience.roles.push(role);
             }
-        } else if let Some(id) = user_id(target) {
+        } else if let Some(id) = crate::extract::parse_id(target) {
             if !audience.user_ids.contains(&id) {
                 audience.user_ids.push(id);
             }
@@ -265,14 +265,4 @@ fn audience(problems: &mut Problems, targets: &[String]) -> Audience {
         }
     }
     audience
-}
-
-/// A user id written as a string: digits only.
-fn user_id(target: &str) -> Option<i64> {
-    target
-        .bytes()
-        .all(|byte| byte.is_ascii_digit())
-        .then(|| target.parse::<i64>().ok())
-        .flatten()
-        .filter(|id| *id > 0)
 }
