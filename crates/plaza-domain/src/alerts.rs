@@ -95,6 +95,21 @@ pub struct Alert {
     pub source: String,
 }
 
+/// A dismissal, as the live stream reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
+pub struct Dismissal {
+    pub alert_id: i64,
+    /// Unix milliseconds.
+    pub dismissed_at: i64,
+}
+
+/// What [`Database::alert_changes_since`] found.
+#[derive(Debug, Clone, Default)]
+pub struct AlertChanges {
+    pub delivered: Vec<Alert>,
+    pub dismissed: Vec<Dismissal>,
+}
+
 /// A broadcast to create; `deliver_at` of `None` delivers it at once.
 #[derive(Debug, Clone)]
 pub struct NewBroadcast {
@@ -262,6 +277,64 @@ impl Database {
         Ok(bind_all(sqlx::query_as::<_, Alert>(&sql), args)
             .fetch_all(&mut *self.lease().await?)
             .await?)
+    }
+
+    /// What changed for the reader from `since` (Unix milliseconds, that
+    /// instant included): the alerts delivered to them and still shown,
+    /// oldest first, and the alerts they dismissed, at most [`MAX_LISTED`]
+    /// of each. The live stream asks this with a look-back window, because
+    /// a row's timestamp is taken before its transaction commits.
+    pub async fn alert_changes_since(
+        &self,
+        reader: Reader,
+        since: i64,
+    ) -> Result<AlertChanges, DomainError> {
+        let sql = format!(
+            "SELECT id, type, title, message, delivered_at, source FROM ( \
+               SELECT {ALERT_COLUMNS} FROM alerts a \
+                 WHERE a.user_id = $1 AND a.delivered_at >= $4 \
+               UNION ALL \
+               SELECT {ALERT_COLUMNS} FROM alerts a WHERE {BROADCAST_AUDIENCE} \
+                 AND a.delivered_at >= $4 \
+             ) visible \
+             WHERE NOT EXISTS (SELECT 1 FROM alert_dismissals d \
+               WHERE d.alert_id = visible.id AND d.user_id = $1) \
+             ORDER BY delivered_at, id LIMIT $5"
+        );
+        let mut args = reader.args();
+        args.push(Arg::Int(since));
+        args.push(Arg::Int(MAX_LISTED));
+        let mut lease = self.lease().await?;
+        let delivered = bind_all(sqlx::query_as::<_, Alert>(&sql), args)
+            .fetch_all(&mut *lease)
+            .await?;
+        let dismissed = sqlx::query_as::<_, Dismissal>(
+            "SELECT alert_id, dismissed_at FROM alert_dismissals \
+             WHERE user_id = $1 AND dismissed_at >= $2 \
+             ORDER BY dismissed_at, alert_id LIMIT $3",
+        )
+        .bind(reader.user_id)
+        .bind(since)
+        .bind(MAX_LISTED)
+        .fetch_all(&mut *lease)
+        .await?;
+        Ok(AlertChanges {
+            delivered,
+            dismissed,
+        })
+    }
+
+    /// The newest delivery and the newest dismissal of anyone's alert
+    /// (Unix milliseconds, 0 when none): two index lookups that tell the
+    /// live streams whether to look again.
+    pub async fn alerts_changed_at(&self) -> Result<(i64, i64), DomainError> {
+        let (delivered, dismissed): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT (SELECT MAX(delivered_at) FROM alerts), \
+                    (SELECT MAX(dismissed_at) FROM alert_dismissals)",
+        )
+        .fetch_one(&mut *self.lease().await?)
+        .await?;
+        Ok((delivered.unwrap_or(0), dismissed.unwrap_or(0)))
     }
 
     /// Hides alert `alert_id` from the reader for good; dismissing twice is

@@ -141,6 +141,11 @@ impl Server {
         };
         let app = Arc::new(build_app(self.state));
         state.link_preview.own_pages.set(&app);
+        let streams = state.clone();
+        let shutdown = async move {
+            shutdown.await;
+            streams.alert_streams.stop();
+        };
         crate::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.server.shutdown_grace_secs);
         stop_background.cancel();

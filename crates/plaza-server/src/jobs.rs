@@ -58,6 +58,27 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
         },
         Job {
+            // Wakes this instance's live alert streams when any instance
+            // delivered or dismissed an alert (see `alert_stream`).
+            name: "alert_stream_watch",
+            period: Duration::from_millis(settings.alerts.alert_stream_poll_ms),
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    if !state.alert_streams.is_watched() {
+                        return Ok(String::new());
+                    }
+                    let marker = state
+                        .db
+                        .alerts_changed_at()
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    state.alert_streams.publish(marker);
+                    Ok(String::new())
+                })
+            },
+        },
+        Job {
             // The in-process rate limiter forgets clients whose buckets are
             // full again, so its memory follows the clients of the last
             // period, not every client ever seen.

@@ -2,6 +2,7 @@
 //! start-up. The domain lives in `plaza-domain`; this crate only parses,
 //! authorizes, calls the domain and renders.
 
+pub mod alert_stream;
 pub mod app;
 pub mod auth;
 pub mod cli;

@@ -60,6 +60,8 @@ pub struct Shared {
     /// Work that outlives its request (analytics writes, cleanup). Shutdown
     /// waits for it, so nothing accepted is lost.
     pub background: TaskTracker,
+    /// The live alert streams of this instance.
+    pub alert_streams: crate::alert_stream::AlertStreams,
 }
 
 impl AppState {
@@ -98,6 +100,7 @@ impl AppState {
             providers,
         ));
         let rate_limiter = crate::rate_limit::RateLimiter::new(&settings.limits)?;
+        let alert_streams = crate::alert_stream::AlertStreams::new(&settings.alerts);
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -111,6 +114,7 @@ impl AppState {
             started_at: Instant::now(),
             instance_id: crate::auth::tokens::random_token(),
             background: TaskTracker::new(),
+            alert_streams,
         })))
     }
 }

@@ -1,7 +1,7 @@
 //! Alerts (issue #15): broadcasts reach their audience in `GET /api/alerts`
 //! (now, or once at their scheduled time even with two instances), a
 //! moderator's `notifyAuthor` reaches the author, and a user dismisses
-//! their own alerts only.
+//! their own alerts only; `GET /api/alerts/stream` sends them live.
 
 mod common;
 
@@ -18,6 +18,11 @@ on_both_databases!(
     notify_author_alerts_the_author,
     a_scheduled_broadcast_is_delivered_once_by_two_instances,
     racing_deliveries_deliver_once,
+    the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses,
+    a_resumed_stream_sends_only_what_came_after_its_last_event,
+    streams_need_a_session_and_a_free_slot,
+    a_zero_lifetime_stream_sends_the_current_alerts_and_ends,
+    shutdown_ends_open_streams,
 );
 
 async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
@@ -391,4 +396,206 @@ async fn racing_deliveries_deliver_once(backend: Backend) {
     );
     assert_eq!(a.unwrap() + b.unwrap(), 1, "two runners, one delivery");
     assert_eq!(one.deliver_due_broadcasts(later).await.unwrap(), 0);
+}
+
+/// One Server-Sent Event.
+#[derive(Debug)]
+struct StreamEvent {
+    name: String,
+    id: String,
+    data: Value,
+}
+
+/// An open `GET /api/alerts/stream`, read event by event.
+struct AlertStream {
+    body: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>,
+    >,
+    buffer: String,
+}
+
+impl AlertStream {
+    async fn open(server: &TestServer, cookie: &str, last_event_id: Option<&str>) -> AlertStream {
+        let mut request = server
+            .client
+            .get(server.url("/api/alerts/stream"))
+            .header("cookie", cookie);
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.expect("request");
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        AlertStream {
+            body: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event (keep-alive comments skipped), or `None` when the
+    /// server ended the stream; a test that waits 10 s for one fails.
+    async fn next(&mut self) -> Option<StreamEvent> {
+        use futures_util::StreamExt;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = StreamEvent {
+                    name: String::new(),
+                    id: String::new(),
+                    data: Value::Null,
+                };
+                for line in block.lines() {
+                    if let Some(name) = line.strip_prefix("event: ") {
+                        event.name = name.to_owned();
+                    } else if let Some(id) = line.strip_prefix("id: ") {
+                        event.id = id.to_owned();
+                    } else if let Some(data) = line.strip_prefix("data: ") {
+                        event.data = serde_json::from_str(data).expect("JSON data");
+                    }
+                }
+                if event.name.is_empty() {
+                    continue;
+                }
+                return Some(event);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
+                .await
+                .expect("an event within 10 s");
+            match chunk {
+                Some(bytes) => self
+                    .buffer
+                    .push_str(std::str::from_utf8(&bytes.expect("body")).expect("UTF-8")),
+                None => return None,
+            }
+        }
+    }
+}
+
+const FAST_STREAMS: (&str, &str) = ("PLAZA_ALERT_STREAM_POLL_MS", "50");
+
+async fn the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses(
+    backend: Backend,
+) {
+    let first = TestServer::start_with(backend, &[FAST_STREAMS]).await;
+    let second = TestServer::start_with(
+        backend,
+        &[
+            FAST_STREAMS,
+            ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+        ],
+    )
+    .await;
+    let (user_id, user) = member(&first, "user@example.com", "user").await;
+    member(&first, "admin@example.com", "admin").await;
+    let token = first.mint("admin@example.com", "admin:write");
+    let (status, _) = broadcast(&first, &token, json!({"title": "Before", "message": "m"})).await;
+    assert_eq!(status, 201);
+
+    let mut stream = AlertStream::open(&first, &user, None).await;
+    let current = stream.next().await.expect("the current alert");
+    assert_eq!(
+        (current.name.as_str(), current.data["title"].as_str()),
+        ("alert", Some("Before"))
+    );
+    let before_id = current.data["id"].as_i64().expect("id");
+    assert!(
+        current.id.parse::<i64>().is_ok(),
+        "ids are times: {}",
+        current.id
+    );
+
+    // Written through the other instance: seen through the database.
+    let (status, _) = broadcast(&second, &token, json!({"title": "After", "message": "m"})).await;
+    assert_eq!(status, 201);
+    let live = stream.next().await.expect("the new alert");
+    assert_eq!(
+        (live.name.as_str(), live.data["title"].as_str()),
+        ("alert", Some("After"))
+    );
+    assert!(live.id.parse::<i64>().unwrap() >= current.id.parse::<i64>().unwrap());
+
+    let (status, body) = call(
+        &second,
+        "POST",
+        "/api/alerts/dismiss",
+        Some(&user),
+        Some(json!({"alertId": before_id, "userId": user_id})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let dismissed = stream.next().await.expect("the dismissal");
+    assert_eq!(dismissed.name, "dismissed");
+    assert_eq!(dismissed.data, json!({"id": before_id}));
+}
+
+async fn a_resumed_stream_sends_only_what_came_after_its_last_event(backend: Backend) {
+    let server = TestServer::start_with(backend, &[FAST_STREAMS]).await;
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("admin@example.com", "admin:write");
+    broadcast(&server, &token, json!({"title": "Old", "message": "m"})).await;
+    // "Old" was delivered a minute ago, "New" now; the client last saw an
+    // event of 30 s ago.
+    server
+        .sql("UPDATE alerts SET delivered_at = delivered_at - 60000, created_at = created_at - 60000 WHERE title = 'Old'")
+        .await;
+    server
+        .sql("UPDATE users SET created_at = created_at - 120000")
+        .await;
+    broadcast(&server, &token, json!({"title": "New", "message": "m"})).await;
+    let last_seen = (now_millis() - 30_000).to_string();
+
+    let mut resumed = AlertStream::open(&server, &user, Some(&last_seen)).await;
+    let first = resumed.next().await.expect("an event");
+    assert_eq!(first.data["title"], "New");
+
+    let mut fresh = AlertStream::open(&server, &user, None).await;
+    let titles = [fresh.next().await.unwrap(), fresh.next().await.unwrap()]
+        .map(|event| event.data["title"].as_str().unwrap().to_owned());
+    assert_eq!(titles, ["Old".to_owned(), "New".to_owned()], "oldest first");
+}
+
+async fn streams_need_a_session_and_a_free_slot(backend: Backend) {
+    let server =
+        TestServer::start_with(backend, &[("PLAZA_ALERT_STREAM_MAX_CONNECTIONS", "1")]).await;
+    let anonymous = server.get("/api/alerts/stream").await;
+    assert_eq!(anonymous.status(), 401);
+
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let _open = AlertStream::open(&server, &user, None).await;
+    let (status, body) = call(&server, "GET", "/api/alerts/stream", Some(&user), None).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+}
+
+async fn a_zero_lifetime_stream_sends_the_current_alerts_and_ends(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_ALERT_STREAM_MAX_SECS", "0")]).await;
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("admin@example.com", "admin:write");
+    broadcast(&server, &token, json!({"title": "Only", "message": "m"})).await;
+    let mut stream = AlertStream::open(&server, &user, None).await;
+    assert_eq!(
+        stream.next().await.expect("the alert").data["title"],
+        "Only"
+    );
+    assert!(stream.next().await.is_none(), "the stream ends");
+}
+
+async fn shutdown_ends_open_streams(backend: Backend) {
+    let mut server = TestServer::start(backend).await;
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let mut stream = AlertStream::open(&server, &user, None).await;
+    let started = Instant::now();
+    let status = server.terminate();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "an open stream held the shutdown for {:?}",
+        started.elapsed()
+    );
+    assert!(stream.next().await.is_none());
 }

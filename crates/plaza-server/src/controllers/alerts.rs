@@ -1,8 +1,11 @@
-//! `GET /api/alerts` and `POST /api/alerts/dismiss`: the signed-in user's
-//! alerts (admins' broadcasts and moderators' notes on their posts) and
-//! hiding one for good.
+//! `GET /api/alerts`, `GET /api/alerts/stream` and `POST /api/alerts/dismiss`:
+//! the signed-in user's alerts (admins' broadcasts and moderators' notes on
+//! their posts), live, and hiding one for good.
 
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::IntoResponse;
+use axum::response::sse::{KeepAlive, Sse};
 use plaza_domain::alerts::{Alert, Reader};
 use plaza_domain::policy;
 use serde::{Deserialize, Serialize};
@@ -20,6 +23,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(crate::documented_routes!(list_alerts))
         .routes(crate::documented_routes!(dismiss_alert))
+        .routes(crate::documented_routes!(stream_alerts))
 }
 
 /// One alert.
@@ -155,4 +159,46 @@ pub async fn dismiss_alert(
     authorize(policy::dismiss_alerts_of(user.actor(), user_id), "alert")?;
     state.db.dismiss_alert(reader(&user), body.alert_id).await?;
     Ok(AppJson(DismissAnswer { success: true }))
+}
+
+/// The signed-in user's alerts as they happen (Server-Sent Events): first
+/// the current alerts (or, with `Last-Event-ID`, what came since that
+/// event), then event `alert` (an item of `GET /api/alerts`) for each new
+/// one and event `dismissed` (`{id}`) for each dismissal. Event ids are
+/// times in Unix milliseconds; delivery is at least once (a resumed stream
+/// may repeat the last few seconds). The server ends a stream after
+/// `alert_stream_max_secs`; the client reconnects.
+#[utoipa::path(
+    get,
+    path = "/api/alerts/stream",
+    tag = "alerts",
+    params(
+        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event received, to resume after it"),
+    ),
+    responses(
+        (status = 200, description = "The event stream", content_type = "text/event-stream", body = String),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 503, description = "Every stream slot of this instance is taken; retry later", body = GeneralError,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+    )
+)]
+pub async fn stream_alerts(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+) -> Result<axum::response::Response, AppError> {
+    let resume_from = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<i64>().ok())
+        .filter(|at| *at >= 0);
+    let stream = state
+        .alert_streams
+        .open(state.db.clone(), reader(&user), resume_from)
+        .ok_or(AppError::Busy {
+            retry_after_secs: 5,
+        })?;
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
