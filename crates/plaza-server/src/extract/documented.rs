@@ -149,10 +149,13 @@ where
     }
 }
 
-/// Documents a limited route's 429 on each of its operations, with the
-/// headers that come with it, in the general error shape until the route's
-/// group declares its surface ([`adopt_surface`]).
-pub fn document_rate_limit(item: &mut PathItem) {
+/// Documents a limited route's 429 on each of its operations, in the
+/// general error shape until the route's group declares its surface
+/// ([`adopt_surface`]), and the headers every answer of the route carries:
+/// `X-RateLimit-*`, and `X-Admin-Tier` when `admin_tiers` names the tiers
+/// the route answers in. They are optional in the document: with rate
+/// limits turned off (`rate_limits_enabled = false`) no answer has them.
+pub fn document_rate_limit(item: &mut PathItem, admin_tiers: Option<&str>) {
     let surface = Surface::General;
     let header = |description: &str| {
         utoipa::openapi::HeaderBuilder::new()
@@ -162,6 +165,24 @@ pub fn document_rate_limit(item: &mut PathItem) {
             .description(Some(description))
             .build()
     };
+    let tier = admin_tiers.map(|tiers| {
+        utoipa::openapi::HeaderBuilder::new()
+            .schema(utoipa::openapi::schema::Object::with_type(
+                utoipa::openapi::schema::Type::String,
+            ))
+            .description(Some(format!(
+                "The rate-limit tier that counted this request: {tiers}"
+            )))
+            .build()
+    });
+    let counters = [
+        ("X-RateLimit-Limit", header("Requests allowed per period")),
+        ("X-RateLimit-Remaining", header("Requests left now")),
+        (
+            "X-RateLimit-Reset",
+            header("Unix time (seconds) when the full quota is back"),
+        ),
+    ];
     let body = ContentBuilder::new()
         .schema(Some(Ref::from_schema_name(surface.error_schema_name())))
         .build();
@@ -180,6 +201,21 @@ pub fn document_rate_limit(item: &mut PathItem) {
                 .responses
                 .entry("429".to_owned())
                 .or_insert_with(|| refused.clone().into());
+            for answer in operation.responses.responses.values_mut() {
+                let RefOr::T(answer) = answer else { continue };
+                for (name, header) in &counters {
+                    answer
+                        .headers
+                        .entry((*name).to_owned())
+                        .or_insert_with(|| header.clone());
+                }
+                if let Some(tier) = &tier {
+                    answer
+                        .headers
+                        .entry("X-Admin-Tier".to_owned())
+                        .or_insert_with(|| tier.clone());
+                }
+            }
         }
     }
 }
@@ -345,6 +381,39 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn limited_answers_document_their_rate_limit_headers_and_admin_tier() {
+        let document = document();
+        let headers = |path: &str, method: &str, status: &str| -> Vec<String> {
+            document["paths"][path][method]["responses"][status]["headers"]
+                .as_object()
+                .map(|headers| headers.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let admin = headers("/api/v1/admin/users", "get", "200");
+        for name in [
+            "X-RateLimit-Limit",
+            "X-RateLimit-Remaining",
+            "X-RateLimit-Reset",
+            "X-Admin-Tier",
+        ] {
+            assert!(admin.contains(&name.to_owned()), "{name} in {admin:?}");
+        }
+        let system = &document["paths"]["/api/v1/admin/system/maintenance"]["post"]["responses"]["200"]
+            ["headers"]["X-Admin-Tier"]["description"];
+        assert!(system.as_str().unwrap().contains("`system`"), "{system}");
+        let general = headers("/api/posts", "get", "200");
+        assert!(
+            general.contains(&"X-RateLimit-Remaining".to_owned()),
+            "{general:?}"
+        );
+        assert!(!general.contains(&"X-Admin-Tier".to_owned()), "{general:?}");
+        assert!(
+            headers("/api/version", "get", "200").is_empty(),
+            "not limited"
+        );
     }
 
     /// The surface SPEC.md gives each path, written out independently of

@@ -265,8 +265,13 @@ fn redis_key(bucket: &str, subject: Subject) -> String {
 /// Puts `limit` on every route of `router`, and documents its 429 (with the
 /// headers) on each of their operations.
 pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    let admin_tiers = match limit {
+        Limit::VersionedAdmin => Some("`general`, or `super` for a token holding `admin:super`"),
+        Limit::SystemAction => Some("`system`"),
+        Limit::General | Limit::SignIn => None,
+    };
     for item in router.get_openapi_mut().paths.paths.values_mut() {
-        crate::extract::documented::document_rate_limit(item);
+        crate::extract::documented::document_rate_limit(item, admin_tiers);
     }
     router.route_layer(LimitLayer { limit })
 }
