@@ -4,9 +4,8 @@
 //! table's time column (or the user's column, then time), so a report
 //! costs the rows of its range, not of the table.
 //!
-//! Sign-ins are the sessions started in the range that still exist:
-//! expired and signed-out sessions are purged, so the count is a lower
-//! bound for older ranges (`users.login_count` is the lifetime total).
+//! Sign-ins come from the sign-in log (`sign_ins`), which outlives the
+//! sessions and is kept for `sign_in_retention_days`.
 
 use sqlx::FromRow;
 
@@ -35,7 +34,7 @@ pub struct TimeRange {
 /// What users did in a range: one user's figures, or everyone's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ActivityCounts {
-    /// Sessions started (see the module documentation).
+    /// Sign-ins (sessions started), from the sign-in log.
     pub sign_ins: i64,
     pub posts_created: i64,
     /// Reports filed by the user (everyone: every report).
@@ -140,7 +139,7 @@ struct ActivitySource {
 }
 
 const SIGN_INS: ActivitySource = ActivitySource {
-    from: "sessions",
+    from: "sign_ins",
     time_column: "created_at",
     of_user: Some("user_id = {user}"),
     extra: None,

@@ -85,15 +85,30 @@ pub async fn revoke_token(
     Ok(())
 }
 
+/// Most sign-in log entries one purge removes.
+pub const SIGN_IN_PURGE_CHUNK: i64 = 10_000;
+
 /// Deletes what can no longer matter: expired sessions, abandoned OAuth
 /// attempts, revocations of tokens past their expiry and failure counts
 /// older than `failure_window_millis`. Returns the rows removed.
 pub async fn purge_expired_security_state(
     tx: &mut Tx<'_>,
     failure_window_millis: i64,
+    sign_in_retention_millis: i64,
 ) -> Result<u64, DomainError> {
     let now = now_millis();
     let mut removed = 0;
+    // The sign-in log in chunks, oldest first: a purge after a long pause
+    // stays a short transaction, and the next run takes the rest.
+    removed += sqlx::query(
+        "DELETE FROM sign_ins WHERE id IN \
+         (SELECT id FROM sign_ins WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
+    )
+    .bind(now.saturating_sub(sign_in_retention_millis))
+    .bind(SIGN_IN_PURGE_CHUNK)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
     for (statement, cutoff) in [
         ("DELETE FROM sessions WHERE expires_at <= $1", now),
         ("DELETE FROM oauth_states WHERE expires_at <= $1", now),

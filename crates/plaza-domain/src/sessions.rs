@@ -118,6 +118,15 @@ pub async fn create(
     .bind(client.ip_address.clone())
     .fetch_one(&mut **tx)
     .await?;
+    sqlx::query(
+        "INSERT INTO sign_ins (user_id, created_at, ip_address, user_agent) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(user_id)
+    .bind(now)
+    .bind(client.ip_address.clone())
+    .bind(client.user_agent.clone())
+    .execute(&mut **tx)
+    .await?;
     Ok(id)
 }
 

@@ -516,7 +516,7 @@ impl Database {
         let rows = sqlx::query_as(
             "SELECT kind, at, detail, post_id FROM ( \
                SELECT * FROM (SELECT 'sign_in' AS kind, created_at AS at, ip_address AS detail, \
-                 CAST(NULL AS BIGINT) AS post_id FROM sessions WHERE user_id = $1 \
+                 CAST(NULL AS BIGINT) AS post_id FROM sign_ins WHERE user_id = $1 \
                  ORDER BY created_at DESC LIMIT $2) signed_in \
                UNION ALL \
                SELECT * FROM (SELECT 'post' AS kind, created_at AS at, title AS detail, \

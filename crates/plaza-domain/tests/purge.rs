@@ -51,14 +51,28 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
                 auth_state::revoke_token(tx, "gone", 1).await?;
                 auth_state::revoke_token(tx, "current", i64::MAX).await?;
                 auth_state::reserve_sign_in_attempt(tx, "email:p@example.com", 60_000).await?;
-                auth_state::purge_expired_security_state(tx, 60_000).await
+                auth_state::purge_expired_security_state(tx, 60_000, 60_000).await
             })
         })
         .await
         .unwrap();
     assert_eq!(
         removed, 2,
-        "the expired session and the old revocation (the OAuth state went on save)"
+        "the expired session and the old revocation (the OAuth state went on save); \
+         both sign-ins are within the log's retention"
+    );
+    let sign_ins_removed = db
+        .write(|tx| {
+            Box::pin(async move {
+                // A retention that ended a second ago: both sign-ins are older.
+                auth_state::purge_expired_security_state(tx, 60_000, -1000).await
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        sign_ins_removed, 2,
+        "the two sign-ins, past their retention"
     );
     assert!(db.session_user("live", &LIFETIME).await.unwrap().is_some());
     assert!(

@@ -105,15 +105,27 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
-                    let window = i64::try_from(state.settings.auth.sign_in_lockout_secs)
-                        .unwrap_or(i64::MAX / 1000)
-                        .saturating_mul(1000);
+                    let millis = |secs: u64| {
+                        i64::try_from(secs)
+                            .unwrap_or(i64::MAX / 1000)
+                            .saturating_mul(1000)
+                    };
+                    let window = millis(state.settings.auth.sign_in_lockout_secs);
+                    let retention = millis(
+                        state
+                            .settings
+                            .auth
+                            .sign_in_retention_days
+                            .saturating_mul(86_400),
+                    );
                     state
                         .db
                         .write(|tx| {
                             Box::pin(async move {
-                                plaza_domain::auth_state::purge_expired_security_state(tx, window)
-                                    .await
+                                plaza_domain::auth_state::purge_expired_security_state(
+                                    tx, window, retention,
+                                )
+                                .await
                             })
                         })
                         .await

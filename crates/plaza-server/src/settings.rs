@@ -171,6 +171,9 @@ pub struct AuthSettings {
     /// How often timed bans that have run out are lifted (one instance of
     /// a cluster does it): a ban ends at most this long after its time.
     pub ban_expiry_interval_secs: u64,
+    /// How long the sign-in log (the admin user-activity report's
+    /// sign-ins) keeps an entry.
+    pub sign_in_retention_days: u64,
 }
 
 impl Default for AuthSettings {
@@ -190,6 +193,7 @@ impl Default for AuthSettings {
             sign_in_lockout_secs: 900,
             auth_providers: Vec::new(),
             ban_expiry_interval_secs: 30,
+            sign_in_retention_days: 90,
         }
     }
 }
@@ -576,6 +580,7 @@ impl AuthSettings {
             ("admin_token_ttl_secs", self.admin_token_ttl_secs),
             ("sign_in_lockout_secs", self.sign_in_lockout_secs),
             ("ban_expiry_interval_secs", self.ban_expiry_interval_secs),
+            ("sign_in_retention_days", self.sign_in_retention_days),
         ])?;
         if self.password_hash_memory_kib < 8 || self.password_hash_iterations == 0 {
             return Err(SettingsError::new(

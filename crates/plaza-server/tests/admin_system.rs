@@ -538,8 +538,11 @@ async fn the_user_activity_report_counts_what_users_did(backend: Backend) {
     let admin = admin(&server).await;
     let (author_id, author) = member(&server, "author@example.com", "user").await;
     let (reader_id, reader) = member(&server, "reader@example.com", "user").await;
-    // A second sign-in of the author.
-    server.sign_in("author@example.com", PASSWORD).await;
+    // A second sign-in of the author, signed out at once: the sign-in
+    // still counts.
+    let second = server.sign_in("author@example.com", PASSWORD).await;
+    let (status, _) = common::call(&server, "POST", "/api/auth/signout", Some(&second), None).await;
+    assert_eq!(status, 200);
     let mut posts = Vec::new();
     for title in ["One", "Two", "Three"] {
         posts.push(post(&server, &author, json!({"title": title, "content": "text"})).await);
