@@ -385,6 +385,16 @@ impl PostQuery {
         (from, conditions)
     }
 
+    /// Only the `reported` filter: every post with a report, whose number
+    /// the `post_counts` row [`REPORTED_SCOPE`] keeps.
+    fn is_whole_moderation_queue(&self) -> bool {
+        self.reported_only
+            && self.author.is_none()
+            && self.tag.is_none()
+            && self.status.is_none()
+            && self.published.is_none()
+    }
+
     /// Whether the total comes from counting rows (an index range the
     /// filter selects) rather than from `post_counts`.
     fn counts_rows(&self) -> bool {
@@ -424,6 +434,9 @@ impl PostQuery {
     /// `post_counts` rows (plus, for a member, their own other posts from the
     /// author index), or a count over the index range the filters select.
     fn total_sql(&self, viewer: Viewer, args: &mut Args) -> String {
+        if self.is_whole_moderation_queue() && matches!(viewer, Viewer::Moderator(_)) {
+            return format!("(SELECT total FROM post_counts WHERE scope = '{REPORTED_SCOPE}')");
+        }
         if self.counts_rows() {
             let (from, mut conditions) = self.selection(args);
             conditions.extend(visibility(viewer, args));
@@ -481,6 +494,9 @@ impl PostQuery {
         Dialect(backend).json_rows(&post_json(backend, "listed"), &self.page_order(), &source)
     }
 }
+
+/// The `post_counts` row counting the posts with at least one report.
+const REPORTED_SCOPE: &str = "reported";
 
 /// The `post_counts` scope of a (published, moderation) pair, as the
 /// triggers name it.
