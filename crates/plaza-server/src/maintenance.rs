@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::maintenance::{UPLOAD_GRACE, UploadSweep, sweep_uploads};
-use plaza_domain::{Backend, search};
+use plaza_domain::users::Role;
+use plaza_domain::{Backend, alerts, search};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -185,7 +186,7 @@ pub async fn run(
                         let rebuilt = search::rebuild(tx).await?;
                         let result =
                             json!({"postsIndexed": rebuilt.posts, "usersIndexed": rebuilt.users});
-                        audit::record(tx, &context, audit_action(&recorded, result)).await?;
+                        record(tx, &context, &recorded, result, elapsed_millis(started)).await?;
                         Ok(rebuilt)
                     })
                 })
@@ -202,16 +203,49 @@ pub async fn run(
     }
     report.duration_ms = elapsed_millis(started);
     let result = serde_json::to_value(&report).map_err(AppError::internal)?;
+    let duration_ms = report.duration_ms;
     state
         .db
         .write(|tx| {
-            Box::pin(async move {
-                audit::record(tx, &context, audit_action(&request, result)).await?;
-                Ok(())
-            })
+            Box::pin(async move { record(tx, &context, &request, result, duration_ms).await })
         })
         .await?;
     Ok(report)
+}
+
+/// Records what ran in the audit trail and, when the request asked to
+/// `notify`, tells the administrators (every `admin` and `super_admin`)
+/// with an alert in `GET /api/alerts`, in the same unit of work.
+async fn record(
+    tx: &mut plaza_domain::Tx<'_>,
+    context: &AuditContext,
+    request: &MaintenanceRequest,
+    result: Value,
+    duration_ms: u64,
+) -> Result<(), plaza_domain::DomainError> {
+    audit::record(tx, context, audit_action(request, result)).await?;
+    if let (true, Some(admin_id)) = (request.notify, context.actor_id) {
+        let now = plaza_domain::time::now_millis();
+        let by = context.actor_email.as_deref().unwrap_or("an administrator");
+        let broadcast = alerts::NewBroadcast {
+            title: format!("Maintenance: {}", request.action.as_str()),
+            message: format!(
+                "{} (scope: {}) ran in {duration_ms} ms, started by {by}.",
+                request.action.as_str(),
+                request.scope
+            ),
+            alert_type: alerts::AlertType::Info,
+            audience: alerts::Audience {
+                roles: vec![Role::Admin, Role::SuperAdmin],
+                ..alerts::Audience::default()
+            },
+            created_by: admin_id,
+            deliver_at: None,
+        };
+        let created = alerts::create_broadcast(tx, broadcast, now).await?;
+        alerts::deliver(tx, created.id, now).await?;
+    }
+    Ok(())
 }
 
 fn audit_action(request: &MaintenanceRequest, result: Value) -> AuditAction<'static> {

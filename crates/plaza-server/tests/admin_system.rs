@@ -285,6 +285,8 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
         .await;
     }
 
+    let (_, other_admin) = member(&server, "other-admin@example.com", "admin").await;
+
     // Two anonymous answers are cached; clearing reports them.
     for path in ["/api/posts", "/api/search/posts?q=words"] {
         assert_eq!(server.get(path).await.status(), 200);
@@ -309,12 +311,27 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
     assert_eq!(again["data"]["cache"]["entriesCleared"], 0, "{again}");
     assert_eq!(again["data"]["scope"], "all");
     assert_eq!(again["data"]["notify"], false);
+    // `notify` told the administrators (once: the second run did not ask),
+    // and nobody else.
+    let (_, told) = common::call(&server, "GET", "/api/alerts", Some(&other_admin), None).await;
+    let told = told["alerts"].as_array().unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["title"], "Maintenance: cache_clear");
+    assert!(
+        told[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scope: answers"),
+        "{told:?}"
+    );
+    let (_, not_told) = common::call(&server, "GET", "/api/alerts", Some(&author), None).await;
+    assert_eq!(not_told["alerts"], json!([]));
 
     let (status, rebuilt) =
         maintenance(&server, &admin.writer, json!({"action": "rebuild_search"})).await;
     assert_eq!(status, 200, "{rebuilt}");
     assert_eq!(rebuilt["data"]["search"]["postsIndexed"], 2, "{rebuilt}");
-    assert_eq!(rebuilt["data"]["search"]["usersIndexed"], 2, "{rebuilt}");
+    assert_eq!(rebuilt["data"]["search"]["usersIndexed"], 3, "{rebuilt}");
     let (_, found) = send(
         &server,
         As::Anonymous,

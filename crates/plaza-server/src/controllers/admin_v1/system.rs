@@ -26,7 +26,8 @@ pub struct MaintenanceBody {
     pub action: String,
     /// Free text recorded in the audit entry, 1 to 100 characters; `all` by default.
     pub scope: Option<String>,
-    /// Recorded in the audit entry; default false.
+    /// Default false. When true, every administrator gets an alert (in
+    /// `GET /api/alerts`) saying what ran, for how long and who started it.
     pub notify: Option<bool>,
 }
 
