@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::controllers::{self, docs};
-use crate::error::{AppError, Surface, on_surface};
+use crate::error::{AppError, Surface, SurfaceMap, on_surface};
 use crate::middleware::RequestLayer;
 use crate::rate_limit::{Limit, limited};
 use crate::settings::ServerSettings;
@@ -84,6 +84,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The complete application: routes, documentation and middleware.
 pub fn build_app(state: AppState) -> Router {
     let (router, document) = api_router().split_for_parts();
+    let surfaces = SurfaceMap::from_document(&document);
     let server = state.settings.server.clone();
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
@@ -92,15 +93,16 @@ pub fn build_app(state: AppState) -> Router {
         // The rate limiter's layers find the state here: they are put on
         // route groups before there is a state to hand them.
         .layer(Extension(state));
-    with_middleware(router, &server)
+    with_middleware(router, &server, surfaces)
 }
 
 /// Wraps routes in Plaza's middleware stack ([`RequestLayer`] and the body
-/// limit). Public so tests can put test-only routes behind the same stack.
-pub fn with_middleware(router: Router, server: &ServerSettings) -> Router {
+/// limit), answering errors in the shape `surfaces` gives each route.
+/// Public so tests can put test-only routes behind the same stack.
+pub fn with_middleware(router: Router, server: &ServerSettings, surfaces: SurfaceMap) -> Router {
     router.layer(
         ServiceBuilder::new()
-            .layer(RequestLayer::new(server))
+            .layer(RequestLayer::new(server, surfaces))
             .layer(DefaultBodyLimit::max(server.body_limit_bytes)),
     )
 }

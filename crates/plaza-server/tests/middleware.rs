@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
-use plaza_server::error::{Surface, SurfaceLayer};
+use plaza_server::error::{Surface, SurfaceMap};
 use plaza_server::extract::AppJson;
 use plaza_server::settings::ServerSettings;
 use serde_json::{Value, json};
@@ -21,7 +21,8 @@ struct Echo {
 }
 
 async fn serve(router: Router, settings: ServerSettings) -> String {
-    let app = with_middleware(router, &settings);
+    let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::VersionedAdmin);
+    let app = with_middleware(router, &settings, surfaces);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -44,11 +45,7 @@ async fn serve_test_routes(change: impl FnOnce(&mut ServerSettings)) -> String {
 fn test_routes() -> Router {
     Router::new()
         .route("/api/panic", get(panics))
-        .merge(
-            Router::new()
-                .route("/api/v1/admin/panic", get(panics))
-                .layer(SurfaceLayer::new(Surface::VersionedAdmin)),
-        )
+        .route("/api/v1/admin/panic", get(panics))
         .route(
             "/api/echo",
             post(|AppJson(body): AppJson<Echo>| async move { AppJson(body) }),

@@ -364,8 +364,8 @@ impl FromRequestParts<AppState> for RequestAudit {
             None => None,
         };
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
-        let declared = parts.extensions.get::<crate::error::SurfaceSlot>();
-        let surface = match declared.map_or(crate::error::Surface::General, |slot| slot.surface()) {
+        let declared = parts.extensions.get::<crate::error::Surface>().copied();
+        let surface = match declared.unwrap_or(crate::error::Surface::General) {
             crate::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
             crate::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
             _ => AuditSurface::Api,

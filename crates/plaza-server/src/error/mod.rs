@@ -15,9 +15,7 @@
 pub mod schema;
 mod surface;
 
-pub use surface::{
-    CrossOriginRefusal, Surface, SurfaceLayer, SurfaceSlot, on_surface, render_response,
-};
+pub use surface::{ERROR_SHAPE_EXTENSION, Surface, SurfaceMap, on_surface, render_response};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -1,20 +1,17 @@
 //! Rendering an [`ErrorReport`] in the body shape of the surface that
 //! answers (SPEC.md "Errors").
 
-use std::convert::Infallible;
-use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::Request;
+use axum::extract::MatchedPath;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures_util::future::{Either, Ready, ready};
 use serde_json::{Map, Value, json};
-use tower::{Layer, Service};
+use utoipa::openapi::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use super::{AppError, ErrorReport};
+use super::ErrorReport;
 use crate::state::AppState;
 
 /// The API surfaces of SPEC.md, each with its own error body shape.
@@ -43,6 +40,22 @@ impl Surface {
             (Surface::Image | Surface::UnversionedAdmin, 422) => 400,
             _ => status,
         }
+    }
+
+    const ALL: [Surface; 6] = [
+        Surface::General,
+        Surface::VersionedAdmin,
+        Surface::UnversionedAdmin,
+        Surface::Upload,
+        Surface::Plain,
+        Surface::Image,
+    ];
+
+    /// The surface whose [`Surface::error_schema_name`] is `name`.
+    pub fn with_schema_name(name: &str) -> Option<Surface> {
+        Surface::ALL
+            .into_iter()
+            .find(|surface| surface.error_schema_name() == name)
     }
 
     /// The OpenAPI component describing this surface's error body.
@@ -168,102 +181,63 @@ fn plain_title(report: &ErrorReport) -> String {
 }
 
 /// Declares that the routes of `routes` answer errors in `surface`'s
-/// shape: the one place a route group names its surface. At run time its
-/// layer fills the request's [`SurfaceSlot`] (also for the 405 of a known
-/// path) and answers a write the middleware marked as a
-/// [`CrossOriginRefusal`]; in the OpenAPI document the group's error
-/// answers, documented in the general shape by `documented_routes!` and
-/// `limited`, take the surface's schema and statuses.
+/// shape: the one place a route group names its surface. Each operation
+/// of the group is marked with its error schema (the OpenAPI extension
+/// [`ERROR_SHAPE_EXTENSION`]), from which [`SurfaceMap`] tells the
+/// middleware the surface of a matched route, so no layer wraps the
+/// group's routes (a layer cost every request of a group an allocation
+/// and a boxed call: 12% of the instructions of `GET /api/version`,
+/// measured with `bench/instructions.sh`). The group's error answers,
+/// documented in the general shape by `documented_routes!` and `limited`,
+/// take the surface's schema and statuses.
 pub fn on_surface(
     surface: Surface,
     mut routes: OpenApiRouter<AppState>,
 ) -> OpenApiRouter<AppState> {
     for item in routes.get_openapi_mut().paths.paths.values_mut() {
         crate::extract::documented::adopt_surface(item, surface);
+        crate::extract::documented::mark_error_shape(item, surface);
     }
-    routes.layer(SurfaceLayer::new(surface))
+    routes
 }
 
-/// A cookie-authenticated write from another origin, refused by the
-/// middleware before any handler runs; the route group answers the 403 so
-/// that it comes in the group's shape.
-#[derive(Debug, Clone, Copy)]
-pub struct CrossOriginRefusal;
+/// The OpenAPI extension on every operation that names the schema of its
+/// error answers (`GeneralError`, `AdminV1Error`, …).
+pub const ERROR_SHAPE_EXTENSION: &str = "x-error-shape";
 
-/// The layer [`on_surface`] puts on a group; public for routers built
-/// without OpenAPI (tests).
-#[derive(Clone, Copy)]
-pub struct SurfaceLayer {
-    surface: Surface,
-}
-
-impl SurfaceLayer {
-    pub fn new(surface: Surface) -> Self {
-        SurfaceLayer { surface }
-    }
-}
-
-impl<S> Layer<S> for SurfaceLayer {
-    type Service = SurfaceService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        SurfaceService {
-            inner,
-            surface: self.surface,
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct SurfaceService<S> {
-    inner: S,
-    surface: Surface,
-}
-
-impl<S> Service<Request> for SurfaceService<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible>,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Either<Ready<Result<Response, Infallible>>, S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        if let Some(slot) = request.extensions().get::<SurfaceSlot>() {
-            slot.fill(self.surface);
-        }
-        if request.extensions().get::<CrossOriginRefusal>().is_some() {
-            return Either::Left(ready(Ok(AppError::Forbidden.into_response())));
-        }
-        Either::Right(self.inner.call(request))
-    }
-}
-
-/// Which surface answers a request, as its route group declared it
-/// ([`on_surface`]). The middleware puts an empty slot in every request
-/// before routing and reads it when rendering the answer, so its own
-/// answers (a timeout, a panic) take the route's shape too; a request no
-/// group claims (an unknown path) answers in the general shape.
+/// Which surface answers each route (by its path template, as axum's
+/// [`MatchedPath`] gives it), read from the marks [`on_surface`] left in
+/// the OpenAPI document. A route outside every group (an unknown path,
+/// Swagger UI) is unclaimed and answers in the general shape.
 #[derive(Debug, Clone, Default)]
-pub struct SurfaceSlot(Arc<OnceLock<Surface>>);
+pub struct SurfaceMap(HashMap<String, Surface>);
 
-impl SurfaceSlot {
-    fn fill(&self, surface: Surface) {
-        let _ = self.0.set(surface);
+impl SurfaceMap {
+    pub fn from_document(document: &OpenApi) -> SurfaceMap {
+        let mut map = HashMap::new();
+        for (path, item) in &document.paths.paths {
+            let marked = [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                .into_iter()
+                .flatten()
+                .filter_map(|operation| operation.extensions.as_ref()?.get(ERROR_SHAPE_EXTENSION))
+                .filter_map(|name| Surface::with_schema_name(name.as_str()?));
+            for surface in marked {
+                map.insert(path.clone(), surface);
+            }
+        }
+        SurfaceMap(map)
     }
 
-    /// No route group took the request (an unknown path).
-    pub fn is_unclaimed(&self) -> bool {
-        self.0.get().is_none()
+    /// `path` (a route template) answers in `surface`'s shape; for routers
+    /// built without OpenAPI (tests).
+    pub fn with(mut self, path: &str, surface: Surface) -> Self {
+        self.0.insert(path.to_owned(), surface);
+        self
     }
 
-    /// The declared surface, or [`Surface::General`] outside every group.
-    pub fn surface(&self) -> Surface {
-        self.0.get().copied().unwrap_or(Surface::General)
+    /// The surface of a matched route, if a group declared one.
+    pub fn surface_of(&self, route: Option<&MatchedPath>) -> Option<Surface> {
+        route.and_then(|route| self.0.get(route.as_str()).copied())
     }
 }
 
@@ -294,12 +268,43 @@ mod tests {
     use crate::error::AppError;
 
     #[test]
-    fn an_unfilled_slot_is_the_general_surface_and_the_first_fill_wins() {
-        let slot = SurfaceSlot::default();
-        assert_eq!(slot.surface(), Surface::General);
-        slot.fill(Surface::VersionedAdmin);
-        slot.fill(Surface::Image);
-        assert_eq!(slot.surface(), Surface::VersionedAdmin);
+    fn every_surface_is_found_by_its_schema_name() {
+        for surface in Surface::ALL {
+            assert_eq!(
+                Surface::with_schema_name(surface.error_schema_name()),
+                Some(surface)
+            );
+        }
+        assert_eq!(Surface::with_schema_name("Unknown"), None);
+    }
+
+    #[test]
+    fn the_map_follows_the_groups_declarations_and_each_path_has_one_surface() {
+        let (_, document) = crate::app::api_router().split_for_parts();
+        let map = SurfaceMap::from_document(&document);
+        for (path, item) in &document.paths.paths {
+            if path == "/api/openapi" || path == "/api/swagger" {
+                continue;
+            }
+            let surfaces: std::collections::HashSet<&str> =
+                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                    .into_iter()
+                    .flatten()
+                    .map(|operation| {
+                        operation
+                            .extensions
+                            .as_ref()
+                            .and_then(|found| found.get(ERROR_SHAPE_EXTENSION))
+                            .and_then(Value::as_str)
+                            .unwrap_or_else(|| panic!("{path}: an operation outside every group"))
+                    })
+                    .collect();
+            assert_eq!(surfaces.len(), 1, "{path}: {surfaces:?}");
+            assert!(map.0.contains_key(path), "{path}");
+        }
+        assert_eq!(map.0["/api/v1/admin/users"], Surface::VersionedAdmin);
+        assert_eq!(map.0["/api/version"], Surface::Plain);
+        assert_eq!(map.0["/api/og-image"], Surface::Image);
     }
 
     #[test]

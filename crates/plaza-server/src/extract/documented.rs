@@ -240,6 +240,22 @@ fn document_answer(operation: &mut Operation, answer: Answer) {
     );
 }
 
+/// Marks each operation of `item` with the schema of `surface`'s error
+/// body (see [`crate::error::SurfaceMap`]).
+pub fn mark_error_shape(item: &mut PathItem, surface: Surface) {
+    for method in ALL_METHODS {
+        if let Some(operation) = operation_mut(item, &method) {
+            operation
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    crate::error::ERROR_SHAPE_EXTENSION.to_owned(),
+                    surface.error_schema_name().into(),
+                );
+        }
+    }
+}
+
 /// Moves the general-shape error answers of `item`'s operations (those
 /// [`add_extractor_answers`] and [`document_rate_limit`] wrote) into
 /// `surface`'s schema and statuses; answers a handler documents in its own

@@ -31,9 +31,7 @@ use tracing::Instrument;
 use super::cors::CorsPolicy;
 use super::metrics;
 use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
-use crate::error::{
-    AppError, CrossOriginRefusal, ErrorReport, Surface, SurfaceSlot, render_response,
-};
+use crate::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
 use crate::settings::ServerSettings;
 
 /// The header that carries a request's id, both ways.
@@ -53,14 +51,16 @@ struct Shared {
     server: ServerSettings,
     cors: CorsPolicy,
     timeout: Duration,
+    surfaces: SurfaceMap,
 }
 
 impl RequestLayer {
-    pub fn new(server: &ServerSettings) -> Self {
+    pub fn new(server: &ServerSettings, surfaces: SurfaceMap) -> Self {
         let shared = Shared {
             cors: CorsPolicy::new(server),
             timeout: Duration::from_secs(server.request_timeout_secs),
             server: server.clone(),
+            surfaces,
         };
         RequestLayer {
             shared: Arc::new(shared),
@@ -115,25 +115,26 @@ where
             path = %request.uri().path(),
             request_id = id.to_str().unwrap_or_default(),
         );
-        let surface = SurfaceSlot::default();
-        request.extensions_mut().insert(surface.clone());
         let route = request.extensions().get::<MatchedPath>().cloned();
-        let method = request.method().clone();
         let shared = self.shared.clone();
+        // This layer runs after routing (it is put on every route), so the
+        // matched route tells the surface its group declared.
+        let claimed = shared.surfaces.surface_of(route.as_ref());
+        if let Some(surface) = claimed {
+            request.extensions_mut().insert(surface);
+        }
+        let surface = claimed.unwrap_or(Surface::General);
+        let method = request.method().clone();
         let origin = shared.cors.allowed_origin(request.headers());
-        // A refused cross-origin write still goes to its route group, which
-        // answers the 403 in its shape without running the handler.
-        let refused = refuse_cross_origin_write(&request, &shared.server);
         let answer = if let Some(preflight) =
             shared
                 .cors
                 .preflight(&method, request.headers(), origin.as_ref())
         {
             Answer::Ready(preflight)
+        } else if refuse_cross_origin_write(&request, &shared.server) {
+            Answer::Ready(AppError::Forbidden.into_response())
         } else {
-            if refused {
-                request.extensions_mut().insert(CrossOriginRefusal);
-            }
             // The service that was made ready is the one called; a fresh
             // clone takes its place for the next request.
             let clone = self.inner.clone();
@@ -157,12 +158,7 @@ where
                     }
                     Answer::Ready(response) => response,
                 };
-                let response = if refused && surface.is_unclaimed() {
-                    AppError::Forbidden.into_response()
-                } else {
-                    response
-                };
-                let mut response = render_errors(surface.surface(), response);
+                let mut response = render_errors(surface, response);
                 let headers = response.headers_mut();
                 headers.insert(REQUEST_ID.clone(), id);
                 shared.cors.decorate(headers, origin);
