@@ -1,8 +1,6 @@
 //! Rendering an [`ErrorReport`] in the body shape of the surface that
 //! answers (SPEC.md "Errors").
 
-use std::collections::HashMap;
-
 use axum::Json;
 use axum::extract::MatchedPath;
 use axum::http::StatusCode;
@@ -210,11 +208,11 @@ pub const ERROR_SHAPE_EXTENSION: &str = "x-error-shape";
 /// the OpenAPI document. A route outside every group (an unknown path,
 /// Swagger UI) is unclaimed and answers in the general shape.
 #[derive(Debug, Clone, Default)]
-pub struct SurfaceMap(HashMap<String, Surface>);
+pub struct SurfaceMap(foldhash::HashMap<String, Surface>);
 
 impl SurfaceMap {
     pub fn from_document(document: &OpenApi) -> SurfaceMap {
-        let mut map = HashMap::new();
+        let mut map = foldhash::HashMap::default();
         for (path, item) in &document.paths.paths {
             let marked = [&item.get, &item.post, &item.put, &item.patch, &item.delete]
                 .into_iter()

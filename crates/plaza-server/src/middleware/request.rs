@@ -119,11 +119,15 @@ where
         let shared = self.shared.clone();
         // This layer runs after routing (it is put on every route), so the
         // matched route tells the surface its group declared.
-        let claimed = shared.surfaces.surface_of(route.as_ref());
-        if let Some(surface) = claimed {
+        let surface = shared
+            .surfaces
+            .surface_of(route.as_ref())
+            .unwrap_or(Surface::General);
+        // For the extractors that record it (audit entries); absent means
+        // the general surface.
+        if surface != Surface::General {
             request.extensions_mut().insert(surface);
         }
-        let surface = claimed.unwrap_or(Surface::General);
         let method = request.method().clone();
         let origin = shared.cors.allowed_origin(request.headers());
         let answer = if let Some(preflight) =
