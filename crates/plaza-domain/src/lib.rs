@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod activity;
 pub mod admin_principal;
 pub mod alerts;
+pub mod analytics;
 pub mod audit;
 pub mod auth_state;
 pub mod bans;

@@ -54,6 +54,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             ),
         ))
         .merge(on_surface(
+            Surface::General,
+            limited(Limit::Analytics, controllers::analytics::routes()),
+        ))
+        .merge(on_surface(
             Surface::Image,
             limited(
                 Limit::General,
@@ -134,6 +138,15 @@ impl Server {
         let state = self.state.clone();
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
+        let writer = state.clone();
+        let stop_writer = stop_background.clone();
+        state.background.spawn(async move {
+            writer
+                .analytics
+                .ingest
+                .run(writer.db.clone(), stop_writer)
+                .await;
+        });
         let limits = crate::serve::Limits {
             header_read_timeout: Duration::from_secs(
                 state.settings.server.header_read_timeout_secs,

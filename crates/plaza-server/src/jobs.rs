@@ -135,6 +135,27 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
         },
         Job {
+            // Analytics events older than `analytics_retention_days` go, in
+            // chunks of 5,000 per transaction so the writer never waits long.
+            name: "analytics_retention",
+            period: Duration::from_secs(600),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(600),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    let cutoff = now_millis()
+                        - crate::analytics::retention_millis(&state.settings.analytics);
+                    state
+                        .db
+                        .purge_events_before(cutoff)
+                        .await
+                        .map(|removed| format!("removed {removed} analytics events"))
+                        .map_err(|error| error.to_string())
+                })
+            },
+        },
+        Job {
             // Timed bans end by themselves; each expiry is audited once.
             name: "ban_expiry",
             period: Duration::from_secs(settings.auth.ban_expiry_interval_secs),

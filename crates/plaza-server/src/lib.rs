@@ -3,6 +3,7 @@
 //! authorizes, calls the domain and renders.
 
 pub mod alert_stream;
+pub mod analytics;
 pub mod app;
 pub mod auth;
 pub mod cli;

@@ -47,6 +47,8 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     #[serde(flatten)]
     pub alerts: AlertSettings,
+    #[serde(flatten)]
+    pub analytics: AnalyticsSettings,
 }
 
 /// The HTTP server: where it listens, its public address and how it bounds
@@ -215,6 +217,8 @@ pub struct LimitSettings {
     /// Versioned admin system actions (maintenance) per admin, tier
     /// `system`, whatever the token holds.
     pub rate_limit_admin_system: Quota,
+    /// Analytics events per signed-in user (each event of a batch counts).
+    pub rate_limit_analytics: Quota,
     /// Clients the in-process limiter tracks at most; beyond it, new
     /// clients share one count until old ones expire.
     pub rate_limit_max_keys: usize,
@@ -242,6 +246,10 @@ impl Default for LimitSettings {
             rate_limit_admin: Quota::per_hour(5000),
             rate_limit_admin_super: Quota::per_hour(10_000),
             rate_limit_admin_system: Quota::per_hour(100),
+            rate_limit_analytics: Quota {
+                count: 100,
+                period: std::time::Duration::from_secs(60),
+            },
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
             redis_timeout_ms: 100,
@@ -390,6 +398,109 @@ impl AlertSettings {
     }
 }
 
+/// Analytics collection and retention.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnalyticsSettings {
+    /// Event types allowed besides the seven built in.
+    pub analytics_extra_event_types: Vec<String>,
+    /// The most bytes an event's `event_data` may take as JSON.
+    pub analytics_max_event_data_bytes: usize,
+    /// How long events are kept; older ones are purged, and an event whose
+    /// timestamp is already older is refused.
+    pub analytics_retention_days: u64,
+    /// Events waiting for the writer at most; collect answers 503 beyond.
+    pub analytics_queue_max_events: usize,
+    /// Events of concurrent requests share one transaction (group commit);
+    /// off, each request commits its own (the benchmark's baseline).
+    pub analytics_group_commit: bool,
+    /// Key of the hash that replaces client addresses. Unset: generated
+    /// once into `<data_dir>/analytics-salt`. Set it when several instances
+    /// share a database, so they hash one address alike.
+    pub analytics_salt: Option<String>,
+    /// Header a trusted proxy names the client's country in (ISO 3166
+    /// alpha-2), such as `CF-IPCountry`.
+    pub analytics_country_header: Option<String>,
+    /// Header a trusted proxy flags VPN clients with (`1`/`true`/`yes`).
+    pub analytics_vpn_header: Option<String>,
+}
+
+impl Default for AnalyticsSettings {
+    fn default() -> Self {
+        AnalyticsSettings {
+            analytics_extra_event_types: Vec::new(),
+            analytics_max_event_data_bytes: 4096,
+            analytics_retention_days: 90,
+            analytics_queue_max_events: 50_000,
+            analytics_group_commit: true,
+            analytics_salt: None,
+            analytics_country_header: None,
+            analytics_vpn_header: None,
+        }
+    }
+}
+
+impl AnalyticsSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        at_least_one([
+            (
+                "analytics_max_event_data_bytes",
+                self.analytics_max_event_data_bytes,
+            ),
+            (
+                "analytics_retention_days",
+                usize::try_from(self.analytics_retention_days).unwrap_or(usize::MAX),
+            ),
+            (
+                "analytics_queue_max_events",
+                self.analytics_queue_max_events,
+            ),
+        ])?;
+        if self.analytics_retention_days > 36_500 {
+            return Err(SettingsError::new(
+                "analytics_retention_days",
+                "must be at most 36500 (a century)",
+            ));
+        }
+        if self.analytics_queue_max_events > 10_000_000 {
+            return Err(SettingsError::new(
+                "analytics_queue_max_events",
+                "must be at most 10000000 (about 5 GB of queued events)",
+            ));
+        }
+        if let Some(salt) = &self.analytics_salt
+            && salt.len() < 32
+        {
+            return Err(SettingsError::new(
+                "analytics_salt",
+                "must be at least 32 characters",
+            ));
+        }
+        for (key, header) in [
+            ("analytics_country_header", &self.analytics_country_header),
+            ("analytics_vpn_header", &self.analytics_vpn_header),
+        ] {
+            if let Some(name) = header
+                && axum::http::HeaderName::try_from(name.as_str()).is_err()
+            {
+                return Err(SettingsError::new(key, "is not a valid header name"));
+            }
+        }
+        if let Some(bad) = self.analytics_extra_event_types.iter().find(|name| {
+            name.is_empty()
+                || name.len() > 64
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        }) {
+            return Err(SettingsError::new(
+                "analytics_extra_event_types",
+                format!("{bad:?} is not an event type name (1 to 64 of a-z, 0-9 and _)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A setting that cannot be used, with the name the operator wrote it under.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid setting {setting}: {problem}")]
@@ -457,6 +568,7 @@ impl Settings {
             images: section(&figment)?,
             telemetry: section(&figment)?,
             alerts: section(&figment)?,
+            analytics: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -468,6 +580,7 @@ impl Settings {
         self.auth.validate()?;
         self.limits.validate()?;
         self.alerts.validate()?;
+        self.analytics.validate()?;
         self.link_preview.validate()
     }
 
@@ -712,6 +825,7 @@ mod tests {
             keys(&defaults.images),
             keys(&defaults.telemetry),
             keys(&defaults.alerts),
+            keys(&defaults.analytics),
         ]
         .concat();
         let count = all.len();

@@ -62,6 +62,8 @@ pub struct Shared {
     pub background: TaskTracker,
     /// The live alert streams of this instance.
     pub alert_streams: crate::alert_stream::AlertStreams,
+    /// Analytics collection: the event rules, enrichment and the writer's queue.
+    pub analytics: crate::analytics::Analytics,
 }
 
 impl AppState {
@@ -101,6 +103,8 @@ impl AppState {
         ));
         let rate_limiter = crate::rate_limit::RateLimiter::new(&settings.limits)?;
         let alert_streams = crate::alert_stream::AlertStreams::new(&settings.alerts);
+        let analytics =
+            crate::analytics::Analytics::new(&settings.analytics, &settings.storage.data_dir)?;
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -115,6 +119,7 @@ impl AppState {
             instance_id: crate::auth::tokens::random_token(),
             background: TaskTracker::new(),
             alert_streams,
+            analytics,
         })))
     }
 }

@@ -166,7 +166,7 @@ impl JwtKeys {
     }
 }
 
-fn load_or_create_secret(path: &Path) -> Result<String, String> {
+pub(crate) fn load_or_create_secret(path: &Path) -> Result<String, String> {
     match std::fs::read_to_string(path) {
         Ok(secret) if secret.trim().len() >= MIN_SECRET_LENGTH => {
             return Ok(secret.trim().to_owned());

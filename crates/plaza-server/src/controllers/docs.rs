@@ -34,6 +34,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),
         (name = "alerts", description = "The signed-in user's alerts: broadcasts and moderation notes"),
+        (name = "analytics", description = "Interaction events from signed-in clients"),
         (name = "admin", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
     )
 )]

@@ -3,6 +3,7 @@
 
 pub mod admin_v1;
 pub mod alerts;
+pub mod analytics;
 pub mod auth;
 pub mod cache;
 pub mod docs;

@@ -97,6 +97,10 @@ pub enum AppError {
     /// Input that cannot be read at all, such as malformed JSON (400).
     #[error("{0}")]
     BadRequest(String),
+    /// A field that breaks a schema its route answers 400 for (SPEC.md's
+    /// analytics collect), named in `details`.
+    #[error("invalid {}: {}", .0.field, .0.reason)]
+    BadField(FieldError),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("request body is larger than {limit} bytes")]
@@ -168,7 +172,7 @@ impl AppError {
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::BadRequest(_) | AppError::BadField(_) => StatusCode::BAD_REQUEST,
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Conflict(_) | AppError::InvalidTransition(_) => StatusCode::CONFLICT,
@@ -190,7 +194,7 @@ impl AppError {
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             AppError::Validation { .. } => "VALIDATION_ERROR",
-            AppError::BadRequest(_) => "BAD_REQUEST",
+            AppError::BadRequest(_) | AppError::BadField(_) => "BAD_REQUEST",
             AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             AppError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             AppError::Conflict(_) => "CONFLICT",
@@ -306,6 +310,7 @@ impl From<&AppError> for ErrorReport {
             message: error.public_message(),
             fields: match error {
                 AppError::Validation { fields, .. } => fields.clone(),
+                AppError::BadField(field) => vec![field.clone()],
                 _ => Vec::new(),
             },
             extra,

@@ -34,7 +34,9 @@ impl TrustedProxies {
             .map(TrustedProxies)
     }
 
-    fn trusts(&self, address: IpAddr) -> bool {
+    /// Whether `address` is one of the trusted proxies, whose other headers
+    /// (an analytics country or VPN flag) are believed too.
+    pub fn trusts(&self, address: IpAddr) -> bool {
         let address = canonical(address);
         self.0.iter().any(|net| net.contains(&address))
     }

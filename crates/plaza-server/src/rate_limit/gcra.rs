@@ -119,13 +119,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// One GCRA step. `tat` is the stored arrival time (`None`: a new
-    /// client); returns the outcome and the arrival time to store, if any.
-    pub fn step(quota: Quota, tat: Option<u64>, now: u64) -> (Outcome, Option<u64>) {
+    /// One GCRA step for `cost` requests at once (a batch of events counts
+    /// each event). `tat` is the stored arrival time (`None`: a new client);
+    /// returns the outcome and the arrival time to store, if any.
+    pub fn step(quota: Quota, tat: Option<u64>, now: u64, cost: u32) -> (Outcome, Option<u64>) {
         let period = quota.period_micros();
         let interval = quota.interval_micros();
         let tat = tat.unwrap_or(now).max(now);
-        let next = tat.saturating_add(interval);
+        let next = tat.saturating_add(interval.saturating_mul(u64::from(cost)));
         let allow_at = next.saturating_sub(period);
         if now < allow_at {
             let outcome = Outcome {
@@ -173,10 +174,10 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
         }
     }
 
-    /// Checks and counts one request of `key` at `now` (microseconds on a
-    /// monotonic clock); `overflow` is the key a full shard counts new keys
-    /// under.
-    pub fn check(&self, key: K, overflow: K, quota: Quota, now: u64) -> Outcome {
+    /// Checks and counts `cost` requests of `key` at `now` (microseconds on
+    /// a monotonic clock); `overflow` is the key a full shard counts new
+    /// keys under.
+    pub fn check(&self, key: K, overflow: K, quota: Quota, now: u64, cost: u32) -> Outcome {
         let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
         let mut entries = shard
             .lock()
@@ -191,7 +192,7 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
         } else {
             key
         };
-        let (outcome, next) = Outcome::step(quota, entries.get(&key).copied(), now);
+        let (outcome, next) = Outcome::step(quota, entries.get(&key).copied(), now, cost);
         if let Some(next) = next {
             entries.insert(key, next);
         }
@@ -261,14 +262,25 @@ mod tests {
         let store = LocalStore::new(100);
         let quota: Quota = "100/hour".parse().unwrap();
         for sent in 1..=100 {
-            let outcome = store.check(1, 0, quota, SECOND);
+            let outcome = store.check(1, 0, quota, SECOND, 1);
             assert!(outcome.allowed, "request {sent}");
             assert_eq!(outcome.remaining, 100 - sent);
         }
-        let refused = store.check(1, 0, quota, SECOND);
+        let refused = store.check(1, 0, quota, SECOND, 1);
         assert!(!refused.allowed);
         assert_eq!(refused.retry_after, Duration::from_secs(36));
-        assert!(store.check(2, 0, quota, SECOND).allowed, "another key");
+        assert!(store.check(2, 0, quota, SECOND, 1).allowed, "another key");
+    }
+
+    #[test]
+    fn a_batch_costs_one_request_per_item_and_a_refused_one_costs_nothing() {
+        let store = LocalStore::new(100);
+        let quota: Quota = "100/minute".parse().unwrap();
+        let batch = store.check(1, 0, quota, SECOND, 60);
+        assert_eq!((batch.allowed, batch.remaining), (true, 40));
+        assert!(!store.check(1, 0, quota, SECOND, 41).allowed);
+        let rest = store.check(1, 0, quota, SECOND, 40);
+        assert_eq!((rest.allowed, rest.remaining), (true, 0));
     }
 
     #[test]
@@ -276,7 +288,7 @@ mod tests {
         let store = LocalStore::new(100);
         let quota: Quota = "3/1s".parse().unwrap();
         let passed = (0..4)
-            .filter(|_| store.check(1, 0, quota, SECOND).allowed)
+            .filter(|_| store.check(1, 0, quota, SECOND, 1).allowed)
             .count();
         assert_eq!(passed, 3);
     }
@@ -286,11 +298,11 @@ mod tests {
         let store = LocalStore::new(100);
         let quota: Quota = "2/10s".parse().unwrap();
         let start = 5 * SECOND;
-        assert!(store.check(1, 0, quota, start).allowed);
-        assert!(store.check(1, 0, quota, start).allowed);
-        assert!(!store.check(1, 0, quota, start + 4 * SECOND).allowed);
-        assert!(store.check(1, 0, quota, start + 5 * SECOND).allowed);
-        let full = store.check(1, 0, quota, start + 25 * SECOND);
+        assert!(store.check(1, 0, quota, start, 1).allowed);
+        assert!(store.check(1, 0, quota, start, 1).allowed);
+        assert!(!store.check(1, 0, quota, start + 4 * SECOND, 1).allowed);
+        assert!(store.check(1, 0, quota, start + 5 * SECOND, 1).allowed);
+        let full = store.check(1, 0, quota, start + 25 * SECOND, 1);
         assert_eq!((full.allowed, full.remaining), (true, 1));
     }
 
@@ -299,7 +311,7 @@ mod tests {
         let store = LocalStore::new(SHARDS);
         let quota: Quota = "1/1s".parse().unwrap();
         for key in 1..=10_000u64 {
-            store.check(key, 0, quota, SECOND);
+            store.check(key, 0, quota, SECOND, 1);
         }
         // Each shard keeps its one key and its overflow key.
         assert!(

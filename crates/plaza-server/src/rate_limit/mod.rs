@@ -63,6 +63,11 @@ pub enum Limit {
     /// closed (503): these actions are heavy (backups, index rebuilds) and
     /// the limit is what bounds them.
     SystemAction,
+    /// Analytics collection, per user (`rate_limit_analytics`, 100 a minute):
+    /// each event counts, so a batch of 40 takes 40 (the batch handler
+    /// charges the events beyond the first with [`RateLimiter::charge`]).
+    /// Fails open, with a warning and a metric.
+    Analytics,
 }
 
 /// A versioned admin tier, as `X-Admin-Tier` names it.
@@ -90,13 +95,14 @@ impl Limit {
             Limit::VersionedAdmin if caller.super_token => Some(Tier::Super),
             Limit::VersionedAdmin => Some(Tier::General),
             Limit::SystemAction => Some(Tier::System),
-            Limit::General | Limit::SignIn => None,
+            Limit::General | Limit::SignIn | Limit::Analytics => None,
         }
     }
 
     /// The budget counted: limits naming the same bucket share one count.
     fn bucket(self, caller: &Caller) -> &'static str {
         match (self.tier(caller), caller.subject) {
+            (None, Subject::User(_)) if self == Limit::Analytics => "analytics",
             (None, Subject::User(_)) => "user",
             (None, Subject::Address(_)) => "addr",
             (Some(Tier::Super), Subject::User(_)) => "admin_super",
@@ -111,6 +117,7 @@ impl Limit {
             // Without a valid credential, every surface grants what an
             // anonymous client gets.
             (_, Subject::Address(_)) => settings.rate_limit_anonymous,
+            (None, Subject::User(_)) if self == Limit::Analytics => settings.rate_limit_analytics,
             (None, Subject::User(_)) => settings.rate_limit_authenticated,
             (Some(Tier::Super), Subject::User(_)) => settings.rate_limit_admin_super,
             (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
@@ -128,13 +135,15 @@ impl Limit {
             Limit::SignIn => "sign_in",
             Limit::VersionedAdmin => "versioned_admin",
             Limit::SystemAction => "system_action",
+            Limit::Analytics => "analytics",
         }
     }
 }
 
-/// Who is asking, as the limiter sees it.
+/// Who is asking, as the limiter sees it. A limited request carries it in
+/// its extensions, for handlers that charge more than one request.
 #[derive(Debug, Clone, Copy)]
-struct Caller {
+pub struct Caller {
     subject: Subject,
     /// A valid admin token holding `admin:super`.
     super_token: bool,
@@ -212,7 +221,7 @@ impl RateLimiter {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
-    async fn check(&self, limit: Limit, caller: Caller) -> Verdict {
+    async fn check(&self, limit: Limit, caller: Caller, cost: u32) -> Verdict {
         let subject = caller.subject;
         let bucket = limit.bucket(&caller);
         let quota = limit.quota(&caller, &self.settings);
@@ -223,9 +232,10 @@ impl RateLimiter {
                 overflow,
                 quota,
                 self.now_micros(),
+                cost,
             ));
         };
-        match shared.check(&redis_key(bucket, subject), quota).await {
+        match shared.check(&redis_key(bucket, subject), quota, cost).await {
             Ok(outcome) => Verdict::Counted(outcome),
             Err(error) => {
                 metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
@@ -240,6 +250,27 @@ impl RateLimiter {
                 }
                 Verdict::Unknown
             }
+        }
+    }
+
+    /// Counts `cost` more requests of `caller` under `limit`, for a request
+    /// that stands for several (a batch of analytics events). Refused, it
+    /// counts none of them and answers the 429 to send; when the shared
+    /// store cannot answer, the limit's direction decides, as for one
+    /// request.
+    pub async fn charge(
+        &self,
+        limit: Limit,
+        caller: Caller,
+        cost: u32,
+    ) -> Result<Option<Outcome>, AppError> {
+        match self.check(limit, caller, cost).await {
+            Verdict::Counted(outcome) if outcome.allowed => Ok(Some(outcome)),
+            Verdict::Counted(outcome) => Err(refusal(limit, outcome)),
+            Verdict::Unknown if limit.fails_closed() => Err(AppError::Busy {
+                retry_after_secs: 1,
+            }),
+            Verdict::Unknown => Ok(None),
         }
     }
 
@@ -268,7 +299,7 @@ pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRout
     let admin_tiers = match limit {
         Limit::VersionedAdmin => Some("`general`, or `super` for a token holding `admin:super`"),
         Limit::SystemAction => Some("`system`"),
-        Limit::General | Limit::SignIn => None,
+        Limit::General | Limit::SignIn | Limit::Analytics => None,
     };
     for item in router.get_openapi_mut().paths.paths.values_mut() {
         crate::extract::documented::document_rate_limit(item, admin_tiers);
@@ -325,14 +356,15 @@ where
             }
             let (mut parts, body) = request.into_parts();
             let caller = caller_of(&mut parts, &state).await;
-            let request = Request::from_parts(parts, body);
             // Off a socket: the service's own pages, fetched in process for
             // a link preview that was itself counted.
             let Some(caller) = caller else {
-                return inner.call(request).await;
+                return inner.call(Request::from_parts(parts, body)).await;
             };
+            parts.extensions.insert(caller);
+            let request = Request::from_parts(parts, body);
             let tier = limit.tier(&caller);
-            let mut response = match state.rate_limiter.check(limit, caller).await {
+            let mut response = match state.rate_limiter.check(limit, caller, 1).await {
                 Verdict::Counted(outcome) if outcome.allowed => {
                     let mut response = inner.call(request).await?;
                     // A refusal from inside (the sign-in throttle's) keeps
@@ -347,16 +379,7 @@ where
                     }
                     response
                 }
-                Verdict::Counted(outcome) => {
-                    metrics::counter!("plaza_rate_limit_refused_total", "limit" => limit.name())
-                        .increment(1);
-                    AppError::RateLimited {
-                        retry_after_secs: outcome.retry_after.as_secs_f64().ceil() as u64,
-                        limit: outcome.limit,
-                        reset_after_secs: outcome.reset_after.as_secs_f64().ceil() as u64,
-                    }
-                    .into_response()
-                }
+                Verdict::Counted(outcome) => refusal(limit, outcome).into_response(),
                 Verdict::Unknown if limit.fails_closed() => AppError::Busy {
                     retry_after_secs: 1,
                 }
@@ -370,6 +393,16 @@ where
             }
             Ok(response)
         })
+    }
+}
+
+/// The 429 for a refused `outcome`, counted in the metrics.
+fn refusal(limit: Limit, outcome: Outcome) -> AppError {
+    metrics::counter!("plaza_rate_limit_refused_total", "limit" => limit.name()).increment(1);
+    AppError::RateLimited {
+        retry_after_secs: outcome.retry_after.as_secs_f64().ceil() as u64,
+        limit: outcome.limit,
+        reset_after_secs: outcome.reset_after.as_secs_f64().ceil() as u64,
     }
 }
 

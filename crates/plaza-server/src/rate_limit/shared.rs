@@ -10,7 +10,8 @@ use tokio::sync::Mutex;
 
 use super::gcra::{Outcome, Quota};
 
-/// KEYS[1]: the client's key. ARGV: period and interval in microseconds.
+/// KEYS[1]: the client's key. ARGV: period and interval in microseconds,
+/// and the cost (requests counted at once).
 /// Returns {allowed, remaining, reset_after_us, retry_after_us}. The key
 /// expires when its bucket is full again, so Redis holds only clients seen
 /// within their period.
@@ -21,7 +22,7 @@ local period = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 local tat = tonumber(redis.call('GET', KEYS[1]) or now)
 if tat < now then tat = now end
-local next = tat + interval
+local next = tat + interval * tonumber(ARGV[3])
 local allow_at = next - period
 if now < allow_at then
   return {0, 0, tat - now, allow_at - now}
@@ -105,13 +106,13 @@ impl SharedStore {
             .clone()
     }
 
-    /// One check of `key`, within the timeout.
-    pub async fn check(&self, key: &str, quota: Quota) -> Result<Outcome, SharedError> {
+    /// One check of `cost` requests of `key`, within the timeout.
+    pub async fn check(&self, key: &str, quota: Quota, cost: u32) -> Result<Outcome, SharedError> {
         let mut manager = self.manager().await?;
         let period = u64::try_from(quota.period.as_micros()).unwrap_or(u64::MAX);
         let interval = period / u64::from(quota.count.max(1));
         let mut invocation = self.script.key(key);
-        invocation.arg(period).arg(interval);
+        invocation.arg(period).arg(interval).arg(cost);
         let answer: (i64, i64, i64, i64) =
             tokio::time::timeout(self.timeout, invocation.invoke_async(&mut manager))
                 .await

@@ -503,6 +503,15 @@ impl TestServer {
         self.child.id()
     }
 
+    /// Sends SIGKILL: the process ends at once, as in a crash.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(reader) = self.log_reader.take() {
+            let _ = reader.join();
+        }
+    }
+
     /// Sends SIGTERM and waits for the process to exit and its logs to end.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")

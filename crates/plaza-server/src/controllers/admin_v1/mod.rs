@@ -19,6 +19,7 @@
 //!   (`plaza_domain::locks`); another admin's write meanwhile is 423
 //!   `RESOURCE_LOCKED`.
 
+pub mod analytics;
 pub mod audit_logs;
 pub mod broadcasts;
 pub mod feature_flags;
@@ -27,6 +28,7 @@ pub mod reports;
 pub mod system;
 pub mod users;
 
+use analytics::{__path_platform_analytics, platform_analytics};
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
 use broadcasts::{__path_create_broadcast, create_broadcast};
 use feature_flags::{
@@ -67,6 +69,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(list_admin_posts))
         .routes(crate::documented_routes!(moderate_post))
         .routes(crate::documented_routes!(create_broadcast))
+        .routes(crate::documented_routes!(platform_analytics))
 }
 
 /// The system actions, in a rate tier of their own (`system`).

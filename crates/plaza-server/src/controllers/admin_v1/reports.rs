@@ -450,7 +450,7 @@ pub async fn moderation_report(
 
 /// A duration for people, in its two largest units: `45s`, `12m 5s`,
 /// `3h 12m`, `2d 4h`.
-fn human_duration(millis: f64) -> String {
+pub(crate) fn human_duration(millis: f64) -> String {
     let seconds = (millis / 1000.0).round().max(0.0) as u64;
     let (days, hours, minutes, rest) = (
         seconds / 86_400,

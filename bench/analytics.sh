@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Analytics ingest benchmark on loopback: one signed-in user's clients post
+# events to POST /api/analytics/collect with wrk, against a fresh SQLite and
+# a fresh PostgreSQL database, first with the group commit (the default: one
+# writer task, one transaction per batch) and then with
+# analytics_group_commit=false (each request commits its own event), in one
+# run so the ratio is measured side by side. Prints acknowledged events/s,
+# p50, p99, and checks that the database holds exactly the acknowledged
+# events.
+#
+# Usage: bench/analytics.sh [seconds per run, default 10] [connections, default 50]
+# Environment: PLAZA_BENCH_POSTGRES (server URL without a database, default
+# postgres://postgres@127.0.0.1:5432), PLAZA_BENCH_BACKENDS (default
+# "sqlite postgres"), PLAZA_BIN (a built binary instead of building one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION="${1:-10}"
+CONNECTIONS="${2:-50}"
+PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
+BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
+for tool in wrk curl psql sqlite3 python3; do
+  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
+done
+
+if [ -n "${PLAZA_BIN:-}" ]; then
+  PLAZA="$PLAZA_BIN"
+else
+  cargo build --release -q -p plaza-server
+  PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
+fi
+WORK=$(mktemp -d)
+PG_DB="plaza_bench_analytics_$$"
+SERVER_PID=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+cat >"$WORK/collect.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Cookie"] = os.getenv("PLAZA_BENCH_COOKIE")
+wrk.headers["User-Agent"] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+wrk.body = '{"event_type":"page_view","event_data":{"path":"/posts/42","session_id":"bench-session","referrer":"https://example.com/"},"timestamp":"$NOW"}'
+EOF
+
+echo "analytics ingest: wrk ${DURATION}s, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
+for backend in $BACKENDS; do
+  for group_commit in true false; do
+    export PLAZA_DATA_DIR="$WORK/$backend-$group_commit" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
+    export PLAZA_ANALYTICS_GROUP_COMMIT=$group_commit
+    mkdir -p "$PLAZA_DATA_DIR"
+    case "$backend" in
+      sqlite)
+        export PLAZA_DATABASE_URL="sqlite://$PLAZA_DATA_DIR/plaza.db"
+        count_events() { sqlite3 "$PLAZA_DATA_DIR/plaza.db" "SELECT count(*) FROM analytics_events"; }
+        ;;
+      postgres)
+        psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
+        psql "$PG_SERVER/postgres" -qc "CREATE DATABASE $PG_DB" >/dev/null
+        export PLAZA_DATABASE_URL="$PG_SERVER/$PG_DB"
+        count_events() { psql "$PLAZA_DATABASE_URL" -tAc "SELECT count(*) FROM analytics_events"; }
+        ;;
+      *) echo "unknown backend $backend" >&2; exit 1 ;;
+    esac
+    PORT=$(free_port)
+    export PLAZA_BIND="127.0.0.1:$PORT" PLAZA_BASE_URL="http://127.0.0.1:$PORT"
+    "$PLAZA" migrate >/dev/null
+    "$PLAZA" user create --email bench@example.com --password "bench password 1" --role user >/dev/null
+    "$PLAZA" serve >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    wait_http "http://127.0.0.1:$PORT/api/health"
+    PLAZA_BENCH_COOKIE=$(curl -s -D - -o /dev/null -H 'content-type: application/json' \
+      -d '{"email":"bench@example.com","password":"bench password 1"}' \
+      "http://127.0.0.1:$PORT/api/auth/signin" | tr -d '\r' | awk -F'[: ;]+' 'tolower($1)=="set-cookie" && $2 ~ /^plaza_session=/ {print $2; exit}')
+    export PLAZA_BENCH_COOKIE
+    [ -n "$PLAZA_BENCH_COOKIE" ] || { echo "sign-in failed" >&2; exit 1; }
+    # Warm connections and the database, then measure.
+    wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/collect.lua" "http://127.0.0.1:$PORT/api/analytics/collect" >/dev/null
+    before=$(count_events)
+    out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/collect.lua" "http://127.0.0.1:$PORT/api/analytics/collect")
+    kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+    after=$(count_events)
+    requests=$(echo "$out" | awk '/requests in/ {print $1}')
+    errors=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+    p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+    p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+    acknowledged=$((requests - ${errors:-0}))
+    stored=$((after - before))
+    mode=$([ "$group_commit" = true ] && echo "group commit" || echo "one insert per event")
+    printf '  %-8s %-21s %8s events/s acknowledged   p50 %-9s p99 %-9s stored %s of %s acknowledged%s\n' \
+      "$backend" "$mode" "$((acknowledged / DURATION))" "$p50" "$p99" "$stored" "$acknowledged" \
+      "${errors:+   non-2xx: $errors}"
+  done
+done

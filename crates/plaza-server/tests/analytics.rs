@@ -1,0 +1,581 @@
+//! Analytics collection (issue #17): every schema error of SPEC.md is a 400
+//! naming its field, a batch is stored whole or not at all, each event
+//! counts against the per-user limit, an acknowledged event survives a
+//! SIGKILL, shutdown drains the queue, a failed write is 503 with nothing
+//! stored, and retention deletes exactly what is older than its window.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::{As, Backend, TestServer, call, member, post};
+use plaza_domain::analytics::{NewEvent, PURGE_CHUNK};
+use plaza_domain::time::now_millis;
+use serde_json::{Value, json};
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::watch;
+
+on_both_databases!(
+    an_event_is_stored_with_what_the_server_adds,
+    every_schema_error_is_a_400_naming_its_field,
+    without_a_session_collect_is_403,
+    a_batch_is_stored_whole_or_not_at_all,
+    each_event_counts_against_the_per_user_limit,
+    acknowledged_events_survive_a_kill,
+    shutdown_stores_every_acknowledged_event,
+    a_failed_write_is_503_and_stores_nothing,
+    retention_deletes_exactly_what_is_older_than_the_window,
+    the_versioned_admin_view_counts_real_activity,
+);
+
+fn now_text() -> String {
+    plaza_domain::time::from_millis(now_millis())
+        .format(&Rfc3339)
+        .expect("a time")
+}
+
+fn page_view(path: &str) -> Value {
+    json!({
+        "event_type": "page_view",
+        "event_data": {"path": path, "session_id": "s-1"},
+        "timestamp": now_text(),
+    })
+}
+
+async fn stored(server: &TestServer, ids: &[String]) -> HashSet<String> {
+    server
+        .domain()
+        .await
+        .stored_event_ids(ids)
+        .await
+        .expect("stored ids")
+}
+
+async fn event_count(server: &TestServer) -> i64 {
+    server
+        .domain()
+        .await
+        .analytics_event_count()
+        .await
+        .expect("count")
+}
+
+async fn an_event_is_stored_with_what_the_server_adds(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (user_id, cookie) = member(&server, "reader@example.com", "user").await;
+    let response = server
+        .client
+        .post(server.url("/api/analytics/collect"))
+        .header("cookie", &cookie)
+        .header(
+            "user-agent",
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+        )
+        // navigator.sendBeacon sends text/plain.
+        .header("content-type", "text/plain;charset=UTF-8")
+        .body(page_view("/posts/1").to_string())
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["message"], "Event recorded");
+    let event_id = body["event_id"].as_str().expect("event_id").to_owned();
+    assert_eq!(
+        stored(&server, std::slice::from_ref(&event_id)).await.len(),
+        1
+    );
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&server.database_url)
+        .await
+        .expect("connect");
+    let (stored_user, device, hash): (i64, String, String) = sqlx::query_as(
+        "SELECT user_id, device_type, client_hash FROM analytics_events WHERE event_id = $1",
+    )
+    .bind(&event_id)
+    .fetch_one(&pool)
+    .await
+    .expect("the event row");
+    pool.close().await;
+    assert_eq!((stored_user, device.as_str()), (user_id, "mobile"));
+    assert_eq!(hash.len(), 32, "a keyed hash, {hash}");
+    assert!(!hash.contains("127.0.0.1"));
+}
+
+async fn every_schema_error_is_a_400_naming_its_field(backend: Backend) {
+    let server =
+        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_MAX_EVENT_DATA_BYTES", "64")]).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    let malformed = server
+        .post_raw(
+            "/api/analytics/collect",
+            Some(&cookie),
+            "application/json",
+            "{\"event_type\": ",
+        )
+        .await;
+    assert_eq!(malformed.status(), 400);
+    let body: Value = malformed.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "BAD_REQUEST");
+    assert_eq!(body["error"]["details"]["field"], "body");
+    let now = now_text();
+    let cases = [
+        (json!([]), "body"),
+        (json!({"event_data": {}, "timestamp": now}), "event_type"),
+        (
+            json!({"event_type": "page_view", "timestamp": now}),
+            "event_data",
+        ),
+        (
+            json!({"event_type": "page_view", "event_data": {}}),
+            "timestamp",
+        ),
+        (
+            json!({"event_type": "teleport", "event_data": {}, "timestamp": now}),
+            "event_type",
+        ),
+        (
+            json!({"event_type": "page_view", "event_data": {}, "timestamp": "yesterday"}),
+            "timestamp",
+        ),
+        (
+            json!({"event_type": "page_view", "event_data": {}, "timestamp": "2026-01-01T00:00:00"}),
+            "timestamp",
+        ),
+        (
+            json!({"event_type": "page_view", "event_data": "{\"path\": \"/\"}", "timestamp": now}),
+            "event_data",
+        ),
+        (
+            json!({"event_type": "page_view", "event_data": {"k": "x".repeat(64)}, "timestamp": now}),
+            "event_data",
+        ),
+    ];
+    for (event, field) in cases {
+        let (status, body) = call(
+            &server,
+            "POST",
+            "/api/analytics/collect",
+            Some(&cookie),
+            Some(event.clone()),
+        )
+        .await;
+        assert_eq!(status, 400, "{event}: {body}");
+        assert_eq!(body["error"]["code"], "BAD_REQUEST", "{body}");
+        assert_eq!(body["error"]["details"]["field"], field, "{event}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(field)),
+            "{body}"
+        );
+    }
+    assert_eq!(event_count(&server).await, 0, "nothing refused was stored");
+}
+
+async fn without_a_session_collect_is_403(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    for path in ["/api/analytics/collect", "/api/analytics/collect/batch"] {
+        for cookie in [None, Some("plaza_session=not-a-session")] {
+            let (status, body) = call(
+                &server,
+                "POST",
+                path,
+                cookie,
+                Some(json!({"events": [page_view("/")]})),
+            )
+            .await;
+            assert_eq!(status, 403, "{path} {cookie:?}: {body}");
+            assert_eq!(body["error"]["code"], "FORBIDDEN");
+        }
+    }
+    assert_eq!(event_count(&server).await, 0);
+}
+
+async fn a_batch_is_stored_whole_or_not_at_all(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    let batch = |events: Vec<Value>| Some(json!({ "events": events }));
+    let path = "/api/analytics/collect/batch";
+    let events = vec![page_view("/a"), page_view("/b"), page_view("/c")];
+    let (status, body) = call(&server, "POST", path, Some(&cookie), batch(events)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    let ids: Vec<String> = body["event_ids"]
+        .as_array()
+        .expect("event_ids")
+        .iter()
+        .map(|id| id.as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(stored(&server, &ids).await.len(), 3);
+
+    let mut broken = page_view("/d");
+    broken["timestamp"] = json!("not a time");
+    let (status, body) = call(
+        &server,
+        "POST",
+        path,
+        Some(&cookie),
+        batch(vec![page_view("/c"), broken]),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["details"]["field"], "events.1.timestamp");
+    for (events, what) in [
+        (vec![], "an empty batch"),
+        ((0..101).map(|_| page_view("/")).collect(), "101 events"),
+    ] {
+        let (status, body) = call(&server, "POST", path, Some(&cookie), batch(events)).await;
+        assert_eq!(status, 400, "{what}: {body}");
+        assert_eq!(body["error"]["details"]["field"], "events", "{what}");
+    }
+    let (status, body) = call(&server, "POST", path, Some(&cookie), Some(json!({}))).await;
+    assert_eq!(
+        (status, &body["error"]["details"]["field"]),
+        (400, &json!("events"))
+    );
+    assert_eq!(
+        event_count(&server).await,
+        3,
+        "no refused batch stored anything"
+    );
+}
+
+async fn each_event_counts_against_the_per_user_limit(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_RATE_LIMITS_ENABLED", "true"),
+            ("PLAZA_RATE_LIMIT_ANALYTICS", "5/minute"),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    let (_, other) = member(&server, "other@example.com", "user").await;
+    let send = |cookie: &str, body: Value, path: &'static str| {
+        server
+            .client
+            .post(server.url(path))
+            .header("cookie", cookie)
+            .json(&body)
+            .send()
+    };
+    let three = json!({"events": [page_view("/1"), page_view("/2"), page_view("/3")]});
+    let first = send(&cookie, three.clone(), "/api/analytics/collect/batch")
+        .await
+        .expect("request");
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["x-ratelimit-limit"], "5");
+    assert_eq!(first.headers()["x-ratelimit-remaining"], "2");
+    // Three more do not fit in the two left: refused whole, though the
+    // request itself took one.
+    let refused = send(&cookie, three, "/api/analytics/collect/batch")
+        .await
+        .expect("request");
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.headers()["x-ratelimit-limit"], "5");
+    let body: Value = refused.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "RATE_LIMITED");
+    let last = send(&cookie, page_view("/4"), "/api/analytics/collect")
+        .await
+        .expect("request");
+    assert_eq!(last.status(), 200);
+    assert_eq!(last.headers()["x-ratelimit-remaining"], "0");
+    let over = send(&cookie, page_view("/5"), "/api/analytics/collect")
+        .await
+        .expect("request");
+    assert_eq!(over.status(), 429);
+    let elsewhere = send(&other, page_view("/1"), "/api/analytics/collect")
+        .await
+        .expect("request");
+    assert_eq!(elsewhere.status(), 200, "another user has their own budget");
+    assert_eq!(event_count(&server).await, 5);
+}
+
+/// Clients that send events until they fail, keeping the acknowledged ids;
+/// `acknowledged` counts them as they come.
+fn send_until_refused(
+    server: &TestServer,
+    cookie: &str,
+    clients: usize,
+    acknowledged: &Arc<watch::Sender<usize>>,
+) -> tokio::task::JoinSet<Vec<String>> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..clients {
+        let http = common::client();
+        let url = server.url("/api/analytics/collect");
+        let cookie = cookie.to_owned();
+        let acknowledged = acknowledged.clone();
+        tasks.spawn(async move {
+            let mut ids = Vec::new();
+            loop {
+                let sent = http
+                    .post(&url)
+                    .header("cookie", &cookie)
+                    .json(&page_view(&format!("/client/{client}")))
+                    .send()
+                    .await;
+                let Ok(response) = sent else { break };
+                if response.status() != 200 {
+                    break;
+                }
+                let Ok(body) = response.json::<Value>().await else {
+                    break;
+                };
+                ids.push(body["event_id"].as_str().expect("event_id").to_owned());
+                acknowledged.send_modify(|count| *count += 1);
+            }
+            ids
+        });
+    }
+    tasks
+}
+
+/// Waits until `target` events are acknowledged.
+async fn until(acknowledged: &watch::Sender<usize>, target: usize) {
+    acknowledged
+        .subscribe()
+        .wait_for(|count| *count >= target)
+        .await
+        .expect("the counter lives");
+}
+
+async fn acknowledged_events_survive_a_kill(backend: Backend) {
+    let mut server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    let acknowledged = Arc::new(watch::Sender::new(0));
+    let mut tasks = send_until_refused(&server, &cookie, 16, &acknowledged);
+    until(&acknowledged, 500).await;
+    server.kill();
+    let mut ids = Vec::new();
+    while let Some(client) = tasks.join_next().await {
+        ids.extend(client.expect("client task"));
+    }
+    assert!(ids.len() >= 500, "{} acknowledged", ids.len());
+    let kept = stored(&server, &ids).await;
+    let lost: Vec<_> = ids.iter().filter(|id| !kept.contains(*id)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged events lost",
+        lost.len(),
+        ids.len()
+    );
+}
+
+async fn shutdown_stores_every_acknowledged_event(backend: Backend) {
+    let mut server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    let acknowledged = Arc::new(watch::Sender::new(0));
+    let mut tasks = send_until_refused(&server, &cookie, 16, &acknowledged);
+    until(&acknowledged, 300).await;
+    assert!(server.terminate().success());
+    let mut ids = Vec::new();
+    while let Some(client) = tasks.join_next().await {
+        ids.extend(client.expect("client task"));
+    }
+    let kept = stored(&server, &ids).await;
+    assert_eq!(kept.len(), ids.len(), "every acknowledged event is stored");
+    assert_eq!(
+        event_count(&server).await,
+        i64::try_from(ids.len()).expect("a count"),
+        "and nothing that was not acknowledged"
+    );
+}
+
+async fn a_failed_write_is_503_and_stores_nothing(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    server
+        .sql("ALTER TABLE analytics_events RENAME TO analytics_events_away")
+        .await;
+    let batch = json!({"events": [page_view("/a"), page_view("/b")]});
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&cookie),
+        Some(batch.clone()),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+    server
+        .sql("ALTER TABLE analytics_events_away RENAME TO analytics_events")
+        .await;
+    assert_eq!(event_count(&server).await, 0, "nothing half-written");
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&cookie),
+        Some(batch),
+    )
+    .await;
+    assert_eq!(status, 200, "the writer recovers by itself: {body}");
+    assert_eq!(event_count(&server).await, 2);
+}
+
+fn event(event_id: String, occurred_at: i64) -> NewEvent {
+    NewEvent {
+        event_id,
+        user_id: 1,
+        event_type: "page_view".to_owned(),
+        event_data: "{}".to_owned(),
+        path: Some("/".to_owned()),
+        session_key: None,
+        duration_ms: None,
+        click_x: None,
+        click_y: None,
+        client_hash: String::new(),
+        device_type: "desktop",
+        country: None,
+        is_vpn: false,
+        occurred_at,
+        received_at: occurred_at,
+    }
+}
+
+async fn retention_deletes_exactly_what_is_older_than_the_window(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let db = server.domain().await;
+    let cutoff = now_millis() - 90 * 86_400_000;
+    // More old events than two purge chunks, so the purge takes several
+    // transactions; then the three around the cutoff.
+    let old = usize::try_from(2 * PURGE_CHUNK + 7).expect("a count");
+    let mut events: Vec<NewEvent> = (0..old)
+        .map(|n| {
+            event(
+                format!("old-{n}"),
+                cutoff - 1 - i64::try_from(n).expect("n"),
+            )
+        })
+        .collect();
+    events.push(event("at-cutoff".to_owned(), cutoff));
+    events.push(event("after-cutoff".to_owned(), cutoff + 1));
+    db.write(move |tx| Box::pin(async move { plaza_domain::analytics::insert(tx, &events).await }))
+        .await
+        .expect("insert");
+    let removed = db.purge_events_before(cutoff).await.expect("purge");
+    assert_eq!(removed, u64::try_from(old).expect("a count"));
+    assert_eq!(db.analytics_event_count().await.expect("count"), 2);
+    let kept = db
+        .stored_event_ids(&[
+            "at-cutoff".to_owned(),
+            "after-cutoff".to_owned(),
+            "old-0".to_owned(),
+        ])
+        .await
+        .expect("ids");
+    assert_eq!(
+        kept,
+        HashSet::from(["at-cutoff".to_owned(), "after-cutoff".to_owned()])
+    );
+}
+
+async fn the_versioned_admin_view_counts_real_activity(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, writer) = member(&server, "writer@example.com", "user").await;
+    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    server.create_user("admin@example.com", common::PASSWORD, "admin");
+    let token = server.mint("admin@example.com", "admin:read,admin:write");
+    let first = post(
+        &server,
+        &writer,
+        json!({"title": "One", "content": "first"}),
+    )
+    .await;
+    post(
+        &server,
+        &writer,
+        json!({"title": "Two", "content": "second"}),
+    )
+    .await;
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{first}/report"),
+        Some(&reader),
+        Some(json!({"reason": "spam"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let flagged = server
+        .send(
+            As::Token(&token),
+            "POST",
+            &format!("/api/v1/admin/posts/{first}/moderate"),
+            Some(&json!({"action": "flag", "reason": "check"})),
+        )
+        .await;
+    assert_eq!(flagged.status(), 200);
+    let session = |millis: i64| json!({"event_type": "session_end", "event_data": {"duration_ms": millis}, "timestamp": now_text()});
+    let (status, _) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({"events": [session(60_000), session(180_000)]})),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let answer = server
+        .send(
+            As::Token(&token),
+            "GET",
+            "/api/v1/admin/analytics?period=7d",
+            None,
+        )
+        .await;
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.expect("JSON");
+    let data = &body["data"];
+    assert_eq!(data["period"], "7d");
+    assert_eq!(data["users"]["total"], 3);
+    assert_eq!(data["users"]["new"], 3);
+    // The two who signed in; the admin only holds a token the CLI minted.
+    assert_eq!(data["users"]["active"], 2, "{data}");
+    assert_eq!(data["users"]["growth"], "+100.0%");
+    assert_eq!(data["content"]["totalPosts"], 2);
+    assert_eq!(data["content"]["newPosts"], 2);
+    assert_eq!(data["content"]["moderatedPosts"], 1);
+    assert_eq!(data["content"]["flaggedPosts"], 1);
+    assert_eq!(data["engagement"]["avgSessionDuration"], "2m 0s");
+    assert_eq!(data["engagement"]["postsPerUser"], 1.0);
+    assert_eq!(data["moderation"]["reportsReceived"], 1);
+    assert_eq!(
+        data["moderation"]["reportsResolved"], 1,
+        "flagging resolves the report"
+    );
+
+    let only = server
+        .send(
+            As::Token(&token),
+            "GET",
+            "/api/v1/admin/analytics?period=1d&metrics=users&metrics=moderation",
+            None,
+        )
+        .await;
+    let body: Value = only.json().await.expect("JSON");
+    let mut sections: Vec<&String> = body["data"].as_object().expect("data").keys().collect();
+    sections.sort();
+    assert_eq!(sections, ["moderation", "period", "users"]);
+    for bad in ["period=2w", "metrics=money"] {
+        let refused = server
+            .send(
+                As::Token(&token),
+                "GET",
+                &format!("/api/v1/admin/analytics?{bad}"),
+                None,
+            )
+            .await;
+        assert_eq!(refused.status(), 422, "{bad}");
+        let body: Value = refused.json().await.expect("JSON");
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+    }
+}
