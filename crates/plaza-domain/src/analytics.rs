@@ -432,6 +432,271 @@ impl crate::Database {
     }
 }
 
+/// Which events a dashboard figure counts: a period and the optional
+/// filters of `GET /api/admin/analytics`.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Inclusive, Unix milliseconds.
+    pub since: i64,
+    /// Exclusive, Unix milliseconds.
+    pub until: i64,
+    pub country: Option<String>,
+    pub device_type: Option<String>,
+    /// `false` leaves out events flagged as coming through a VPN.
+    pub include_vpn: bool,
+}
+
+impl EventFilter {
+    /// The `WHERE` clause (parameters from `$1`) and its values in order.
+    fn clause(&self) -> (String, Vec<FilterValue>) {
+        let mut values = vec![
+            FilterValue::Number(self.since),
+            FilterValue::Number(self.until),
+        ];
+        let mut sql = "occurred_at >= $1 AND occurred_at < $2".to_owned();
+        if let Some(country) = &self.country {
+            values.push(FilterValue::Text(country.clone()));
+            sql.push_str(&format!(" AND country = ${}", values.len()));
+        }
+        if let Some(device) = &self.device_type {
+            values.push(FilterValue::Text(device.clone()));
+            sql.push_str(&format!(" AND device_type = ${}", values.len()));
+        }
+        if !self.include_vpn {
+            values.push(FilterValue::Flag(false));
+            sql.push_str(&format!(" AND is_vpn = ${}", values.len()));
+        }
+        (sql, values)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum FilterValue {
+    Number(i64),
+    Text(String),
+    Flag(bool),
+}
+
+/// Binds a filter's values to any query builder of sqlx.
+macro_rules! bind_filter {
+    ($query:expr, $values:expr) => {{
+        let mut query = $query;
+        for value in $values {
+            query = match value {
+                FilterValue::Number(number) => query.bind(*number),
+                FilterValue::Text(text) => query.bind(text.clone()),
+                FilterValue::Flag(flag) => query.bind(*flag),
+            };
+        }
+        query
+    }};
+}
+
+/// The dashboard's headline figures over the filtered events.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DashboardOverview {
+    /// Distinct `session_id`s.
+    pub sessions: i64,
+    pub page_views: i64,
+    pub clicks: i64,
+    pub unique_users: i64,
+    /// Mean `duration_ms` of `session_end` events.
+    pub average_session_millis: Option<f64>,
+    /// Sessions with page views that had exactly one.
+    pub bounced_sessions: i64,
+    /// Sessions with at least one page view.
+    pub viewing_sessions: i64,
+    pub vpn_events: i64,
+    pub events: i64,
+}
+
+/// Counts per 15-minute slice of UTC time (`slice * 900_000` ms is its
+/// start): fine enough to be summed into hours, days, weeks or months of
+/// any time zone, whose offsets are multiples of 15 minutes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceCounts {
+    /// Sessions, each in the slice of its first event.
+    pub sessions: Vec<(i64, i64)>,
+    pub page_views: Vec<(i64, i64)>,
+}
+
+/// The length of a [`SliceCounts`] slice in milliseconds.
+pub const SLICE_MILLIS: i64 = 900_000;
+
+/// One page's views.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PageViews {
+    pub path: String,
+    pub views: i64,
+    /// Distinct users who viewed it.
+    pub unique_views: i64,
+}
+
+/// Events and users from one country (`None`: no trusted header named it).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CountryCount {
+    pub country: Option<String>,
+    pub events: i64,
+    pub users: i64,
+}
+
+/// Clicks in one cell of a page's heatmap grid.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct HeatCell {
+    pub path: String,
+    /// The cell's column and row: `x / HEATMAP_CELL`, `y / HEATMAP_CELL`.
+    pub cell_x: i64,
+    pub cell_y: i64,
+    pub clicks: i64,
+}
+
+/// Pixels per side of a heatmap cell.
+pub const HEATMAP_CELL: i64 = 20;
+
+impl crate::Database {
+    /// The headline figures of the events `filter` selects.
+    pub async fn dashboard_overview(
+        &self,
+        filter: &EventFilter,
+    ) -> Result<DashboardOverview, DomainError> {
+        let (clause, values) = filter.clause();
+        let vpn = values.len() + 1;
+        let sql = format!(
+            "SELECT \
+             (SELECT COUNT(DISTINCT session_key) FROM analytics_events WHERE {clause}), \
+             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND event_type = 'page_view'), \
+             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND event_type = 'button_click'), \
+             (SELECT COUNT(DISTINCT user_id) FROM analytics_events WHERE {clause}), \
+             (SELECT CAST(AVG(duration_ms) AS DOUBLE PRECISION) FROM analytics_events \
+                WHERE {clause} AND event_type = 'session_end'), \
+             (SELECT COUNT(*) FROM (SELECT session_key FROM analytics_events \
+                WHERE {clause} AND event_type = 'page_view' AND session_key IS NOT NULL \
+                GROUP BY session_key HAVING COUNT(*) = 1) AS bounced), \
+             (SELECT COUNT(DISTINCT session_key) FROM analytics_events \
+                WHERE {clause} AND event_type = 'page_view'), \
+             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND is_vpn = ${vpn}), \
+             (SELECT COUNT(*) FROM analytics_events WHERE {clause})"
+        );
+        let query =
+            sqlx::query_as::<_, (i64, i64, i64, i64, Option<f64>, i64, i64, i64, i64)>(&sql);
+        let row = bind_filter!(query, &values)
+            .bind(true)
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        Ok(DashboardOverview {
+            sessions: row.0,
+            page_views: row.1,
+            clicks: row.2,
+            unique_users: row.3,
+            average_session_millis: row.4,
+            bounced_sessions: row.5,
+            viewing_sessions: row.6,
+            vpn_events: row.7,
+            events: row.8,
+        })
+    }
+
+    /// Sessions and page views per 15-minute UTC slice, for the trends.
+    pub async fn dashboard_slices(&self, filter: &EventFilter) -> Result<SliceCounts, DomainError> {
+        let (clause, values) = filter.clause();
+        let mut lease = self.lease().await?;
+        let sessions_sql = format!(
+            "SELECT first_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM \
+             (SELECT MIN(occurred_at) AS first_at FROM analytics_events \
+              WHERE {clause} AND session_key IS NOT NULL GROUP BY session_key) AS firsts \
+             GROUP BY first_at / {SLICE_MILLIS} ORDER BY slice"
+        );
+        let sessions = bind_filter!(sqlx::query_as::<_, (i64, i64)>(&sessions_sql), &values)
+            .fetch_all(&mut *lease)
+            .await?;
+        let views_sql = format!(
+            "SELECT occurred_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM analytics_events \
+             WHERE {clause} AND event_type = 'page_view' \
+             GROUP BY occurred_at / {SLICE_MILLIS} ORDER BY slice"
+        );
+        let page_views = bind_filter!(sqlx::query_as::<_, (i64, i64)>(&views_sql), &values)
+            .fetch_all(&mut *lease)
+            .await?;
+        Ok(SliceCounts {
+            sessions,
+            page_views,
+        })
+    }
+
+    /// The `limit` most viewed paths.
+    pub async fn dashboard_top_pages(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<PageViews>, DomainError> {
+        let (clause, values) = filter.clause();
+        let sql = format!(
+            "SELECT path, COUNT(*) AS views, COUNT(DISTINCT user_id) AS unique_views \
+             FROM analytics_events WHERE {clause} AND event_type = 'page_view' AND path IS NOT NULL \
+             GROUP BY path ORDER BY views DESC, path LIMIT {limit}"
+        );
+        Ok(bind_filter!(sqlx::query_as::<_, PageViews>(&sql), &values)
+            .fetch_all(&mut *self.lease().await?)
+            .await?)
+    }
+
+    /// Events by device type.
+    pub async fn dashboard_devices(
+        &self,
+        filter: &EventFilter,
+    ) -> Result<Vec<(String, i64)>, DomainError> {
+        let (clause, values) = filter.clause();
+        let sql = format!(
+            "SELECT device_type, COUNT(*) FROM analytics_events WHERE {clause} \
+             GROUP BY device_type ORDER BY device_type"
+        );
+        Ok(
+            bind_filter!(sqlx::query_as::<_, (String, i64)>(&sql), &values)
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
+        )
+    }
+
+    /// Events and users by country, most events first, at most `limit`.
+    pub async fn dashboard_countries(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<CountryCount>, DomainError> {
+        let (clause, values) = filter.clause();
+        let sql = format!(
+            "SELECT country, COUNT(*) AS events, COUNT(DISTINCT user_id) AS users \
+             FROM analytics_events WHERE {clause} \
+             GROUP BY country ORDER BY events DESC, country LIMIT {limit}"
+        );
+        Ok(
+            bind_filter!(sqlx::query_as::<_, CountryCount>(&sql), &values)
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
+        )
+    }
+
+    /// Clicks per heatmap cell, busiest first, at most `limit` cells.
+    pub async fn dashboard_heatmap(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<HeatCell>, DomainError> {
+        let (clause, values) = filter.clause();
+        let sql = format!(
+            "SELECT path, click_x / {HEATMAP_CELL} AS cell_x, click_y / {HEATMAP_CELL} AS cell_y, \
+             COUNT(*) AS clicks FROM analytics_events \
+             WHERE {clause} AND event_type = 'button_click' AND path IS NOT NULL \
+             AND click_x IS NOT NULL AND click_y IS NOT NULL \
+             GROUP BY path, click_x / {HEATMAP_CELL}, click_y / {HEATMAP_CELL} \
+             ORDER BY clicks DESC, path, cell_x, cell_y LIMIT {limit}"
+        );
+        Ok(bind_filter!(sqlx::query_as::<_, HeatCell>(&sql), &values)
+            .fetch_all(&mut *self.lease().await?)
+            .await?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,6 +189,11 @@ pub fn report_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
+/// Reading the analytics dashboards: administrators.
+pub fn view_analytics(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_admin())
+}
+
 /// Resolving reports: moderators and above.
 pub fn resolve_report(actor: Actor) -> Decision {
     moderate_post(actor)

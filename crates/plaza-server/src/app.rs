@@ -58,6 +58,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             limited(Limit::Analytics, controllers::analytics::routes()),
         ))
         .merge(on_surface(
+            Surface::UnversionedAdmin,
+            limited(Limit::General, controllers::admin::routes()),
+        ))
+        .merge(on_surface(
             Surface::Image,
             limited(
                 Limit::General,

@@ -27,6 +27,9 @@ on_both_databases!(
     a_failed_write_is_503_and_stores_nothing,
     retention_deletes_exactly_what_is_older_than_the_window,
     the_versioned_admin_view_counts_real_activity,
+    the_dashboard_is_for_administrators_and_names_each_bad_parameter,
+    dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change,
+    the_dashboard_csv_holds_the_json_figures,
 );
 
 fn now_text() -> String {
@@ -578,4 +581,243 @@ async fn the_versioned_admin_view_counts_real_activity(backend: Backend) {
         assert_eq!(body["success"], false);
         assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
     }
+}
+
+async fn dashboard(server: &TestServer, who: As<'_>, query: &str) -> (u16, Value) {
+    let response = server
+        .send(who, "GET", &format!("/api/admin/analytics?{query}"), None)
+        .await;
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON body"))
+}
+
+async fn the_dashboard_is_for_administrators_and_names_each_bad_parameter(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("admin@example.com", "admin:read");
+    let (status, body) = dashboard(&server, As::Anonymous, "").await;
+    assert_eq!((status, &body["error"]), (401, &json!("Unauthorized")));
+    let (status, body) = dashboard(&server, As::Session(&user), "").await;
+    assert_eq!(
+        (status, &body["error"]),
+        (403, &json!("Insufficient permissions"))
+    );
+    for who in [As::Session(&admin), As::Token(&token)] {
+        let (status, body) = dashboard(&server, who, "").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["overview"]["totalPageViews"], 0);
+        assert_eq!(
+            body["trends"]["pageViews"].as_array().map(Vec::len),
+            Some(31)
+        );
+    }
+    let (status, body) = dashboard(
+        &server,
+        As::Session(&admin),
+        "dateRange=2w&timezone=Mars/Olympus&granularity=hourly&device_type=fridge&format=xml",
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "Invalid query parameters");
+    let paths: Vec<&str> = body["details"]
+        .as_array()
+        .expect("details")
+        .iter()
+        .map(|issue| issue["path"][0].as_str().expect("path"))
+        .collect();
+    assert_eq!(
+        paths,
+        ["dateRange", "timezone", "device_type", "format"],
+        "{body}"
+    );
+    let (status, body) = dashboard(
+        &server,
+        As::Session(&admin),
+        "dateRange=1y&granularity=hourly",
+    )
+    .await;
+    assert_eq!(
+        (status, &body["details"][0]["path"][0]),
+        (400, &json!("granularity"))
+    );
+}
+
+/// The latest moment, two days or more ago, at which New York's offset
+/// changed (so the rest of that local day is past too).
+fn latest_new_york_change() -> i64 {
+    use chrono::{Offset, TimeZone};
+    let zone = chrono_tz::America::New_York;
+    let offset = |millis: i64| {
+        zone.timestamp_millis_opt(millis)
+            .unwrap()
+            .offset()
+            .fix()
+            .local_minus_utc()
+    };
+    let hour = 3_600_000;
+    let mut at = (now_millis() - 48 * hour) / hour * hour;
+    while offset(at) == offset(at - hour) {
+        at -= hour;
+    }
+    at
+}
+
+async fn dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change(backend: Backend) {
+    use chrono::TimeZone;
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let change = latest_new_york_change();
+    let zone = chrono_tz::America::New_York;
+    let local_day = zone.timestamp_millis_opt(change).unwrap().date_naive();
+    // The last half hour of that local day, already the next day in UTC.
+    let next_midnight = zone
+        .from_local_datetime(
+            &(local_day + chrono::Days::new(1))
+                .and_hms_opt(0, 0, 0)
+                .unwrap(),
+        )
+        .earliest()
+        .unwrap()
+        .timestamp_millis();
+    let times = [
+        change - 1_800_000,
+        change + 1_800_000,
+        next_midnight - 1_800_000,
+    ];
+    let events: Vec<NewEvent> = times
+        .iter()
+        .enumerate()
+        .map(|(n, at)| event(format!("dst-{n}"), *at))
+        .collect();
+    server
+        .domain()
+        .await
+        .write(move |tx| {
+            Box::pin(async move { plaza_domain::analytics::insert(tx, &events).await })
+        })
+        .await
+        .expect("insert");
+    let day = local_day.format("%Y-%m-%d").to_string();
+    let (status, body) = dashboard(
+        &server,
+        As::Session(&admin),
+        "dateRange=1y&metrics=pageviews&timezone=America/New_York",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let views = body["trends"]["pageViews"].as_array().expect("pageViews");
+    let on_day: Vec<&Value> = views.iter().filter(|point| point["date"] == day).collect();
+    assert_eq!(on_day.len(), 1, "one bucket for {day}");
+    assert_eq!(
+        on_day[0]["count"], 3,
+        "{day}: both sides of the change and 23:30"
+    );
+    let total: i64 = views
+        .iter()
+        .map(|point| point["count"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 3);
+    let (_, utc) = dashboard(
+        &server,
+        As::Session(&admin),
+        "dateRange=1y&metrics=pageviews",
+    )
+    .await;
+    let utc_day = utc["trends"]["pageViews"]
+        .as_array()
+        .expect("pageViews")
+        .iter()
+        .find(|point| point["date"] == day)
+        .expect("the day in UTC")["count"]
+        .clone();
+    assert_eq!(utc_day, 2, "in UTC the 23:30 event is on the next day");
+}
+
+async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    let click = |x: i64| json!({"event_type": "button_click", "event_data": {"path": "/a", "x": x, "y": 7, "session_id": "s-2"}, "timestamp": now_text()});
+    let (status, _) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({"events": [page_view("/a"), page_view("/a"), page_view("/b"), click(3), click(45)]})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let query = "dateRange=7d";
+    let (status, json_answer) = dashboard(&server, As::Session(&admin), query).await;
+    assert_eq!(status, 200);
+    assert_eq!(json_answer["overview"]["totalPageViews"], 3);
+    assert_eq!(json_answer["overview"]["totalSessions"], 2);
+    assert_eq!(json_answer["overview"]["bounceRate"], 0.0);
+    assert_eq!(
+        json_answer["topPages"][0],
+        json!({"path": "/a", "views": 2, "uniqueViews": 1})
+    );
+    assert_eq!(json_answer["heatmap"].as_array().map(Vec::len), Some(2));
+    let response = server
+        .send(
+            As::Session(&admin),
+            "GET",
+            &format!("/api/admin/analytics?{query}&format=csv"),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let text = response.text().await.expect("body");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(
+        reader.headers().expect("header row"),
+        vec!["section", "metric", "key", "value"]
+    );
+    let mut rows = 0;
+    for record in reader.records() {
+        let record = record.expect("a CSV row");
+        let (section, metric, key, value) = (&record[0], &record[1], &record[2], &record[3]);
+        let value: f64 = value.parse().expect("a number");
+        let expected = match section {
+            "overview" => json_answer["overview"][metric].as_f64(),
+            "trends" => json_answer["trends"][metric]
+                .as_array()
+                .and_then(|points| points.iter().find(|point| point["date"] == key))
+                .and_then(|point| point["count"].as_f64()),
+            "topPages" => json_answer["topPages"]
+                .as_array()
+                .and_then(|pages| pages.iter().find(|page| page["path"] == key))
+                .and_then(|page| page[metric].as_f64()),
+            "devices" | "vpn" => json_answer[section][metric].as_f64(),
+            "geographic" => json_answer["geographic"]
+                .as_array()
+                .and_then(|rows| rows.iter().find(|row| row["country"] == key))
+                .and_then(|row| row[metric].as_f64()),
+            "heatmap" => json_answer["heatmap"]
+                .as_array()
+                .and_then(|cells| {
+                    cells.iter().find(|cell| {
+                        format!(
+                            "{} {} {}",
+                            cell["path"].as_str().unwrap(),
+                            cell["x"],
+                            cell["y"]
+                        ) == key
+                    })
+                })
+                .and_then(|cell| cell["clicks"].as_f64()),
+            other => panic!("unknown section {other}"),
+        };
+        assert_eq!(Some(value), expected, "{section} {metric} {key}");
+        rows += 1;
+    }
+    let points = json_answer["trends"]["sessions"].as_array().unwrap().len();
+    assert!(rows > 7 + 2 * points, "{rows} rows");
 }

@@ -4,6 +4,7 @@
 //! stores them in batches ([`ingest`]).
 
 pub mod ingest;
+pub mod trends;
 
 use std::net::IpAddr;
 use std::path::Path;

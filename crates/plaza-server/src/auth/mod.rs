@@ -130,6 +130,41 @@ impl DocumentedExtractor for CurrentUser {
     const ANSWERS: &'static [Answer] = &[Answer::new(401, "Not signed in")];
 }
 
+/// An administrator reading the analytics dashboard: a Bearer admin JWT
+/// (checked as on the versioned surface), or else a session whose user is
+/// an administrator. Nobody signed in is 401, anyone else 403.
+#[derive(Debug, Clone, Copy)]
+pub struct AnalyticsViewer(pub Actor);
+
+impl FromRequestParts<AppState> for AnalyticsViewer {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let actor = if parts.headers.contains_key(header::AUTHORIZATION) {
+            let token = admin_token_for(parts, state).await?;
+            Actor {
+                user_id: token.user_id,
+                role: token.role,
+            }
+        } else {
+            CurrentUser::from_request_parts(parts, state)
+                .await?
+                .0
+                .actor()
+        };
+        plaza_domain::policy::view_analytics(actor)
+            .check("user", "the analytics dashboard is for administrators")?;
+        Ok(AnalyticsViewer(actor))
+    }
+}
+
+impl DocumentedExtractor for AnalyticsViewer {
+    const ANSWERS: &'static [Answer] = &[
+        Answer::new(401, "Not signed in, and no valid admin token"),
+        Answer::new(403, "Not an administrator"),
+    ];
+}
+
 /// Answers of the admin token checks.
 const ADMIN_TOKEN_ANSWERS: &[Answer] = &[
     Answer::new(

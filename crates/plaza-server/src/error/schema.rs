@@ -49,10 +49,28 @@ pub struct AdminV1ErrorBody {
 #[derive(Serialize, ToSchema)]
 pub struct AdminError {
     pub error: String,
-    /// A string, or for invalid query parameters an array of issues
-    /// (`code`, `expected`, `received`, `path`, `message`).
-    #[schema(value_type = Object)]
-    pub details: Option<serde_json::Value>,
+    pub details: AdminErrorDetails,
+}
+
+/// What went wrong: a message, or for invalid parameters one issue each.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AdminErrorDetails {
+    Message(String),
+    Issues(Vec<AdminIssue>),
+}
+
+/// One invalid parameter.
+#[derive(Serialize, ToSchema)]
+pub struct AdminIssue {
+    /// `invalid_type`, `too_small`, `too_big`, `invalid_string`,
+    /// `invalid_enum_value` or `custom`.
+    pub code: String,
+    pub expected: Option<String>,
+    pub received: Option<String>,
+    /// The parameter's name, as a one-element path.
+    pub path: Vec<String>,
+    pub message: String,
 }
 
 /// The upload error shape.

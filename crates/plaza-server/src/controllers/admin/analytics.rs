@@ -1,0 +1,503 @@
+//! `GET /api/admin/analytics`: the detailed analytics dashboard (SPEC.md
+//! "Detailed analytics for admin dashboard"), from the stored events, in
+//! JSON or CSV.
+
+use axum::extract::{RawQuery, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use chrono_tz::Tz;
+use plaza_domain::analytics::{EventFilter, HEATMAP_CELL};
+use plaza_domain::time::now_millis;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::analytics::trends::{self, Bucket, Granularity};
+use crate::auth::AnalyticsViewer;
+use crate::error::schema::AdminError;
+use crate::error::{AppError, FieldError};
+use crate::extract::AppJson;
+use crate::state::AppState;
+
+const DAY_MILLIS: i64 = 86_400_000;
+const RANGES: [(&str, i64); 4] = [("7d", 7), ("30d", 30), ("90d", 90), ("1y", 365)];
+const METRICS: [&str; 9] = [
+    "sessions",
+    "pageviews",
+    "clicks",
+    "users",
+    "geographic",
+    "devices",
+    "vpn",
+    "heatmap",
+    "subscriptions",
+];
+/// Hourly buckets over more than 30 days would be thousands of points.
+const MAX_HOURLY_DAYS: i64 = 30;
+const TOP_PAGES: i64 = 10;
+const TOP_COUNTRIES: i64 = 50;
+const HEATMAP_CELLS: i64 = 500;
+
+/// The headline figures.
+#[derive(Serialize, ToSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Overview {
+    /// Distinct `session_id`s among the events.
+    pub total_sessions: i64,
+    pub total_page_views: i64,
+    /// `button_click` events.
+    pub total_clicks: i64,
+    pub unique_users: i64,
+    /// Mean `duration_ms` of `session_end` events, in seconds.
+    pub avg_session_duration: f64,
+    /// Percent of sessions with page views that had exactly one.
+    pub bounce_rate: f64,
+    /// Percent of the events sent through a VPN.
+    pub vpn_percentage: f64,
+}
+
+/// Counts per bucket of `granularity` in `timezone`; empty buckets are 0.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Trends {
+    /// Sessions, each in the bucket of its first event.
+    pub sessions: Vec<TrendPoint>,
+    pub page_views: Vec<TrendPoint>,
+}
+
+/// One bucket.
+#[derive(Serialize, ToSchema)]
+pub struct TrendPoint {
+    /// The bucket's local date (`2026-11-01`), or for hourly buckets its
+    /// local start with offset (`2026-11-01T01:00:00-05:00`).
+    pub date: String,
+    pub count: i64,
+}
+
+/// One of the most viewed pages.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopPage {
+    pub path: String,
+    pub views: i64,
+    /// Distinct users who viewed it.
+    pub unique_views: i64,
+}
+
+/// Events by device type.
+#[derive(Serialize, ToSchema, Default)]
+pub struct Devices {
+    pub desktop: i64,
+    pub mobile: i64,
+    pub tablet: i64,
+    /// Bots, appliances and unknown agents.
+    pub other: i64,
+}
+
+/// Events and users of one country (`unknown` when no trusted header named it).
+#[derive(Serialize, ToSchema)]
+pub struct CountryFigures {
+    pub country: String,
+    pub events: i64,
+    pub users: i64,
+}
+
+/// Events sent through a VPN and not.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VpnFigures {
+    pub vpn_events: i64,
+    pub other_events: i64,
+    pub vpn_percentage: f64,
+}
+
+/// Clicks in one cell of a page's grid of 20 × 20 pixel cells.
+#[derive(Serialize, ToSchema)]
+pub struct HeatmapCell {
+    pub path: String,
+    /// The cell's left and top edge in pixels.
+    pub x: i64,
+    pub y: i64,
+    pub clicks: i64,
+}
+
+/// The dashboard. `overview` is always there; the other sections follow
+/// `metrics`: `trends` with `sessions` or `pageviews`, `topPages` with
+/// `pageviews`, `devices`, `geographic`, `vpn`, `heatmap`. `subscriptions`
+/// is accepted and answers `null` until Plaza stores subscriptions.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Dashboard {
+    pub overview: Overview,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trends: Option<Trends>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_pages: Option<Vec<TopPage>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Devices>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geographic: Option<Vec<CountryFigures>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vpn: Option<VpnFigures>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heatmap: Option<Vec<HeatmapCell>>,
+    /// `null`: Plaza does not store subscriptions yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub subscriptions: Option<serde_json::Value>,
+}
+
+/// What the query asked for, checked.
+struct DashboardQuery {
+    days: i64,
+    metrics: Vec<String>,
+    granularity: Granularity,
+    zone: Tz,
+    filter_country: Option<String>,
+    filter_device: Option<String>,
+    include_vpn: bool,
+    csv: bool,
+}
+
+/// The detailed analytics of the admin dashboard, over the stored events
+/// of the period ending now.
+#[utoipa::path(
+    get,
+    path = "/api/admin/analytics",
+    tag = "admin-dashboard",
+    params(
+        ("dateRange" = Option<String>, Query, description = "`7d`, `30d` (default), `90d` or `1y`, ending now"),
+        ("metrics" = Option<Vec<String>>, Query, description = "Repeated or comma-separated: sessions, pageviews, clicks, users, geographic, devices, vpn, heatmap, subscriptions; default all"),
+        ("granularity" = Option<String>, Query, description = "`hourly` (ranges up to 30 days), `daily` (default), `weekly` (from Monday) or `monthly`"),
+        ("timezone" = Option<String>, Query, description = "An IANA time zone such as `Europe/Berlin`, default `UTC`: buckets are its local hours, days, weeks and months"),
+        ("country" = Option<String>, Query, description = "Only events from this ISO 3166 alpha-2 country"),
+        ("device_type" = Option<String>, Query, description = "Only `desktop`, `mobile` or `tablet` events"),
+        ("include_vpn" = Option<bool>, Query, description = "`false` leaves out events sent through a VPN (default true)"),
+        ("format" = Option<String>, Query, description = "`json` (default) or `csv`: rows of section, metric, key, value"),
+    ),
+    responses(
+        (status = 200, description = "The dashboard (`format=csv`: `text/csv` with a header row)", body = Dashboard),
+        (status = 400, description = "A bad parameter; `details` lists each", body = AdminError),
+        (status = 401, description = "Not signed in, and no valid admin token", body = AdminError),
+        (status = 403, description = "Not an administrator", body = AdminError),
+    )
+)]
+pub async fn analytics_dashboard(
+    State(state): State<AppState>,
+    _viewer: AnalyticsViewer,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let query = parse_query(query.as_deref().unwrap_or(""))?;
+    let until = now_millis();
+    let since = until - query.days * DAY_MILLIS;
+    let filter = EventFilter {
+        since,
+        until,
+        country: query.filter_country.clone(),
+        device_type: query.filter_device.clone(),
+        include_vpn: query.include_vpn,
+    };
+    let wants = |metric: &str| query.metrics.iter().any(|wanted| wanted == metric);
+    let db = &state.db;
+    let figures = db.dashboard_overview(&filter).await?;
+    let percent = |part: i64, whole: i64| {
+        if whole == 0 {
+            0.0
+        } else {
+            (part as f64 * 10_000.0 / whole as f64).round() / 100.0
+        }
+    };
+    let overview = Overview {
+        total_sessions: figures.sessions,
+        total_page_views: figures.page_views,
+        total_clicks: figures.clicks,
+        unique_users: figures.unique_users,
+        avg_session_duration: (figures.average_session_millis.unwrap_or(0.0) / 10.0).round()
+            / 100.0,
+        bounce_rate: percent(figures.bounced_sessions, figures.viewing_sessions),
+        vpn_percentage: percent(figures.vpn_events, figures.events),
+    };
+    let trends = if wants("sessions") || wants("pageviews") {
+        let slices = db.dashboard_slices(&filter).await?;
+        let points = |slices: &[(i64, i64)]| {
+            trends::buckets(slices, since, until, query.zone, query.granularity)
+                .into_iter()
+                .map(|Bucket { date, count }| TrendPoint { date, count })
+                .collect()
+        };
+        Some(Trends {
+            sessions: points(&slices.sessions),
+            page_views: points(&slices.page_views),
+        })
+    } else {
+        None
+    };
+    let top_pages = if wants("pageviews") {
+        Some(
+            db.dashboard_top_pages(&filter, TOP_PAGES)
+                .await?
+                .into_iter()
+                .map(|page| TopPage {
+                    path: page.path,
+                    views: page.views,
+                    unique_views: page.unique_views,
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
+    let devices = if wants("devices") {
+        let mut devices = Devices::default();
+        for (device, events) in db.dashboard_devices(&filter).await? {
+            match device.as_str() {
+                "desktop" => devices.desktop += events,
+                "mobile" => devices.mobile += events,
+                "tablet" => devices.tablet += events,
+                _ => devices.other += events,
+            }
+        }
+        Some(devices)
+    } else {
+        None
+    };
+    let geographic = if wants("geographic") {
+        Some(
+            db.dashboard_countries(&filter, TOP_COUNTRIES)
+                .await?
+                .into_iter()
+                .map(|row| CountryFigures {
+                    country: row.country.unwrap_or_else(|| "unknown".to_owned()),
+                    events: row.events,
+                    users: row.users,
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
+    let vpn = wants("vpn").then_some(VpnFigures {
+        vpn_events: figures.vpn_events,
+        other_events: figures.events - figures.vpn_events,
+        vpn_percentage: overview.vpn_percentage,
+    });
+    let heatmap = if wants("heatmap") {
+        Some(
+            db.dashboard_heatmap(&filter, HEATMAP_CELLS)
+                .await?
+                .into_iter()
+                .map(|cell| HeatmapCell {
+                    path: cell.path,
+                    x: cell.cell_x * HEATMAP_CELL,
+                    y: cell.cell_y * HEATMAP_CELL,
+                    clicks: cell.clicks,
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
+    let dashboard = Dashboard {
+        overview,
+        trends,
+        top_pages,
+        devices,
+        geographic,
+        vpn,
+        heatmap,
+        subscriptions: wants("subscriptions").then_some(serde_json::Value::Null),
+    };
+    if query.csv {
+        let body = to_csv(&dashboard).map_err(AppError::internal)?;
+        return Ok((
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"analytics.csv\"",
+                ),
+            ],
+            body,
+        )
+            .into_response());
+    }
+    Ok(AppJson(dashboard).into_response())
+}
+
+/// Reads and checks every parameter, naming each bad one.
+fn parse_query(query: &str) -> Result<DashboardQuery, AppError> {
+    let mut problems = Vec::new();
+    let mut wrong = |name: &str, expected: &str, received: &str| {
+        problems.push(
+            FieldError::new(name, format!("must be {expected}, not {received:?}")).with_kind(
+                "invalid_enum_value",
+                expected,
+                received,
+            ),
+        );
+    };
+    let mut days = 30;
+    let mut metrics = Vec::new();
+    let mut granularity = Granularity::Daily;
+    let mut zone = Tz::UTC;
+    let mut filter_country = None;
+    let mut filter_device = None;
+    let mut include_vpn = true;
+    let mut csv = false;
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let value = value.trim();
+        match key.as_ref() {
+            "dateRange" => match RANGES.iter().find(|(name, _)| *name == value) {
+                Some(&(_, range)) => days = range,
+                None => wrong("dateRange", "one of 7d, 30d, 90d, 1y", value),
+            },
+            "metrics" | "metrics[]" => {
+                for metric in value.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+                    if METRICS.contains(&metric) {
+                        metrics.push(metric.to_owned());
+                    } else {
+                        wrong("metrics", &METRICS.join(", "), metric);
+                    }
+                }
+            }
+            "granularity" => match Granularity::parse(value) {
+                Some(parsed) => granularity = parsed,
+                None => wrong(
+                    "granularity",
+                    "one of hourly, daily, weekly, monthly",
+                    value,
+                ),
+            },
+            "timezone" => match value.parse::<Tz>() {
+                Ok(parsed) => zone = parsed,
+                Err(_) => wrong("timezone", "an IANA time zone such as Europe/Berlin", value),
+            },
+            "country" => {
+                if value.len() == 2 && value.bytes().all(|b| b.is_ascii_alphabetic()) {
+                    filter_country = Some(value.to_ascii_uppercase());
+                } else {
+                    wrong("country", "an ISO 3166 alpha-2 code such as DE", value);
+                }
+            }
+            "device_type" => match value {
+                "desktop" | "mobile" | "tablet" => filter_device = Some(value.to_owned()),
+                _ => wrong("device_type", "one of desktop, mobile, tablet", value),
+            },
+            "include_vpn" => match value {
+                "true" => include_vpn = true,
+                "false" => include_vpn = false,
+                _ => wrong("include_vpn", "true or false", value),
+            },
+            "format" => match value {
+                "json" => csv = false,
+                "csv" => csv = true,
+                _ => wrong("format", "json or csv", value),
+            },
+            _ => {}
+        }
+    }
+    if granularity == Granularity::Hourly && days > MAX_HOURLY_DAYS {
+        problems.push(FieldError::new(
+            "granularity",
+            "hourly buckets cover ranges of up to 30 days; use daily or a shorter dateRange",
+        ));
+    }
+    if let Some(first) = problems.first() {
+        return Err(AppError::Validation {
+            message: format!("invalid {}: {}", first.field, first.reason),
+            fields: problems,
+        });
+    }
+    if metrics.is_empty() {
+        metrics = METRICS.iter().map(|name| (*name).to_owned()).collect();
+    }
+    Ok(DashboardQuery {
+        days,
+        metrics,
+        granularity,
+        zone,
+        filter_country,
+        filter_device,
+        include_vpn,
+        csv,
+    })
+}
+
+/// The dashboard as rows of `section, metric, key, value`: every number of
+/// the JSON answer once, so a spreadsheet sums what the JSON shows.
+fn to_csv(dashboard: &Dashboard) -> Result<Vec<u8>, csv::Error> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(["section", "metric", "key", "value"])?;
+    let mut row = |section: &str, metric: &str, key: &str, value: String| {
+        writer.write_record([section, metric, key, &value])
+    };
+    let overview = &dashboard.overview;
+    for (metric, value) in [
+        ("totalSessions", overview.total_sessions.to_string()),
+        ("totalPageViews", overview.total_page_views.to_string()),
+        ("totalClicks", overview.total_clicks.to_string()),
+        ("uniqueUsers", overview.unique_users.to_string()),
+        (
+            "avgSessionDuration",
+            overview.avg_session_duration.to_string(),
+        ),
+        ("bounceRate", overview.bounce_rate.to_string()),
+        ("vpnPercentage", overview.vpn_percentage.to_string()),
+    ] {
+        row("overview", metric, "", value)?;
+    }
+    if let Some(trends) = &dashboard.trends {
+        for (metric, points) in [
+            ("sessions", &trends.sessions),
+            ("pageViews", &trends.page_views),
+        ] {
+            for point in points {
+                row("trends", metric, &point.date, point.count.to_string())?;
+            }
+        }
+    }
+    for page in dashboard.top_pages.iter().flatten() {
+        row("topPages", "views", &page.path, page.views.to_string())?;
+        row(
+            "topPages",
+            "uniqueViews",
+            &page.path,
+            page.unique_views.to_string(),
+        )?;
+    }
+    if let Some(devices) = &dashboard.devices {
+        for (device, events) in [
+            ("desktop", devices.desktop),
+            ("mobile", devices.mobile),
+            ("tablet", devices.tablet),
+            ("other", devices.other),
+        ] {
+            row("devices", device, "", events.to_string())?;
+        }
+    }
+    for country in dashboard.geographic.iter().flatten() {
+        row(
+            "geographic",
+            "events",
+            &country.country,
+            country.events.to_string(),
+        )?;
+        row(
+            "geographic",
+            "users",
+            &country.country,
+            country.users.to_string(),
+        )?;
+    }
+    if let Some(vpn) = &dashboard.vpn {
+        row("vpn", "vpnEvents", "", vpn.vpn_events.to_string())?;
+        row("vpn", "otherEvents", "", vpn.other_events.to_string())?;
+        row("vpn", "vpnPercentage", "", vpn.vpn_percentage.to_string())?;
+    }
+    for cell in dashboard.heatmap.iter().flatten() {
+        let key = format!("{} {} {}", cell.path, cell.x, cell.y);
+        row("heatmap", "clicks", &key, cell.clicks.to_string())?;
+    }
+    writer
+        .into_inner()
+        .map_err(|error| csv::Error::from(error.into_error()))
+}
