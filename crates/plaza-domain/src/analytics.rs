@@ -12,6 +12,7 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::db::Tx;
 use crate::error::DomainError;
+use crate::listing::{Arg, Args, bind_all};
 
 /// The event types SPEC.md documents and DECISIONS.md adds; operators may
 /// allow more (`analytics_extra_event_types`).
@@ -447,49 +448,31 @@ pub struct EventFilter {
 }
 
 impl EventFilter {
-    /// The `WHERE` clause (parameters from `$1`) and its values in order.
-    fn clause(&self) -> (String, Vec<FilterValue>) {
-        let mut values = vec![
-            FilterValue::Number(self.since),
-            FilterValue::Number(self.until),
-        ];
-        let mut sql = "occurred_at >= $1 AND occurred_at < $2".to_owned();
+    /// The conditions (placeholders numbered in `args`) that select the
+    /// filtered events.
+    fn clause(&self, args: &mut Args) -> String {
+        let mut sql = format!(
+            "occurred_at >= {} AND occurred_at < {}",
+            args.push(Arg::Int(self.since)),
+            args.push(Arg::Int(self.until))
+        );
         if let Some(country) = &self.country {
-            values.push(FilterValue::Text(country.clone()));
-            sql.push_str(&format!(" AND country = ${}", values.len()));
+            sql.push_str(&format!(
+                " AND country = {}",
+                args.push(Arg::Text(country.clone()))
+            ));
         }
         if let Some(device) = &self.device_type {
-            values.push(FilterValue::Text(device.clone()));
-            sql.push_str(&format!(" AND device_type = ${}", values.len()));
+            sql.push_str(&format!(
+                " AND device_type = {}",
+                args.push(Arg::Text(device.clone()))
+            ));
         }
         if !self.include_vpn {
-            values.push(FilterValue::Flag(false));
-            sql.push_str(&format!(" AND is_vpn = ${}", values.len()));
+            sql.push_str(&format!(" AND is_vpn = {}", args.push(Arg::Bool(false))));
         }
-        (sql, values)
+        sql
     }
-}
-
-#[derive(Debug, Clone)]
-enum FilterValue {
-    Number(i64),
-    Text(String),
-    Flag(bool),
-}
-
-/// Binds a filter's values to any query builder of sqlx.
-macro_rules! bind_filter {
-    ($query:expr, $values:expr) => {{
-        let mut query = $query;
-        for value in $values {
-            query = match value {
-                FilterValue::Number(number) => query.bind(*number),
-                FilterValue::Text(text) => query.bind(text.clone()),
-                FilterValue::Flag(flag) => query.bind(*flag),
-            };
-        }
-        query
-    }};
 }
 
 /// The dashboard's headline figures over the filtered events.
@@ -559,8 +542,9 @@ impl crate::Database {
         &self,
         filter: &EventFilter,
     ) -> Result<DashboardOverview, DomainError> {
-        let (clause, values) = filter.clause();
-        let vpn = values.len() + 1;
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
+        let vpn = args.push(Arg::Bool(true));
         let sql = format!(
             "SELECT \
              (SELECT COUNT(DISTINCT session_key) FROM analytics_events WHERE {clause}), \
@@ -574,13 +558,12 @@ impl crate::Database {
                 GROUP BY session_key HAVING COUNT(*) = 1) AS bounced), \
              (SELECT COUNT(DISTINCT session_key) FROM analytics_events \
                 WHERE {clause} AND event_type = 'page_view'), \
-             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND is_vpn = ${vpn}), \
+             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND is_vpn = {vpn}), \
              (SELECT COUNT(*) FROM analytics_events WHERE {clause})"
         );
         let query =
             sqlx::query_as::<_, (i64, i64, i64, i64, Option<f64>, i64, i64, i64, i64)>(&sql);
-        let row = bind_filter!(query, &values)
-            .bind(true)
+        let row = bind_all(query, args.into_vec())
             .fetch_one(&mut *self.lease().await?)
             .await?;
         Ok(DashboardOverview {
@@ -598,7 +581,9 @@ impl crate::Database {
 
     /// Sessions and page views per 15-minute UTC slice, for the trends.
     pub async fn dashboard_slices(&self, filter: &EventFilter) -> Result<SliceCounts, DomainError> {
-        let (clause, values) = filter.clause();
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
+        let values = args.into_vec();
         let mut lease = self.lease().await?;
         let sessions_sql = format!(
             "SELECT first_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM \
@@ -606,15 +591,18 @@ impl crate::Database {
               WHERE {clause} AND session_key IS NOT NULL GROUP BY session_key) AS firsts \
              GROUP BY first_at / {SLICE_MILLIS} ORDER BY slice"
         );
-        let sessions = bind_filter!(sqlx::query_as::<_, (i64, i64)>(&sessions_sql), &values)
-            .fetch_all(&mut *lease)
-            .await?;
+        let sessions = bind_all(
+            sqlx::query_as::<_, (i64, i64)>(&sessions_sql),
+            values.clone(),
+        )
+        .fetch_all(&mut *lease)
+        .await?;
         let views_sql = format!(
             "SELECT occurred_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM analytics_events \
              WHERE {clause} AND event_type = 'page_view' \
              GROUP BY occurred_at / {SLICE_MILLIS} ORDER BY slice"
         );
-        let page_views = bind_filter!(sqlx::query_as::<_, (i64, i64)>(&views_sql), &values)
+        let page_views = bind_all(sqlx::query_as::<_, (i64, i64)>(&views_sql), values)
             .fetch_all(&mut *lease)
             .await?;
         Ok(SliceCounts {
@@ -629,15 +617,18 @@ impl crate::Database {
         filter: &EventFilter,
         limit: i64,
     ) -> Result<Vec<PageViews>, DomainError> {
-        let (clause, values) = filter.clause();
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
         let sql = format!(
             "SELECT path, COUNT(*) AS views, COUNT(DISTINCT user_id) AS unique_views \
              FROM analytics_events WHERE {clause} AND event_type = 'page_view' AND path IS NOT NULL \
              GROUP BY path ORDER BY views DESC, path LIMIT {limit}"
         );
-        Ok(bind_filter!(sqlx::query_as::<_, PageViews>(&sql), &values)
-            .fetch_all(&mut *self.lease().await?)
-            .await?)
+        Ok(
+            bind_all(sqlx::query_as::<_, PageViews>(&sql), args.into_vec())
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
+        )
     }
 
     /// Events by device type.
@@ -645,13 +636,14 @@ impl crate::Database {
         &self,
         filter: &EventFilter,
     ) -> Result<Vec<(String, i64)>, DomainError> {
-        let (clause, values) = filter.clause();
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
         let sql = format!(
             "SELECT device_type, COUNT(*) FROM analytics_events WHERE {clause} \
              GROUP BY device_type ORDER BY device_type"
         );
         Ok(
-            bind_filter!(sqlx::query_as::<_, (String, i64)>(&sql), &values)
+            bind_all(sqlx::query_as::<_, (String, i64)>(&sql), args.into_vec())
                 .fetch_all(&mut *self.lease().await?)
                 .await?,
         )
@@ -663,14 +655,15 @@ impl crate::Database {
         filter: &EventFilter,
         limit: i64,
     ) -> Result<Vec<CountryCount>, DomainError> {
-        let (clause, values) = filter.clause();
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
         let sql = format!(
             "SELECT country, COUNT(*) AS events, COUNT(DISTINCT user_id) AS users \
              FROM analytics_events WHERE {clause} \
              GROUP BY country ORDER BY events DESC, country LIMIT {limit}"
         );
         Ok(
-            bind_filter!(sqlx::query_as::<_, CountryCount>(&sql), &values)
+            bind_all(sqlx::query_as::<_, CountryCount>(&sql), args.into_vec())
                 .fetch_all(&mut *self.lease().await?)
                 .await?,
         )
@@ -682,7 +675,8 @@ impl crate::Database {
         filter: &EventFilter,
         limit: i64,
     ) -> Result<Vec<HeatCell>, DomainError> {
-        let (clause, values) = filter.clause();
+        let mut args = Args::default();
+        let clause = filter.clause(&mut args);
         let sql = format!(
             "SELECT path, click_x / {HEATMAP_CELL} AS cell_x, click_y / {HEATMAP_CELL} AS cell_y, \
              COUNT(*) AS clicks FROM analytics_events \
@@ -691,9 +685,11 @@ impl crate::Database {
              GROUP BY path, click_x / {HEATMAP_CELL}, click_y / {HEATMAP_CELL} \
              ORDER BY clicks DESC, path, cell_x, cell_y LIMIT {limit}"
         );
-        Ok(bind_filter!(sqlx::query_as::<_, HeatCell>(&sql), &values)
-            .fetch_all(&mut *self.lease().await?)
-            .await?)
+        Ok(
+            bind_all(sqlx::query_as::<_, HeatCell>(&sql), args.into_vec())
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
+        )
     }
 }
 
