@@ -5,11 +5,13 @@
 //! expiry job ([`expire_due`]), makes the user active again. At most one
 //! ban of a user is in force; a new ban on a banned user supersedes it.
 
+use serde_json::json;
 use sqlx::FromRow;
 
 use crate::audit::{self, AuditAction, AuditContext};
-use crate::time::now_millis;
-use crate::users::{self, UserStatus};
+use crate::policy::{self, Actor};
+use crate::time::{now_millis, rfc3339};
+use crate::users::{self, User, UserStatus};
 use crate::{Database, DomainError, Tx};
 
 /// How long a ban lasts: `permanent`, or a number and a unit of `m`
@@ -140,6 +142,95 @@ pub async fn lift(
     let lifted = lift_in_force(tx, user_id, lifted_by, reason, now_millis()).await?;
     users::set_status(tx, user_id, UserStatus::Active).await?;
     Ok(lifted)
+}
+
+/// An admin's ban: why, for how long, with optional notes.
+#[derive(Debug, Clone)]
+pub struct BanOrder {
+    pub reason: String,
+    pub notes: Option<String>,
+    pub length: BanLength,
+}
+
+/// Why nobody may be banned by `actor`, for the policy's refusal.
+const BAN_REFUSAL: &str =
+    "nobody bans themself or a super admin, and an admin bans only users of a lower role";
+
+/// Bans a user on an admin's order, in `tx`: the policy decides, the ban
+/// is imposed and the change audited as `user.ban`. Both admin surfaces
+/// ban through here. Answers the user after the ban and the ban.
+pub async fn ban_user(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    actor: Actor,
+    user_id: i64,
+    order: BanOrder,
+) -> Result<(User, Ban), DomainError> {
+    let target = users::user_in(tx, user_id).await?;
+    policy::ban(actor, &target).check("user", BAN_REFUSAL)?;
+    let ban = impose(
+        tx,
+        NewBan {
+            user_id,
+            banned_by: Some(actor.user_id),
+            reason: order.reason,
+            notes: order.notes,
+            length: order.length,
+        },
+    )
+    .await?;
+    audit::record(
+        tx,
+        context,
+        AuditAction {
+            action: "user.ban",
+            target_type: "user",
+            target_id: Some(user_id.to_string()),
+            changes: json!({
+                "status": audit::change(target.status.as_str(), UserStatus::Banned.as_str()),
+                "ban": {"id": ban.id, "reason": ban.reason, "expiresAt": ban.expires_at.map(rfc3339)},
+            }),
+        },
+    )
+    .await?;
+    Ok((users::user_in(tx, user_id).await?, ban))
+}
+
+/// Lifts a user's ban on an admin's order, in `tx`, audited as
+/// `user.unban`; the policy that guards banning guards this too. A user
+/// who is not banned is a [`DomainError::Conflict`]. Answers the user
+/// after and the ban lifted (none when the status came without one).
+pub async fn unban_user(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    actor: Actor,
+    user_id: i64,
+    reason: Option<&str>,
+) -> Result<(User, Option<Ban>), DomainError> {
+    let target = users::user_in(tx, user_id).await?;
+    policy::ban(actor, &target).check("user", BAN_REFUSAL)?;
+    let lifted = lift(
+        tx,
+        user_id,
+        Some(actor.user_id),
+        reason.unwrap_or("unbanned"),
+    )
+    .await?;
+    audit::record(
+        tx,
+        context,
+        AuditAction {
+            action: "user.unban",
+            target_type: "user",
+            target_id: Some(user_id.to_string()),
+            changes: json!({
+                "status": audit::change(target.status.as_str(), UserStatus::Active.as_str()),
+                "ban": lifted.as_ref().map(|ban| json!({"id": ban.id, "reason": ban.reason})),
+            }),
+        },
+    )
+    .await?;
+    Ok((users::user_in(tx, user_id).await?, lifted))
 }
 
 async fn lift_in_force(

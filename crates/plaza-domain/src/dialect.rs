@@ -92,6 +92,34 @@ impl Dialect {
         }
     }
 
+    /// A JSON object of `pairs` (`'key', value, …`): `json_object` on
+    /// SQLite, `json_build_object` on PostgreSQL.
+    pub fn json_object(self, pairs: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("json_object({pairs})"),
+            Backend::Postgres => format!("json_build_object({pairs})"),
+        }
+    }
+
+    /// The aggregate joining the text `expression` of a group's rows with
+    /// `, ` in `order` (`NULL` for no rows).
+    pub fn string_agg(self, expression: &str, order: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("group_concat({expression}, ', ' ORDER BY {order})"),
+            Backend::Postgres => format!("string_agg({expression}, ', ' ORDER BY {order})"),
+        }
+    }
+
+    /// The size of the database in bytes.
+    pub fn database_size(self) -> &'static str {
+        match self.0 {
+            Backend::Sqlite => {
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+            }
+            Backend::Postgres => "SELECT pg_database_size(current_database())",
+        }
+    }
+
     /// The statement that shows the plan of `sql`; its rows are read with
     /// [`Dialect::plan_has_detail_column`].
     pub fn explain(self, sql: &str) -> String {

@@ -22,6 +22,10 @@ pub enum DomainError {
         holder_id: i64,
         locked_at: i64,
     },
+    /// A field breaks a rule that needs the stored data to check, such as
+    /// a dependency naming a permission that does not exist.
+    #[error("invalid {field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
     /// A state change that makes no sense from the current state, such as
     /// hiding a post that is already hidden; the message says why.
     #[error("{0}")]

@@ -194,6 +194,15 @@ pub fn view_analytics(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_admin())
 }
 
+/// The unversioned admin surface: an administrator or higher who holds
+/// the route's capability (`holds_capability`); a super admin holds every
+/// capability without a grant.
+pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
+    Decision::allowed_if(
+        actor.role == Role::SuperAdmin || (actor.role.is_admin() && holds_capability),
+    )
+}
+
 /// Resolving reports: moderators and above.
 pub fn resolve_report(actor: Actor) -> Decision {
     moderate_post(actor)

@@ -268,6 +268,10 @@ enum Value {
     Int(i64),
     Text(String),
     Bool(bool),
+    /// A missing number.
+    Null,
+    /// A missing text (PostgreSQL types a parameter's NULL).
+    NullText,
 }
 
 impl Database {
@@ -299,6 +303,14 @@ impl Database {
             let bio_words = rng_words(&mut rng, 5, 25);
             let bio = vocabulary.paragraph(&mut rng, bio_words);
             let created_at = now - 730 * DAY + (index as i64 * 730 * DAY) / users.max(1) as i64;
+            let role = match rng.below(100) {
+                0 => "admin",
+                1..=3 => "moderator",
+                _ => "user",
+            };
+            // Every 50th user is banned now (the identities step writes
+            // the ban in force).
+            let status = if id % 50 == 0 { "banned" } else { "active" };
             vec![
                 Value::Int(id),
                 Value::Text(format!("seed{id}@seed.plaza.invalid")),
@@ -310,8 +322,8 @@ impl Database {
                         .to_owned(),
                 ),
                 Value::Bool(rng.chance(95)),
-                Value::Text("user".to_owned()),
-                Value::Text("active".to_owned()),
+                Value::Text(role.to_owned()),
+                Value::Text(status.to_owned()),
                 Value::Int(created_at),
                 Value::Int(created_at),
             ]
@@ -331,6 +343,9 @@ impl Database {
             },
         )
         .await?;
+
+        self.seed_identities(first_user, users, &mut rng, now, started, progress)
+            .await?;
 
         let authors: Vec<i64> = if users > 0 {
             (first_user..first_user + users as i64).collect()
@@ -509,6 +524,8 @@ impl Database {
                         Value::Int(number) => statement.bind(*number),
                         Value::Text(text) => statement.bind(text.clone()),
                         Value::Bool(flag) => statement.bind(*flag),
+                        Value::Null => statement.bind(Option::<i64>::None),
+                        Value::NullText => statement.bind(Option::<String>::None),
                     };
                 }
                 statement.execute(&mut *tx).await?;
@@ -516,6 +533,126 @@ impl Database {
             }
             tx.commit().await?;
             progress(written);
+        }
+        Ok(())
+    }
+}
+
+const PROVIDERS: &[&str] = &["github", "google", "discord"];
+const PLANS: &[&str] = &["Supporter", "Pro", "Team", "Patron"];
+
+impl Database {
+    /// For the users `first_user..first_user + users`: linked provider
+    /// accounts (about 60 % of users), subscriptions (about 30 %, some
+    /// ended or inactive) and bans (about 8 % have had one; every 50th
+    /// user, whose status the user rows made `banned`, has one in force),
+    /// what the unversioned admin user list summarises.
+    async fn seed_identities(
+        &self,
+        first_user: i64,
+        users: u64,
+        rng: &mut Rng,
+        now: i64,
+        started: Instant,
+        progress: &mut (dyn FnMut(SeedProgress) + Send),
+    ) -> Result<(), DomainError> {
+        const DAY: i64 = 86_400_000;
+        let mut accounts = Vec::new();
+        let mut subscriptions = Vec::new();
+        let mut bans = Vec::new();
+        for id in first_user..first_user + users as i64 {
+            if rng.chance(60) {
+                let first = rng.below(PROVIDERS.len() as u64) as usize;
+                let linked = if rng.chance(20) { 2 } else { 1 };
+                for offset in 0..linked {
+                    let provider = PROVIDERS[(first + offset) % PROVIDERS.len()];
+                    let used = now - rng.below(90 * DAY as u64) as i64;
+                    accounts.push(vec![
+                        Value::Int(id),
+                        Value::Text(provider.to_owned()),
+                        Value::Text(format!("{provider}-{id}")),
+                        Value::Text(format!("seed{id}@{provider}.seed.plaza.invalid")),
+                        Value::Bool(rng.chance(80)),
+                        Value::Int(used),
+                        Value::Int(used - 30 * DAY),
+                    ]);
+                }
+            }
+            if rng.chance(30) {
+                for _ in 0..rng.between(1, 2) {
+                    let started_at = now - rng.below(365 * DAY as u64) as i64;
+                    let ends_at = if rng.chance(30) {
+                        Value::Int(started_at + rng.between(30, 400) as i64 * DAY)
+                    } else {
+                        Value::Null
+                    };
+                    let status = if rng.chance(85) { "active" } else { "inactive" };
+                    subscriptions.push(vec![
+                        Value::Int(id),
+                        Value::Text(rng.pick(PLANS).to_owned()),
+                        Value::Text(status.to_owned()),
+                        Value::Int(started_at),
+                        ends_at,
+                        Value::Int(started_at),
+                        Value::Int(started_at),
+                    ]);
+                }
+            }
+            if id % 50 == 0 || rng.chance(8) {
+                let created_at = now - rng.between(100, 300) as i64 * DAY;
+                bans.push(vec![
+                    Value::Int(id),
+                    Value::Text(rng.pick(REPORT_REASONS).to_owned()),
+                    Value::Int(created_at),
+                    Value::Int(created_at + 7 * DAY),
+                    Value::Int(created_at + 7 * DAY),
+                    Value::Text("expired".to_owned()),
+                ]);
+            }
+            if id % 50 == 0 {
+                let created_at = now - rng.between(1, 5) as i64 * DAY;
+                let expires_at = if rng.chance(50) {
+                    Value::Int(created_at + 30 * DAY)
+                } else {
+                    Value::Null
+                };
+                bans.push(vec![
+                    Value::Int(id),
+                    Value::Text(rng.pick(REPORT_REASONS).to_owned()),
+                    Value::Int(created_at),
+                    expires_at,
+                    Value::Null,
+                    Value::NullText,
+                ]);
+            }
+        }
+        for (table, columns, rows) in [
+            (
+                "accounts",
+                "user_id, provider, provider_account_id, email, email_verified, last_used_at, created_at",
+                accounts,
+            ),
+            (
+                "subscriptions",
+                "user_id, plan_name, status, started_at, ends_at, created_at, updated_at",
+                subscriptions,
+            ),
+            (
+                "user_bans",
+                "user_id, reason, created_at, expires_at, lifted_at, lift_reason",
+                bans,
+            ),
+        ] {
+            let total = rows.len() as u64;
+            self.insert_rows(table, columns, rows, &mut |written| {
+                progress(SeedProgress {
+                    table,
+                    written,
+                    total,
+                    elapsed_secs: started.elapsed().as_secs_f64(),
+                })
+            })
+            .await?;
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Timestamps as the database stores them: Unix milliseconds, UTC.
 
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 /// The current time in Unix milliseconds, the unit every timestamp column uses.
 pub fn now_millis() -> i64 {
@@ -17,6 +18,11 @@ pub fn to_millis(at: OffsetDateTime) -> i64 {
 pub fn from_millis(millis: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// A stored timestamp as RFC 3339 in UTC, as every API answer writes times.
+pub fn rfc3339(millis: i64) -> String {
+    from_millis(millis).format(&Rfc3339).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -773,7 +773,7 @@ pub async fn user_in(tx: &mut Tx<'_>, id: i64) -> Result<User, DomainError> {
 }
 
 /// `LIKE` pattern text matching `text` literally (`\` escapes).
-fn escape_like(text: &str) -> String {
+pub(crate) fn escape_like(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {

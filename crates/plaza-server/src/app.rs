@@ -62,6 +62,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             limited(Limit::General, controllers::admin::routes()),
         ))
         .merge(on_surface(
+            Surface::UnversionedAdmin,
+            limited(Limit::AdminUserList, controllers::admin::user_list_routes()),
+        ))
+        .merge(on_surface(
             Surface::Image,
             limited(
                 Limit::General,

@@ -219,6 +219,8 @@ pub struct LimitSettings {
     pub rate_limit_admin_system: Quota,
     /// Analytics events per signed-in user (each event of a batch counts).
     pub rate_limit_analytics: Quota,
+    /// Requests of the unversioned admin user list per admin.
+    pub rate_limit_admin_user_list: Quota,
     /// Clients the in-process limiter tracks at most; beyond it, new
     /// clients share one count until old ones expire.
     pub rate_limit_max_keys: usize,
@@ -250,6 +252,7 @@ impl Default for LimitSettings {
                 count: 100,
                 period: std::time::Duration::from_secs(60),
             },
+            rate_limit_admin_user_list: Quota::per_hour(100),
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
             redis_timeout_ms: 100,

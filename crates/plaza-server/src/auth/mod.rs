@@ -140,22 +140,95 @@ impl FromRequestParts<AppState> for AnalyticsViewer {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let actor = if parts.headers.contains_key(header::AUTHORIZATION) {
-            let token = admin_token_for(parts, state).await?;
-            Actor {
-                user_id: token.user_id,
-                role: token.role,
-            }
-        } else {
-            CurrentUser::from_request_parts(parts, state)
-                .await?
-                .0
-                .actor()
-        };
+        let actor = session_or_token_actor(parts, state).await?;
         plaza_domain::policy::view_analytics(actor)
             .check("user", "the analytics dashboard is for administrators")?;
         Ok(AnalyticsViewer(actor))
     }
+}
+
+/// The actor of the unversioned admin surface: the holder of a Bearer admin
+/// JWT (checked as on the versioned surface, the method's permission
+/// included) when one is sent, else the signed-in user; nobody is 401.
+async fn session_or_token_actor(parts: &mut Parts, state: &AppState) -> Result<Actor, AppError> {
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        let token = AdminToken::from_request_parts(parts, state).await?;
+        Ok(Actor {
+            user_id: token.user_id,
+            role: token.role,
+        })
+    } else {
+        Ok(CurrentUser::from_request_parts(parts, state)
+            .await?
+            .0
+            .actor())
+    }
+}
+
+/// A capability (a permission name granted to roles, DECISIONS.md) that an
+/// [`Administrator`] route needs besides the administrator role.
+pub trait Capability: Send + Sync + 'static {
+    /// The permission's name, such as `users:manage`; `None`: the role is enough.
+    const NAME: Option<&'static str>;
+}
+
+/// No capability beyond the administrator role.
+pub struct AnyAdmin;
+/// `users:manage`: the user list, bans, subscriptions.
+pub struct ManageUsers;
+/// `permissions:manage`: creating permissions.
+pub struct ManagePermissions;
+
+impl Capability for AnyAdmin {
+    const NAME: Option<&'static str> = None;
+}
+impl Capability for ManageUsers {
+    const NAME: Option<&'static str> = Some("users:manage");
+}
+impl Capability for ManagePermissions {
+    const NAME: Option<&'static str> = Some("permissions:manage");
+}
+
+/// An administrator or higher on the unversioned admin surface (session or
+/// admin JWT) who holds the capability `C` through their role or a direct
+/// grant (a super admin holds every one). Nobody signed in is 401, anyone
+/// else 403.
+pub struct Administrator<C: Capability> {
+    pub actor: Actor,
+    capability: std::marker::PhantomData<C>,
+}
+
+impl<C: Capability> FromRequestParts<AppState> for Administrator<C> {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let actor = session_or_token_actor(parts, state).await?;
+        let holds = match C::NAME {
+            Some(capability) if actor.role.is_admin() => {
+                state
+                    .db
+                    .user_has_capability(actor.user_id, capability)
+                    .await?
+            }
+            _ => true,
+        };
+        plaza_domain::policy::administer(actor, holds)
+            .check("user", "this needs an administrator holding the capability")?;
+        Ok(Administrator {
+            actor,
+            capability: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<C: Capability> DocumentedExtractor for Administrator<C> {
+    const ANSWERS: &'static [Answer] = &[
+        Answer::new(401, "Not signed in, and no valid admin token"),
+        Answer::new(
+            403,
+            "Not an administrator, or without the capability the route needs",
+        ),
+    ];
 }
 
 impl DocumentedExtractor for AnalyticsViewer {

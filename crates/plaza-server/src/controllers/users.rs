@@ -13,7 +13,6 @@ use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
 use serde::{Deserialize, Deserializer, Serialize};
-use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -59,9 +58,7 @@ pub struct UserView {
 
 /// A stored timestamp as the general schemas write it (RFC 3339, UTC).
 pub fn timestamp(millis: i64) -> String {
-    plaza_domain::time::from_millis(millis)
-        .format(&Rfc3339)
-        .unwrap_or_default()
+    plaza_domain::time::rfc3339(millis)
 }
 
 impl UserView {

@@ -256,6 +256,7 @@ impl From<DomainError> for AppError {
             DomainError::Conflict(message) => AppError::Conflict(message),
             DomainError::Forbidden(message) => AppError::NotAllowed(message),
             DomainError::InvalidTransition(message) => AppError::InvalidTransition(message),
+            DomainError::Invalid { field, reason } => AppError::invalid(field, reason),
             DomainError::Locked {
                 resource,
                 holder_id,

@@ -139,13 +139,19 @@ impl Surface {
 }
 
 fn unversioned_admin_title(report: &ErrorReport) -> &'static str {
+    if let Some(title) = report.title {
+        return title;
+    }
     match report.code {
         "VALIDATION_ERROR" | "BAD_REQUEST" => "Invalid query parameters",
         "UNAUTHORIZED" => "Unauthorized",
         "FORBIDDEN" | "INSUFFICIENT_ADMIN_PERMISSIONS" => "Insufficient permissions",
         "RATE_LIMITED" => "Rate limit exceeded",
         "NOT_FOUND" => "Not found",
-        "SERVER_ERROR" | "SERVICE_UNAVAILABLE" => "Failed to fetch users",
+        "CONFLICT" | "INVALID_TRANSITION" => "Conflict",
+        "RESOURCE_LOCKED" => "Resource locked",
+        "SERVICE_UNAVAILABLE" => "Service unavailable",
+        "SERVER_ERROR" => "Internal server error",
         _ => "Request failed",
     }
 }

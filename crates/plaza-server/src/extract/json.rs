@@ -43,6 +43,40 @@ impl<T> crate::extract::documented::DocumentedExtractor for AppJson<T> {
     ];
 }
 
+/// A JSON body that may be left out: an empty body is `None` (whatever its
+/// Content-Type), anything else is read as [`AppJson`] reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T, S> FromRequest<S> for OptionalJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = is_json_content_type(request.headers());
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(body_rejection)?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(None));
+        }
+        if !json {
+            return Err(AppError::UnsupportedMediaType(
+                "expected a request body with Content-Type: application/json".to_owned(),
+            ));
+        }
+        parse_json(&bytes).map(|body| OptionalJson(Some(body)))
+    }
+}
+
+impl<T> crate::extract::documented::DocumentedExtractor for OptionalJson<T> {
+    const ANSWERS: &'static [crate::extract::documented::Answer] =
+        <AppJson<T> as crate::extract::documented::DocumentedExtractor>::ANSWERS;
+}
+
 impl<T: Serialize> IntoResponse for AppJson<T> {
     fn into_response(self) -> Response {
         axum::Json(self.0).into_response()

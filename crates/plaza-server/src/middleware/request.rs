@@ -162,7 +162,7 @@ where
                     }
                     Answer::Ready(response) => response,
                 };
-                let mut response = render_errors(surface, response);
+                let mut response = render_errors(surface, &method, response);
                 let headers = response.headers_mut();
                 headers.insert(REQUEST_ID.clone(), id);
                 shared.cors.decorate(headers, origin);
@@ -267,13 +267,24 @@ fn new_request_id() -> HeaderValue {
 /// [`AppError`], and bare error statuses from the framework (405, 408, 413, a
 /// caught panic) alike. A handler that already wrote its own JSON error body
 /// (a health check reporting 503) is left alone.
-fn render_errors(surface: Surface, response: Response) -> Response {
+fn render_errors(surface: Surface, method: &axum::http::Method, response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
     match response.extensions().get::<ErrorReport>().cloned() {
-        Some(report) => render_response(surface, &report, response),
+        Some(mut report) => {
+            // The unversioned admin surface titles its 400s by what was
+            // wrong: the query of a read, the body of a write.
+            if surface == Surface::UnversionedAdmin
+                && report.title.is_none()
+                && !method.is_safe()
+                && matches!(report.code, "VALIDATION_ERROR" | "BAD_REQUEST")
+            {
+                report.title = Some("Invalid request body");
+            }
+            render_response(surface, &report, response)
+        }
         None if is_json(&response) => response,
         None => {
             let report = ErrorReport::from(&AppError::from_status(status));

@@ -68,6 +68,10 @@ pub enum Limit {
     /// charges the events beyond the first with [`RateLimiter::charge`]).
     /// Fails open, with a warning and a metric.
     Analytics,
+    /// The unversioned admin user list (`GET /api/admin/users`), per admin
+    /// (`rate_limit_admin_user_list`, 100 an hour), counted apart from the
+    /// general limit. Fails open, like reads elsewhere.
+    AdminUserList,
 }
 
 /// A versioned admin tier, as `X-Admin-Tier` names it.
@@ -95,7 +99,7 @@ impl Limit {
             Limit::VersionedAdmin if caller.super_token => Some(Tier::Super),
             Limit::VersionedAdmin => Some(Tier::General),
             Limit::SystemAction => Some(Tier::System),
-            Limit::General | Limit::SignIn | Limit::Analytics => None,
+            Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
         }
     }
 
@@ -103,6 +107,7 @@ impl Limit {
     fn bucket(self, caller: &Caller) -> &'static str {
         match (self.tier(caller), caller.subject) {
             (None, Subject::User(_)) if self == Limit::Analytics => "analytics",
+            (None, Subject::User(_)) if self == Limit::AdminUserList => "admin_users",
             (None, Subject::User(_)) => "user",
             (None, Subject::Address(_)) => "addr",
             (Some(Tier::Super), Subject::User(_)) => "admin_super",
@@ -118,6 +123,9 @@ impl Limit {
             // anonymous client gets.
             (_, Subject::Address(_)) => settings.rate_limit_anonymous,
             (None, Subject::User(_)) if self == Limit::Analytics => settings.rate_limit_analytics,
+            (None, Subject::User(_)) if self == Limit::AdminUserList => {
+                settings.rate_limit_admin_user_list
+            }
             (None, Subject::User(_)) => settings.rate_limit_authenticated,
             (Some(Tier::Super), Subject::User(_)) => settings.rate_limit_admin_super,
             (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
@@ -136,6 +144,7 @@ impl Limit {
             Limit::VersionedAdmin => "versioned_admin",
             Limit::SystemAction => "system_action",
             Limit::Analytics => "analytics",
+            Limit::AdminUserList => "admin_user_list",
         }
     }
 }
@@ -299,7 +308,7 @@ pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRout
     let admin_tiers = match limit {
         Limit::VersionedAdmin => Some("`general`, or `super` for a token holding `admin:super`"),
         Limit::SystemAction => Some("`system`"),
-        Limit::General | Limit::SignIn | Limit::Analytics => None,
+        Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
     };
     for item in router.get_openapi_mut().paths.paths.values_mut() {
         crate::extract::documented::document_rate_limit(item, admin_tiers);

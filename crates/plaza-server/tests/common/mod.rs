@@ -490,11 +490,26 @@ impl TestServer {
         self.logs.text()
     }
 
+    /// How many lines logged so far contain `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.logs.count(needle)
+    }
+
     /// Blocks until the server logs a line containing `needle`.
     pub fn wait_for_log(&self, needle: &str) {
         assert!(
             self.logs.wait_for(needle, Duration::from_secs(30)),
             "plaza never logged {needle:?}:\n{}",
+            self.logs()
+        );
+    }
+
+    /// Blocks until the server has logged `count` lines containing `needle`.
+    pub fn wait_for_log_count(&self, needle: &str, count: usize) {
+        assert!(
+            self.logs
+                .wait_for_count(needle, count, Duration::from_secs(30)),
+            "plaza never logged {count} lines with {needle:?}:\n{}",
             self.logs()
         );
     }
@@ -563,6 +578,29 @@ impl Logs {
             .lock()
             .map(|lines| lines.join("\n"))
             .unwrap_or_default()
+    }
+
+    /// How many lines so far contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.0
+            .0
+            .lock()
+            .map(|lines| lines.iter().filter(|line| line.contains(needle)).count())
+            .unwrap_or(0)
+    }
+
+    /// Waits, without polling, until `count` lines contain `needle`.
+    pub fn wait_for_count(&self, needle: &str, count: usize, timeout: Duration) -> bool {
+        let (lines, changed) = &*self.0;
+        let Ok(guard) = lines.lock() else {
+            return false;
+        };
+        changed
+            .wait_timeout_while(guard, timeout, |lines| {
+                lines.iter().filter(|line| line.contains(needle)).count() < count
+            })
+            .map(|(_, result)| !result.timed_out())
+            .unwrap_or(false)
     }
 
     /// Waits, without polling, until a line contains `needle`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
-use plaza_domain::bans::{self, Ban, BanLength, NewBan};
+use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
 use plaza_domain::locks::Resource;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::users::{
@@ -498,6 +498,73 @@ async fn apply_update(
     Ok(user)
 }
 
+/// The checked terms of a ban or unban, as both admin surfaces take them.
+pub struct BanTerms {
+    /// Trimmed; `None` when empty.
+    pub reason: Option<String>,
+    pub notes: Option<String>,
+    pub length: BanLength,
+}
+
+impl BanTerms {
+    /// Checks `reason` (required when `banning`, at most 1000 characters),
+    /// `duration` (DECISIONS.md's units, default permanent) and `notes`,
+    /// recording each problem.
+    pub fn check(
+        problems: &mut Problems,
+        reason: Option<String>,
+        duration: Option<&str>,
+        notes: Option<String>,
+        banning: bool,
+    ) -> BanTerms {
+        let reason = reason
+            .map(|reason| reason.trim().to_owned())
+            .filter(|reason| !reason.is_empty());
+        match &reason {
+            Some(reason) => {
+                problems.check(
+                    "reason",
+                    check_text(reason, MAX_REASON_CHARS, false, TextRule::Lines),
+                );
+            }
+            None if banning => problems.add("reason", "is required to ban"),
+            None => {}
+        }
+        let length = match duration {
+            None => BanLength::Permanent,
+            Some(raw) => problems
+                .check(
+                    "duration",
+                    BanLength::parse(raw).ok_or_else(|| {
+                        "must be a number and a unit of m, h, d, w or y (at most 100 years), or permanent"
+                            .to_owned()
+                    }),
+                )
+                .unwrap_or(BanLength::Permanent),
+        };
+        if let Some(notes) = &notes {
+            problems.check(
+                "notes",
+                check_text(notes, MAX_NOTES_CHARS, false, TextRule::Lines),
+            );
+        }
+        BanTerms {
+            reason,
+            notes: notes.filter(|notes| !notes.trim().is_empty()),
+            length,
+        }
+    }
+
+    /// The order to ban with.
+    pub fn order(self) -> BanOrder {
+        BanOrder {
+            reason: self.reason.unwrap_or_default(),
+            notes: self.notes,
+            length: self.length,
+        }
+    }
+}
+
 /// Ban or unban.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -549,94 +616,35 @@ pub async fn ban_admin_user(
             None
         }
     };
-    let reason = body
-        .reason
-        .map(|reason| reason.trim().to_owned())
-        .filter(|reason| !reason.is_empty());
-    match &reason {
-        Some(reason) => {
-            problems.check(
-                "reason",
-                check_text(reason, MAX_REASON_CHARS, false, TextRule::Lines),
-            );
-        }
-        None if banning == Some(true) => problems.add("reason", "is required to ban"),
-        None => {}
-    }
-    let length = match body.duration.as_deref() {
-        None => BanLength::Permanent,
-        Some(raw) => problems
-            .check(
-                "duration",
-                BanLength::parse(raw).ok_or_else(|| {
-                    "must be a number and a unit of m, h, d, w or y (at most 100 years), or permanent"
-                        .to_owned()
-                }),
-            )
-            .unwrap_or(BanLength::Permanent),
-    };
-    if let Some(notes) = &body.notes {
-        problems.check(
-            "notes",
-            check_text(notes, MAX_NOTES_CHARS, false, TextRule::Lines),
-        );
-    }
+    let terms = BanTerms::check(
+        &mut problems,
+        body.reason,
+        body.duration.as_deref(),
+        body.notes,
+        banning == Some(true),
+    );
     problems.finish()?;
     let banning = banning.unwrap_or_default();
     let actor = actor(&admin);
-    let notes = body.notes.filter(|notes| !notes.trim().is_empty());
     let user = state
         .db
-        .write_locked(Resource::User(id), actor.user_id, lock_ttl(&state), move |tx| {
-            Box::pin(async move {
-                let target = users::user_in(tx, id).await?;
-                policy::ban(actor, &target).check(
-                    "user",
-                    "nobody bans themself or a super admin, and an admin bans only users of a lower role",
-                )?;
-                let changes = if banning {
-                    let ban = bans::impose(
-                        tx,
-                        NewBan {
-                            user_id: id,
-                            banned_by: Some(actor.user_id),
-                            reason: reason.unwrap_or_default(),
-                            notes,
-                            length,
-                        },
-                    )
-                    .await?;
-                    serde_json::json!({
-                        "status": audit::change(target.status.as_str(), UserStatus::Banned.as_str()),
-                        "ban": {"id": ban.id, "reason": ban.reason, "expiresAt": ban.expires_at.map(timestamp)},
-                    })
-                } else {
-                    let lifted = bans::lift(
-                        tx,
-                        id,
-                        Some(actor.user_id),
-                        reason.as_deref().unwrap_or("unbanned"),
-                    )
-                    .await?;
-                    serde_json::json!({
-                        "status": audit::change(target.status.as_str(), UserStatus::Active.as_str()),
-                        "ban": lifted.map(|ban| serde_json::json!({"id": ban.id, "reason": ban.reason})),
-                    })
-                };
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: if banning { "user.ban" } else { "user.unban" },
-                        target_type: "user",
-                        target_id: Some(id.to_string()),
-                        changes,
-                    },
-                )
-                .await?;
-                users::user_in(tx, id).await
-            })
-        })
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            lock_ttl(&state),
+            move |tx| {
+                Box::pin(async move {
+                    if banning {
+                        Ok(bans::ban_user(tx, &context, actor, id, terms.order())
+                            .await?
+                            .0)
+                    } else {
+                        let reason = terms.reason.as_deref();
+                        Ok(bans::unban_user(tx, &context, actor, id, reason).await?.0)
+                    }
+                })
+            },
+        )
         .await?;
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }

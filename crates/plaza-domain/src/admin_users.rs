@@ -1,0 +1,172 @@
+//! The unversioned admin surface's user list (SPEC.md "User, admin list item
+//! (unversioned admin surface)"): each user with their primary identity
+//! provider, role, subscriptions and timeouts (bans), read for a whole page
+//! in one statement, however many users the page holds.
+
+use serde::Deserialize;
+
+use crate::listing::{Arg, Args, JsonFlag, Page, bind_all, where_clause};
+use crate::time::now_millis;
+use crate::users::escape_like;
+use crate::{Database, DomainError};
+
+/// One user as the list shows them. Times are Unix milliseconds.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DirectoryUser {
+    pub id: i64,
+    pub name: Option<String>,
+    pub email: String,
+    pub image: Option<String>,
+    pub created_at: i64,
+    #[serde(deserialize_with = "flag")]
+    pub profile_public: bool,
+    pub bio: String,
+    pub location: String,
+    #[serde(deserialize_with = "flag")]
+    pub is_active: bool,
+    pub admin_notes: Option<String>,
+    /// The provider of the linked account used most recently.
+    pub provider_name: Option<String>,
+    pub provider_email: Option<String>,
+    #[serde(deserialize_with = "flag")]
+    pub provider_verified: bool,
+    pub provider_last_used: Option<i64>,
+    pub last_login: Option<i64>,
+    pub login_count: i64,
+    /// Users hold one role each (DECISIONS.md "Roles").
+    pub role: String,
+    pub subscription_count: i64,
+    pub active_subscriptions: i64,
+    pub subscription_names: Option<String>,
+    pub timeout_count: i64,
+    pub active_timeout_id: Option<i64>,
+    pub active_timeout_reason: Option<String>,
+    /// `None` with an active timeout: it is permanent.
+    pub timeout_expires: Option<i64>,
+}
+
+fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    JsonFlag::deserialize(deserializer).map(bool::from)
+}
+
+/// One page of the list and how many users match in all.
+#[derive(Debug, Clone)]
+pub struct Directory {
+    pub users: Vec<DirectoryUser>,
+    pub total: i64,
+}
+
+/// The columns of an item, named as [`DirectoryUser`]'s fields; `listed`
+/// is one row of the page with its joined provider account `a`, active
+/// ban `b` and aggregates `s` (subscriptions) and `t` (timeouts).
+const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.email, \
+    'image', listed.image, 'created_at', listed.created_at, \
+    'profile_public', listed.profile_public, 'bio', listed.bio, \
+    'location', listed.location, 'is_active', listed.is_active, \
+    'admin_notes', listed.admin_notes, 'provider_name', listed.provider_name, \
+    'provider_email', listed.provider_email, 'provider_verified', listed.provider_verified, \
+    'provider_last_used', listed.provider_last_used, 'last_login', listed.last_login, \
+    'login_count', listed.login_count, 'role', listed.role, \
+    'subscription_count', listed.subscription_count, \
+    'active_subscriptions', listed.active_subscriptions, \
+    'subscription_names', listed.subscription_names, 'timeout_count', listed.timeout_count, \
+    'active_timeout_id', listed.active_timeout_id, \
+    'active_timeout_reason', listed.active_timeout_reason, \
+    'timeout_expires', listed.timeout_expires";
+
+impl Database {
+    /// Users matching `search` (a part of the name, email or a linked
+    /// provider's name, any case), newest first. Two statements: the count
+    /// and the page, the page's providers, subscriptions and timeouts
+    /// joined in.
+    pub async fn user_directory(
+        &self,
+        search: Option<&str>,
+        page: Page,
+    ) -> Result<Directory, DomainError> {
+        let mut count_args = Args::default();
+        let conditions = search_conditions(search, &mut count_args);
+        let count_sql = format!("SELECT COUNT(*) FROM users u{}", where_clause(&conditions));
+        let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        if page.offset >= total || page.limit == 0 {
+            return Ok(Directory {
+                users: Vec::new(),
+                total,
+            });
+        }
+        let mut args = Args::default();
+        let conditions = search_conditions(search, &mut args);
+        let limit = args.push(Arg::Int(page.limit));
+        let offset = args.push(Arg::Int(page.offset));
+        let now = args.push(Arg::Int(now_millis()));
+        let dialect = self.dialect();
+        let subscription_names = dialect.string_agg("plan_name", "plan_name, id");
+        let sql = format!(
+            "WITH page AS ( \
+               SELECT u.id FROM users u{where_sql} \
+               ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset} \
+             ), s AS ( \
+               SELECT user_id, COUNT(*) AS total, \
+                 SUM(CASE WHEN status = 'active' AND (ends_at IS NULL OR ends_at > {now}) \
+                     THEN 1 ELSE 0 END) AS active, \
+                 {subscription_names} AS names \
+               FROM subscriptions WHERE user_id IN (SELECT id FROM page) GROUP BY user_id \
+             ), t AS ( \
+               SELECT user_id, COUNT(*) AS total FROM user_bans \
+               WHERE user_id IN (SELECT id FROM page) GROUP BY user_id \
+             ) \
+             SELECT {rows}",
+            where_sql = where_clause(&conditions),
+            rows = dialect.json_rows(
+                &dialect.json_object(ITEM_PAIRS),
+                "listed.created_at DESC, listed.id DESC",
+                &format!(
+                    "(SELECT u.id, u.name, u.email, u.image, u.created_at, u.profile_public, \
+                       u.bio, u.location, (u.status = 'active') AS is_active, u.admin_notes, \
+                       a.provider AS provider_name, a.email AS provider_email, \
+                       COALESCE(a.email_verified, FALSE) AS provider_verified, \
+                       a.last_used_at AS provider_last_used, u.last_login_at AS last_login, \
+                       u.login_count, u.role, \
+                       COALESCE(s.total, 0) AS subscription_count, \
+                       COALESCE(s.active, 0) AS active_subscriptions, \
+                       s.names AS subscription_names, COALESCE(t.total, 0) AS timeout_count, \
+                       b.id AS active_timeout_id, b.reason AS active_timeout_reason, \
+                       b.expires_at AS timeout_expires \
+                     FROM page JOIN users u ON u.id = page.id \
+                     LEFT JOIN accounts a ON a.id = ( \
+                       SELECT x.id FROM accounts x WHERE x.user_id = u.id \
+                       ORDER BY COALESCE(x.last_used_at, x.created_at) DESC, x.id LIMIT 1) \
+                     LEFT JOIN user_bans b ON b.user_id = u.id AND b.lifted_at IS NULL \
+                       AND (b.expires_at IS NULL OR b.expires_at > {now}) \
+                     LEFT JOIN s ON s.user_id = u.id \
+                     LEFT JOIN t ON t.user_id = u.id) listed"
+                ),
+            ),
+        );
+        let (json,): (String,) = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        let users = crate::posts::parse_json_page(&json)?;
+        Ok(Directory { users, total })
+    }
+}
+
+/// The `WHERE` conditions of a search: the name, the email or the name of
+/// a linked provider contains `search`, in any case.
+fn search_conditions(search: Option<&str>, args: &mut Args) -> Vec<String> {
+    let Some(search) = search else {
+        return Vec::new();
+    };
+    let pattern = args.push(Arg::Text(format!(
+        "%{}%",
+        escape_like(&search.to_lowercase())
+    )));
+    vec![format!(
+        "(LOWER(COALESCE(u.name, '')) LIKE {pattern} ESCAPE '\\' \
+          OR u.email LIKE {pattern} ESCAPE '\\' \
+          OR EXISTS (SELECT 1 FROM accounts sa WHERE sa.user_id = u.id \
+                     AND LOWER(sa.provider) LIKE {pattern} ESCAPE '\\'))"
+    )]
+}

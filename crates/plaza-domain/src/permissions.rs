@@ -1,0 +1,515 @@
+//! Permissions (capabilities such as `users:manage`) and the roles they are
+//! granted to (SPEC.md "Permission", "Role"): the admin list with its
+//! statistics, creation with the dependency rules, and the assignable roles.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+use sqlx::FromRow;
+
+use crate::audit::{self, AuditAction, AuditContext};
+use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
+use crate::time::now_millis;
+use crate::users::escape_like;
+use crate::{Database, DomainError, Flag, Tx};
+
+/// The risk levels, lowest first.
+pub const RISK_LEVELS: [&str; 4] = ["low", "medium", "high", "critical"];
+/// The statuses a permission can have.
+pub const STATUSES: [&str; 3] = ["active", "disabled", "archived"];
+
+/// The columns the list sorts by (SPEC.md: `sort_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionSort {
+    Name,
+    DisplayName,
+    Category,
+    CreatedAt,
+    UpdatedAt,
+    UsageCount,
+    SortOrder,
+}
+
+impl PermissionSort {
+    pub const NAMES: [&'static str; 7] = [
+        "name",
+        "display_name",
+        "category",
+        "created_at",
+        "updated_at",
+        "usage_count",
+        "sort_order",
+    ];
+
+    pub fn parse(name: &str) -> Option<PermissionSort> {
+        Some(match name {
+            "name" => PermissionSort::Name,
+            "display_name" => PermissionSort::DisplayName,
+            "category" => PermissionSort::Category,
+            "created_at" => PermissionSort::CreatedAt,
+            "updated_at" => PermissionSort::UpdatedAt,
+            "usage_count" => PermissionSort::UsageCount,
+            "sort_order" => PermissionSort::SortOrder,
+            _ => return None,
+        })
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            PermissionSort::Name => "listed.name",
+            PermissionSort::DisplayName => "listed.display_name",
+            PermissionSort::Category => "listed.category",
+            PermissionSort::CreatedAt => "listed.created_at",
+            PermissionSort::UpdatedAt => "listed.updated_at",
+            PermissionSort::UsageCount => "listed.usage_count",
+            PermissionSort::SortOrder => "listed.sort_order",
+        }
+    }
+}
+
+/// What the list shows.
+#[derive(Debug, Clone)]
+pub struct PermissionFilter {
+    /// A part of the name, display name or description, any case.
+    pub search: Option<String>,
+    pub category: Option<String>,
+    /// One of [`STATUSES`]; `None` for all.
+    pub status: Option<String>,
+    /// One of [`RISK_LEVELS`]; `None` for all.
+    pub risk_level: Option<String>,
+    pub sort: PermissionSort,
+    pub order: SortOrder,
+}
+
+/// A permission with who holds it.
+#[derive(Debug, Clone)]
+pub struct PermissionItem {
+    pub id: i64,
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub category: String,
+    pub is_inheritable: bool,
+    pub risk_level: String,
+    pub dependencies: Vec<String>,
+    pub metadata: Value,
+    pub status: String,
+    pub sort_order: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// Users holding it through their role or a direct grant.
+    pub usage_count: i64,
+    /// Users granted it directly.
+    pub direct_grants: i64,
+    /// Names of the roles that hold it.
+    pub roles: Vec<String>,
+}
+
+#[derive(FromRow)]
+struct PermissionRow {
+    id: i64,
+    name: String,
+    display_name: String,
+    description: String,
+    category: String,
+    is_inheritable: Flag,
+    risk_level: String,
+    dependencies: String,
+    metadata: String,
+    status: String,
+    sort_order: i64,
+    created_at: i64,
+    updated_at: i64,
+    usage_count: i64,
+    direct_grants: i64,
+}
+
+impl PermissionRow {
+    fn into_item(self, roles: Vec<String>) -> PermissionItem {
+        PermissionItem {
+            id: self.id,
+            name: self.name,
+            display_name: self.display_name,
+            description: self.description,
+            category: self.category,
+            is_inheritable: self.is_inheritable.0,
+            risk_level: self.risk_level,
+            dependencies: serde_json::from_str(&self.dependencies).unwrap_or_default(),
+            metadata: serde_json::from_str(&self.metadata).unwrap_or_else(|_| json!({})),
+            status: self.status,
+            sort_order: self.sort_order,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            usage_count: self.usage_count,
+            direct_grants: self.direct_grants,
+            roles,
+        }
+    }
+}
+
+/// Totals over every permission, whatever the filter.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionOverview {
+    pub total: i64,
+    pub by_category: BTreeMap<String, i64>,
+    pub by_risk_level: BTreeMap<String, i64>,
+    pub by_status: BTreeMap<String, i64>,
+    /// Names of the permissions granted to no role and to no user.
+    pub unused: Vec<String>,
+}
+
+/// One page of the list, the number matching and the overview.
+#[derive(Debug, Clone)]
+pub struct PermissionPage {
+    pub permissions: Vec<PermissionItem>,
+    pub total: i64,
+    pub overview: PermissionOverview,
+}
+
+/// The permissions with their statistics, as the subquery `listed`.
+const LISTED: &str = "(SELECT p.id, p.name, p.display_name, p.description, p.category, \
+       p.is_inheritable, p.risk_level, p.dependencies, p.metadata, p.status, p.sort_order, \
+       p.created_at, p.updated_at, \
+       COALESCE((SELECT CAST(SUM(rs.holders) AS BIGINT) FROM role_permissions rp \
+                 JOIN roles r ON r.id = rp.role_id JOIN role_sizes rs ON rs.role = r.name \
+                 WHERE rp.permission_id = p.id), 0) \
+       + (SELECT COUNT(*) FROM user_permissions up JOIN users u ON u.id = up.user_id \
+          WHERE up.permission_id = p.id AND NOT EXISTS ( \
+            SELECT 1 FROM roles r2 JOIN role_permissions rp2 ON rp2.role_id = r2.id \
+            WHERE r2.name = u.role AND rp2.permission_id = p.id)) AS usage_count, \
+       (SELECT COUNT(*) FROM user_permissions up2 WHERE up2.permission_id = p.id) AS direct_grants \
+     FROM permissions p) listed";
+
+/// Users per role, which [`LISTED`] sums over the roles holding a permission.
+const ROLE_SIZES: &str =
+    "WITH role_sizes AS (SELECT role, COUNT(*) AS holders FROM users GROUP BY role) ";
+
+impl PermissionFilter {
+    fn conditions(&self, args: &mut Args) -> Vec<String> {
+        let mut conditions = Vec::new();
+        if let Some(search) = &self.search {
+            let pattern = args.push(Arg::Text(format!(
+                "%{}%",
+                escape_like(&search.to_lowercase())
+            )));
+            conditions.push(format!(
+                "(LOWER(listed.name) LIKE {pattern} ESCAPE '\\' \
+                  OR LOWER(listed.display_name) LIKE {pattern} ESCAPE '\\' \
+                  OR LOWER(listed.description) LIKE {pattern} ESCAPE '\\')"
+            ));
+        }
+        if let Some(category) = &self.category {
+            let category = args.push(Arg::Text(category.clone()));
+            conditions.push(format!("listed.category = {category}"));
+        }
+        if let Some(status) = &self.status {
+            let status = args.push(Arg::Text(status.clone()));
+            conditions.push(format!("listed.status = {status}"));
+        }
+        if let Some(risk_level) = &self.risk_level {
+            let risk_level = args.push(Arg::Text(risk_level.clone()));
+            conditions.push(format!("listed.risk_level = {risk_level}"));
+        }
+        conditions
+    }
+}
+
+impl Database {
+    /// One page of the permissions matching `filter`, with the overview.
+    pub async fn permission_page(
+        &self,
+        filter: &PermissionFilter,
+        page: Page,
+    ) -> Result<PermissionPage, DomainError> {
+        let mut connection = self.lease().await?;
+        let mut count_args = Args::default();
+        let conditions = filter.conditions(&mut count_args);
+        let (total,): (i64,) = bind_all(
+            sqlx::query_as(&format!(
+                "{ROLE_SIZES}SELECT COUNT(*) FROM {LISTED}{}",
+                where_clause(&conditions)
+            )),
+            count_args.into_vec(),
+        )
+        .fetch_one(&mut *connection)
+        .await?;
+        let mut args = Args::default();
+        let conditions = filter.conditions(&mut args);
+        let limit = args.push(Arg::Int(page.limit));
+        let offset = args.push(Arg::Int(page.offset));
+        let direction = filter.order.sql();
+        let rows: Vec<PermissionRow> = bind_all(
+            sqlx::query_as(&format!(
+                "{ROLE_SIZES}SELECT listed.* FROM {LISTED}{} \
+                 ORDER BY {} {direction}, listed.id {direction} LIMIT {limit} OFFSET {offset}",
+                where_clause(&conditions),
+                filter.sort.column(),
+            )),
+            args.into_vec(),
+        )
+        .fetch_all(&mut *connection)
+        .await?;
+        let holders: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT rp.permission_id, r.name FROM role_permissions rp \
+             JOIN roles r ON r.id = rp.role_id ORDER BY r.rank, r.name",
+        )
+        .fetch_all(&mut *connection)
+        .await?;
+        let mut roles_of: HashMap<i64, Vec<String>> = HashMap::new();
+        for (permission_id, role) in holders {
+            roles_of.entry(permission_id).or_default().push(role);
+        }
+        let summary: Vec<(String, String, String, String, i64)> = sqlx::query_as(
+            "SELECT p.name, p.category, p.risk_level, p.status, \
+             (SELECT COUNT(*) FROM role_permissions rp WHERE rp.permission_id = p.id) \
+             + (SELECT COUNT(*) FROM user_permissions up WHERE up.permission_id = p.id) AS grants \
+             FROM permissions p ORDER BY p.sort_order, p.name",
+        )
+        .fetch_all(&mut *connection)
+        .await?;
+        let mut overview = PermissionOverview::default();
+        for (name, category, risk_level, status, grants) in summary {
+            overview.total += 1;
+            *overview.by_category.entry(category).or_default() += 1;
+            *overview.by_risk_level.entry(risk_level).or_default() += 1;
+            *overview.by_status.entry(status).or_default() += 1;
+            if grants == 0 {
+                overview.unused.push(name);
+            }
+        }
+        for level in RISK_LEVELS {
+            overview.by_risk_level.entry(level.to_owned()).or_default();
+        }
+        for status in STATUSES {
+            overview.by_status.entry(status.to_owned()).or_default();
+        }
+        let permissions = rows
+            .into_iter()
+            .map(|row| {
+                let roles = roles_of.remove(&row.id).unwrap_or_default();
+                row.into_item(roles)
+            })
+            .collect();
+        Ok(PermissionPage {
+            permissions,
+            total,
+            overview,
+        })
+    }
+
+    /// The roles the API may assign (SPEC.md "Role"): every role but those
+    /// granted only in the data store (`super_admin`), lowest first.
+    pub async fn assignable_roles(&self) -> Result<Vec<RoleItem>, DomainError> {
+        Ok(sqlx::query_as(
+            "SELECT id, name, display_name, description FROM roles \
+             WHERE assignable = TRUE ORDER BY rank",
+        )
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+}
+
+/// A role as the roles list shows it.
+#[derive(Debug, Clone, FromRow)]
+pub struct RoleItem {
+    pub id: i64,
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+}
+
+/// A permission to create, its fields already checked one by one.
+#[derive(Debug, Clone)]
+pub struct NewPermission {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub category: String,
+    pub is_inheritable: bool,
+    pub risk_level: String,
+    pub dependencies: Vec<String>,
+    pub metadata: Value,
+    pub reason: Option<String>,
+}
+
+/// Creates a permission in `tx`, audited as `permission.create`. Its
+/// dependencies must name existing permissions and, with the dependencies
+/// already stored, form no cycle ([`DomainError::Invalid`] on
+/// `dependencies`); a taken name is a [`DomainError::Conflict`].
+pub async fn create(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    new: NewPermission,
+) -> Result<PermissionItem, DomainError> {
+    let existing: Vec<(String, String)> =
+        sqlx::query_as("SELECT name, dependencies FROM permissions")
+            .fetch_all(&mut **tx)
+            .await?;
+    if existing.iter().any(|(name, _)| *name == new.name) {
+        return Err(DomainError::Conflict(format!(
+            "a permission named {} already exists",
+            new.name
+        )));
+    }
+    let mut graph: HashMap<String, Vec<String>> = existing
+        .into_iter()
+        .map(|(name, dependencies)| {
+            (
+                name,
+                serde_json::from_str(&dependencies).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let missing: Vec<&str> = new
+        .dependencies
+        .iter()
+        .filter(|dependency| **dependency != new.name && !graph.contains_key(*dependency))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(DomainError::Invalid {
+            field: "dependencies",
+            reason: format!(
+                "names permissions that do not exist: {}",
+                missing.join(", ")
+            ),
+        });
+    }
+    graph.insert(new.name.clone(), new.dependencies.clone());
+    if let Some(cycle) = cycle_from(&graph, &new.name) {
+        return Err(DomainError::Invalid {
+            field: "dependencies",
+            reason: format!("would form a cycle: {}", cycle.join(" → ")),
+        });
+    }
+    let now = now_millis();
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO permissions (name, display_name, description, category, is_inheritable, \
+         risk_level, dependencies, metadata, status, sort_order, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', \
+                 (SELECT COALESCE(MAX(sort_order), 0) + 10 FROM permissions), $9, $9) RETURNING id",
+    )
+    .bind(new.name.clone())
+    .bind(new.display_name.clone())
+    .bind(new.description.clone())
+    .bind(new.category.clone())
+    .bind(new.is_inheritable)
+    .bind(new.risk_level.clone())
+    .bind(serde_json::to_string(&new.dependencies).unwrap_or_else(|_| "[]".to_owned()))
+    .bind(new.metadata.to_string())
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    let (sort_order,): (i64,) = sqlx::query_as("SELECT sort_order FROM permissions WHERE id = $1")
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await?;
+    audit::record(
+        tx,
+        context,
+        AuditAction {
+            action: "permission.create",
+            target_type: "permission",
+            target_id: Some(id.to_string()),
+            changes: json!({
+                "name": new.name,
+                "displayName": new.display_name,
+                "category": new.category,
+                "riskLevel": new.risk_level,
+                "dependencies": new.dependencies,
+                "reason": new.reason,
+            }),
+        },
+    )
+    .await?;
+    Ok(PermissionItem {
+        id,
+        name: new.name,
+        display_name: new.display_name,
+        description: new.description,
+        category: new.category,
+        is_inheritable: new.is_inheritable,
+        risk_level: new.risk_level,
+        dependencies: new.dependencies,
+        metadata: new.metadata,
+        status: "active".to_owned(),
+        sort_order,
+        created_at: now,
+        updated_at: now,
+        usage_count: 0,
+        direct_grants: 0,
+        roles: Vec::new(),
+    })
+}
+
+/// A cycle of dependencies reachable from `start`, as the names along it
+/// (the first repeated at the end), if there is one.
+fn cycle_from(graph: &HashMap<String, Vec<String>>, start: &str) -> Option<Vec<String>> {
+    /// Depth-first, with the path so far; `done` holds names whose
+    /// dependencies were searched in full without finding a cycle.
+    fn visit<'a>(
+        graph: &'a HashMap<String, Vec<String>>,
+        name: &'a str,
+        path: &mut Vec<&'a str>,
+        done: &mut std::collections::HashSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|seen| *seen == name) {
+            let mut cycle: Vec<String> = path[at..].iter().map(|s| (*s).to_owned()).collect();
+            cycle.push(name.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(name) {
+            return None;
+        }
+        path.push(name);
+        for dependency in graph.get(name).into_iter().flatten() {
+            if let Some(cycle) = visit(graph, dependency, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(name);
+        None
+    }
+    visit(
+        graph,
+        start,
+        &mut Vec::new(),
+        &mut std::collections::HashSet::new(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(edges: &[(&str, &[&str])]) -> HashMap<String, Vec<String>> {
+        edges
+            .iter()
+            .map(|(name, deps)| {
+                (
+                    (*name).to_owned(),
+                    deps.iter().map(|d| (*d).to_owned()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_self_dependency_is_a_cycle() {
+        let cycle = cycle_from(&graph(&[("a", &["a"])]), "a").unwrap();
+        assert_eq!(cycle, ["a", "a"]);
+    }
+
+    #[test]
+    fn a_longer_cycle_is_named_in_order() {
+        let graph = graph(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"]), ("d", &[])]);
+        assert_eq!(cycle_from(&graph, "a").unwrap(), ["a", "b", "c", "a"]);
+    }
+
+    #[test]
+    fn shared_dependencies_are_not_a_cycle() {
+        let graph = graph(&[("a", &["b", "c"]), ("b", &["d"]), ("c", &["d"]), ("d", &[])]);
+        assert_eq!(cycle_from(&graph, "a"), None);
+    }
+}

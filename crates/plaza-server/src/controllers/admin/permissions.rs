@@ -1,0 +1,477 @@
+//! `/api/admin/permissions` and `/api/admin/roles` (SPEC.md "Permission",
+//! "Role", and the permission and role operations whose paths DECISIONS.md
+//! gives).
+
+use std::collections::BTreeMap;
+
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use plaza_domain::listing::{Page, SortOrder};
+use plaza_domain::permissions::{
+    self, NewPermission, PermissionFilter, PermissionItem, PermissionSort, RISK_LEVELS, STATUSES,
+};
+use plaza_domain::time::rfc3339;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::users::{PagePosition, finish, page_and_limit};
+use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
+use crate::error::schema::AdminError;
+use crate::error::{AppError, FieldError};
+use crate::extract::AppJson;
+use crate::state::AppState;
+
+/// A permission with who holds it (DECISIONS.md "Permission item").
+#[derive(Serialize, ToSchema)]
+pub struct PermissionView {
+    pub id: i64,
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub category: String,
+    pub is_inheritable: bool,
+    /// `low`, `medium`, `high` or `critical`.
+    pub risk_level: String,
+    /// Names of the permissions this one needs.
+    pub dependencies: Vec<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    /// `active`, `disabled` or `archived`.
+    pub status: String,
+    pub sort_order: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Users holding it through their role or a direct grant.
+    pub usage_count: i64,
+    /// Names of the roles that hold it.
+    pub roles: Vec<String>,
+    pub statistics: PermissionStatistics,
+}
+
+/// How a permission is held.
+#[derive(Serialize, ToSchema)]
+pub struct PermissionStatistics {
+    pub role_count: usize,
+    /// Users granted it directly, whatever their role.
+    pub direct_grants: i64,
+    pub usage_count: i64,
+}
+
+impl From<PermissionItem> for PermissionView {
+    fn from(item: PermissionItem) -> Self {
+        PermissionView {
+            statistics: PermissionStatistics {
+                role_count: item.roles.len(),
+                direct_grants: item.direct_grants,
+                usage_count: item.usage_count,
+            },
+            id: item.id,
+            name: item.name,
+            display_name: item.display_name,
+            description: item.description,
+            category: item.category,
+            is_inheritable: item.is_inheritable,
+            risk_level: item.risk_level,
+            dependencies: item.dependencies,
+            metadata: item.metadata,
+            status: item.status,
+            sort_order: item.sort_order,
+            created_at: rfc3339(item.created_at),
+            updated_at: rfc3339(item.updated_at),
+            usage_count: item.usage_count,
+            roles: item.roles,
+        }
+    }
+}
+
+/// Totals over every permission, whatever the filter.
+#[derive(Serialize, ToSchema)]
+pub struct PermissionOverviewView {
+    pub total: i64,
+    pub by_category: BTreeMap<String, i64>,
+    pub by_risk_level: BTreeMap<String, i64>,
+    pub by_status: BTreeMap<String, i64>,
+    /// Names of the permissions no role and no user holds.
+    pub unused_permissions: Vec<String>,
+    pub unused_count: usize,
+}
+
+/// A page of permissions.
+#[derive(Serialize, ToSchema)]
+pub struct PermissionList {
+    pub overview: PermissionOverviewView,
+    pub permissions: Vec<PermissionView>,
+    pub pagination: PagePosition,
+}
+
+/// The permissions matching the filters, with statistics, the roles that
+/// hold each, and an overview of all.
+#[utoipa::path(
+    get,
+    path = "/api/admin/permissions",
+    tag = "admin-dashboard",
+    params(
+        ("search" = Option<String>, Query, description = "A part of the name, display name or description, any case"),
+        ("category" = Option<String>, Query, description = "Only this category"),
+        ("status" = Option<String>, Query, description = "`all` (default), `active`, `disabled` or `archived`"),
+        ("risk_level" = Option<String>, Query, description = "`all` (default), `low`, `medium`, `high` or `critical`"),
+        ("sort_by" = Option<String>, Query, description = "`name`, `display_name`, `category`, `created_at`, `updated_at`, `usage_count` or `sort_order` (default)"),
+        ("sort_order" = Option<String>, Query, description = "`asc` (default) or `desc`"),
+        ("page" = Option<u32>, Query, description = "A positive integer, default 1", minimum = 1),
+        ("limit" = Option<u32>, Query, description = "1 to 100, default 20", minimum = 1, maximum = 100),
+    ),
+    responses(
+        (status = 200, description = "One page of permissions", body = PermissionList),
+        (status = 400, description = "`Invalid query parameters`; `details` lists each problem", body = AdminError),
+    )
+)]
+pub async fn list_permissions(
+    State(state): State<AppState>,
+    _admin: Administrator<AnyAdmin>,
+    RawQuery(query): RawQuery,
+) -> Result<AppJson<PermissionList>, AppError> {
+    let mut raw: BTreeMap<String, String> = BTreeMap::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
+        raw.insert(key.into_owned(), value.trim().to_owned());
+    }
+    let mut problems = Vec::new();
+    let (page, limit) = page_and_limit(
+        &mut problems,
+        raw.get("page").map(String::as_str),
+        raw.get("limit").map(String::as_str),
+    );
+    let mut one_of = |field: &str, allowed: &[&str], all: bool| -> Option<String> {
+        let value = raw.get(field)?;
+        if all && value == "all" {
+            return None;
+        }
+        if allowed.contains(&value.as_str()) {
+            return Some(value.clone());
+        }
+        let mut expected = allowed.to_vec();
+        if all {
+            expected.insert(0, "all");
+        }
+        problems.push(
+            FieldError::new(
+                field,
+                format!("must be one of {}, not {value:?}", expected.join(", ")),
+            )
+            .with_kind("invalid_enum_value", expected.join(" | "), value.clone()),
+        );
+        None
+    };
+    let status = one_of("status", &STATUSES, true);
+    let risk_level = one_of("risk_level", &RISK_LEVELS, true);
+    let sort = one_of("sort_by", &PermissionSort::NAMES, false)
+        .and_then(|name| PermissionSort::parse(&name))
+        .unwrap_or(PermissionSort::SortOrder);
+    let order = one_of("sort_order", &["asc", "desc"], false)
+        .and_then(|name| SortOrder::parse(&name))
+        .unwrap_or(SortOrder::Asc);
+    let filter = PermissionFilter {
+        search: raw.get("search").filter(|s| !s.is_empty()).cloned(),
+        category: raw.get("category").filter(|s| !s.is_empty()).cloned(),
+        status,
+        risk_level,
+        sort,
+        order,
+    };
+    finish(problems)?;
+    let listed = state
+        .db
+        .permission_page(
+            &filter,
+            Page {
+                limit,
+                offset: (page - 1).saturating_mul(limit),
+            },
+        )
+        .await?;
+    let overview = listed.overview;
+    Ok(AppJson(PermissionList {
+        overview: PermissionOverviewView {
+            total: overview.total,
+            by_category: overview.by_category,
+            by_risk_level: overview.by_risk_level,
+            by_status: overview.by_status,
+            unused_count: overview.unused.len(),
+            unused_permissions: overview.unused,
+        },
+        permissions: listed
+            .permissions
+            .into_iter()
+            .map(PermissionView::from)
+            .collect(),
+        pagination: PagePosition::new(page, limit, listed.total),
+    }))
+}
+
+/// A permission to create (SPEC.md "Permission"). Fields are read as any
+/// JSON, so a wrong type is one of the problems listed, not a parse error.
+#[derive(Deserialize, ToSchema)]
+pub struct NewPermissionBody {
+    /// 1 to 100 of `a-z 0-9 . _ -`, unique.
+    #[schema(value_type = String)]
+    name: Option<Value>,
+    /// 1 to 200 characters.
+    #[schema(value_type = String)]
+    display_name: Option<Value>,
+    #[schema(value_type = Option<String>)]
+    description: Option<Value>,
+    /// 1 to 50 characters.
+    #[schema(value_type = String)]
+    category: Option<Value>,
+    /// Default false.
+    #[schema(value_type = Option<bool>)]
+    is_inheritable: Option<Value>,
+    /// `low` (default), `medium`, `high` or `critical`.
+    #[schema(value_type = Option<String>)]
+    risk_level: Option<Value>,
+    /// Names of existing permissions; no cycle. Default empty.
+    #[schema(value_type = Option<Vec<String>>)]
+    dependencies: Option<Value>,
+    /// Default `{}`.
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<Value>,
+    /// Recorded in the audit trail.
+    #[schema(value_type = Option<String>)]
+    reason: Option<Value>,
+}
+
+/// The answer of a creation.
+#[derive(Serialize, ToSchema)]
+pub struct PermissionCreated {
+    pub success: bool,
+    pub permission: PermissionView,
+    pub message: String,
+}
+
+/// Create a permission (audited as `permission.create`); it starts
+/// `active`, held by no role.
+#[utoipa::path(
+    post,
+    path = "/api/admin/permissions",
+    tag = "admin-dashboard",
+    request_body = NewPermissionBody,
+    responses(
+        (status = 201, description = "Created", body = PermissionCreated),
+        (status = 400, description = "`Invalid request body`; `details` lists each problem (a dependency that does not exist or would form a cycle among them)", body = AdminError),
+        (status = 409, description = "A permission with this name exists", body = AdminError),
+    )
+)]
+pub async fn create_permission(
+    State(state): State<AppState>,
+    _admin: Administrator<ManagePermissions>,
+    RequestAudit(context): RequestAudit,
+    AppJson(body): AppJson<NewPermissionBody>,
+) -> Result<(StatusCode, AppJson<PermissionCreated>), AppError> {
+    let new = check_new_permission(&body)?;
+    let permission = state
+        .db
+        .write(move |tx| Box::pin(async move { permissions::create(tx, &context, new).await }))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        AppJson(PermissionCreated {
+            success: true,
+            message: format!("permission {} created", permission.name),
+            permission: permission.into(),
+        }),
+    ))
+}
+
+/// The JSON type of `value`, as the issues name it.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Checks every field of the Permission table, naming each problem.
+fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppError> {
+    let mut problems = Vec::new();
+    let mut text = |field: &str, value: &Option<Value>, required: bool, min: usize, max: usize| {
+        let value = match value {
+            None if !required => return None,
+            None => {
+                problems.push(FieldError::new(field, "is required").with_kind(
+                    "invalid_type",
+                    "string",
+                    "undefined",
+                ));
+                return None;
+            }
+            Some(value) => value,
+        };
+        let Some(text) = value.as_str() else {
+            problems.push(
+                FieldError::new(field, format!("must be a string, not {}", type_name(value)))
+                    .with_kind("invalid_type", "string", type_name(value)),
+            );
+            return None;
+        };
+        let length = text.chars().count();
+        if length < min {
+            problems.push(
+                FieldError::new(field, format!("must be at least {min} characters")).with_kind(
+                    "too_small",
+                    format!(">= {min} characters"),
+                    format!("{length} characters"),
+                ),
+            );
+        } else if length > max {
+            problems.push(
+                FieldError::new(field, format!("must be at most {max} characters")).with_kind(
+                    "too_big",
+                    format!("<= {max} characters"),
+                    format!("{length} characters"),
+                ),
+            );
+        } else if text.chars().any(char::is_control) {
+            problems.push(
+                FieldError::new(field, "must not hold control characters").with_kind(
+                    "invalid_string",
+                    "printable text",
+                    "control characters",
+                ),
+            );
+        }
+        Some(text.to_owned())
+    };
+    let name = text("name", &body.name, true, 1, 100);
+    let display_name = text("display_name", &body.display_name, true, 1, 200);
+    let description = text("description", &body.description, false, 0, 2000);
+    let category = text("category", &body.category, true, 1, 50);
+    let risk_level = text("risk_level", &body.risk_level, false, 1, 20);
+    let reason = text("reason", &body.reason, false, 0, 1000);
+    if let Some(name) = &name
+        && !name.is_empty()
+        && !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+    {
+        problems.push(
+            FieldError::new("name", "must match ^[a-z0-9._-]+$").with_kind(
+                "invalid_string",
+                "^[a-z0-9._-]+$",
+                name.clone(),
+            ),
+        );
+    }
+    if let Some(level) = &risk_level
+        && !RISK_LEVELS.contains(&level.as_str())
+    {
+        problems.push(
+            FieldError::new("risk_level", "must be low, medium, high or critical").with_kind(
+                "invalid_enum_value",
+                "low | medium | high | critical",
+                level.clone(),
+            ),
+        );
+    }
+    let is_inheritable = match &body.is_inheritable {
+        None => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(other) => {
+            problems.push(
+                FieldError::new("is_inheritable", "must be a boolean").with_kind(
+                    "invalid_type",
+                    "boolean",
+                    type_name(other),
+                ),
+            );
+            false
+        }
+    };
+    let mut dependencies = Vec::new();
+    match &body.dependencies {
+        None => {}
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(dependency) if !dependencies.iter().any(|d| d == dependency) => {
+                        dependencies.push(dependency.to_owned());
+                    }
+                    Some(_) => {}
+                    None => problems.push(
+                        FieldError::new(format!("dependencies.{index}"), "must be a string")
+                            .with_kind("invalid_type", "string", type_name(item)),
+                    ),
+                }
+            }
+        }
+        Some(other) => problems.push(
+            FieldError::new("dependencies", "must be an array of permission names").with_kind(
+                "invalid_type",
+                "array",
+                type_name(other),
+            ),
+        ),
+    }
+    let metadata = match &body.metadata {
+        None => Value::Object(Map::new()),
+        Some(object @ Value::Object(_)) => object.clone(),
+        Some(other) => {
+            problems.push(FieldError::new("metadata", "must be an object").with_kind(
+                "invalid_type",
+                "object",
+                type_name(other),
+            ));
+            Value::Null
+        }
+    };
+    finish(problems)?;
+    Ok(NewPermission {
+        name: name.unwrap_or_default(),
+        display_name: display_name.unwrap_or_default(),
+        description: description.unwrap_or_default(),
+        category: category.unwrap_or_default(),
+        is_inheritable,
+        risk_level: risk_level.unwrap_or_else(|| "low".to_owned()),
+        dependencies,
+        metadata,
+        reason,
+    })
+}
+
+/// A role the API may assign (SPEC.md "Role").
+#[derive(Serialize, ToSchema)]
+pub struct RoleView {
+    pub id: i64,
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+}
+
+/// The assignable roles, lowest first; `super_admin` is granted only from
+/// the command line or the database and is left out.
+#[utoipa::path(
+    get,
+    path = "/api/admin/roles",
+    tag = "admin-dashboard",
+    responses((status = 200, description = "The assignable roles", body = Vec<RoleView>))
+)]
+pub async fn list_roles(
+    State(state): State<AppState>,
+    _admin: Administrator<AnyAdmin>,
+) -> Result<AppJson<Vec<RoleView>>, AppError> {
+    let roles = state.db.assignable_roles().await?;
+    Ok(AppJson(
+        roles
+            .into_iter()
+            .map(|role| RoleView {
+                id: role.id,
+                name: role.name,
+                display_name: role.display_name,
+                description: role.description,
+            })
+            .collect(),
+    ))
+}
