@@ -56,9 +56,8 @@ pub struct Directory {
     pub total: i64,
 }
 
-/// The columns of an item, named as [`DirectoryUser`]'s fields; `listed`
-/// is one row of the page with its joined provider account `a`, active
-/// ban `b` and aggregates `s` (subscriptions) and `t` (timeouts).
+/// The columns of an item, named as [`DirectoryUser`]'s fields, from
+/// `listed`, one row of the page.
 const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.email, \
     'image', listed.image, 'created_at', listed.created_at, \
     'profile_public', listed.profile_public, 'bio', listed.bio, \
@@ -76,9 +75,9 @@ const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.
 
 impl Database {
     /// Users matching `search` (a part of the name, email or a linked
-    /// provider's name, any case), newest first. Two statements: the count
-    /// and the page, the page's providers, subscriptions and timeouts
-    /// joined in.
+    /// provider's name, any case), newest first. Two statements: the total
+    /// (a counter row without a search) and the page, whose providers,
+    /// subscriptions and timeouts are looked up for its users alone.
     pub async fn user_directory(
         &self,
         search: Option<&str>,
@@ -86,7 +85,11 @@ impl Database {
     ) -> Result<Directory, DomainError> {
         let mut count_args = Args::default();
         let conditions = search_conditions(search, &mut count_args);
-        let count_sql = format!("SELECT COUNT(*) FROM users u{}", where_clause(&conditions));
+        let count_sql = if conditions.is_empty() {
+            "SELECT total FROM user_counts WHERE scope = 'all'".to_owned()
+        } else {
+            format!("SELECT COUNT(*) FROM users u{}", where_clause(&conditions))
+        };
         let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args.into_vec())
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -102,20 +105,19 @@ impl Database {
         let offset = args.push(Arg::Int(page.offset));
         let now = args.push(Arg::Int(now_millis()));
         let dialect = self.dialect();
-        let subscription_names = dialect.string_agg("plan_name", "plan_name, id");
+        let subscription_names = dialect.string_agg("s.plan_name", "s.plan_name, s.id");
+        // `page` holds the page's ids and `chosen` the primary account of
+        // each, so every lookup below runs for the page's users only (both
+        // are used more than once, so both engines materialize them).
         let sql = format!(
             "WITH page AS ( \
                SELECT u.id FROM users u{where_sql} \
                ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset} \
-             ), s AS ( \
-               SELECT user_id, COUNT(*) AS total, \
-                 SUM(CASE WHEN status = 'active' AND (ends_at IS NULL OR ends_at > {now}) \
-                     THEN 1 ELSE 0 END) AS active, \
-                 {subscription_names} AS names \
-               FROM subscriptions WHERE user_id IN (SELECT id FROM page) GROUP BY user_id \
-             ), t AS ( \
-               SELECT user_id, COUNT(*) AS total FROM user_bans \
-               WHERE user_id IN (SELECT id FROM page) GROUP BY user_id \
+             ), chosen AS ( \
+               SELECT page.id AS user_id, \
+                 (SELECT x.id FROM accounts x WHERE x.user_id = page.id \
+                  ORDER BY COALESCE(x.last_used_at, x.created_at) DESC, x.id LIMIT 1) AS account_id \
+               FROM page \
              ) \
              SELECT {rows}",
             where_sql = where_clause(&conditions),
@@ -129,19 +131,20 @@ impl Database {
                        COALESCE(a.email_verified, FALSE) AS provider_verified, \
                        a.last_used_at AS provider_last_used, u.last_login_at AS last_login, \
                        u.login_count, u.role, \
-                       COALESCE(s.total, 0) AS subscription_count, \
-                       COALESCE(s.active, 0) AS active_subscriptions, \
-                       s.names AS subscription_names, COALESCE(t.total, 0) AS timeout_count, \
+                       (SELECT COUNT(*) FROM subscriptions s WHERE s.user_id = u.id) \
+                         AS subscription_count, \
+                       (SELECT COUNT(*) FROM subscriptions s WHERE s.user_id = u.id \
+                          AND s.status = 'active' AND (s.ends_at IS NULL OR s.ends_at > {now})) \
+                         AS active_subscriptions, \
+                       (SELECT {subscription_names} FROM subscriptions s WHERE s.user_id = u.id) \
+                         AS subscription_names, \
+                       (SELECT COUNT(*) FROM user_bans t WHERE t.user_id = u.id) AS timeout_count, \
                        b.id AS active_timeout_id, b.reason AS active_timeout_reason, \
                        b.expires_at AS timeout_expires \
-                     FROM page JOIN users u ON u.id = page.id \
-                     LEFT JOIN accounts a ON a.id = ( \
-                       SELECT x.id FROM accounts x WHERE x.user_id = u.id \
-                       ORDER BY COALESCE(x.last_used_at, x.created_at) DESC, x.id LIMIT 1) \
+                     FROM chosen JOIN users u ON u.id = chosen.user_id \
+                     LEFT JOIN accounts a ON a.id = chosen.account_id \
                      LEFT JOIN user_bans b ON b.user_id = u.id AND b.lifted_at IS NULL \
-                       AND (b.expires_at IS NULL OR b.expires_at > {now}) \
-                     LEFT JOIN s ON s.user_id = u.id \
-                     LEFT JOIN t ON t.user_id = u.id) listed"
+                       AND (b.expires_at IS NULL OR b.expires_at > {now})) listed"
                 ),
             ),
         );

@@ -249,6 +249,9 @@ impl Dialect {
                 "SELECT setval(pg_get_serial_sequence('posts', 'id'), \
                  GREATEST((SELECT MAX(id) FROM posts), 1))",
                 "ANALYZE users",
+                "ANALYZE accounts",
+                "ANALYZE subscriptions",
+                "ANALYZE user_bans",
                 "ANALYZE posts",
                 "ANALYZE post_tags",
             ],

@@ -8,7 +8,7 @@ use sqlx::FromRow;
 
 use crate::audit::{self, AuditAction, AuditContext};
 use crate::time::now_millis;
-use crate::{DomainError, Tx};
+use crate::{Database, DomainError, Tx};
 
 /// The stored statuses.
 pub const STATUSES: [&str; 2] = ["active", "inactive"];
@@ -167,4 +167,36 @@ pub async fn update(
     )
     .await?;
     Ok(after)
+}
+
+/// Subscriptions of one plan, for the analytics dashboard.
+#[derive(Debug, Clone, FromRow)]
+pub struct PlanFigures {
+    pub plan_name: String,
+    /// Active now.
+    pub active: i64,
+    /// Started within the range asked for.
+    pub started: i64,
+}
+
+impl Database {
+    /// Per plan: how many are active now and how many started in
+    /// `since..until` (Unix milliseconds), most active first.
+    pub async fn subscription_figures(
+        &self,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<PlanFigures>, DomainError> {
+        Ok(sqlx::query_as(
+            "SELECT plan_name, \
+               SUM(CASE WHEN status = 'active' AND (ends_at IS NULL OR ends_at > $2) \
+                   THEN 1 ELSE 0 END) AS active, \
+               SUM(CASE WHEN started_at >= $1 AND started_at < $2 THEN 1 ELSE 0 END) AS started \
+             FROM subscriptions GROUP BY plan_name ORDER BY active DESC, plan_name",
+        )
+        .bind(since)
+        .bind(until)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
 }

@@ -737,7 +737,16 @@ async fn dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change(
 async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
     let server = TestServer::start(backend).await;
     let (_, admin) = member(&server, "admin@example.com", "admin").await;
-    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    let (reader_id, reader) = member(&server, "reader@example.com", "user").await;
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/admin/users/{reader_id}/subscriptions"),
+        Some(&admin),
+        Some(json!({"plan_name": "Pro"})),
+    )
+    .await;
+    assert_eq!(status, 201);
     let click = |x: i64| json!({"event_type": "button_click", "event_data": {"path": "/a", "x": x, "y": 7, "session_id": "s-2"}, "timestamp": now_text()});
     let (status, _) = call(
         &server,
@@ -759,6 +768,10 @@ async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
         json!({"path": "/a", "views": 2, "uniqueViews": 1})
     );
     assert_eq!(json_answer["heatmap"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        json_answer["subscriptions"],
+        json!({"active": 1, "started": 1, "byPlan": [{"plan": "Pro", "active": 1, "started": 1}]})
+    );
     let response = server
         .send(
             As::Session(&admin),
@@ -813,6 +826,11 @@ async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
                     })
                 })
                 .and_then(|cell| cell["clicks"].as_f64()),
+            "subscriptions" if key.is_empty() => json_answer["subscriptions"][metric].as_f64(),
+            "subscriptions" => json_answer["subscriptions"]["byPlan"]
+                .as_array()
+                .and_then(|plans| plans.iter().find(|plan| plan["plan"] == key))
+                .and_then(|plan| plan[metric].as_f64()),
             other => panic!("unknown section {other}"),
         };
         assert_eq!(Some(value), expected, "{section} {metric} {key}");

@@ -120,10 +120,30 @@ pub struct HeatmapCell {
     pub clicks: i64,
 }
 
+/// Subscriptions now and in the range.
+#[derive(Serialize, ToSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionFigures {
+    /// Active now (stored as active and not past their end).
+    pub active: i64,
+    /// Started within the range.
+    pub started: i64,
+    pub by_plan: Vec<PlanFigures>,
+}
+
+/// One plan's subscriptions.
+#[derive(Serialize, ToSchema)]
+pub struct PlanFigures {
+    pub plan: String,
+    pub active: i64,
+    pub started: i64,
+}
+
 /// The dashboard. `overview` is always there; the other sections follow
 /// `metrics`: `trends` with `sessions` or `pageviews`, `topPages` with
-/// `pageviews`, `devices`, `geographic`, `vpn`, `heatmap`. `subscriptions`
-/// is accepted and answers `null` until Plaza stores subscriptions.
+/// `pageviews`, `devices`, `geographic`, `vpn`, `heatmap`, `subscriptions`
+/// (from the subscriptions admins manage; the filters on events do not
+/// apply to it).
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
@@ -140,10 +160,8 @@ pub struct Dashboard {
     pub vpn: Option<VpnFigures>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heatmap: Option<Vec<HeatmapCell>>,
-    /// `null`: Plaza does not store subscriptions yet.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub subscriptions: Option<serde_json::Value>,
+    pub subscriptions: Option<SubscriptionFigures>,
 }
 
 /// What the query asked for, checked.
@@ -296,6 +314,21 @@ pub async fn analytics_dashboard(
     } else {
         None
     };
+    let subscriptions = if wants("subscriptions") {
+        let mut figures = SubscriptionFigures::default();
+        for plan in db.subscription_figures(since, until).await? {
+            figures.active += plan.active;
+            figures.started += plan.started;
+            figures.by_plan.push(PlanFigures {
+                plan: plan.plan_name,
+                active: plan.active,
+                started: plan.started,
+            });
+        }
+        Some(figures)
+    } else {
+        None
+    };
     let dashboard = Dashboard {
         overview,
         trends,
@@ -304,7 +337,7 @@ pub async fn analytics_dashboard(
         geographic,
         vpn,
         heatmap,
-        subscriptions: wants("subscriptions").then_some(serde_json::Value::Null),
+        subscriptions,
     };
     if query.csv {
         let body = to_csv(&dashboard).map_err(AppError::internal)?;
@@ -496,6 +529,34 @@ fn to_csv(dashboard: &Dashboard) -> Result<Vec<u8>, csv::Error> {
     for cell in dashboard.heatmap.iter().flatten() {
         let key = format!("{} {} {}", cell.path, cell.x, cell.y);
         row("heatmap", "clicks", &key, cell.clicks.to_string())?;
+    }
+    if let Some(subscriptions) = &dashboard.subscriptions {
+        row(
+            "subscriptions",
+            "active",
+            "",
+            subscriptions.active.to_string(),
+        )?;
+        row(
+            "subscriptions",
+            "started",
+            "",
+            subscriptions.started.to_string(),
+        )?;
+        for plan in &subscriptions.by_plan {
+            row(
+                "subscriptions",
+                "active",
+                &plan.plan,
+                plan.active.to_string(),
+            )?;
+            row(
+                "subscriptions",
+                "started",
+                &plan.plan,
+                plan.started.to_string(),
+            )?;
+        }
     }
     writer
         .into_inner()

@@ -228,6 +228,7 @@ pub fn finish(problems: Vec<FieldError>) -> Result<(), AppError> {
 #[utoipa::path(
     get,
     path = "/api/admin/users",
+    operation_id = "admin_list_users",
     tag = "admin-dashboard",
     params(
         ("page" = Option<u32>, Query, description = "A positive integer, default 1", minimum = 1),
@@ -414,6 +415,7 @@ pub struct BanOutcome {
 #[utoipa::path(
     post,
     path = "/api/admin/users/{id}/ban",
+    operation_id = "admin_ban_user",
     tag = "admin-dashboard",
     params(("id" = i64, Path, description = "User id")),
     request_body = AdminBanBody,
@@ -467,6 +469,7 @@ pub async fn ban_user(
 #[utoipa::path(
     post,
     path = "/api/admin/users/{id}/unban",
+    operation_id = "admin_unban_user",
     tag = "admin-dashboard",
     params(("id" = i64, Path, description = "User id")),
     request_body(content = Option<AdminUnbanBody>, description = "Optional: why"),
