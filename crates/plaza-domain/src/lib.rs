@@ -36,6 +36,7 @@ pub mod stats;
 pub mod subscriptions;
 pub mod text;
 pub mod time;
+pub mod uploads;
 pub mod users;
 
 pub use db::{Backend, Database, DatabaseOptions, PoolStats, Tx, TxFuture};

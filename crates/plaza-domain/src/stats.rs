@@ -22,6 +22,9 @@ pub struct SystemStats {
     /// Posts by status (published, draft, hidden, flagged).
     pub posts_by_status: HashMap<&'static str, i64>,
     pub reports_open: i64,
+    pub uploads: i64,
+    /// Bytes of the uploaded originals (variants not counted).
+    pub upload_bytes: i64,
     pub sessions_active: i64,
     pub analytics_events: i64,
     pub database_bytes: i64,
@@ -57,6 +60,7 @@ impl Database {
             .fetch_one(&mut *connection)
             .await?;
         drop(connection);
+        let (uploads, upload_bytes) = self.upload_totals().await?;
         let mut users_by_status: HashMap<String, i64> = ["active", "inactive", "banned"]
             .into_iter()
             .map(|status| (status.to_owned(), 0))
@@ -69,6 +73,8 @@ impl Database {
             users_new,
             posts_by_status: self.post_status_counts().await?,
             reports_open,
+            uploads,
+            upload_bytes,
             sessions_active,
             analytics_events,
             database_bytes,

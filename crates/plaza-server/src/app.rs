@@ -79,6 +79,15 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             limited(Limit::General, controllers::link_preview::routes()),
         ))
         .merge(on_surface(
+            Surface::Upload,
+            limited(Limit::General, controllers::uploads::routes()),
+        ))
+        // Stored files are served like static files: no rate limit.
+        .merge(on_surface(
+            Surface::Upload,
+            controllers::uploads::file_routes(),
+        ))
+        .merge(on_surface(
             Surface::VersionedAdmin,
             limited(Limit::VersionedAdmin, controllers::admin_v1::routes()),
         ))

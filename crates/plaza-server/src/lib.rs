@@ -21,4 +21,6 @@ pub mod serve;
 pub mod settings;
 pub mod startup;
 pub mod state;
+pub mod storage;
 pub mod telemetry;
+pub mod uploads;

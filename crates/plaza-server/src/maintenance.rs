@@ -10,12 +10,12 @@
 //! unit of work as the rebuild; the others, which change no rows, right
 //! after they finish.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
+use crate::storage::UPLOAD_GRACE;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
-use plaza_domain::maintenance::{UPLOAD_GRACE, UploadSweep, sweep_uploads};
 use plaza_domain::users::Role;
 use plaza_domain::{Backend, alerts, search};
 use serde::Serialize;
@@ -132,11 +132,10 @@ pub struct UploadsReport {
     pub bytes_found: u64,
     pub files_removed: u64,
     pub bytes_removed: u64,
-    /// Records removed because their file is gone.
+    /// Records removed because their original file is gone.
     pub records_removed: u64,
-    /// Whether uploads are recorded: without records no file can be told to
-    /// be an orphan, so files are only counted.
-    pub records_tracked: bool,
+    /// The store swept (`file:///…` or `s3://…`).
+    pub store: String,
     pub note: String,
 }
 
@@ -277,35 +276,47 @@ fn clear_caches(state: &AppState) -> CacheReport {
     }
 }
 
-/// The local uploads folder (`<data_dir>/uploads`).
-fn uploads_folder(state: &AppState) -> PathBuf {
-    state.settings.storage.data_dir.join("uploads")
-}
-
+/// Removes stored files no record names (older than an hour: an upload
+/// may be between its files and its record) and records whose original
+/// file is gone (with the rest of their files).
 async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
+    let storage = &state.uploads.storage;
+    let failed =
+        |error: object_store::Error| AppError::internal(format!("the upload store: {error}"));
     let referenced = state.db.referenced_upload_keys().await?;
-    let tracked = referenced.is_some();
-    let root = uploads_folder(state);
-    let sweep: UploadSweep = tokio::task::spawn_blocking(move || {
-        sweep_uploads(&root, referenced.as_ref(), UPLOAD_GRACE)
-    })
-    .await
-    .map_err(AppError::internal)?
-    .map_err(|error| AppError::internal(format!("sweeping the uploads folder: {error}")))?;
+    let sweep = storage
+        .sweep(&referenced, UPLOAD_GRACE)
+        .await
+        .map_err(failed)?;
+    let mut records_removed = 0;
+    let mut after = 0;
+    loop {
+        let page = state.db.uploads_after(after).await?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after = last.id;
+        for upload in &page {
+            if storage.exists(&upload.storage_key).await.map_err(failed)? {
+                continue;
+            }
+            for key in upload.keys() {
+                storage.delete(key).await.map_err(failed)?;
+            }
+            state.db.delete_upload(upload.id).await?;
+            records_removed += 1;
+        }
+    }
     Ok(UploadsReport {
         files_found: sweep.files_found,
         bytes_found: sweep.bytes_found,
         files_removed: sweep.files_removed,
         bytes_removed: sweep.bytes_removed,
-        records_removed: 0,
-        records_tracked: tracked,
-        note: if tracked {
-            "files no record points to (older than an hour) were removed".to_owned()
-        } else {
-            "no upload records exist yet, so no file can be told to be an orphan: the files \
-             in the uploads folder were counted, none removed"
-                .to_owned()
-        },
+        records_removed,
+        store: storage.location.clone(),
+        note: "files no record names were removed once older than an hour; younger ones are \
+               kept, as an upload may be between storing its files and recording them"
+            .to_owned(),
     })
 }
 

@@ -123,18 +123,58 @@ impl Default for DatabaseSettings {
     }
 }
 
-/// Files Plaza keeps on disk.
+/// Files Plaza keeps: the data directory and uploads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StorageSettings {
     /// Holds the SQLite database, generated keys, uploads and backups.
     pub data_dir: PathBuf,
+    /// Where uploads live: `file:///folder` or `s3://bucket/prefix`
+    /// (`AWS_*` variables configure S3); unset: `<data_dir>/uploads`.
+    pub storage_url: Option<String>,
+    /// Largest upload in bytes (SPEC.md: 5 MB).
+    pub upload_max_bytes: usize,
+    /// Smallest upload in bytes (SPEC.md: 1 KB).
+    pub upload_min_bytes: usize,
+    /// Largest width and height of an uploaded image.
+    pub upload_max_dimension: u32,
+    /// Uploads decoded and encoded at once; more wait up to 5 s, then 503.
+    pub upload_max_concurrent: usize,
+    /// `host:port` of a ClamAV `clamd` that scans every upload; unset: the
+    /// built-in structure check only.
+    pub upload_clamd_address: Option<String>,
 }
 
 impl Default for StorageSettings {
     fn default() -> Self {
         StorageSettings {
             data_dir: PathBuf::from("./data"),
+            storage_url: None,
+            upload_max_bytes: 5_242_880,
+            upload_min_bytes: 1024,
+            upload_max_dimension: 4096,
+            upload_max_concurrent: 2,
+            upload_clamd_address: None,
         }
+    }
+}
+
+impl StorageSettings {
+    fn validate(&self) -> Result<(), SettingsError> {
+        at_least_one([("upload_max_concurrent", self.upload_max_concurrent)])?;
+        if self.upload_min_bytes > self.upload_max_bytes {
+            return Err(SettingsError::new(
+                "upload_min_bytes",
+                "must not be above upload_max_bytes",
+            ));
+        }
+        if self.upload_max_dimension == 0 || self.upload_max_dimension > 16_384 {
+            return Err(SettingsError::new(
+                "upload_max_dimension",
+                "must be 1 to 16384",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -580,6 +620,7 @@ impl Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         self.server.validate()?;
         self.database.validate()?;
+        self.storage.validate()?;
         self.auth.validate()?;
         self.limits.validate()?;
         self.alerts.validate()?;

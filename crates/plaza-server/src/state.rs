@@ -64,6 +64,8 @@ pub struct Shared {
     pub alert_streams: crate::alert_stream::AlertStreams,
     /// Analytics collection: the event rules, enrichment and the writer's queue.
     pub analytics: crate::analytics::Analytics,
+    /// The upload pipeline and the object store of uploads.
+    pub uploads: crate::uploads::Uploads,
 }
 
 impl AppState {
@@ -105,6 +107,7 @@ impl AppState {
         let alert_streams = crate::alert_stream::AlertStreams::new(&settings.alerts);
         let analytics =
             crate::analytics::Analytics::new(&settings.analytics, &settings.storage.data_dir)?;
+        let settings_storage = settings.storage.clone();
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -120,6 +123,7 @@ impl AppState {
             background: TaskTracker::new(),
             alert_streams,
             analytics,
+            uploads: crate::uploads::Uploads::new(&settings_storage)?,
         })))
     }
 }

@@ -16,4 +16,5 @@ pub mod params;
 pub mod posts;
 pub mod search;
 pub mod system;
+pub mod uploads;
 pub mod users;

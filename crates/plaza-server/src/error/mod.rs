@@ -144,6 +144,17 @@ pub enum AppError {
         title: &'static str,
         details: String,
     },
+    /// An upload the upload table of SPEC.md refuses (400): its `error`
+    /// title, message and extra fields (`allowedTypes`, `maxSize`, …).
+    #[error("{message}")]
+    UploadRefused {
+        title: &'static str,
+        message: String,
+        extra: Map<String, Value>,
+    },
+    /// A byte range outside the file (416).
+    #[error("the range asked for is outside the file")]
+    RangeNotSatisfiable,
     /// A bug or an unexpected failure. The cause is logged, never sent.
     #[error("internal server error")]
     Internal(String),
@@ -156,6 +167,22 @@ impl AppError {
         AppError::Validation {
             message: format!("invalid {}: {}", field_error.field, field_error.reason),
             fields: vec![field_error],
+        }
+    }
+
+    /// A refused upload with `extra` fields in its body.
+    pub fn upload_refused<'a>(
+        title: &'static str,
+        message: impl Into<String>,
+        extra: impl IntoIterator<Item = (&'a str, Value)>,
+    ) -> Self {
+        AppError::UploadRefused {
+            title,
+            message: message.into(),
+            extra: extra
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
         }
     }
 
@@ -172,7 +199,9 @@ impl AppError {
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            AppError::BadRequest(_) | AppError::BadField(_) => StatusCode::BAD_REQUEST,
+            AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
+                StatusCode::BAD_REQUEST
+            }
             AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Conflict(_) | AppError::InvalidTransition(_) => StatusCode::CONFLICT,
@@ -181,6 +210,7 @@ impl AppError {
             AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
             AppError::Unavailable(_) | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Titled { status, .. } => *status,
+            AppError::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -194,7 +224,9 @@ impl AppError {
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             AppError::Validation { .. } => "VALIDATION_ERROR",
-            AppError::BadRequest(_) | AppError::BadField(_) => "BAD_REQUEST",
+            AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
+                "BAD_REQUEST"
+            }
             AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             AppError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             AppError::Conflict(_) => "CONFLICT",
@@ -208,6 +240,7 @@ impl AppError {
             }
             AppError::Titled { status, .. } if status.is_server_error() => "SERVER_ERROR",
             AppError::Titled { .. } => "BAD_REQUEST",
+            AppError::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
             AppError::Internal(_) => "SERVER_ERROR",
         }
     }
@@ -303,6 +336,7 @@ impl From<&AppError> for ErrorReport {
                 extra.insert("lockedBy".into(), json!(locked_by));
                 extra.insert("lockedAt".into(), json!(locked_at));
             }
+            AppError::UploadRefused { extra: fields, .. } => extra.extend(fields.clone()),
             _ => {}
         }
         ErrorReport {
@@ -317,7 +351,9 @@ impl From<&AppError> for ErrorReport {
             extra,
             general_only: matches!(error, AppError::RouteNotFound),
             title: match error {
-                AppError::Titled { title, .. } => Some(title),
+                AppError::Titled { title, .. } | AppError::UploadRefused { title, .. } => {
+                    Some(title)
+                }
                 _ => None,
             },
         }

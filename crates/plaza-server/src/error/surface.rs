@@ -163,6 +163,8 @@ fn upload_title(report: &ErrorReport) -> &'static str {
     match report.code {
         "UNAUTHORIZED" => "Authentication required",
         "PAYLOAD_TOO_LARGE" => "File too large",
+        "NOT_FOUND" => "Not found",
+        "RANGE_NOT_SATISFIABLE" => "Range not satisfiable",
         "SERVER_ERROR" | "SERVICE_UNAVAILABLE" => "Upload failed",
         "RATE_LIMITED" => "Rate limit exceeded",
         _ => "Invalid request",

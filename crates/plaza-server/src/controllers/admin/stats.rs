@@ -33,6 +33,14 @@ pub struct PostFigures {
     pub by_status: BTreeMap<String, i64>,
 }
 
+/// Uploaded images.
+#[derive(Serialize, ToSchema)]
+pub struct UploadFigures {
+    pub count: i64,
+    /// Bytes of the stored originals (variants not counted).
+    pub bytes: i64,
+}
+
 /// The statistics.
 #[derive(Serialize, ToSchema)]
 pub struct SystemStatsView {
@@ -40,6 +48,7 @@ pub struct SystemStatsView {
     pub posts: PostFigures,
     /// Reports no moderator has acted on.
     pub reports_open: i64,
+    pub uploads: UploadFigures,
     /// Sessions not expired.
     pub sessions_active: i64,
     /// Analytics events stored (within the retention period).
@@ -83,6 +92,10 @@ pub async fn system_stats(
             by_status: posts_by_status,
         },
         reports_open: stats.reports_open,
+        uploads: UploadFigures {
+            count: stats.uploads,
+            bytes: stats.upload_bytes,
+        },
         sessions_active: stats.sessions_active,
         analytics_events: stats.analytics_events,
         database_bytes: stats.database_bytes,

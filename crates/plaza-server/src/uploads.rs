@@ -1,0 +1,239 @@
+//! The upload pipeline: check the bytes, scan them, process them off the
+//! async threads in a bounded number of slots, store every file, then
+//! record the upload. Files first, record second: a crash in between leaves
+//! files no record names, which `cleanup_uploads` removes, and never a
+//! record without its files.
+
+use std::time::Duration;
+
+use plaza_domain::uploads::{NewUpload, StoredVariant, Upload};
+use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed};
+
+use crate::error::AppError;
+use crate::settings::StorageSettings;
+use crate::storage::Storage;
+
+/// How long an upload waits for a processing slot before 503.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
+/// How long clamd may take to answer.
+const CLAMD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the upload routes share.
+pub struct Uploads {
+    pub storage: Storage,
+    pub settings: StorageSettings,
+    slots: tokio::sync::Semaphore,
+}
+
+/// Why an upload is refused or failed, before it becomes an [`AppError`].
+#[derive(Debug)]
+pub enum Refusal {
+    /// The file breaks a rule (type, size, dimensions, structure).
+    Media(MediaError),
+    /// The virus scanner found something.
+    Infected(String),
+    /// Storing or scanning failed: the server's fault.
+    Failed(String),
+    Busy,
+}
+
+impl Uploads {
+    pub fn new(settings: &StorageSettings) -> Result<Uploads, String> {
+        Ok(Uploads {
+            storage: Storage::open(settings.storage_url.as_deref(), &settings.data_dir)?,
+            settings: settings.clone(),
+            slots: tokio::sync::Semaphore::new(settings.upload_max_concurrent),
+        })
+    }
+
+    /// The rules for an upload of `kinds`, from the settings.
+    pub fn limits(&self, kinds: &'static [ImageKind]) -> Limits {
+        Limits {
+            min_bytes: self.settings.upload_min_bytes,
+            max_bytes: self.settings.upload_max_bytes,
+            max_width: self.settings.upload_max_dimension,
+            max_height: self.settings.upload_max_dimension,
+            kinds,
+        }
+    }
+
+    /// Checks, scans and processes `bytes`, stores its files under a new
+    /// name and records it for `user_id`.
+    pub async fn accept(
+        &self,
+        db: &plaza_domain::Database,
+        bytes: Vec<u8>,
+        original_name: String,
+        user_id: i64,
+        limits: Limits,
+    ) -> Result<Upload, Refusal> {
+        let inspection = plaza_media::inspect(&bytes, &limits).map_err(Refusal::Media)?;
+        if let Some(address) = &self.settings.upload_clamd_address {
+            scan_with_clamd(address, &bytes).await?;
+        }
+        let processed = self.process(bytes, inspection).await?;
+        let name = uuid::Uuid::new_v4().simple().to_string();
+        let original_key = format!("{name}.{}", processed.original.extension);
+        let mut stored = Vec::new();
+        let mut writes = vec![(original_key.clone(), processed.original.bytes)];
+        for variant in processed.variants {
+            for (suffix, image) in [("", variant.image), ("-webp", variant.webp)] {
+                let key = format!("{name}-{}.{}", variant.size.name(), image.extension);
+                stored.push(StoredVariant {
+                    name: format!("{}{suffix}", variant.size.name()),
+                    key: key.clone(),
+                    mime_type: image.mime_type.to_owned(),
+                    width: image.width,
+                    height: image.height,
+                    size: image.bytes.len() as u64,
+                });
+                writes.push((key, image.bytes));
+            }
+        }
+        let size = writes[0].1.len() as i64;
+        let keys: Vec<String> = writes.iter().map(|(key, _)| key.clone()).collect();
+        for (key, bytes) in writes {
+            if let Err(error) = self.storage.put(&key, bytes).await {
+                self.forget(&keys).await;
+                return Err(Refusal::Failed(format!("storing {key}: {error}")));
+            }
+        }
+        let recorded = db
+            .record_upload(NewUpload {
+                user_id,
+                storage_key: original_key,
+                original_name,
+                mime_type: processed.original.mime_type.to_owned(),
+                size,
+                width: i64::from(processed.original.width),
+                height: i64::from(processed.original.height),
+                file_hash: processed.sha256,
+                variants: stored,
+            })
+            .await;
+        match recorded {
+            Ok(upload) => Ok(upload),
+            Err(error) => {
+                self.forget(&keys).await;
+                Err(Refusal::Failed(format!("recording the upload: {error}")))
+            }
+        }
+    }
+
+    /// Decodes and encodes on the blocking pool, in one of the slots.
+    async fn process(&self, bytes: Vec<u8>, inspection: Inspection) -> Result<Processed, Refusal> {
+        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
+            .await
+            .map_err(|_| Refusal::Busy)?
+            .map_err(|_| Refusal::Busy)?;
+        tokio::task::spawn_blocking(move || plaza_media::process(&bytes, inspection))
+            .await
+            .map_err(|error| Refusal::Failed(format!("processing panicked: {error}")))?
+            .map_err(Refusal::Media)
+    }
+
+    /// Best effort: files of a failed upload (the sweep gets any left).
+    async fn forget(&self, keys: &[String]) {
+        for key in keys {
+            if let Err(error) = self.storage.delete(key).await {
+                tracing::warn!(%key, %error, "removing a file of a failed upload");
+            }
+        }
+    }
+}
+
+/// Sends `bytes` to clamd with `INSTREAM` (chunks of a 4-byte big-endian
+/// length and data, then a zero length) and reads its verdict, on the
+/// blocking pool with socket timeouts.
+async fn scan_with_clamd(address: &str, bytes: &[u8]) -> Result<(), Refusal> {
+    let target = address.to_owned();
+    let data = bytes.to_vec();
+    let reply = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        use std::io::{Read, Write};
+        let socket = std::net::ToSocketAddrs::to_socket_addrs(&target)?
+            .next()
+            .ok_or_else(|| std::io::Error::other("the address resolves to nothing"))?;
+        let mut stream = std::net::TcpStream::connect_timeout(&socket, CLAMD_TIMEOUT)?;
+        stream.set_read_timeout(Some(CLAMD_TIMEOUT))?;
+        stream.set_write_timeout(Some(CLAMD_TIMEOUT))?;
+        stream.write_all(b"zINSTREAM\0")?;
+        for chunk in data.chunks(64 * 1024) {
+            stream.write_all(&(chunk.len() as u32).to_be_bytes())?;
+            stream.write_all(chunk)?;
+        }
+        stream.write_all(&0u32.to_be_bytes())?;
+        let mut reply = Vec::new();
+        stream.take(4096).read_to_end(&mut reply)?;
+        Ok(reply)
+    })
+    .await
+    .map_err(|error| Refusal::Failed(format!("the clamd exchange panicked: {error}")))?
+    .map_err(|error| Refusal::Failed(format!("clamd at {address}: {error}")))?;
+    let reply = String::from_utf8_lossy(&reply);
+    let reply = reply.trim_end_matches('\0').trim();
+    if reply.ends_with("OK") {
+        Ok(())
+    } else if let Some(found) = reply.strip_suffix("FOUND") {
+        let name = found.trim().trim_start_matches("stream:").trim();
+        Err(Refusal::Infected(name.to_owned()))
+    } else {
+        Err(Refusal::Failed(format!("clamd answered {reply:?}")))
+    }
+}
+
+impl Refusal {
+    /// The answer in the upload table's terms (SPEC.md "Errors", Upload).
+    pub fn into_error(self, limits: &Limits) -> AppError {
+        let allowed: Vec<&str> = limits.kinds.iter().map(|kind| kind.mime_type()).collect();
+        match self {
+            Refusal::Media(MediaError::UnsupportedType) => AppError::upload_refused(
+                "Invalid file type",
+                format!("allowed types are {}", allowed.join(", ")),
+                [("allowedTypes", serde_json::json!(allowed))],
+            ),
+            Refusal::Media(MediaError::TooLarge { size, max }) => too_large(size, max),
+            Refusal::Media(error @ MediaError::TooSmall { .. }) => AppError::upload_refused(
+                "File too small",
+                error.to_string(),
+                [("minSize", serde_json::json!(limits.min_bytes))],
+            ),
+            Refusal::Media(error @ MediaError::TooManyPixels { .. }) => AppError::upload_refused(
+                "Image too large",
+                error.to_string(),
+                [(
+                    "maxDimensions",
+                    serde_json::json!({"width": limits.max_width, "height": limits.max_height}),
+                )],
+            ),
+            Refusal::Media(
+                error @ (MediaError::Polyglot(_) | MediaError::Animated | MediaError::Corrupt(_)),
+            ) => AppError::upload_refused(
+                "Invalid file type",
+                error.to_string(),
+                [("allowedTypes", serde_json::json!(allowed))],
+            ),
+            Refusal::Infected(name) => AppError::upload_refused(
+                "File rejected",
+                format!("the malware scan found {name}"),
+                [("threat", serde_json::json!(name))],
+            ),
+            Refusal::Busy => AppError::Busy {
+                retry_after_secs: 5,
+            },
+            Refusal::Media(error @ MediaError::Encode(_)) => AppError::internal(error),
+            Refusal::Failed(cause) => AppError::internal(cause),
+        }
+    }
+}
+
+/// 400 `File too large` with `maxSize` and `receivedSize`.
+pub fn too_large(received: usize, max: usize) -> AppError {
+    AppError::upload_refused(
+        "File too large",
+        format!("the file is {received} bytes; at most {max} are accepted"),
+        [
+            ("maxSize", serde_json::json!(max)),
+            ("receivedSize", serde_json::json!(received)),
+        ],
+    )
+}

@@ -1,0 +1,620 @@
+//! Image uploads: every row of SPEC.md's upload error table, the type from
+//! the bytes, bombs, polyglots, metadata stripped, variants, serving with
+//! ranges, the sweep after a crash, and an S3-compatible store.
+
+mod common;
+
+use std::io::Cursor;
+
+use common::{As, Backend, TestServer, member};
+use image::{DynamicImage, ImageFormat};
+use serde_json::{Value, json};
+
+fn picture(width: u32, height: u32) -> DynamicImage {
+    DynamicImage::ImageRgb8(image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([
+            (x % 251) as u8,
+            (y % 241) as u8,
+            ((x * 7 + y * 3) % 239) as u8,
+        ])
+    }))
+}
+
+fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    image
+        .write_to(&mut Cursor::new(&mut bytes), format)
+        .expect("encode");
+    bytes
+}
+
+/// A JPEG with an EXIF segment carrying GPS text right after its start.
+fn jpeg_with_gps() -> Vec<u8> {
+    let plain = encoded(&picture(120, 90), ImageFormat::Jpeg);
+    let mut exif = b"Exif\x00\x00II*\x00\x08\x00\x00\x00\x01\x00\x25\x88\x04\x00\x01\x00\x00\x00\x1a\x00\x00\x00\x00\x00\x00\x00".to_vec();
+    exif.extend_from_slice(b"GPS 52.5200N 13.4050E");
+    let mut bytes = plain[..2].to_vec();
+    bytes.extend_from_slice(&[0xFF, 0xE1]);
+    bytes.extend_from_slice(&((exif.len() + 2) as u16).to_be_bytes());
+    bytes.extend_from_slice(&exif);
+    bytes.extend_from_slice(&plain[2..]);
+    bytes
+}
+
+/// A multipart body with one file field.
+fn form(field: &str, filename: &str, content_type: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "plaza-test-boundary-7d1f";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\n\
+         Content-Type: {content_type}\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn send_form(
+    server: &TestServer,
+    path: &str,
+    cookie: Option<&str>,
+    (content_type, body): (String, Vec<u8>),
+) -> (u16, Value) {
+    let mut request = server
+        .client
+        .post(server.url(path))
+        .header("content-type", content_type)
+        .body(body);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn upload(server: &TestServer, cookie: &str, name: &str, bytes: &[u8]) -> (u16, Value) {
+    send_form(
+        server,
+        "/api/upload/image",
+        Some(cookie),
+        form("file", name, "application/octet-stream", bytes),
+    )
+    .await
+}
+
+async fn fetch(server: &TestServer, url: &str) -> reqwest::Response {
+    server.get(url).await
+}
+
+async fn every_row_of_the_upload_error_table(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+
+    let (status, body) = send_form(
+        &server,
+        "/api/upload/image",
+        None,
+        form("file", "a.png", "image/png", &png),
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"], "Authentication required");
+    assert!(body["message"].is_string());
+
+    let (status, body) = send_form(
+        &server,
+        "/api/upload/image",
+        Some(&cookie),
+        form("other", "a.png", "image/png", &png),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "No file provided");
+    assert!(body["message"].is_string());
+    let response = server
+        .client
+        .post(server.url("/api/upload/image"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["error"], "No file provided");
+
+    let html = format!(
+        "<!DOCTYPE html><html><script>alert(1)</script>{}</html>",
+        "x".repeat(2000)
+    );
+    let (status, body) = upload(&server, &cookie, "photo.png", html.as_bytes()).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "Invalid file type");
+    assert_eq!(
+        body["allowedTypes"],
+        json!(["image/jpeg", "image/png", "image/webp", "image/gif"])
+    );
+
+    let huge = vec![0xFFu8; 5_242_881];
+    let (status, body) = upload(&server, &cookie, "big.jpg", &huge).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "File too large");
+    assert_eq!(body["maxSize"], 5_242_880);
+    assert!(body["receivedSize"].as_u64() > Some(5_242_880), "{body}");
+
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "tiny.png",
+        &encoded(&picture(2, 2), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "File too small");
+    assert_eq!(body["minSize"], 1024);
+
+    let (status, body) = upload(&server, &cookie, "fine.png", &png).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["message"], "File uploaded successfully");
+    let file = &body["file"];
+    assert_eq!(file["originalName"], "fine.png");
+    assert_eq!(file["mimeType"], "image/png");
+    assert_eq!(
+        file["dimensions"],
+        json!({"width": 64, "height": 64, "pixels": 4096})
+    );
+    assert!(
+        file["publicUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with(file["url"].as_str().unwrap())
+    );
+    assert_eq!(body["metadata"]["processed"], true);
+    assert_eq!(
+        body["metadata"]["fileHash"].as_str().map(str::len),
+        Some(64)
+    );
+
+    let (status, body) = send_form(
+        &server,
+        "/api/upload",
+        Some(&cookie),
+        form("file", "again.png", "image/png", &png),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["type"], "image/png");
+    assert!(body["url"].as_str().unwrap().starts_with("/api/uploads/"));
+    assert!(body["size"].as_i64() > Some(0));
+}
+
+async fn a_store_that_fails_answers_upload_failed(backend: Backend) {
+    // An S3 store on a port where nothing listens: every write fails.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads"),
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_ALLOW_HTTP", "true"),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "a.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "Upload failed");
+    assert!(
+        !body["message"].as_str().unwrap().contains("127.0.0.1"),
+        "no internals: {body}"
+    );
+    let stats = server.domain().await.upload_totals().await.expect("totals");
+    assert_eq!(stats, (0, 0), "nothing recorded");
+}
+
+async fn the_type_comes_from_the_bytes_not_the_name(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+    let (status, body) = send_form(
+        &server,
+        "/api/upload/image",
+        Some(&cookie),
+        form("file", "cat.gif", "image/gif", &png),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["file"]["mimeType"], "image/png");
+    assert!(body["file"]["filename"].as_str().unwrap().ends_with(".png"));
+
+    let mut bomb = encoded(&picture(8, 8), ImageFormat::Png);
+    bomb.resize(2048, 0);
+    let bomb_png = {
+        let mut bytes = encoded(&picture(8, 8), ImageFormat::Png);
+        bytes[16..20].copy_from_slice(&60_000u32.to_be_bytes());
+        bytes[20..24].copy_from_slice(&60_000u32.to_be_bytes());
+        let crc = crc32(&bytes[12..29]);
+        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+        // Padding inside a private chunk keeps it over the 1 KB minimum.
+        let end = bytes.len() - 12;
+        let mut chunk = 1000u32.to_be_bytes().to_vec();
+        chunk.extend_from_slice(b"prVt");
+        chunk.extend_from_slice(&[0u8; 1000]);
+        let crc = crc32(&chunk[4..]);
+        chunk.extend_from_slice(&crc.to_be_bytes());
+        bytes.splice(end..end, chunk);
+        bytes
+    };
+    let (status, body) = upload(&server, &cookie, "bomb.png", &bomb_png).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "Image too large");
+    assert_eq!(
+        body["maxDimensions"],
+        json!({"width": 4096, "height": 4096})
+    );
+
+    let mut polyglot = encoded(&picture(64, 64), ImageFormat::Jpeg);
+    polyglot.extend_from_slice(b"PK\x03\x04<?php system($_GET['c']); ?>");
+    let (status, body) = upload(&server, &cookie, "poly.jpg", &polyglot).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "Invalid file type");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("outside the image"),
+        "{body}"
+    );
+
+    let mut animated = Vec::new();
+    {
+        let mut encoder = image::codecs::gif::GifEncoder::new(&mut animated);
+        for shade in [0u8, 128, 255] {
+            let frame = image::RgbaImage::from_fn(40, 40, |x, y| {
+                image::Rgba([shade, x as u8, y as u8, 255])
+            });
+            encoder
+                .encode_frame(image::Frame::new(frame))
+                .expect("frame");
+        }
+    }
+    let (status, body) = upload(&server, &cookie, "anim.gif", &animated).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("animated"),
+        "{body}"
+    );
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+async fn stored_files_lose_their_metadata_and_come_in_every_size(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let (status, body) = upload(&server, &cookie, "gps.jpg", &jpeg_with_gps()).await;
+    assert_eq!(status, 200, "{body}");
+    let response = fetch(&server, body["file"]["url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "image/jpeg");
+    assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+    assert!(
+        response.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
+    let stored = response.bytes().await.expect("body");
+    assert!(!stored.windows(4).any(|w| w == b"Exif"), "EXIF removed");
+    assert!(!stored.windows(3).any(|w| w == b"GPS"), "GPS removed");
+    use sha2::Digest;
+    let hash: String = sha2::Sha256::digest(&stored)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        body["metadata"]["fileHash"], hash,
+        "the hash of the stored original"
+    );
+
+    let photo = encoded(&picture(3000, 2000), ImageFormat::Jpeg);
+    let (status, body) = upload(&server, &cookie, "photo.jpg", &photo).await;
+    assert_eq!(status, 200, "{body}");
+    let variants = &body["file"]["variants"];
+    for (name, width, height, mime) in [
+        ("thumbnail", 150, 150, "image/jpeg"),
+        ("medium", 800, 533, "image/jpeg"),
+        ("large", 1620, 1080, "image/jpeg"),
+        ("thumbnail-webp", 150, 150, "image/webp"),
+        ("medium-webp", 800, 533, "image/webp"),
+        ("large-webp", 1620, 1080, "image/webp"),
+    ] {
+        let variant = &variants[name];
+        assert_eq!(
+            (variant["width"].as_u64(), variant["height"].as_u64()),
+            (Some(width), Some(height)),
+            "{name}"
+        );
+        assert_eq!(variant["mimeType"], mime, "{name}");
+        let response = fetch(&server, variant["url"].as_str().unwrap()).await;
+        assert_eq!(response.headers()["content-type"], mime, "{name}");
+        let bytes = response.bytes().await.expect("body");
+        let decoded = image::load_from_memory(&bytes).expect("a stored variant decodes");
+        assert_eq!(
+            (decoded.width(), decoded.height()),
+            (width as u32, height as u32),
+            "{name}"
+        );
+    }
+
+    let url = body["file"]["url"].as_str().unwrap().to_owned();
+    let size = body["file"]["size"].as_u64().unwrap();
+    let response = server
+        .client
+        .get(server.url(&url))
+        .header("range", "bytes=10-19")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 206);
+    assert_eq!(
+        response.headers()["content-range"],
+        format!("bytes 10-19/{size}").as_str()
+    );
+    assert_eq!(response.bytes().await.unwrap().len(), 10);
+    let response = server
+        .client
+        .get(server.url(&url))
+        .header("range", format!("bytes={}-", size + 10))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 416);
+    for missing in [
+        "/api/uploads/0123456789abcdef0123456789abcdef.jpg",
+        "/api/uploads/..%2Fplaza.db",
+        "/api/uploads/x.html",
+    ] {
+        let response = fetch(&server, missing).await;
+        assert_eq!(response.status(), 404, "{missing}");
+        let body: Value = response.json().await.expect("JSON");
+        assert_eq!(body["error"], "Not found");
+    }
+}
+
+async fn cleanup_removes_what_a_crash_left_behind(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    server.create_user("admin@example.com", common::PASSWORD, "admin");
+    let token = server.mint("admin@example.com", "admin:write");
+    let (status, kept) = upload(
+        &server,
+        &cookie,
+        "kept.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 200, "{kept}");
+    let (status, lost) = upload(
+        &server,
+        &cookie,
+        "lost.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 200, "{lost}");
+    let folder = server.data_dir.path().join("uploads");
+    // A crash after the files, before the record: files nobody names, old.
+    let orphan = folder.join("ffffffffffffffffffffffffffffffff.png");
+    std::fs::write(&orphan, b"orphan").unwrap();
+    let fresh = folder.join("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.png");
+    std::fs::write(&fresh, b"in flight").unwrap();
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "3 hours ago"])
+        .arg(&orphan)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    // The store lost an original: its record (and its variants) go too.
+    std::fs::remove_file(folder.join(lost["file"]["filename"].as_str().unwrap())).unwrap();
+
+    let response = server
+        .send(
+            As::Token(&token),
+            "POST",
+            "/api/v1/admin/system/maintenance",
+            Some(&json!({"action": "cleanup_uploads"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let report: Value = response.json().await.unwrap();
+    let report = &report["data"]["uploads"];
+    assert_eq!(report["filesRemoved"], 1, "{report}");
+    assert_eq!(report["recordsRemoved"], 1, "{report}");
+    assert!(!orphan.exists());
+    assert!(
+        fresh.exists(),
+        "younger than an hour: perhaps an upload in flight"
+    );
+    let response = fetch(&server, kept["file"]["url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 200, "the recorded upload stays");
+    let thumbnail = lost["file"]["variants"]["thumbnail"]["url"]
+        .as_str()
+        .unwrap();
+    assert_eq!(fetch(&server, thumbnail).await.status(), 404);
+    assert_eq!(server.domain().await.upload_totals().await.unwrap().0, 1);
+}
+
+async fn uploads_are_rate_limited_in_the_upload_shape(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_RATE_LIMITS_ENABLED", "true"),
+            ("PLAZA_RATE_LIMIT_AUTHENTICATED", "2/hour"),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+    let mut statuses = Vec::new();
+    let mut last = Value::Null;
+    for _ in 0..3 {
+        let (status, body) = upload(&server, &cookie, "a.png", &png).await;
+        statuses.push(status);
+        last = body;
+    }
+    assert_eq!(statuses, [200, 200, 429], "{last}");
+    assert_eq!(last["error"], "Rate limit exceeded");
+    assert!(last["message"].is_string());
+}
+
+/// The same pipeline against an S3-compatible server (moto, started here
+/// on loopback): files go to the bucket and come back through Plaza.
+async fn an_s3_compatible_store_round_trips(backend: Backend) {
+    let Some(moto) = Moto::start() else {
+        common::skip(
+            "an_s3_compatible_store_round_trips",
+            "python3 -m moto.server is not installed",
+        );
+        return;
+    };
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let created = std::process::Command::new("python3")
+        .args(["-c", &format!("import urllib.request as r; r.urlopen(r.Request('{endpoint}/plaza-test', method='PUT'))")])
+        .status()
+        .unwrap();
+    assert!(created.success(), "bucket created");
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads"),
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_ALLOW_HTTP", "true"),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+    let (status, body) = upload(&server, &cookie, "s3.png", &png).await;
+    assert_eq!(status, 200, "{body}");
+    let filename = body["file"]["filename"].as_str().unwrap();
+    let listing = reqwest::get(format!("{endpoint}/plaza-test?list-type=2&prefix=uploads/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        listing.contains(&format!("uploads/{filename}")),
+        "{listing}"
+    );
+    let response = fetch(&server, body["file"]["url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 200);
+    let stored = response.bytes().await.unwrap();
+    assert_eq!(image::load_from_memory(&stored).unwrap().width(), 64);
+    assert!(
+        !server
+            .data_dir
+            .path()
+            .join("uploads")
+            .join(filename)
+            .exists(),
+        "not on the local disk"
+    );
+}
+
+/// A moto S3 server on a free loopback port, stopped when dropped.
+struct Moto {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Moto {
+    fn start() -> Option<Moto> {
+        let installed = std::process::Command::new("python3")
+            .args(["-c", "import moto.server"])
+            .status()
+            .ok()?
+            .success();
+        if !installed {
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let child = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let moto = Moto { child, port };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(moto);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+on_both_databases!(
+    every_row_of_the_upload_error_table,
+    a_store_that_fails_answers_upload_failed,
+    the_type_comes_from_the_bytes_not_the_name,
+    stored_files_lose_their_metadata_and_come_in_every_size,
+    cleanup_removes_what_a_crash_left_behind,
+    uploads_are_rate_limited_in_the_upload_shape,
+    an_s3_compatible_store_round_trips,
+);
