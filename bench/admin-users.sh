@@ -22,28 +22,10 @@ DURATION="${2:-10}"
 CONNECTIONS="${3:-10}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
-for tool in wrk curl python3 psql; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
-done
-
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA="$PLAZA_BIN"
-else
-  cargo build --release -q -p plaza-server
-  PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
-fi
-WORK=$(mktemp -d)
+source bench/lib.sh
+need wrk curl python3 psql
 PG_DB="plaza_bench_admin_users_$$"
-SERVER_PID=""
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'
 
 export PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
 export PLAZA_JWT_SECRET="admin-users-benchmark-secret-0123456789"
@@ -65,13 +47,8 @@ for backend in $BACKENDS; do
   "$PLAZA" dev seed --users "$USERS" --posts 0 >/dev/null 2>&1
   "$PLAZA" user create --email bench-admin@example.com --password "$PASSWORD" --role admin >/dev/null 2>&1
   echo "  seeding took $(( $(date +%s) - started ))s"
-  PORT=$(free_port)
-  PLAZA_BIND="127.0.0.1:$PORT" "$PLAZA" serve >"$WORK/server.log" 2>&1 &
-  SERVER_PID=$!
-  wait_http "http://127.0.0.1:$PORT/api/health"
-  COOKIE=$(curl -s -D - -o /dev/null -H 'content-type: application/json' \
-    -d "{\"email\":\"bench-admin@example.com\",\"password\":\"$PASSWORD\"}" \
-    "http://127.0.0.1:$PORT/api/auth/signin" | awk -F'[ ;]' 'tolower($1)=="set-cookie:" && $2 ~ /^plaza_session=/ {print $2}')
+  start_server
+  COOKIE=$(session_cookie bench-admin@example.com "$PASSWORD")
   [ -n "$COOKIE" ] || { echo "sign-in failed" >&2; exit 1; }
   for limit in 100 10; do
     url="http://127.0.0.1:$PORT/api/admin/users?limit=$limit"
@@ -98,6 +75,5 @@ print(f"  one page: {len(users)} users of {total}: {providers} with a provider, 
     printf '  GET /api/admin/users?limit=%s   %s req/s   p50 %s   p99 %s%s\n' "$limit" "$rps" "$p50" "$p99" "${errors:+   non-2xx: $errors}"
     [ -z "$errors" ] || tail -3 "$WORK/server.log" | cut -c1-400
   done
-  kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
+  stop_server
 done

@@ -77,7 +77,9 @@ impl Uploads {
         let mut stored = Vec::new();
         let mut writes = vec![(original_key.clone(), processed.original.bytes)];
         for variant in processed.variants {
-            for (suffix, image) in [("", variant.image), ("-webp", variant.webp)] {
+            let copies = std::iter::once(("", variant.image))
+                .chain(variant.webp.map(|webp| ("-webp", webp)));
+            for (suffix, image) in copies {
                 let key = format!("{name}-{}.{}", variant.size.name(), image.extension);
                 stored.push(StoredVariant {
                     name: format!("{}{suffix}", variant.size.name()),

@@ -76,7 +76,8 @@ pub struct FileRecord {
     pub public_url: String,
     pub dimensions: Dimensions,
     /// `thumbnail` (150×150 cropped), `medium` (fits 800×600), `large`
-    /// (fits 1920×1080), never enlarged, each also as `…-webp`.
+    /// (fits 1920×1080), never enlarged; `thumbnail-webp` and
+    /// `medium-webp` the same as lossless WebP.
     pub variants: BTreeMap<String, VariantFile>,
 }
 
@@ -170,7 +171,7 @@ fn record(state: &AppState, upload: &Upload) -> ImageUploaded {
 /// Upload an image: multipart form data with one `file` field (JPEG, PNG,
 /// WebP or GIF, decided from the bytes; 1 KB to 5 MB; at most 4096×4096).
 /// The stored image is re-encoded without metadata, with thumbnail, medium
-/// and large variants and WebP copies.
+/// and large variants and WebP copies of the first two.
 #[utoipa::path(
     post,
     path = "/api/upload/image",
