@@ -441,7 +441,7 @@ mod tests {
             Surface::VersionedAdmin
         } else if under("/api/admin") {
             Surface::UnversionedAdmin
-        } else if under("/api/upload") || under("/api/emojis/custom") {
+        } else if under("/api/upload") || under("/api/uploads") || under("/api/emojis/custom") {
             Surface::Upload
         } else if under("/api/link-preview") || under("/api/version") {
             Surface::Plain

@@ -15,7 +15,7 @@ use crate::state::AppState;
 
 /// Users by standing.
 #[derive(Serialize, ToSchema)]
-pub struct UserFigures {
+pub struct UserStatistics {
     pub total: i64,
     /// Signed in within the last 30 days.
     pub active: i64,
@@ -27,7 +27,7 @@ pub struct UserFigures {
 
 /// Posts by status.
 #[derive(Serialize, ToSchema)]
-pub struct PostFigures {
+pub struct PostStatistics {
     pub total: i64,
     /// `published`, `draft`, `hidden`, `flagged`.
     pub by_status: BTreeMap<String, i64>,
@@ -35,7 +35,7 @@ pub struct PostFigures {
 
 /// Uploaded images.
 #[derive(Serialize, ToSchema)]
-pub struct UploadFigures {
+pub struct UploadStatistics {
     pub count: i64,
     /// Bytes of the stored originals (variants not counted).
     pub bytes: i64,
@@ -44,11 +44,11 @@ pub struct UploadFigures {
 /// The statistics.
 #[derive(Serialize, ToSchema)]
 pub struct SystemStatsView {
-    pub users: UserFigures,
-    pub posts: PostFigures,
+    pub users: UserStatistics,
+    pub posts: PostStatistics,
     /// Reports no moderator has acted on.
     pub reports_open: i64,
-    pub uploads: UploadFigures,
+    pub uploads: UploadStatistics,
     /// Sessions not expired.
     pub sessions_active: i64,
     /// Analytics events stored (within the retention period).
@@ -81,18 +81,18 @@ pub async fn system_stats(
         .map(|(status, count)| (status.to_owned(), count))
         .collect();
     Ok(AppJson(SystemStatsView {
-        users: UserFigures {
+        users: UserStatistics {
             total: stats.users_total,
             active: stats.users_active,
             new: stats.users_new,
             by_status: stats.users_by_status.into_iter().collect(),
         },
-        posts: PostFigures {
+        posts: PostStatistics {
             total: posts_by_status.values().sum(),
             by_status: posts_by_status,
         },
         reports_open: stats.reports_open,
-        uploads: UploadFigures {
+        uploads: UploadStatistics {
             count: stats.uploads,
             bytes: stats.upload_bytes,
         },
