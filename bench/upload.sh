@@ -4,7 +4,7 @@
 # made (thumbnail, medium, large, each also as WebP), first alone, then 4 at
 # once, by a signed-in user against the release binary (SQLite, rate limits
 # off). Prints each upload's time (curl's total) and the server's peak
-# resident memory (VmHWM) before and after.
+# resident memory (VmHWM) in each phase.
 #
 # Usage: bench/upload.sh [rounds, default 5]
 # Environment: PLAZA_BIN (a built binary instead of building one).
@@ -23,12 +23,17 @@ PASSWORD='bench uploader password'
 start_server
 COOKIE=$(session_cookie uploader@example.com "$PASSWORD")
 peak() { awk '/VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$SERVER_PID/status"; }
+resident() { awk '/VmRSS/ {printf "%.1f MiB", $2/1024}' "/proc/$SERVER_PID/status"; }
+# Start-up has a transient peak of its own (about 80 MiB, freed again);
+# writing 5 to clear_refs resets the peak so each phase is measured alone.
+reset_peak() { echo 5 >"/proc/$SERVER_PID/clear_refs"; }
 one() {
   curl -s -o "$WORK/answer.$1.json" -w '%{http_code} %{time_total}\n' -H "Cookie: $COOKIE" \
     -F "file=@$WORK/photo.jpg;type=image/jpeg" "http://127.0.0.1:$PORT/api/upload/image"
 }
 echo "upload benchmark: $(stat -c %s "$WORK/photo.jpg") byte 3000x2000 JPEG, $ROUNDS rounds, loopback, $(nproc) cores"
-echo "  server peak memory after start: $(peak)"
+echo "  server after start: peak $(peak), resident $(resident)"
+reset_peak
 alone=()
 for round in $(seq 1 "$ROUNDS"); do
   read -r code seconds < <(one "a$round")
@@ -36,7 +41,8 @@ for round in $(seq 1 "$ROUNDS"); do
   alone+=("$seconds")
 done
 echo "  one at a time (s): ${alone[*]}"
-echo "  server peak memory after single uploads: $(peak)"
+echo "  server peak during single uploads: $(peak)"
+reset_peak
 for round in $(seq 1 "$ROUNDS"); do
   clients=()
   for client in 1 2 3 4; do
@@ -52,7 +58,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
   echo "  4 at once, round $round (s): ${times[*]}"
 done
-echo "  server peak memory after 4 concurrent uploads: $(peak)"
+echo "  server peak during 4 concurrent uploads: $(peak)"
 python3 -c '
 import json, sys
 answer = json.load(open(sys.argv[1]))
