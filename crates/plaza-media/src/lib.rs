@@ -331,10 +331,14 @@ fn encode(image: &DynamicImage, kind: ImageKind) -> Result<Encoded, MediaError> 
     let failed = |error: image::ImageError| MediaError::Encode(error.to_string());
     match kind {
         ImageKind::Jpeg => {
-            let rgb = image.to_rgb8();
-            JpegEncoder::new_with_quality(&mut bytes, JPEG_QUALITY)
-                .encode_image(&rgb)
-                .map_err(failed)?;
+            let mut encoder = JpegEncoder::new_with_quality(&mut bytes, JPEG_QUALITY);
+            // A decoded JPEG is RGB already: encode it in place rather than
+            // copying 18 MB of a 6-megapixel photo first.
+            match image.as_rgb8() {
+                Some(rgb) => encoder.encode_image(rgb),
+                None => encoder.encode_image(&image.to_rgb8()),
+            }
+            .map_err(failed)?;
         }
         ImageKind::Png => image
             .write_with_encoder(PngEncoder::new(&mut bytes))
