@@ -18,6 +18,7 @@ pub mod auth_state;
 pub mod bans;
 pub mod db;
 mod dialect;
+pub mod emojis;
 pub mod error;
 pub mod feature_flags;
 pub mod flag;

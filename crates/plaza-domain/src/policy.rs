@@ -171,6 +171,11 @@ pub fn moderate_post(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
 }
 
+/// Approving or rejecting custom emojis: moderators and above.
+pub fn moderate_emojis(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator())
+}
+
 /// Sending a broadcast to users: administrators.
 pub fn send_broadcast(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_admin())

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::FromRow;
 
 use crate::time::now_millis;
-use crate::{Database, DomainError};
+use crate::{Database, DomainError, Tx};
 
 /// One stored size of an upload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,26 +103,7 @@ const SWEEP_PAGE: i64 = 1000;
 impl Database {
     /// Records an upload whose files are stored.
     pub async fn record_upload(&self, new: NewUpload) -> Result<Upload, DomainError> {
-        let variants = serde_json::to_string(&new.variants)
-            .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
-        let row: UploadRow = sqlx::query_as(&format!(
-            "INSERT INTO uploads (user_id, storage_key, original_name, mime_type, size, width, \
-             height, file_hash, variants, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
-        ))
-        .bind(new.user_id)
-        .bind(new.storage_key)
-        .bind(new.original_name)
-        .bind(new.mime_type)
-        .bind(new.size)
-        .bind(new.width)
-        .bind(new.height)
-        .bind(new.file_hash)
-        .bind(variants)
-        .bind(now_millis())
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
-        Ok(row.into())
+        self.write(move |tx| Box::pin(record(tx, new))).await
     }
 
     /// Every upload record, oldest first, a page at a time (`after`: the
@@ -170,4 +151,28 @@ impl Database {
                 .await?,
         )
     }
+}
+
+/// Records, in `tx`, an upload whose files are stored.
+pub async fn record(tx: &mut Tx<'_>, new: NewUpload) -> Result<Upload, DomainError> {
+    let variants = serde_json::to_string(&new.variants)
+        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+    let row: UploadRow = sqlx::query_as(&format!(
+        "INSERT INTO uploads (user_id, storage_key, original_name, mime_type, size, width, \
+         height, file_hash, variants, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
+    ))
+    .bind(new.user_id)
+    .bind(new.storage_key)
+    .bind(new.original_name)
+    .bind(new.mime_type)
+    .bind(new.size)
+    .bind(new.width)
+    .bind(new.height)
+    .bind(new.file_hash)
+    .bind(variants)
+    .bind(now_millis())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(row.into())
 }

@@ -4,7 +4,7 @@ use std::io::Cursor;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use image::{DynamicImage, ImageFormat};
-use plaza_media::{ImageKind, Limits, inspect, process};
+use plaza_media::{ImageKind, Limits, VariantSize, inspect, process};
 
 fn photo() -> Vec<u8> {
     let image = DynamicImage::ImageRgb8(image::RgbImage::from_fn(3000, 2000, |x, y| {
@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| inspect(&bytes, &limits).unwrap())
     });
     group.bench_function("process 3000x2000 jpeg", |b| {
-        b.iter(|| process(&bytes, inspect(&bytes, &limits).unwrap()).unwrap())
+        b.iter(|| process(&bytes, inspect(&bytes, &limits).unwrap(), &VariantSize::ALL).unwrap())
     });
     group.finish();
 }

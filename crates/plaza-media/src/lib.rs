@@ -237,14 +237,20 @@ pub struct Processed {
 /// Pixels a decode may allocate for at most: 4096 × 4096 RGBA, twice.
 const MAX_DECODE_BYTES: u64 = 4096 * 4096 * 4 * 2;
 
-/// Decodes an inspected file and writes it again with its variants.
+/// Decodes an inspected file and writes it again with the variants of
+/// `sizes` ([`VariantSize::ALL`] for a photo, none for a custom emoji).
 /// CPU-bound: run it off the async threads.
-pub fn process(bytes: &[u8], inspection: Inspection) -> Result<Processed, MediaError> {
+pub fn process(
+    bytes: &[u8],
+    inspection: Inspection,
+    sizes: &[VariantSize],
+) -> Result<Processed, MediaError> {
     let image = decode(bytes, inspection)?;
     let original = encode(&image, inspection.kind)?;
     let sha256 = hex(&Sha256::digest(&original.bytes));
-    let variants = VariantSize::ALL
-        .into_iter()
+    let variants = sizes
+        .iter()
+        .copied()
         .map(|size| {
             let resized = resize(&image, size);
             let webp = match size {

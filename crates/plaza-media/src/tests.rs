@@ -161,7 +161,8 @@ fn sizes_outside_the_limits_are_refused() {
 fn processing_strips_metadata_and_makes_the_variants() {
     let bytes = jpeg_with_gps();
     assert!(bytes.windows(4).any(|w| w == b"Exif"));
-    let processed = process(&bytes, inspect(&bytes, &LIMITS).unwrap()).expect("process");
+    let processed =
+        process(&bytes, inspect(&bytes, &LIMITS).unwrap(), &VariantSize::ALL).expect("process");
     let original = &processed.original.bytes;
     assert!(!original.windows(4).any(|w| w == b"Exif"), "EXIF removed");
     assert!(!original.windows(3).any(|w| w == b"GPS"), "GPS removed");
@@ -175,11 +176,15 @@ fn processing_strips_metadata_and_makes_the_variants() {
     assert_eq!(sizes, [(48, 48), (64, 48), (64, 48)], "never enlarged");
 }
 
+/// A variant's name, width, height and its WebP copy's width and type.
+type SizeRow<'a> = (&'a str, u32, u32, Option<(u32, &'a str)>);
+
 #[test]
 fn a_large_photo_gets_every_size() {
     let bytes = encoded(&picture(3000, 2000), ImageFormat::Jpeg);
-    let processed = process(&bytes, inspect(&bytes, &LIMITS).unwrap()).expect("process");
-    let sizes: Vec<(&str, u32, u32, Option<(u32, &str)>)> = processed
+    let processed =
+        process(&bytes, inspect(&bytes, &LIMITS).unwrap(), &VariantSize::ALL).expect("process");
+    let sizes: Vec<SizeRow> = processed
         .variants
         .iter()
         .map(|variant| {

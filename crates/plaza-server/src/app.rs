@@ -50,7 +50,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
                     .merge(controllers::search::routes())
-                    .merge(controllers::alerts::routes()),
+                    .merge(controllers::alerts::routes())
+                    .merge(controllers::emojis::routes()),
             ),
         ))
         .merge(on_surface(
@@ -80,7 +81,12 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         ))
         .merge(on_surface(
             Surface::Upload,
-            limited(Limit::General, controllers::uploads::routes()),
+            limited(
+                Limit::General,
+                OpenApiRouter::new()
+                    .merge(controllers::uploads::routes())
+                    .merge(controllers::emojis::custom_routes()),
+            ),
         ))
         // Stored files are served like static files: no rate limit.
         .merge(on_surface(

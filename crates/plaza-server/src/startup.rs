@@ -35,6 +35,8 @@ pub enum StartupError {
     },
     #[error("database migration failed: {0}")]
     Migration(DomainError),
+    #[error("loading the emoji catalog failed: {0}")]
+    EmojiCatalog(DomainError),
 }
 
 /// Connects (retrying with backoff until `database_connect_timeout_secs`)
@@ -79,6 +81,13 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
         }
     };
     database.migrate().await.map_err(StartupError::Migration)?;
+    if database
+        .load_emoji_catalog()
+        .await
+        .map_err(StartupError::EmojiCatalog)?
+    {
+        tracing::info!("emoji catalog loaded");
+    }
     tracing::info!(backend = database.backend().name(), "database ready");
     Ok(database)
 }

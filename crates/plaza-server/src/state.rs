@@ -66,6 +66,8 @@ pub struct Shared {
     pub analytics: crate::analytics::Analytics,
     /// The upload pipeline and the object store of uploads.
     pub uploads: crate::uploads::Uploads,
+    /// Tells the platform of an emoji list request.
+    pub emoji_platforms: plaza_emoji::PlatformDetector,
 }
 
 impl AppState {
@@ -124,6 +126,7 @@ impl AppState {
             alert_streams,
             analytics,
             uploads: crate::uploads::Uploads::new(&settings_storage)?,
+            emoji_platforms: plaza_emoji::PlatformDetector::new(),
         })))
     }
 }

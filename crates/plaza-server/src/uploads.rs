@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use plaza_domain::uploads::{NewUpload, StoredVariant, Upload};
-use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed};
+use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed, VariantSize};
 
 use crate::error::AppError;
 use crate::settings::StorageSettings;
@@ -23,6 +23,13 @@ pub struct Uploads {
     pub storage: Storage,
     pub settings: StorageSettings,
     slots: tokio::sync::Semaphore,
+}
+
+/// The files of an upload, stored but not recorded yet.
+pub struct StoredFiles {
+    /// The record to write.
+    pub upload: NewUpload,
+    keys: Vec<String>,
 }
 
 /// Why an upload is refused or failed, before it becomes an [`AppError`].
@@ -57,8 +64,8 @@ impl Uploads {
         }
     }
 
-    /// Checks, scans and processes `bytes`, stores its files under a new
-    /// name and records it for `user_id`.
+    /// Checks, scans and processes `bytes` with every variant, stores its
+    /// files under a new name and records it for `user_id`.
     pub async fn accept(
         &self,
         db: &plaza_domain::Database,
@@ -67,11 +74,34 @@ impl Uploads {
         user_id: i64,
         limits: Limits,
     ) -> Result<Upload, Refusal> {
+        let stored = self
+            .store(bytes, original_name, user_id, limits, &VariantSize::ALL)
+            .await?;
+        match db.record_upload(stored.upload.clone()).await {
+            Ok(upload) => Ok(upload),
+            Err(error) => {
+                self.forget(&stored).await;
+                Err(Refusal::Failed(format!("recording the upload: {error}")))
+            }
+        }
+    }
+
+    /// Checks, scans and processes `bytes` with the variants of `sizes`
+    /// and stores every file under a new name; the caller records the
+    /// upload (or calls [`Uploads::forget`] when it cannot).
+    pub async fn store(
+        &self,
+        bytes: Vec<u8>,
+        original_name: String,
+        user_id: i64,
+        limits: Limits,
+        sizes: &'static [VariantSize],
+    ) -> Result<StoredFiles, Refusal> {
         let inspection = plaza_media::inspect(&bytes, &limits).map_err(Refusal::Media)?;
         if let Some(address) = &self.settings.upload_clamd_address {
             scan_with_clamd(address, &bytes).await?;
         }
-        let processed = self.process(bytes, inspection).await?;
+        let processed = self.process(bytes, inspection, sizes).await?;
         let name = uuid::Uuid::new_v4().simple().to_string();
         let original_key = format!("{name}.{}", processed.original.extension);
         let mut stored = Vec::new();
@@ -93,15 +123,9 @@ impl Uploads {
             }
         }
         let size = writes[0].1.len() as i64;
-        let keys: Vec<String> = writes.iter().map(|(key, _)| key.clone()).collect();
-        for (key, bytes) in writes {
-            if let Err(error) = self.storage.put(&key, bytes).await {
-                self.forget(&keys).await;
-                return Err(Refusal::Failed(format!("storing {key}: {error}")));
-            }
-        }
-        let recorded = db
-            .record_upload(NewUpload {
+        let files = StoredFiles {
+            keys: writes.iter().map(|(key, _)| key.clone()).collect(),
+            upload: NewUpload {
                 user_id,
                 storage_key: original_key,
                 original_name,
@@ -111,32 +135,38 @@ impl Uploads {
                 height: i64::from(processed.original.height),
                 file_hash: processed.sha256,
                 variants: stored,
-            })
-            .await;
-        match recorded {
-            Ok(upload) => Ok(upload),
-            Err(error) => {
-                self.forget(&keys).await;
-                Err(Refusal::Failed(format!("recording the upload: {error}")))
+            },
+        };
+        for (key, bytes) in writes {
+            if let Err(error) = self.storage.put(&key, bytes).await {
+                self.forget(&files).await;
+                return Err(Refusal::Failed(format!("storing {key}: {error}")));
             }
         }
+        Ok(files)
     }
 
     /// Decodes and encodes on the blocking pool, in one of the slots.
-    async fn process(&self, bytes: Vec<u8>, inspection: Inspection) -> Result<Processed, Refusal> {
+    async fn process(
+        &self,
+        bytes: Vec<u8>,
+        inspection: Inspection,
+        sizes: &'static [VariantSize],
+    ) -> Result<Processed, Refusal> {
         let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
             .await
             .map_err(|_| Refusal::Busy)?
             .map_err(|_| Refusal::Busy)?;
-        tokio::task::spawn_blocking(move || plaza_media::process(&bytes, inspection))
+        tokio::task::spawn_blocking(move || plaza_media::process(&bytes, inspection, sizes))
             .await
             .map_err(|error| Refusal::Failed(format!("processing panicked: {error}")))?
             .map_err(Refusal::Media)
     }
 
-    /// Best effort: files of a failed upload (the sweep gets any left).
-    async fn forget(&self, keys: &[String]) {
-        for key in keys {
+    /// Best effort: removes the files of an upload that could not be
+    /// recorded (the sweep gets any left).
+    pub async fn forget(&self, files: &StoredFiles) {
+        for key in &files.keys {
             if let Err(error) = self.storage.delete(key).await {
                 tracing::warn!(%key, %error, "removing a file of a failed upload");
             }

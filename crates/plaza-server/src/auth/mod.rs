@@ -147,6 +147,30 @@ impl FromRequestParts<AppState> for AnalyticsViewer {
     }
 }
 
+/// A moderator or higher reviewing custom emojis on the unversioned admin
+/// surface, by session or admin JWT. Nobody signed in is 401, anyone else
+/// 403.
+#[derive(Debug, Clone, Copy)]
+pub struct EmojiModerator(pub Actor);
+
+impl FromRequestParts<AppState> for EmojiModerator {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let actor = session_or_token_actor(parts, state).await?;
+        plaza_domain::policy::moderate_emojis(actor)
+            .check("user", "custom emojis are reviewed by moderators")?;
+        Ok(EmojiModerator(actor))
+    }
+}
+
+impl DocumentedExtractor for EmojiModerator {
+    const ANSWERS: &'static [Answer] = &[
+        Answer::new(401, "Not signed in, and no valid admin token"),
+        Answer::new(403, "Not a moderator"),
+    ];
+}
+
 /// The actor of the unversioned admin surface: the holder of a Bearer admin
 /// JWT (checked as on the versioned surface, the method's permission
 /// included) when one is sent, else the signed-in user; nobody is 401.

@@ -47,6 +47,8 @@ pub struct AnswerCaches {
     pub posts: AnswerCache,
     /// `GET /api/search` (posts) and `/api/search/posts`.
     pub search: AnswerCache,
+    /// `GET /api/emojis`, per platform (see `controllers::emojis`).
+    pub emojis: AnswerCache,
 }
 
 impl AnswerCaches {
@@ -55,6 +57,7 @@ impl AnswerCaches {
         vec![
             ("posts", self.posts.clear()),
             ("search", self.search.clear()),
+            ("emojis", self.emojis.clear()),
         ]
     }
 }
@@ -126,28 +129,39 @@ pub fn key(
     (anonymous && !no_cache).then(|| format!("{route}?{}", query.unwrap_or_default()))
 }
 
-/// Answers from `cache` when `key` is cached at the current generation;
-/// otherwise renders with `render` (and keeps the answer when there is a
-/// key).
+/// Answers from `cache` when `key` is cached at the current content
+/// generation; otherwise renders with `render` (and keeps the answer when
+/// there is a key).
 pub async fn answer<T: Serialize>(
     state: &AppState,
     cache: &AnswerCache,
     key: Option<String>,
     render: impl Future<Output = Result<T, AppError>>,
 ) -> Result<Response, AppError> {
-    let generation = match &key {
-        Some(key) => {
-            let generation = state.db.content_generation().await?;
-            if let Some(body) = cache.get(key, generation) {
-                return Ok(json_response(body));
-            }
-            Some(generation)
-        }
+    let keyed = match key {
+        Some(key) => Some((key, state.db.content_generation().await?)),
         None => None,
     };
+    answer_at(cache, keyed, render).await
+}
+
+/// [`answer`] with the caller's own validity stamp beside the key: an
+/// answer is reused while the stamp is the one it was rendered at (a
+/// content generation, or a time slot for answers that may be a little
+/// old).
+pub async fn answer_at<T: Serialize>(
+    cache: &AnswerCache,
+    keyed: Option<(String, i64)>,
+    render: impl Future<Output = Result<T, AppError>>,
+) -> Result<Response, AppError> {
+    if let Some((key, stamp)) = &keyed
+        && let Some(body) = cache.get(key, *stamp)
+    {
+        return Ok(json_response(body));
+    }
     let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
-    if let (Some(key), Some(generation)) = (key, generation) {
-        cache.put(key, generation, body.clone());
+    if let Some((key, stamp)) = keyed {
+        cache.put(key, stamp, body.clone());
     }
     Ok(json_response(body))
 }
@@ -201,9 +215,18 @@ mod tests {
         caches
             .search
             .put("search?q=a".into(), 1, Bytes::from_static(b"{}"));
-        assert_eq!(caches.clear_all(), vec![("posts", 2), ("search", 1)]);
+        caches
+            .emojis
+            .put("windows|10|".into(), 1, Bytes::from_static(b"{}"));
+        assert_eq!(
+            caches.clear_all(),
+            vec![("posts", 2), ("search", 1), ("emojis", 1)]
+        );
         assert_eq!(caches.posts.get("posts?", 1), None);
-        assert_eq!(caches.clear_all(), vec![("posts", 0), ("search", 0)]);
+        assert_eq!(
+            caches.clear_all(),
+            vec![("posts", 0), ("search", 0), ("emojis", 0)]
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "link-preview", description = "Metadata of external pages"),
         (name = "alerts", description = "The signed-in user's alerts: broadcasts and moderation notes"),
         (name = "analytics", description = "Interaction events from signed-in clients"),
+        (name = "uploads", description = "Image uploads and the stored files"),
+        (name = "emojis", description = "The emoji catalog per platform, custom emojis and usage counts"),
         (name = "admin-dashboard", description = "The unversioned admin surface, /api/admin: session or admin JWT of an administrator, `{error, details}` errors"),
         (name = "admin", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
     )

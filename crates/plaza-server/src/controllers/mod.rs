@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod auth;
 pub mod cache;
 pub mod docs;
+pub mod emojis;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;

@@ -115,10 +115,6 @@ pub struct Uploaded {
     pub mime_type: String,
 }
 
-fn file_url(key: &str) -> String {
-    format!("/api/uploads/{key}")
-}
-
 fn record(state: &AppState, upload: &Upload) -> ImageUploaded {
     let url = file_url(&upload.storage_key);
     let base = state
@@ -229,20 +225,54 @@ pub async fn upload(
 async fn receive(state: &AppState, user_id: i64, request: Request) -> Result<Upload, AppError> {
     let uploads = &state.uploads;
     let limits = uploads.limits(&ImageKind::ALL);
-    let no_file = || {
-        AppError::upload_refused(
-            "No file provided",
-            "send the image as multipart/form-data in a field named file",
-            [],
-        )
-    };
+    let form = read_form(state, request, limits.max_bytes, &[]).await?;
+    let (name, bytes) = form.file.ok_or_else(no_file)?;
+    uploads
+        .accept(&state.db, bytes, name, user_id, limits)
+        .await
+        .map_err(|refusal| refusal.into_error(&limits))
+}
+
+/// A multipart form: the file and the text fields asked for.
+pub struct UploadForm {
+    /// The original name and the bytes of the `file` field, when it was
+    /// sent and not empty.
+    pub file: Option<(String, Vec<u8>)>,
+    /// The text fields of `text_fields` that were sent.
+    pub fields: BTreeMap<String, String>,
+}
+
+/// 400 `No file provided`.
+pub fn no_file() -> AppError {
+    AppError::upload_refused(
+        "No file provided",
+        "send the image as multipart/form-data in a field named file",
+        [],
+    )
+}
+
+/// Reads a multipart form: the first `file` field, cut off as soon as it
+/// passes `max_bytes`, and the text fields named in `text_fields`; every
+/// other field is read and dropped, all of them together limited to
+/// 64 KiB.
+pub async fn read_form(
+    state: &AppState,
+    request: Request,
+    max_bytes: usize,
+    text_fields: &[&str],
+) -> Result<UploadForm, AppError> {
     let mut multipart = Multipart::from_request(request, state)
         .await
         .map_err(|_| no_file())?;
     let mut other_bytes = 0usize;
-    let mut file = None;
+    let mut form = UploadForm {
+        file: None,
+        fields: BTreeMap::new(),
+    };
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
-        if field.name() != Some("file") || file.is_some() {
+        let name = field.name().unwrap_or_default().to_owned();
+        if name != "file" || form.file.is_some() {
+            let mut text = Vec::new();
             while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
                 other_bytes += chunk.len();
                 if other_bytes > MAX_OTHER_FIELD_BYTES {
@@ -252,27 +282,28 @@ async fn receive(state: &AppState, user_id: i64, request: Request) -> Result<Upl
                         [],
                     ));
                 }
+                text.extend_from_slice(&chunk);
+            }
+            if text_fields.contains(&name.as_str()) && !form.fields.contains_key(&name) {
+                let text = String::from_utf8(text)
+                    .map_err(|_| AppError::invalid(name.clone(), "must be text (UTF-8)"))?;
+                form.fields.insert(name, text);
             }
             continue;
         }
-        let name = original_name(field.file_name());
+        let original = original_name(field.file_name());
         let mut bytes = Vec::new();
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-            if bytes.len() + chunk.len() > limits.max_bytes {
-                return Err(too_large(bytes.len() + chunk.len(), limits.max_bytes));
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(too_large(bytes.len() + chunk.len(), max_bytes));
             }
             bytes.extend_from_slice(&chunk);
         }
-        file = Some((name, bytes));
+        if !bytes.is_empty() {
+            form.file = Some((original, bytes));
+        }
     }
-    let (name, bytes) = file.ok_or_else(no_file)?;
-    if bytes.is_empty() {
-        return Err(no_file());
-    }
-    uploads
-        .accept(&state.db, bytes, name, user_id, limits)
-        .await
-        .map_err(|refusal| refusal.into_error(&limits))
+    Ok(form)
 }
 
 fn multipart_error(error: axum::extract::multipart::MultipartError) -> AppError {
@@ -299,6 +330,11 @@ fn original_name(raw: Option<&str>) -> String {
     } else {
         name
     }
+}
+
+/// The URL a stored file is served at.
+pub fn file_url(key: &str) -> String {
+    format!("/api/uploads/{key}")
 }
 
 /// Whether `key` is a name the pipeline writes (`<32 hex>[-size].ext`).

@@ -3,6 +3,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::error::FieldError;
+
 /// The general error shape.
 #[derive(Serialize, ToSchema)]
 pub struct GeneralError {
@@ -73,11 +75,17 @@ pub struct AdminIssue {
     pub message: String,
 }
 
-/// The upload error shape.
+/// The upload error shape. Refusals of a file add what they are about
+/// (`allowedTypes`, `maxSize`, `receivedSize`, `minSize`,
+/// `maxDimensions`); a bad form field (422) adds `details`.
 #[derive(Serialize, ToSchema)]
 pub struct UploadError {
     pub error: String,
     pub message: String,
+    /// Each bad form field and why.
+    #[schema(nullable = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Vec<FieldError>>,
 }
 
 /// The link preview and version error shape.

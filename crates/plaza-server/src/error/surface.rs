@@ -125,7 +125,17 @@ impl Surface {
             Surface::Upload => {
                 let mut body = Map::new();
                 body.insert("error".into(), json!(upload_title(report)));
-                body.insert("message".into(), json!(report.message));
+                if report.fields.is_empty() {
+                    body.insert("message".into(), json!(report.message));
+                } else {
+                    let reasons: Vec<String> = report
+                        .fields
+                        .iter()
+                        .map(|field| format!("{}: {}", field.field, field.reason))
+                        .collect();
+                    body.insert("message".into(), json!(reasons.join("; ")));
+                    body.insert("details".into(), json!(report.fields));
+                }
                 body.extend(report.extra.clone());
                 Value::Object(body)
             }

@@ -8,11 +8,16 @@
 //! general one.
 
 pub mod analytics;
+pub mod emojis;
 pub mod permissions;
 pub mod stats;
 pub mod users;
 
 use analytics::{__path_analytics_dashboard, analytics_dashboard};
+use emojis::{
+    __path_approve_emoji, __path_pending_emojis, __path_reject_emoji, approve_emoji,
+    pending_emojis, reject_emoji,
+};
 use permissions::{
     __path_create_permission, __path_list_permissions, __path_list_roles, create_permission,
     list_permissions, list_roles,
@@ -40,6 +45,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
             create_permission
         ))
         .routes(crate::documented_routes!(list_roles))
+        .routes(crate::documented_routes!(pending_emojis))
+        .routes(crate::documented_routes!(approve_emoji))
+        .routes(crate::documented_routes!(reject_emoji))
 }
 
 /// `GET /api/admin/users`, limited to `rate_limit_admin_user_list` per admin.
