@@ -23,8 +23,8 @@ use crate::{Database, DomainError, Tx};
 /// How a list is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EmojiSort {
-    /// Categories in order, the Unicode (CLDR) order inside each, custom
-    /// emojis last.
+    /// The Unicode (CLDR) order, which goes category by category in the
+    /// categories' order; custom emojis last.
     #[default]
     Catalog,
     /// Most used first, then the catalog order.
@@ -375,9 +375,10 @@ impl Database {
         let mut args = Args::default();
         let visible = visible_conditions(query, &mut args);
         let sql = format!(
-            "SELECT c.id, c.name, c.display_name, c.description, \
-             (SELECT COUNT(*) FROM emojis e WHERE e.category_id = c.id AND {}) AS emoji_count \
-             FROM emoji_categories c ORDER BY c.sort_order, c.id",
+            "SELECT c.id, c.name, c.display_name, c.description, COUNT(e.id) AS emoji_count \
+             FROM emoji_categories c LEFT JOIN emojis e ON e.category_id = c.id AND {} \
+             GROUP BY c.id, c.name, c.display_name, c.description, c.sort_order \
+             ORDER BY c.sort_order, c.id",
             visible.join(" AND ")
         );
         let categories: Vec<CategoryCount> = bind_all(sqlx::query_as(&sql), args.into_vec())

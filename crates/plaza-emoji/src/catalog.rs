@@ -227,6 +227,21 @@ mod tests {
         assert!(old < all.len());
     }
 
+    /// Lists ordered by `sort_order` alone come out category by category
+    /// in the categories' order (the database sorts without a join).
+    #[test]
+    fn catalog_order_keeps_the_categories_in_their_order() {
+        let rank = |slug: &str| {
+            categories()
+                .iter()
+                .find(|category| category.name == slug)
+                .map(|category| category.sort_order)
+                .unwrap()
+        };
+        let ranks: Vec<i64> = catalog().iter().map(|e| rank(e.category)).collect();
+        assert!(ranks.windows(2).all(|pair| pair[0] <= pair[1]));
+    }
+
     #[test]
     fn grinning_face_and_sequences() {
         let all = catalog();

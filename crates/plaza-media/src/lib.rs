@@ -239,6 +239,8 @@ const MAX_DECODE_BYTES: u64 = 4096 * 4096 * 4 * 2;
 
 /// Decodes an inspected file and writes it again with the variants of
 /// `sizes` ([`VariantSize::ALL`] for a photo, none for a custom emoji).
+/// The original is encoded on a second thread while the variants are
+/// made from the same decoded pixels: one upload keeps two cores busy.
 /// CPU-bound: run it off the async threads.
 pub fn process(
     bytes: &[u8],
@@ -246,29 +248,48 @@ pub fn process(
     sizes: &[VariantSize],
 ) -> Result<Processed, MediaError> {
     let image = decode(bytes, inspection)?;
-    let original = encode(&image, inspection.kind)?;
+    let (original, variants) = std::thread::scope(|scope| {
+        let original = (!sizes.is_empty()).then(|| scope.spawn(|| encode(&image, inspection.kind)));
+        let variants = variants(&image, inspection.kind, sizes);
+        let original = match original {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(MediaError::Encode("the encoder panicked".to_owned()))),
+            None => encode(&image, inspection.kind),
+        };
+        (original, variants)
+    });
+    let original = original?;
     let sha256 = hex(&Sha256::digest(&original.bytes));
-    let variants = sizes
+    Ok(Processed {
+        original,
+        sha256,
+        variants: variants?,
+    })
+}
+
+/// The resized variants of `sizes`, each in the upload's format family and,
+/// but for the large size, as WebP.
+fn variants(
+    image: &DynamicImage,
+    kind: ImageKind,
+    sizes: &[VariantSize],
+) -> Result<Vec<Variant>, MediaError> {
+    sizes
         .iter()
-        .copied()
-        .map(|size| {
-            let resized = resize(&image, size);
+        .map(|&size| {
+            let resized = resize(image, size);
             let webp = match size {
                 VariantSize::Large => None,
                 _ => Some(encode(&resized, ImageKind::Webp)?),
             };
             Ok(Variant {
                 size,
-                image: encode(&resized, variant_kind(inspection.kind))?,
+                image: encode(&resized, variant_kind(kind))?,
                 webp,
             })
         })
-        .collect::<Result<_, MediaError>>()?;
-    Ok(Processed {
-        original,
-        sha256,
-        variants,
-    })
+        .collect()
 }
 
 /// Decodes, bounded by the inspection's size, with the EXIF orientation

@@ -39,7 +39,7 @@ CREATE TABLE emojis (
     created_at BIGINT NOT NULL
 );
 CREATE UNIQUE INDEX emojis_custom_name ON emojis (owner_id, name) WHERE is_custom;
-CREATE INDEX emojis_listing ON emojis (is_custom, version_rank, sort_order);
+CREATE INDEX emojis_listing ON emojis (is_custom, sort_order);
 CREATE INDEX emojis_category ON emojis (category_id, sort_order);
 CREATE INDEX emojis_popular ON emojis (usage_count);
 CREATE INDEX emojis_pending ON emojis (is_custom, is_approved, created_at);

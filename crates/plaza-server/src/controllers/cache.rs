@@ -9,7 +9,7 @@
 //! search query. Signed-in callers see their own drafts and are never served
 //! from here; a request with `Cache-Control: no-cache` is rendered afresh.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use axum::body::Bytes;
@@ -37,6 +37,8 @@ pub struct AnswerCache {
 struct Entries {
     by_key: HashMap<String, (i64, Bytes)>,
     bytes: usize,
+    /// Keys whose answer one request is rendering anew (see [`answer_in_slot`]).
+    refreshing: HashSet<String>,
 }
 
 /// Every answer cache of the process, in [`AppState`]: the routes answer
@@ -73,6 +75,24 @@ impl AnswerCache {
         entries.by_key.clear();
         entries.bytes = 0;
         cleared
+    }
+
+    /// The answer kept for `key` whatever its stamp, with that stamp.
+    fn get_any(&self, key: &str) -> Option<(i64, Bytes)> {
+        let entries = self.entries.lock().ok()?;
+        entries.by_key.get(key).cloned()
+    }
+
+    /// Marks `key` as being rendered; `None` when another request is on it.
+    fn claim(&self, key: &str) -> Option<RefreshClaim<'_>> {
+        let mut entries = self.entries.lock().ok()?;
+        entries
+            .refreshing
+            .insert(key.to_owned())
+            .then(|| RefreshClaim {
+                cache: self,
+                key: key.to_owned(),
+            })
     }
 
     fn get(&self, key: &str, generation: i64) -> Option<Bytes> {
@@ -131,38 +151,72 @@ pub fn key(
 
 /// Answers from `cache` when `key` is cached at the current content
 /// generation; otherwise renders with `render` (and keeps the answer when
-/// there is a key).
+/// there is a key). Never older than a fresh answer would be.
 pub async fn answer<T: Serialize>(
     state: &AppState,
     cache: &AnswerCache,
     key: Option<String>,
     render: impl Future<Output = Result<T, AppError>>,
 ) -> Result<Response, AppError> {
-    let keyed = match key {
-        Some(key) => Some((key, state.db.content_generation().await?)),
+    let generation = match &key {
+        Some(key) => {
+            let generation = state.db.content_generation().await?;
+            if let Some(body) = cache.get(key, generation) {
+                return Ok(json_response(body));
+            }
+            Some(generation)
+        }
         None => None,
     };
-    answer_at(cache, keyed, render).await
+    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    if let (Some(key), Some(generation)) = (key, generation) {
+        cache.put(key, generation, body.clone());
+    }
+    Ok(json_response(body))
 }
 
-/// [`answer`] with the caller's own validity stamp beside the key: an
-/// answer is reused while the stamp is the one it was rendered at (a
-/// content generation, or a time slot for answers that may be a little
-/// old).
-pub async fn answer_at<T: Serialize>(
+/// A request rendering a key's answer anew; dropped (rendered, failed or
+/// cancelled), the key is free for the next one.
+struct RefreshClaim<'a> {
+    cache: &'a AnswerCache,
+    key: String,
+}
+
+impl Drop for RefreshClaim<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut entries) = self.cache.entries.lock() {
+            entries.refreshing.remove(&self.key);
+        }
+    }
+}
+
+/// Answers kept for a time slot (`stamp`, such as the current 2 s): an
+/// answer of the current slot is served; once the slot has passed, one
+/// request renders the new answer while the others that arrive meanwhile
+/// get the previous one, so a busy key is rendered once per slot instead
+/// of by every request waiting at the slot's turn. Without a key, renders.
+pub async fn answer_in_slot<T: Serialize>(
     cache: &AnswerCache,
     keyed: Option<(String, i64)>,
     render: impl Future<Output = Result<T, AppError>>,
 ) -> Result<Response, AppError> {
+    let mut claim = None;
     if let Some((key, stamp)) = &keyed
-        && let Some(body) = cache.get(key, *stamp)
+        && let Some((rendered_in, body)) = cache.get_any(key)
     {
-        return Ok(json_response(body));
+        if rendered_in == *stamp {
+            return Ok(json_response(body));
+        }
+        claim = cache.claim(key);
+        if claim.is_none() {
+            return Ok(json_response(body));
+        }
     }
     let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
     if let Some((key, stamp)) = keyed {
         cache.put(key, stamp, body.clone());
     }
+    drop(claim);
     Ok(json_response(body))
 }
 
@@ -188,6 +242,38 @@ mod tests {
         assert_eq!(cache.get("posts?", 7), Some(Bytes::from_static(b"[1]")));
         assert_eq!(cache.get("posts?", 8), None);
         assert_eq!(cache.get("posts?limit=1", 7), None);
+    }
+
+    #[tokio::test]
+    async fn a_passed_slot_is_rendered_by_one_request_while_others_get_the_last_answer() {
+        let cache = AnswerCache::default();
+        let first = answer_in_slot(&cache, Some(("k".into(), 1)), async { Ok(1) }).await;
+        assert_eq!(body_of(first.unwrap()).await, "1");
+        let claim = cache.claim("k").expect("free");
+        let rendered = std::sync::atomic::AtomicBool::new(false);
+        let stale = answer_in_slot(&cache, Some(("k".into(), 2)), async {
+            rendered.store(true, std::sync::atomic::Ordering::Relaxed);
+            Ok(9)
+        })
+        .await;
+        assert_eq!(body_of(stale.unwrap()).await, "1", "the previous answer");
+        assert!(
+            !rendered.into_inner(),
+            "not rendered while another request renders"
+        );
+        drop(claim);
+        let fresh = answer_in_slot(&cache, Some(("k".into(), 2)), async { Ok(2) }).await;
+        assert_eq!(body_of(fresh.unwrap()).await, "2");
+        let kept = answer_in_slot(&cache, Some(("k".into(), 2)), async { Ok(3) }).await;
+        assert_eq!(body_of(kept.unwrap()).await, "2", "the slot's answer");
+        assert!(cache.claim("k").is_some(), "released after rendering");
+    }
+
+    async fn body_of(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
     }
 
     #[test]

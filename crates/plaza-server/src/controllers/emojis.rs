@@ -357,7 +357,7 @@ pub async fn list_emojis(
             plaza_domain::time::now_millis() / ANSWER_SLOT_MILLIS,
         )
     });
-    let mut response = cache::answer_at(&state.answer_caches.emojis, keyed, async {
+    let mut response = cache::answer_in_slot(&state.answer_caches.emojis, keyed, async {
         let listed = state.db.list_emojis(&filter).await?;
         Ok(EmojiList {
             emojis: listed.emojis.into_iter().map(EmojiItem::from).collect(),
