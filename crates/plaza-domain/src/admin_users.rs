@@ -45,6 +45,18 @@ pub struct DirectoryUser {
     pub timeout_expires: Option<i64>,
 }
 
+impl DirectoryUser {
+    /// The list's `has_admin`: the user's role is administrator or higher.
+    pub fn has_admin(&self) -> bool {
+        crate::users::Role::parse(&self.role).is_some_and(|role| role.is_admin())
+    }
+
+    /// The list's `has_moderator`: the user's role is moderator or higher.
+    pub fn has_moderator(&self) -> bool {
+        crate::users::Role::parse(&self.role).is_some_and(|role| role.is_moderator())
+    }
+}
+
 fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
     JsonFlag::deserialize(deserializer).map(bool::from)
 }

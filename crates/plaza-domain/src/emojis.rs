@@ -32,7 +32,7 @@ pub enum EmojiSort {
 }
 
 /// What a list asks for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EmojiQuery {
     /// The highest Emoji version the platform draws, as
     /// `plaza_emoji::EmojiVersion::rank`.
@@ -45,7 +45,7 @@ pub struct EmojiQuery {
     /// The signed-in caller, whose personal custom emojis are included.
     pub viewer: Option<i64>,
     pub sort: EmojiSort,
-    pub page: Option<Page>,
+    pub page: Page,
 }
 
 /// A category as an emoji names it.
@@ -56,7 +56,7 @@ pub struct CategoryRef {
     pub display_name: String,
 }
 
-/// One emoji, Unicode or custom. Times are Unix milliseconds.
+/// One emoji, Unicode or custom.
 #[derive(Debug, Clone)]
 pub struct Emoji {
     pub id: i64,
@@ -75,7 +75,6 @@ pub struct Emoji {
     pub version_min: Option<String>,
     pub is_approved: bool,
     pub owner_id: Option<i64>,
-    pub created_at: i64,
 }
 
 impl Emoji {
@@ -147,7 +146,6 @@ struct EmojiRow {
     version_min: Option<String>,
     is_approved: Flag,
     owner_id: Option<i64>,
-    created_at: i64,
 }
 
 impl From<EmojiRow> for Emoji {
@@ -174,7 +172,6 @@ impl From<EmojiRow> for Emoji {
             version_min: row.version_min,
             is_approved: row.is_approved.0,
             owner_id: row.owner_id,
-            created_at: row.created_at,
         }
     }
 }
@@ -182,7 +179,7 @@ impl From<EmojiRow> for Emoji {
 const EMOJI_COLUMNS: &str = "e.id, e.emoji_id, e.unicode_codepoint, e.unicode_char, e.name, \
      e.description, c.id AS category_id, c.name AS category_name, \
      c.display_name AS category_display_name, e.tags, e.aliases, e.keywords, e.is_custom, \
-     e.custom_image_url, e.usage_count, e.version_min, e.is_approved, e.owner_id, e.created_at";
+     e.custom_image_url, e.usage_count, e.version_min, e.is_approved, e.owner_id";
 
 const FROM_EMOJIS: &str = "FROM emojis e JOIN emoji_categories c ON c.id = e.category_id";
 
@@ -351,10 +348,7 @@ impl Database {
                 "e.usage_count DESC, e.is_custom, c.sort_order, e.sort_order, e.id"
             }
         };
-        let page = query.page.unwrap_or(Page {
-            limit: 50,
-            offset: 0,
-        });
+        let page = query.page;
         let limit = args.push(Arg::Int(page.limit));
         let offset = args.push(Arg::Int(page.offset));
         let sql = format!(

@@ -238,6 +238,15 @@ async fn custom_emoji_rules(backend: Backend) {
     let (status, body) = upload_emoji(
         &server,
         Some(&cookie),
+        emoji_form(b"", "empty.png", &[("name", "empty")]),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"], "No file provided");
+
+    let (status, body) = upload_emoji(
+        &server,
+        Some(&cookie),
         emoji_form(&noise_png(200), "big.png", &[("name", "big")]),
     )
     .await;
@@ -339,6 +348,16 @@ async fn custom_emoji_rules(backend: Backend) {
         body["message"].as_str().unwrap().contains("already"),
         "{body}"
     );
+    assert_eq!(body["details"][0]["field"], "name", "{body}");
+
+    // Of every attempt, only the accepted emoji's image is stored.
+    let (uploads, _) = server
+        .domain()
+        .await
+        .upload_totals()
+        .await
+        .expect("upload totals");
+    assert_eq!(uploads, 1);
 }
 
 async fn custom_emojis_are_personal_until_approved(backend: Backend) {

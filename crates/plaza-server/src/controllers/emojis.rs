@@ -266,7 +266,7 @@ fn whole_number(
 /// the Emoji version of its OS (from the User-Agent, and
 /// `Sec-CH-UA-Platform` / `Sec-CH-UA-Platform-Version` where sent; Windows
 /// 11 is told apart from 10 only by the version hint), with custom ones on
-/// request. No sign-in needed. Anonymous answers may be up to 2 s old.
+/// request. No sign-in needed. Shared answers may be about 2 s old.
 /// Answers carry `Accept-CH` asking for the platform hints.
 #[utoipa::path(
     get,
@@ -338,10 +338,10 @@ pub async fn list_emojis(
         include_custom,
         viewer,
         sort,
-        page: Some(Page {
+        page: Page {
             limit: per_page,
             offset: (page - 1) * per_page,
-        }),
+        },
     };
     // Signed-in callers who asked for custom emojis see their own personal
     // ones: rendered for them alone.
@@ -507,9 +507,10 @@ pub struct CustomEmojiCreated {
     request_body(content_type = "multipart/form-data", description = "`file`, `name`, `category`"),
     responses(
         (status = 200, description = "Stored, personal and waiting for approval", body = CustomEmojiCreated),
-        (status = 400, description = "A file error, as the upload table answers (`No file provided`, `Invalid file type` with `allowedTypes`, `File too large` with `maxSize` and `receivedSize`, `File too small`, `Image too large`)", body = UploadError),
+        (status = 400, description = "A file error, as the upload table answers (`No file provided`, `Invalid file type` with `allowedTypes`, also for an animation or a polyglot, `File too large` with `maxSize` and `receivedSize`, `File too small`, `Image too large`, `File rejected` by the malware scan)", body = UploadError),
         (status = 401, description = "`Authentication required`", body = UploadError),
-        (status = 422, description = "A missing or bad `name` (or one you already use) or an unknown `category`", body = UploadError),
+        (status = 422, description = "A missing or bad `name` (or one you already use) or an unknown `category`; `details` lists each", body = UploadError),
+        (status = 500, description = "`Upload failed`: the store or the database failed; nothing of the emoji is kept", body = UploadError),
         (status = 503, description = "Every processing slot is busy", body = UploadError),
     )
 )]

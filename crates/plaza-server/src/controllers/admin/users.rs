@@ -83,8 +83,9 @@ pub struct AdminListUser {
 
 impl From<DirectoryUser> for AdminListUser {
     fn from(user: DirectoryUser) -> Self {
-        let role = plaza_domain::users::Role::parse(&user.role);
         AdminListUser {
+            has_admin: user.has_admin(),
+            has_moderator: user.has_moderator(),
             id: user.id,
             name: user.name,
             email: user.email,
@@ -102,8 +103,6 @@ impl From<DirectoryUser> for AdminListUser {
             last_login: user.last_login.map(rfc3339),
             login_count: user.login_count,
             role_count: 1,
-            has_admin: role.is_some_and(|role| role.is_admin()),
-            has_moderator: role.is_some_and(|role| role.is_moderator()),
             role_names: Some(user.role),
             subscription_count: user.subscription_count,
             active_subscriptions: user.active_subscriptions,
