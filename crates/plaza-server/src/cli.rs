@@ -26,9 +26,20 @@ pub enum Command {
     User(UserCommand),
     /// Mint an admin JWT for a user with an admin role; prints only the token.
     Token(TokenArgs),
+    /// Analytics maintenance.
+    #[command(subcommand)]
+    Analytics(AnalyticsCommand),
     /// Development tools.
     #[command(subcommand)]
     Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AnalyticsCommand {
+    /// Count every stored event into the dashboards' rollups again, from
+    /// scratch: after loading events into the database around the server
+    /// (a restore, a bulk import). Safe while serving; one transaction.
+    RebuildRollups,
 }
 
 #[derive(Debug, Subcommand)]

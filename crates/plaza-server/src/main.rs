@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
-use plaza_server::cli::{Cli, Command, DevCommand, UserCommand};
+use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
 use plaza_server::commands;
 use plaza_server::settings::Settings;
 use plaza_server::startup::open_database;
@@ -52,6 +52,16 @@ fn main() -> ExitCode {
             }
             Command::Token(args) => {
                 commands::mint_token(&offline_state(settings).await?, args).await
+            }
+            Command::Analytics(AnalyticsCommand::RebuildRollups) => {
+                let database = open_database(&settings)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                database
+                    .rebuild_analytics_rollups()
+                    .await
+                    .map(|()| tracing::info!("analytics rollups rebuilt"))
+                    .map_err(|error| error.to_string())
             }
             Command::Dev(DevCommand::Seed(args)) => {
                 commands::seed(&offline_state(settings).await?, args).await

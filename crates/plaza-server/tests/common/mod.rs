@@ -356,6 +356,20 @@ impl TestServer {
         pool.close().await;
     }
 
+    /// The one number a `SELECT COUNT(*)` on this server's database answers.
+    pub async fn sql_count(&self, statement: &str) -> i64 {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&self.database_url)
+            .await
+            .expect("connect");
+        let count = sqlx::query_scalar(statement)
+            .fetch_one(&pool)
+            .await
+            .expect("SQL");
+        pool.close().await;
+        count
+    }
+
     /// The server's database through the domain layer, for checks HTTP
     /// cannot make.
     pub async fn domain(&self) -> plaza_domain::Database {

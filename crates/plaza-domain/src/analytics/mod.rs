@@ -12,7 +12,21 @@ use time::format_description::well_known::Rfc3339;
 
 use crate::db::Tx;
 use crate::error::DomainError;
-use crate::listing::{Arg, Args, bind_all};
+use crate::flag::Flag;
+use crate::listing::{Arg, bind_all};
+
+mod dashboard;
+mod rollups;
+
+use dashboard::Scope;
+pub use dashboard::{
+    CountryCount, DashboardOverview, EventFilter, HeatCell, PageViews, SliceCounts,
+};
+pub use rollups::{DAY_MILLIS, HEATMAP_CELL, SLICE_MILLIS};
+use rollups::{EventFacts, RollupDelta};
+
+/// Slices in a UTC day.
+const SLICES_PER_DAY: i64 = DAY_MILLIS / SLICE_MILLIS;
 
 /// The event types SPEC.md documents and DECISIONS.md adds; operators may
 /// allow more (`analytics_extra_event_types`).
@@ -72,6 +86,10 @@ pub struct ValidEvent {
 
 /// Longest `path` and `session_id` kept; longer ones are cut.
 const MAX_KEY_CHARS: usize = 512;
+
+/// Longest `duration_ms` kept (a day); a longer one is dropped, so sums of
+/// durations cannot overflow and one client cannot skew the average.
+const MAX_DURATION_MILLIS: i64 = 86_400_000;
 
 /// Checks one event (SPEC.md "Analytics event"): an object with a string
 /// `event_type` of the allowed set, an object `event_data` within the size
@@ -173,7 +191,8 @@ pub fn validate(
         event_type: event_type.clone(),
         path: short_text(data, "path"),
         session_key: short_text(data, "session_id"),
-        duration_ms: whole_number(data, "duration_ms").filter(|ms| *ms >= 0),
+        duration_ms: whole_number(data, "duration_ms")
+            .filter(|ms| (0..=MAX_DURATION_MILLIS).contains(ms)),
         click_x: whole_number(data, "x"),
         click_y: whole_number(data, "y"),
         event_data,
@@ -182,7 +201,7 @@ pub fn validate(
 }
 
 fn short_text(data: &Map<String, Value>, key: &str) -> Option<String> {
-    let text = data.get(key)?.as_str()?;
+    let text = data.get(key)?.as_str().filter(|text| !text.is_empty())?;
     Some(text.chars().take(MAX_KEY_CHARS).collect())
 }
 
@@ -233,7 +252,7 @@ const COLUMN_COUNT: usize = 15;
 
 /// Stores `events` in `tx`, several rows per statement (as many as the
 /// engine binds cheaply), so a batch of a thousand is a handful of round
-/// trips.
+/// trips, and adds them to the rollups.
 pub async fn insert(tx: &mut Tx<'_>, events: &[NewEvent]) -> Result<(), DomainError> {
     let rows_per_statement =
         (crate::dialect::Dialect::of(tx).values_per_statement() / COLUMN_COUNT).max(1);
@@ -260,7 +279,29 @@ pub async fn insert(tx: &mut Tx<'_>, events: &[NewEvent]) -> Result<(), DomainEr
         }
         query.execute(&mut **tx).await?;
     }
-    Ok(())
+    let mut delta = RollupDelta::default();
+    for event in events {
+        delta.count(event.facts(), 1);
+    }
+    delta.apply(tx).await
+}
+
+impl NewEvent {
+    fn facts(&self) -> EventFacts<'_> {
+        EventFacts {
+            user_id: self.user_id,
+            event_type: &self.event_type,
+            path: self.path.as_deref(),
+            session_key: self.session_key.as_deref(),
+            duration_ms: self.duration_ms,
+            click_x: self.click_x,
+            click_y: self.click_y,
+            device_type: self.device_type,
+            country: self.country.as_deref(),
+            is_vpn: self.is_vpn,
+            occurred_at: self.occurred_at,
+        }
+    }
 }
 
 fn insert_statement(rows: usize) -> String {
@@ -283,19 +324,61 @@ fn insert_statement(rows: usize) -> String {
 }
 
 /// Deletes up to `chunk` events that occurred before `cutoff` (Unix
-/// milliseconds), oldest first, and answers how many went. The retention
-/// job calls it until it answers fewer than `chunk`, one short transaction
-/// each, so writers wait at most one chunk's time.
+/// milliseconds), oldest first, takes them out of the rollups, and answers
+/// how many went. The retention job calls it until it answers fewer than
+/// `chunk`, one short transaction each, so writers wait at most one chunk's
+/// time.
 pub async fn purge_before(tx: &mut Tx<'_>, cutoff: i64, chunk: i64) -> Result<u64, DomainError> {
-    Ok(sqlx::query(
+    let purged: Vec<PurgedEvent> = sqlx::query_as(
         "DELETE FROM analytics_events WHERE id IN \
-         (SELECT id FROM analytics_events WHERE occurred_at < $1 ORDER BY occurred_at LIMIT $2)",
+         (SELECT id FROM analytics_events WHERE occurred_at < $1 ORDER BY occurred_at LIMIT $2) \
+         RETURNING user_id, event_type, path, session_key, duration_ms, click_x, click_y, \
+         device_type, country, is_vpn, occurred_at",
     )
     .bind(cutoff)
     .bind(chunk)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected())
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut delta = RollupDelta::default();
+    for event in &purged {
+        delta.count(event.facts(), -1);
+    }
+    delta.apply(tx).await?;
+    Ok(purged.len() as u64)
+}
+
+/// What a purge deleted, as much as the rollups counted of it.
+#[derive(Debug, sqlx::FromRow)]
+struct PurgedEvent {
+    user_id: i64,
+    event_type: String,
+    path: Option<String>,
+    session_key: Option<String>,
+    duration_ms: Option<i64>,
+    click_x: Option<i64>,
+    click_y: Option<i64>,
+    device_type: String,
+    country: Option<String>,
+    is_vpn: Flag,
+    occurred_at: i64,
+}
+
+impl PurgedEvent {
+    fn facts(&self) -> EventFacts<'_> {
+        EventFacts {
+            user_id: self.user_id,
+            event_type: &self.event_type,
+            path: self.path.as_deref(),
+            session_key: self.session_key.as_deref(),
+            duration_ms: self.duration_ms,
+            click_x: self.click_x,
+            click_y: self.click_y,
+            device_type: &self.device_type,
+            country: self.country.as_deref(),
+            is_vpn: self.is_vpn.0,
+            occurred_at: self.occurred_at,
+        }
+    }
 }
 
 /// Events one purge transaction deletes at most.
@@ -321,6 +404,14 @@ impl crate::Database {
             }
         }
         Ok(removed)
+    }
+
+    /// Counts every stored event into the rollups again, from scratch: for
+    /// events loaded around the writer (a restore, a bulk import, a
+    /// benchmark's seed).
+    pub async fn rebuild_analytics_rollups(&self) -> Result<(), DomainError> {
+        self.write(|tx| Box::pin(async move { rollups::rebuild(tx).await }))
+            .await
     }
 
     /// Events stored now.
@@ -387,35 +478,55 @@ pub struct PlatformFigures {
 
 impl crate::Database {
     /// [`PlatformFigures`] for `since` (inclusive) to `until` (exclusive),
-    /// Unix milliseconds: one round trip of index range scans.
+    /// Unix milliseconds: one round trip of index range scans, the events'
+    /// part read from the rollups but for the period's ragged ends.
     pub async fn platform_figures(
         &self,
         since: i64,
         until: i64,
     ) -> Result<PlatformFigures, DomainError> {
-        let row: (i64, i64, i64, i64, i64, i64, i64, i64, Option<f64>, i64) = sqlx::query_as(
+        let events = EventFilter {
+            since,
+            until,
+            include_vpn: true,
+            ..EventFilter::default()
+        };
+        let Scope {
+            whole, ends, args, ..
+        } = events.scope(SLICE_MILLIS, "slice");
+        let mut args = args;
+        let (from, to) = (args.push(Arg::Int(since)), args.push(Arg::Int(until)));
+        let created = format!("created_at >= {from} AND created_at < {to}");
+        let sql = format!(
             "SELECT \
              (SELECT COUNT(*) FROM users), \
              (SELECT COUNT(*) FROM (\
-                SELECT user_id FROM sign_ins WHERE created_at >= $1 AND created_at < $2 \
-                UNION SELECT user_id FROM analytics_events WHERE occurred_at >= $1 AND occurred_at < $2 \
-                UNION SELECT author_id FROM posts WHERE created_at >= $1 AND created_at < $2) AS active), \
-             (SELECT COUNT(*) FROM users WHERE created_at >= $1 AND created_at < $2), \
-             (SELECT COUNT(*) FROM users WHERE created_at < $1), \
+                SELECT user_id FROM sign_ins WHERE {created} \
+                UNION SELECT user_id FROM analytics_rollup_visits WHERE {whole} \
+                UNION SELECT user_id FROM analytics_events WHERE {ends} \
+                UNION SELECT author_id FROM posts WHERE {created}) AS active), \
+             (SELECT COUNT(*) FROM users WHERE {created}), \
+             (SELECT COUNT(*) FROM users WHERE created_at < {from}), \
              (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts WHERE scope LIKE '%published:%'), \
-             (SELECT COUNT(*) FROM posts WHERE created_at >= $1 AND created_at < $2), \
+             (SELECT COUNT(*) FROM posts WHERE {created}), \
              (SELECT COUNT(DISTINCT target_id) FROM audit_log \
-                WHERE action LIKE 'post.moderate.%' AND created_at >= $1 AND created_at < $2), \
+                WHERE action LIKE 'post.moderate.%' AND {created}), \
              (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts WHERE scope LIKE '%:flagged'), \
-             (SELECT CAST(AVG(duration_ms) AS DOUBLE PRECISION) FROM analytics_events \
-                WHERE event_type = 'session_end' AND occurred_at >= $1 AND occurred_at < $2), \
+             (SELECT CAST(SUM(millis) AS DOUBLE PRECISION) / NULLIF(SUM(timed), 0) FROM (\
+                SELECT session_millis AS millis, timed_sessions AS timed FROM analytics_rollup_slices \
+                WHERE {whole} \
+                UNION ALL SELECT duration_ms, 1 FROM analytics_events WHERE {ends} \
+                AND event_type = 'session_end' AND duration_ms IS NOT NULL) AS timed), \
              (SELECT COUNT(*) FROM (\
-                SELECT user_id, created_at / 86400000 AS day FROM sign_ins WHERE created_at >= $1 AND created_at < $2 \
-                UNION SELECT user_id, occurred_at / 86400000 FROM analytics_events WHERE occurred_at >= $1 AND occurred_at < $2 \
-                UNION SELECT author_id, created_at / 86400000 FROM posts WHERE created_at >= $1 AND created_at < $2) AS days)",
+                SELECT user_id, created_at / {DAY_MILLIS} AS day FROM sign_ins WHERE {created} \
+                UNION SELECT user_id, slice / {SLICES_PER_DAY} FROM analytics_rollup_visits WHERE {whole} \
+                UNION SELECT user_id, occurred_at / {DAY_MILLIS} FROM analytics_events WHERE {ends} \
+                UNION SELECT author_id, created_at / {DAY_MILLIS} FROM posts WHERE {created}) AS days)"
+        );
+        let row = bind_all(
+            sqlx::query_as::<_, (i64, i64, i64, i64, i64, i64, i64, i64, Option<f64>, i64)>(&sql),
+            args.into_vec(),
         )
-        .bind(since)
-        .bind(until)
         .fetch_one(&mut *self.lease().await?)
         .await?;
         Ok(PlatformFigures {
@@ -430,266 +541,6 @@ impl crate::Database {
             average_session_millis: row.8,
             active_user_days: row.9,
         })
-    }
-}
-
-/// Which events a dashboard figure counts: a period and the optional
-/// filters of `GET /api/admin/analytics`.
-#[derive(Debug, Clone, Default)]
-pub struct EventFilter {
-    /// Inclusive, Unix milliseconds.
-    pub since: i64,
-    /// Exclusive, Unix milliseconds.
-    pub until: i64,
-    pub country: Option<String>,
-    pub device_type: Option<String>,
-    /// `false` leaves out events flagged as coming through a VPN.
-    pub include_vpn: bool,
-}
-
-impl EventFilter {
-    /// The conditions (placeholders numbered in `args`) that select the
-    /// filtered events.
-    fn clause(&self, args: &mut Args) -> String {
-        let mut sql = format!(
-            "occurred_at >= {} AND occurred_at < {}",
-            args.push(Arg::Int(self.since)),
-            args.push(Arg::Int(self.until))
-        );
-        if let Some(country) = &self.country {
-            sql.push_str(&format!(
-                " AND country = {}",
-                args.push(Arg::Text(country.clone()))
-            ));
-        }
-        if let Some(device) = &self.device_type {
-            sql.push_str(&format!(
-                " AND device_type = {}",
-                args.push(Arg::Text(device.clone()))
-            ));
-        }
-        if !self.include_vpn {
-            sql.push_str(&format!(" AND is_vpn = {}", args.push(Arg::Bool(false))));
-        }
-        sql
-    }
-}
-
-/// The dashboard's headline figures over the filtered events.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct DashboardOverview {
-    /// Distinct `session_id`s.
-    pub sessions: i64,
-    pub page_views: i64,
-    pub clicks: i64,
-    pub unique_users: i64,
-    /// Mean `duration_ms` of `session_end` events.
-    pub average_session_millis: Option<f64>,
-    /// Sessions with page views that had exactly one.
-    pub bounced_sessions: i64,
-    /// Sessions with at least one page view.
-    pub viewing_sessions: i64,
-    pub vpn_events: i64,
-    pub events: i64,
-}
-
-/// Counts per 15-minute slice of UTC time (`slice * 900_000` ms is its
-/// start): fine enough to be summed into hours, days, weeks or months of
-/// any time zone, whose offsets are multiples of 15 minutes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SliceCounts {
-    /// Sessions, each in the slice of its first event.
-    pub sessions: Vec<(i64, i64)>,
-    pub page_views: Vec<(i64, i64)>,
-}
-
-/// The length of a [`SliceCounts`] slice in milliseconds.
-pub const SLICE_MILLIS: i64 = 900_000;
-
-/// One page's views.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PageViews {
-    pub path: String,
-    pub views: i64,
-    /// Distinct users who viewed it.
-    pub unique_views: i64,
-}
-
-/// Events and users from one country (`None`: no trusted header named it).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct CountryCount {
-    pub country: Option<String>,
-    pub events: i64,
-    pub users: i64,
-}
-
-/// Clicks in one cell of a page's heatmap grid.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct HeatCell {
-    pub path: String,
-    /// The cell's column and row: `x / HEATMAP_CELL`, `y / HEATMAP_CELL`.
-    pub cell_x: i64,
-    pub cell_y: i64,
-    pub clicks: i64,
-}
-
-/// Pixels per side of a heatmap cell.
-pub const HEATMAP_CELL: i64 = 20;
-
-impl crate::Database {
-    /// The headline figures of the events `filter` selects.
-    pub async fn dashboard_overview(
-        &self,
-        filter: &EventFilter,
-    ) -> Result<DashboardOverview, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let vpn = args.push(Arg::Bool(true));
-        let sql = format!(
-            "SELECT \
-             (SELECT COUNT(DISTINCT session_key) FROM analytics_events WHERE {clause}), \
-             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND event_type = 'page_view'), \
-             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND event_type = 'button_click'), \
-             (SELECT COUNT(DISTINCT user_id) FROM analytics_events WHERE {clause}), \
-             (SELECT CAST(AVG(duration_ms) AS DOUBLE PRECISION) FROM analytics_events \
-                WHERE {clause} AND event_type = 'session_end'), \
-             (SELECT COUNT(*) FROM (SELECT session_key FROM analytics_events \
-                WHERE {clause} AND event_type = 'page_view' AND session_key IS NOT NULL \
-                GROUP BY session_key HAVING COUNT(*) = 1) AS bounced), \
-             (SELECT COUNT(DISTINCT session_key) FROM analytics_events \
-                WHERE {clause} AND event_type = 'page_view'), \
-             (SELECT COUNT(*) FROM analytics_events WHERE {clause} AND is_vpn = {vpn}), \
-             (SELECT COUNT(*) FROM analytics_events WHERE {clause})"
-        );
-        let query =
-            sqlx::query_as::<_, (i64, i64, i64, i64, Option<f64>, i64, i64, i64, i64)>(&sql);
-        let row = bind_all(query, args.into_vec())
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-        Ok(DashboardOverview {
-            sessions: row.0,
-            page_views: row.1,
-            clicks: row.2,
-            unique_users: row.3,
-            average_session_millis: row.4,
-            bounced_sessions: row.5,
-            viewing_sessions: row.6,
-            vpn_events: row.7,
-            events: row.8,
-        })
-    }
-
-    /// Sessions and page views per 15-minute UTC slice, for the trends.
-    pub async fn dashboard_slices(&self, filter: &EventFilter) -> Result<SliceCounts, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let values = args.into_vec();
-        let mut lease = self.lease().await?;
-        let sessions_sql = format!(
-            "SELECT first_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM \
-             (SELECT MIN(occurred_at) AS first_at FROM analytics_events \
-              WHERE {clause} AND session_key IS NOT NULL GROUP BY session_key) AS firsts \
-             GROUP BY first_at / {SLICE_MILLIS} ORDER BY slice"
-        );
-        let sessions = bind_all(
-            sqlx::query_as::<_, (i64, i64)>(&sessions_sql),
-            values.clone(),
-        )
-        .fetch_all(&mut *lease)
-        .await?;
-        let views_sql = format!(
-            "SELECT occurred_at / {SLICE_MILLIS} AS slice, COUNT(*) FROM analytics_events \
-             WHERE {clause} AND event_type = 'page_view' \
-             GROUP BY occurred_at / {SLICE_MILLIS} ORDER BY slice"
-        );
-        let page_views = bind_all(sqlx::query_as::<_, (i64, i64)>(&views_sql), values)
-            .fetch_all(&mut *lease)
-            .await?;
-        Ok(SliceCounts {
-            sessions,
-            page_views,
-        })
-    }
-
-    /// The `limit` most viewed paths.
-    pub async fn dashboard_top_pages(
-        &self,
-        filter: &EventFilter,
-        limit: i64,
-    ) -> Result<Vec<PageViews>, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let sql = format!(
-            "SELECT path, COUNT(*) AS views, COUNT(DISTINCT user_id) AS unique_views \
-             FROM analytics_events WHERE {clause} AND event_type = 'page_view' AND path IS NOT NULL \
-             GROUP BY path ORDER BY views DESC, path LIMIT {limit}"
-        );
-        Ok(
-            bind_all(sqlx::query_as::<_, PageViews>(&sql), args.into_vec())
-                .fetch_all(&mut *self.lease().await?)
-                .await?,
-        )
-    }
-
-    /// Events by device type.
-    pub async fn dashboard_devices(
-        &self,
-        filter: &EventFilter,
-    ) -> Result<Vec<(String, i64)>, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let sql = format!(
-            "SELECT device_type, COUNT(*) FROM analytics_events WHERE {clause} \
-             GROUP BY device_type ORDER BY device_type"
-        );
-        Ok(
-            bind_all(sqlx::query_as::<_, (String, i64)>(&sql), args.into_vec())
-                .fetch_all(&mut *self.lease().await?)
-                .await?,
-        )
-    }
-
-    /// Events and users by country, most events first, at most `limit`.
-    pub async fn dashboard_countries(
-        &self,
-        filter: &EventFilter,
-        limit: i64,
-    ) -> Result<Vec<CountryCount>, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let sql = format!(
-            "SELECT country, COUNT(*) AS events, COUNT(DISTINCT user_id) AS users \
-             FROM analytics_events WHERE {clause} \
-             GROUP BY country ORDER BY events DESC, country LIMIT {limit}"
-        );
-        Ok(
-            bind_all(sqlx::query_as::<_, CountryCount>(&sql), args.into_vec())
-                .fetch_all(&mut *self.lease().await?)
-                .await?,
-        )
-    }
-
-    /// Clicks per heatmap cell, busiest first, at most `limit` cells.
-    pub async fn dashboard_heatmap(
-        &self,
-        filter: &EventFilter,
-        limit: i64,
-    ) -> Result<Vec<HeatCell>, DomainError> {
-        let mut args = Args::default();
-        let clause = filter.clause(&mut args);
-        let sql = format!(
-            "SELECT path, click_x / {HEATMAP_CELL} AS cell_x, click_y / {HEATMAP_CELL} AS cell_y, \
-             COUNT(*) AS clicks FROM analytics_events \
-             WHERE {clause} AND event_type = 'button_click' AND path IS NOT NULL \
-             AND click_x IS NOT NULL AND click_y IS NOT NULL \
-             GROUP BY path, click_x / {HEATMAP_CELL}, click_y / {HEATMAP_CELL} \
-             ORDER BY clicks DESC, path, cell_x, cell_y LIMIT {limit}"
-        );
-        Ok(
-            bind_all(sqlx::query_as::<_, HeatCell>(&sql), args.into_vec())
-                .fetch_all(&mut *self.lease().await?)
-                .await?,
-        )
     }
 }
 

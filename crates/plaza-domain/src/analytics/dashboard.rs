@@ -1,0 +1,474 @@
+//! The dashboards' queries. Each reads the whole slices or days of its
+//! period from the rollups and only the ragged ends of the period (less than
+//! a slice or a day at either side) from the events, so its cost follows the
+//! number of rollup rows, not of events.
+
+use crate::error::DomainError;
+use crate::listing::{Arg, Args, bind_all};
+
+use super::rollups::{DAY_MILLIS, HEATMAP_CELL, SLICE_MILLIS};
+
+/// Which events a dashboard figure counts: a period and the optional
+/// filters of `GET /api/admin/analytics`.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Inclusive, Unix milliseconds.
+    pub since: i64,
+    /// Exclusive, Unix milliseconds.
+    pub until: i64,
+    pub country: Option<String>,
+    pub device_type: Option<String>,
+    /// `false` leaves out events flagged as coming through a VPN.
+    pub include_vpn: bool,
+}
+
+/// The SQL conditions of one query over a period: `whole` selects the
+/// rollup rows of the whole units (slices or days) inside it, `ends` the
+/// events of its ragged ends, `dims` the filters (the same columns in the
+/// rollups and the events). Placeholders are numbered in `args`.
+pub(super) struct Scope {
+    pub whole: String,
+    pub ends: String,
+    pub dims: String,
+    pub args: Args,
+}
+
+/// How `since..until` splits over units of `grain` milliseconds: the whole
+/// units `first..end` (none if empty) and the millisecond ranges left.
+fn split(since: i64, until: i64, grain: i64) -> (Option<(i64, i64)>, Vec<(i64, i64)>) {
+    let first = since.div_euclid(grain) + i64::from(since.rem_euclid(grain) != 0);
+    let end = until.div_euclid(grain);
+    if first >= end {
+        return (
+            None,
+            vec![(since, until)]
+                .into_iter()
+                .filter(|(a, b)| a < b)
+                .collect(),
+        );
+    }
+    let ends = [(since, first * grain), (end * grain, until)]
+        .into_iter()
+        .filter(|(a, b)| a < b)
+        .collect();
+    (Some((first, end)), ends)
+}
+
+impl EventFilter {
+    /// The conditions for rollups of `grain` whose time key is `unit`.
+    pub(super) fn scope(&self, grain: i64, unit: &str) -> Scope {
+        let mut args = Args::default();
+        let (whole_units, ends) = split(self.since, self.until, grain);
+        let whole = match whole_units {
+            Some((first, end)) => format!(
+                "{unit} >= {} AND {unit} < {}",
+                args.push(Arg::Int(first)),
+                args.push(Arg::Int(end))
+            ),
+            None => "1 = 0".to_owned(),
+        };
+        let ends = if ends.is_empty() {
+            "1 = 0".to_owned()
+        } else {
+            let ranges: Vec<String> = ends
+                .into_iter()
+                .map(|(from, to)| {
+                    format!(
+                        "(occurred_at >= {} AND occurred_at < {})",
+                        args.push(Arg::Int(from)),
+                        args.push(Arg::Int(to))
+                    )
+                })
+                .collect();
+            format!("({})", ranges.join(" OR "))
+        };
+        let mut dims = vec!["1 = 1".to_owned()];
+        if let Some(country) = &self.country {
+            dims.push(format!(
+                "country = {}",
+                args.push(Arg::Text(country.clone()))
+            ));
+        }
+        if let Some(device) = &self.device_type {
+            dims.push(format!(
+                "device_type = {}",
+                args.push(Arg::Text(device.clone()))
+            ));
+        }
+        if !self.include_vpn {
+            dims.push(format!("is_vpn = {}", args.push(Arg::Bool(false))));
+        }
+        Scope {
+            whole,
+            ends,
+            dims: dims.join(" AND "),
+            args,
+        }
+    }
+}
+
+/// The dashboard's headline figures over the filtered events.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DashboardOverview {
+    /// Distinct sessions: a session is one user's `session_id`.
+    pub sessions: i64,
+    pub page_views: i64,
+    pub clicks: i64,
+    pub unique_users: i64,
+    /// Mean `duration_ms` of `session_end` events.
+    pub average_session_millis: Option<f64>,
+    /// Sessions with page views that had exactly one.
+    pub bounced_sessions: i64,
+    /// Sessions with at least one page view.
+    pub viewing_sessions: i64,
+    pub vpn_events: i64,
+    pub events: i64,
+}
+
+/// Counts per 15-minute slice of UTC time (`slice * SLICE_MILLIS` is its
+/// start): fine enough to be summed into hours, days, weeks or months of
+/// any time zone, whose offsets are multiples of 15 minutes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceCounts {
+    /// Sessions, each in the slice of its first event.
+    pub sessions: Vec<(i64, i64)>,
+    pub page_views: Vec<(i64, i64)>,
+}
+
+/// One page's views.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageViews {
+    pub path: String,
+    pub views: i64,
+    /// Distinct users who viewed it.
+    pub unique_views: i64,
+}
+
+/// Events and users from one country (`None`: no trusted header named it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountryCount {
+    pub country: Option<String>,
+    pub events: i64,
+    pub users: i64,
+}
+
+/// Clicks in one cell of a page's heatmap grid.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct HeatCell {
+    pub path: String,
+    /// The cell's column and row: `x / HEATMAP_CELL`, `y / HEATMAP_CELL`.
+    pub cell_x: i64,
+    pub cell_y: i64,
+    pub clicks: i64,
+}
+
+/// The per-slice totals of the period, rollup rows and raw events in one
+/// shape: `events, page_views, clicks, vpn_events, timed_sessions,
+/// session_millis, device_type, country, slice`.
+fn slice_totals(scope: &Scope) -> String {
+    let Scope {
+        whole, ends, dims, ..
+    } = scope;
+    format!(
+        "SELECT events, page_views, clicks, CASE WHEN is_vpn THEN events ELSE 0 END AS vpn_events, \
+         timed_sessions, session_millis, device_type, country, slice \
+         FROM analytics_rollup_slices WHERE {whole} AND {dims} \
+         UNION ALL SELECT 1, CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
+         CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END, CASE WHEN is_vpn THEN 1 ELSE 0 END, \
+         CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END, \
+         CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN duration_ms ELSE 0 END, \
+         device_type, COALESCE(country, ''), occurred_at / {SLICE_MILLIS} \
+         FROM analytics_events WHERE {ends} AND {dims}"
+    )
+}
+
+/// The period's visits (who was active in which session, per slice),
+/// rollup rows and raw events in one shape: `slice, user_id, session_key,
+/// country, page_views`; `session_key` is '' outside a session.
+fn visits(scope: &Scope) -> String {
+    let Scope {
+        whole, ends, dims, ..
+    } = scope;
+    format!(
+        "SELECT slice, user_id, session_key, country, page_views \
+         FROM analytics_rollup_visits WHERE {whole} AND {dims} \
+         UNION ALL SELECT occurred_at / {SLICE_MILLIS}, user_id, COALESCE(session_key, ''), \
+         COALESCE(country, ''), CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END \
+         FROM analytics_events WHERE {ends} AND {dims}"
+    )
+}
+
+/// `SUM` as a BIGINT on both engines (PostgreSQL sums BIGINTs to NUMERIC).
+fn sum(expression: &str) -> String {
+    format!("CAST(COALESCE(SUM({expression}), 0) AS BIGINT)")
+}
+
+impl crate::Database {
+    /// The headline figures of the events `filter` selects.
+    pub async fn dashboard_overview(
+        &self,
+        filter: &EventFilter,
+    ) -> Result<DashboardOverview, DomainError> {
+        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let totals_sql = format!(
+            "SELECT {}, {}, {}, {}, {}, {} FROM ({}) AS totals",
+            sum("events"),
+            sum("page_views"),
+            sum("clicks"),
+            sum("vpn_events"),
+            sum("timed_sessions"),
+            sum("session_millis"),
+            slice_totals(&scope)
+        );
+        let sessions_sql = format!(
+            "SELECT COUNT(DISTINCT user_id), \
+             {}, {}, {} FROM \
+             (SELECT user_id, session_key, SUM(page_views) AS views FROM ({}) AS visits \
+              GROUP BY user_id, session_key) AS sessions",
+            sum("CASE WHEN session_key <> '' THEN 1 ELSE 0 END"),
+            sum("CASE WHEN session_key <> '' AND views = 1 THEN 1 ELSE 0 END"),
+            sum("CASE WHEN session_key <> '' AND views > 0 THEN 1 ELSE 0 END"),
+            visits(&scope)
+        );
+        let values = scope.args.into_vec();
+        let mut lease = self.lease().await?;
+        let (events, page_views, clicks, vpn_events, timed, millis) = bind_all(
+            sqlx::query_as::<_, (i64, i64, i64, i64, i64, i64)>(&totals_sql),
+            values.clone(),
+        )
+        .fetch_one(&mut *lease)
+        .await?;
+        let (unique_users, sessions, bounced_sessions, viewing_sessions) = bind_all(
+            sqlx::query_as::<_, (i64, i64, i64, i64)>(&sessions_sql),
+            values,
+        )
+        .fetch_one(&mut *lease)
+        .await?;
+        Ok(DashboardOverview {
+            sessions,
+            page_views,
+            clicks,
+            unique_users,
+            average_session_millis: (timed > 0).then(|| millis as f64 / timed as f64),
+            bounced_sessions,
+            viewing_sessions,
+            vpn_events,
+            events,
+        })
+    }
+
+    /// Sessions and page views per 15-minute UTC slice, for the trends.
+    pub async fn dashboard_slices(&self, filter: &EventFilter) -> Result<SliceCounts, DomainError> {
+        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let views_sql = format!(
+            "SELECT slice, {} FROM ({}) AS totals WHERE page_views > 0 \
+             GROUP BY slice ORDER BY slice",
+            sum("page_views"),
+            slice_totals(&scope)
+        );
+        let sessions_sql = format!(
+            "SELECT first_slice, COUNT(*) FROM \
+             (SELECT MIN(slice) AS first_slice FROM ({}) AS visits WHERE session_key <> '' \
+              GROUP BY user_id, session_key) AS firsts \
+             GROUP BY first_slice ORDER BY first_slice",
+            visits(&scope)
+        );
+        let values = scope.args.into_vec();
+        let mut lease = self.lease().await?;
+        let page_views = bind_all(sqlx::query_as::<_, (i64, i64)>(&views_sql), values.clone())
+            .fetch_all(&mut *lease)
+            .await?;
+        let sessions = bind_all(sqlx::query_as::<_, (i64, i64)>(&sessions_sql), values)
+            .fetch_all(&mut *lease)
+            .await?;
+        Ok(SliceCounts {
+            sessions,
+            page_views,
+        })
+    }
+
+    /// The `limit` most viewed paths. Views come from the day rollups;
+    /// distinct viewers, which no rollup can sum, are counted on the events
+    /// of those paths alone.
+    pub async fn dashboard_top_pages(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<PageViews>, DomainError> {
+        let Scope {
+            whole,
+            ends,
+            dims,
+            args,
+        } = filter.scope(DAY_MILLIS, "day");
+        let views_sql = format!(
+            "SELECT path, {} AS views FROM (\
+             SELECT path, views FROM analytics_rollup_pages WHERE {whole} AND {dims} \
+             UNION ALL SELECT path, 1 FROM analytics_events \
+             WHERE {ends} AND {dims} AND event_type = 'page_view' AND path IS NOT NULL) AS viewed \
+             GROUP BY path ORDER BY views DESC, path LIMIT {limit}",
+            sum("views")
+        );
+        let mut lease = self.lease().await?;
+        let top = bind_all(
+            sqlx::query_as::<_, (String, i64)>(&views_sql),
+            args.into_vec(),
+        )
+        .fetch_all(&mut *lease)
+        .await?;
+        if top.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut args = Args::default();
+        let paths: Vec<String> = top
+            .iter()
+            .map(|(path, _)| args.push(Arg::Text(path.clone())))
+            .collect();
+        let period = format!(
+            "occurred_at >= {} AND occurred_at < {}",
+            args.push(Arg::Int(filter.since)),
+            args.push(Arg::Int(filter.until))
+        );
+        let mut dims = Vec::new();
+        if let Some(country) = &filter.country {
+            dims.push(format!(
+                " AND country = {}",
+                args.push(Arg::Text(country.clone()))
+            ));
+        }
+        if let Some(device) = &filter.device_type {
+            dims.push(format!(
+                " AND device_type = {}",
+                args.push(Arg::Text(device.clone()))
+            ));
+        }
+        if !filter.include_vpn {
+            dims.push(format!(" AND is_vpn = {}", args.push(Arg::Bool(false))));
+        }
+        let viewers_sql = format!(
+            "SELECT path, COUNT(DISTINCT user_id) FROM analytics_events \
+             WHERE event_type = 'page_view' AND path IN ({}) AND {period}{} GROUP BY path",
+            paths.join(", "),
+            dims.concat()
+        );
+        let viewers: std::collections::HashMap<String, i64> = bind_all(
+            sqlx::query_as::<_, (String, i64)>(&viewers_sql),
+            args.into_vec(),
+        )
+        .fetch_all(&mut *lease)
+        .await?
+        .into_iter()
+        .collect();
+        Ok(top
+            .into_iter()
+            .map(|(path, views)| PageViews {
+                unique_views: viewers.get(&path).copied().unwrap_or(0),
+                path,
+                views,
+            })
+            .collect())
+    }
+
+    /// Events by device type.
+    pub async fn dashboard_devices(
+        &self,
+        filter: &EventFilter,
+    ) -> Result<Vec<(String, i64)>, DomainError> {
+        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let sql = format!(
+            "SELECT device_type, {} FROM ({}) AS totals GROUP BY device_type ORDER BY device_type",
+            sum("events"),
+            slice_totals(&scope)
+        );
+        Ok(bind_all(
+            sqlx::query_as::<_, (String, i64)>(&sql),
+            scope.args.into_vec(),
+        )
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+
+    /// Events and users by country, most events first, at most `limit`.
+    pub async fn dashboard_countries(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<CountryCount>, DomainError> {
+        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let events_sql = format!(
+            "SELECT country, {} FROM ({}) AS totals GROUP BY country",
+            sum("events"),
+            slice_totals(&scope)
+        );
+        let users_sql = format!(
+            "SELECT country, COUNT(DISTINCT user_id) FROM ({}) AS visits GROUP BY country",
+            visits(&scope)
+        );
+        let values = scope.args.into_vec();
+        let mut lease = self.lease().await?;
+        let users: std::collections::HashMap<String, i64> = bind_all(
+            sqlx::query_as::<_, (String, i64)>(&users_sql),
+            values.clone(),
+        )
+        .fetch_all(&mut *lease)
+        .await?
+        .into_iter()
+        .collect();
+        let mut countries: Vec<CountryCount> =
+            bind_all(sqlx::query_as::<_, (String, i64)>(&events_sql), values)
+                .fetch_all(&mut *lease)
+                .await?
+                .into_iter()
+                .map(|(country, events)| CountryCount {
+                    users: users.get(&country).copied().unwrap_or(0),
+                    country: (!country.is_empty()).then_some(country),
+                    events,
+                })
+                .collect();
+        countries.sort_by(|a, b| b.events.cmp(&a.events).then(a.country.cmp(&b.country)));
+        countries.truncate(usize::try_from(limit).unwrap_or(0));
+        Ok(countries)
+    }
+
+    /// Clicks per heatmap cell, busiest first, at most `limit` cells.
+    pub async fn dashboard_heatmap(
+        &self,
+        filter: &EventFilter,
+        limit: i64,
+    ) -> Result<Vec<HeatCell>, DomainError> {
+        let Scope {
+            whole,
+            ends,
+            dims,
+            args,
+        } = filter.scope(DAY_MILLIS, "day");
+        let sql = format!(
+            "SELECT path, cell_x, cell_y, {} AS clicks FROM (\
+             SELECT path, cell_x, cell_y, clicks FROM analytics_rollup_clicks WHERE {whole} AND {dims} \
+             UNION ALL SELECT path, click_x / {HEATMAP_CELL}, click_y / {HEATMAP_CELL}, 1 \
+             FROM analytics_events WHERE {ends} AND {dims} AND event_type = 'button_click' \
+             AND path IS NOT NULL AND click_x IS NOT NULL AND click_y IS NOT NULL) AS clicked \
+             GROUP BY path, cell_x, cell_y ORDER BY clicks DESC, path, cell_x, cell_y LIMIT {limit}",
+            sum("clicks")
+        );
+        Ok(
+            bind_all(sqlx::query_as::<_, HeatCell>(&sql), args.into_vec())
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_splits_into_whole_units_and_ragged_ends() {
+        assert_eq!(split(15, 95, 10), (Some((2, 9)), vec![(15, 20), (90, 95)]));
+        assert_eq!(split(20, 90, 10), (Some((2, 9)), vec![]));
+        assert_eq!(split(12, 18, 10), (None, vec![(12, 18)]));
+        assert_eq!(split(12, 20, 10), (None, vec![(12, 20)]));
+        assert_eq!(split(10, 10, 10), (None, vec![]));
+    }
+}

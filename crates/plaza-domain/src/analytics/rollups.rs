@@ -1,0 +1,441 @@
+//! Rollups: the events pre-counted per 15-minute slice (totals, and who was
+//! active in which session) and per UTC day (page views, clicks per heatmap
+//! cell). The ingest writer adds a batch's counts and the retention purge
+//! subtracts a chunk's, each in the transaction that stores or deletes the
+//! events, so the rollups never disagree with the events and a dashboard
+//! reads thousands of rows instead of millions.
+
+use std::collections::BTreeMap;
+
+use crate::db::Tx;
+use crate::dialect::Dialect;
+use crate::error::DomainError;
+use crate::listing::Arg;
+
+/// The length of a slice in milliseconds: 15 minutes divide every time
+/// zone's offset, so slices sum into the buckets of any zone.
+pub const SLICE_MILLIS: i64 = 900_000;
+
+/// The length of a rollup day in milliseconds (UTC days).
+pub const DAY_MILLIS: i64 = 86_400_000;
+
+/// Pixels per side of a heatmap cell.
+pub const HEATMAP_CELL: i64 = 20;
+
+/// What a rollup counts of one event, borrowed from a new event or a row
+/// about to be purged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventFacts<'a> {
+    pub user_id: i64,
+    pub event_type: &'a str,
+    pub path: Option<&'a str>,
+    pub session_key: Option<&'a str>,
+    pub duration_ms: Option<i64>,
+    pub click_x: Option<i64>,
+    pub click_y: Option<i64>,
+    pub device_type: &'a str,
+    pub country: Option<&'a str>,
+    pub is_vpn: bool,
+    pub occurred_at: i64,
+}
+
+/// The filterable attributes every rollup row carries.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Dims {
+    device_type: String,
+    country: String,
+    is_vpn: bool,
+}
+
+impl Dims {
+    fn of(event: &EventFacts<'_>) -> Dims {
+        Dims {
+            device_type: event.device_type.to_owned(),
+            country: event.country.unwrap_or("").to_owned(),
+            is_vpn: event.is_vpn,
+        }
+    }
+
+    fn args(&self) -> [Arg; 3] {
+        [
+            Arg::Text(self.device_type.clone()),
+            Arg::Text(self.country.clone()),
+            Arg::Bool(self.is_vpn),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct SliceTotals {
+    events: i64,
+    page_views: i64,
+    clicks: i64,
+    timed_sessions: i64,
+    session_millis: i64,
+}
+
+/// The change a set of events makes to the rollups: added when they are
+/// stored, subtracted when they are purged. Keys are kept sorted, so
+/// concurrent writers touch rows in one order and cannot deadlock.
+#[derive(Debug, Default)]
+pub(crate) struct RollupDelta {
+    slices: BTreeMap<(i64, Dims), SliceTotals>,
+    visits: BTreeMap<(i64, i64, String, Dims), (i64, i64)>,
+    pages: BTreeMap<(i64, String, Dims), i64>,
+    clicks: BTreeMap<(i64, String, i64, i64, Dims), i64>,
+}
+
+impl RollupDelta {
+    /// Counts `event` once, `sign` 1 to add it or -1 to take it away.
+    pub(crate) fn count(&mut self, event: EventFacts<'_>, sign: i64) {
+        let dims = Dims::of(&event);
+        // Truncating division, as SQL's: stored times are never negative.
+        let slice = event.occurred_at / SLICE_MILLIS;
+        let day = event.occurred_at / DAY_MILLIS;
+        let page_view = i64::from(event.event_type == "page_view");
+        let click = event.event_type == "button_click";
+        let timed = match (event.event_type, event.duration_ms) {
+            ("session_end", Some(millis)) => Some(millis),
+            _ => None,
+        };
+        let totals = self.slices.entry((slice, dims.clone())).or_default();
+        totals.events += sign;
+        totals.page_views += sign * page_view;
+        totals.clicks += sign * i64::from(click);
+        if let Some(millis) = timed {
+            totals.timed_sessions += sign;
+            totals.session_millis += sign * millis;
+        }
+        let visit = self
+            .visits
+            .entry((
+                slice,
+                event.user_id,
+                event.session_key.unwrap_or("").to_owned(),
+                dims.clone(),
+            ))
+            .or_default();
+        visit.0 += sign;
+        visit.1 += sign * page_view;
+        if let Some(path) = event.path {
+            if page_view == 1 {
+                *self
+                    .pages
+                    .entry((day, path.to_owned(), dims.clone()))
+                    .or_default() += sign;
+            }
+            if let (true, Some(x), Some(y)) = (click, event.click_x, event.click_y) {
+                *self
+                    .clicks
+                    .entry((
+                        day,
+                        path.to_owned(),
+                        x / HEATMAP_CELL,
+                        y / HEATMAP_CELL,
+                        dims,
+                    ))
+                    .or_default() += sign;
+            }
+        }
+    }
+
+    /// Writes the change in `tx`: several rows per statement, each added to
+    /// the row of its key or inserted; rows counted down to nothing go.
+    pub(crate) async fn apply(self, tx: &mut Tx<'_>) -> Result<(), DomainError> {
+        let slices = self.slices.into_iter().map(|((slice, dims), totals)| {
+            let [device, country, vpn] = dims.args();
+            vec![
+                Arg::Int(slice),
+                device,
+                country,
+                vpn,
+                Arg::Int(totals.events),
+                Arg::Int(totals.page_views),
+                Arg::Int(totals.clicks),
+                Arg::Int(totals.timed_sessions),
+                Arg::Int(totals.session_millis),
+            ]
+        });
+        upsert(tx, &SLICES, slices).await?;
+        let visits = self.visits.into_iter().map(
+            |((slice, user_id, session_key, dims), (events, views))| {
+                let [device, country, vpn] = dims.args();
+                vec![
+                    Arg::Int(slice),
+                    Arg::Int(user_id),
+                    Arg::Text(session_key),
+                    device,
+                    country,
+                    vpn,
+                    Arg::Int(events),
+                    Arg::Int(views),
+                ]
+            },
+        );
+        upsert(tx, &VISITS, visits).await?;
+        let pages = self.pages.into_iter().map(|((day, path, dims), views)| {
+            let [device, country, vpn] = dims.args();
+            vec![
+                Arg::Int(day),
+                Arg::Text(path),
+                device,
+                country,
+                vpn,
+                Arg::Int(views),
+            ]
+        });
+        upsert(tx, &PAGES, pages).await?;
+        let clicks = self
+            .clicks
+            .into_iter()
+            .map(|((day, path, cell_x, cell_y, dims), clicks)| {
+                let [device, country, vpn] = dims.args();
+                vec![
+                    Arg::Int(day),
+                    Arg::Text(path),
+                    Arg::Int(cell_x),
+                    Arg::Int(cell_y),
+                    device,
+                    country,
+                    vpn,
+                    Arg::Int(clicks),
+                ]
+            });
+        upsert(tx, &CLICKS, clicks).await
+    }
+}
+
+/// One rollup table: its key columns (the time first) and its counter
+/// columns (the first one reaches zero exactly when the row counts nothing).
+struct RollupTable {
+    name: &'static str,
+    keys: &'static [&'static str],
+    counters: &'static [&'static str],
+}
+
+const SLICES: RollupTable = RollupTable {
+    name: "analytics_rollup_slices",
+    keys: &["slice", "device_type", "country", "is_vpn"],
+    counters: &[
+        "events",
+        "page_views",
+        "clicks",
+        "timed_sessions",
+        "session_millis",
+    ],
+};
+
+const VISITS: RollupTable = RollupTable {
+    name: "analytics_rollup_visits",
+    keys: &[
+        "slice",
+        "user_id",
+        "session_key",
+        "device_type",
+        "country",
+        "is_vpn",
+    ],
+    counters: &["events", "page_views"],
+};
+
+const PAGES: RollupTable = RollupTable {
+    name: "analytics_rollup_pages",
+    keys: &["day", "path", "device_type", "country", "is_vpn"],
+    counters: &["views"],
+};
+
+const CLICKS: RollupTable = RollupTable {
+    name: "analytics_rollup_clicks",
+    keys: &[
+        "day",
+        "path",
+        "cell_x",
+        "cell_y",
+        "device_type",
+        "country",
+        "is_vpn",
+    ],
+    counters: &["clicks"],
+};
+
+const TABLES: [&RollupTable; 4] = [&SLICES, &VISITS, &PAGES, &CLICKS];
+
+/// Adds `rows` (key values then counter values, in the table's column
+/// order) to `table`, then removes the rows a subtraction left at zero.
+async fn upsert(
+    tx: &mut Tx<'_>,
+    table: &RollupTable,
+    rows: impl Iterator<Item = Vec<Arg>>,
+) -> Result<(), DomainError> {
+    let columns = table.keys.len() + table.counters.len();
+    let rows_per_statement = (Dialect::of(tx).values_per_statement() / columns).max(1);
+    let rows: Vec<Vec<Arg>> = rows.collect();
+    let mut latest_emptied = None;
+    for chunk in rows.chunks(rows_per_statement) {
+        let sql = upsert_statement(table, chunk.len());
+        let mut query = sqlx::query(&sql);
+        for row in chunk {
+            if let (Some(Arg::Int(time)), Some(Arg::Int(first))) =
+                (row.first(), row.get(table.keys.len()))
+            {
+                if *first <= 0 {
+                    latest_emptied = latest_emptied.max(Some(*time));
+                }
+            }
+            for value in row {
+                query = match value.clone() {
+                    Arg::Int(number) => query.bind(number),
+                    Arg::Text(text) => query.bind(text),
+                    Arg::Bool(flag) => query.bind(flag),
+                };
+            }
+        }
+        query.execute(&mut **tx).await?;
+    }
+    // Only purges subtract, and they take the oldest events: the emptied
+    // rows lie in the key's leading time range up to `latest`.
+    if let Some(latest) = latest_emptied {
+        sqlx::query(&format!(
+            "DELETE FROM {} WHERE {} <= $1 AND {} <= 0",
+            table.name, table.keys[0], table.counters[0]
+        ))
+        .bind(latest)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+fn upsert_statement(table: &RollupTable, rows: usize) -> String {
+    let columns = table.keys.len() + table.counters.len();
+    let mut sql = format!(
+        "INSERT INTO {} ({}, {}) VALUES ",
+        table.name,
+        table.keys.join(", "),
+        table.counters.join(", ")
+    );
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..columns {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(row * columns + column + 1).to_string());
+        }
+        sql.push(')');
+    }
+    let updates = table
+        .counters
+        .iter()
+        .map(|counter| format!("{counter} = {}.{counter} + excluded.{counter}", table.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    sql.push_str(&format!(
+        " ON CONFLICT ({}) DO UPDATE SET {updates}",
+        table.keys.join(", ")
+    ));
+    sql
+}
+
+/// Counts every stored event again from scratch, in one transaction: for
+/// events loaded around the writer (a restore, a bulk import).
+pub(crate) async fn rebuild(tx: &mut Tx<'_>) -> Result<(), DomainError> {
+    for table in TABLES {
+        sqlx::query(&format!("DELETE FROM {}", table.name))
+            .execute(&mut **tx)
+            .await?;
+    }
+    for statement in REBUILD {
+        sqlx::query(statement).execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// The rollups of the stored events, one statement per table (the same
+/// counting as [`RollupDelta::count`]).
+const REBUILD: [&str; 4] = [
+    "INSERT INTO analytics_rollup_slices \
+     (slice, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, session_millis) \
+     SELECT occurred_at / 900000, device_type, COALESCE(country, ''), is_vpn, COUNT(*), \
+     SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END), \
+     SUM(CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END), \
+     SUM(CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END), \
+     COALESCE(SUM(CASE WHEN event_type = 'session_end' THEN duration_ms END), 0) \
+     FROM analytics_events GROUP BY 1, 2, 3, 4",
+    "INSERT INTO analytics_rollup_visits \
+     (slice, user_id, session_key, device_type, country, is_vpn, events, page_views) \
+     SELECT occurred_at / 900000, user_id, COALESCE(session_key, ''), device_type, \
+     COALESCE(country, ''), is_vpn, COUNT(*), \
+     SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END) \
+     FROM analytics_events GROUP BY 1, 2, 3, 4, 5, 6",
+    "INSERT INTO analytics_rollup_pages (day, path, device_type, country, is_vpn, views) \
+     SELECT occurred_at / 86400000, path, device_type, COALESCE(country, ''), is_vpn, COUNT(*) \
+     FROM analytics_events WHERE event_type = 'page_view' AND path IS NOT NULL \
+     GROUP BY 1, 2, 3, 4, 5",
+    "INSERT INTO analytics_rollup_clicks \
+     (day, path, cell_x, cell_y, device_type, country, is_vpn, clicks) \
+     SELECT occurred_at / 86400000, path, click_x / 20, click_y / 20, device_type, \
+     COALESCE(country, ''), is_vpn, COUNT(*) FROM analytics_events \
+     WHERE event_type = 'button_click' AND path IS NOT NULL \
+     AND click_x IS NOT NULL AND click_y IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(event_type: &str, occurred_at: i64) -> EventFacts<'_> {
+        EventFacts {
+            user_id: 7,
+            event_type,
+            path: Some("/a"),
+            session_key: Some("s"),
+            duration_ms: Some(1_000),
+            click_x: Some(45),
+            click_y: Some(-5),
+            device_type: "mobile",
+            country: None,
+            is_vpn: false,
+            occurred_at,
+        }
+    }
+
+    #[test]
+    fn adding_then_subtracting_leaves_every_row_at_zero() {
+        let mut delta = RollupDelta::default();
+        for (kind, at) in [("page_view", 0), ("button_click", 1), ("session_end", 2)] {
+            delta.count(event(kind, at), 1);
+        }
+        let totals = delta.slices.values().next().copied().unwrap();
+        assert_eq!(
+            totals,
+            SliceTotals {
+                events: 3,
+                page_views: 1,
+                clicks: 1,
+                timed_sessions: 1,
+                session_millis: 1_000
+            }
+        );
+        assert_eq!(delta.visits.values().next(), Some(&(3, 1)));
+        let cell = delta.clicks.keys().next().unwrap();
+        assert_eq!((cell.2, cell.3), (2, 0));
+        for (kind, at) in [("page_view", 0), ("button_click", 1), ("session_end", 2)] {
+            delta.count(event(kind, at), -1);
+        }
+        assert_eq!(delta.slices.values().next(), Some(&SliceTotals::default()));
+        assert!(delta.pages.values().all(|views| *views == 0));
+    }
+
+    #[test]
+    fn the_upsert_adds_every_counter_and_numbers_every_value_once() {
+        let sql = upsert_statement(&PAGES, 2);
+        assert_eq!(sql.matches('$').count(), 12);
+        assert!(sql.contains("ON CONFLICT (day, path, device_type, country, is_vpn)"));
+        assert!(sql.ends_with("views = analytics_rollup_pages.views + excluded.views"));
+    }
+}
