@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Analytics dashboard benchmark: stores EVENTS analytics events spread over
-# the last year (1,000 users, 200 paths, sessions of 20 events, a tenth of
-# them clicks) in a fresh SQLite and a fresh PostgreSQL database, then
-# times GET /api/admin/analytics (every section) and GET
+# the last year (1,000 users, 200 paths, sessions of 20 events about a
+# minute long, each session from one user, device, country and VPN flag, a
+# tenth of the events clicks) in a fresh SQLite and a fresh PostgreSQL
+# database, counts them into the rollups (`plaza analytics rebuild-rollups`,
+# timed), then times GET /api/admin/analytics (every section) and GET
 # /api/v1/admin/analytics over 30 days and a year, five times each, and
 # prints the fastest, median and slowest answer.
 #
@@ -41,12 +43,12 @@ YEAR_MS=$((365 * 86400000))
 # One row per i: the columns as expressions of i (SQL shared by both engines).
 COLUMNS="event_id, user_id, event_type, event_data, path, session_key, duration_ms, click_x, click_y, client_hash, device_type, country, is_vpn, occurred_at, received_at"
 row_sql() { # $1: the boolean literal pair for is_vpn
-  echo "'seed-' || i, 1 + i % 1000,
+  echo "'seed-' || i, 1 + (i / 20) % 1000,
     CASE i % 10 WHEN 0 THEN 'button_click' WHEN 1 THEN 'session_end' ELSE 'page_view' END,
     '{}', '/p/' || (i % 200), 's-' || (i / 20),
     CASE WHEN i % 10 = 1 THEN 60000 + i % 600000 ELSE NULL END, i % 1200, i % 800, 'h',
-    CASE i % 3 WHEN 0 THEN 'desktop' WHEN 1 THEN 'mobile' ELSE 'tablet' END,
-    CASE i % 4 WHEN 0 THEN 'DE' WHEN 1 THEN 'US' WHEN 2 THEN 'FR' ELSE NULL END,
+    CASE (i / 20) % 3 WHEN 0 THEN 'desktop' WHEN 1 THEN 'mobile' ELSE 'tablet' END,
+    CASE (i / 20) % 4 WHEN 0 THEN 'DE' WHEN 1 THEN 'US' WHEN 2 THEN 'FR' ELSE NULL END,
     $1, $NOW_MS - 60000 - (i * 3163) % $YEAR_MS, $NOW_MS"
 }
 
@@ -68,12 +70,15 @@ for backend in $BACKENDS; do
   case "$backend" in
     sqlite)
       sqlite3 "$PLAZA_DATA_DIR/plaza.db" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $EVENTS - 1)
-        INSERT INTO analytics_events ($COLUMNS) SELECT $(row_sql "(i % 20 = 0)") FROM n; ANALYZE;" ;;
+        INSERT INTO analytics_events ($COLUMNS) SELECT $(row_sql "((i / 20) % 20 = 0)") FROM n; ANALYZE;" ;;
     postgres)
       psql "$PLAZA_DATABASE_URL" -qc "INSERT INTO analytics_events ($COLUMNS)
-        SELECT $(row_sql "(i % 20 = 0)") FROM generate_series(0::bigint, $EVENTS - 1) AS i; ANALYZE analytics_events;" >/dev/null ;;
+        SELECT $(row_sql "((i / 20) % 20 = 0)") FROM generate_series(0::bigint, $EVENTS - 1) AS i; ANALYZE analytics_events;" >/dev/null ;;
   esac
   echo "  $backend: stored $EVENTS events in $((SECONDS - started)) s"
+  started=$SECONDS
+  "$PLAZA" analytics rebuild-rollups >/dev/null
+  echo "  $backend: counted them into the rollups in $((SECONDS - started)) s"
   "$PLAZA" serve >"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   wait_http "http://127.0.0.1:$PORT/api/health"

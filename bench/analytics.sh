@@ -4,9 +4,10 @@
 # a fresh PostgreSQL database, first with the group commit (the default: one
 # writer task, one transaction per batch) and then with
 # analytics_group_commit=false (each request commits its own event), in one
-# run so the ratio is measured side by side. Prints acknowledged events/s,
-# p50, p99, and checks that the database holds exactly the acknowledged
-# events.
+# run so the ratio is measured side by side; then clients that buffer post
+# 10 events per request to POST /api/analytics/collect/batch (group
+# commit). Prints acknowledged events/s, p50, p99, and checks that the
+# database holds the acknowledged events.
 #
 # Usage: bench/analytics.sh [seconds per run, default 10] [connections, default 50]
 # Environment: PLAZA_BENCH_POSTGRES (server URL without a database, default
@@ -42,18 +43,28 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_http() { for _ in $(seq 1 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 
 NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-cat >"$WORK/collect.lua" <<EOF
+EVENT='{"event_type":"page_view","event_data":{"path":"/posts/42","session_id":"bench-session","referrer":"https://example.com/"},"timestamp":"'"$NOW"'"}'
+BATCH_EVENTS=10
+wrk_script() { # $1: the request body
+  cat <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Cookie"] = os.getenv("PLAZA_BENCH_COOKIE")
 wrk.headers["User-Agent"] = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
-wrk.body = '{"event_type":"page_view","event_data":{"path":"/posts/42","session_id":"bench-session","referrer":"https://example.com/"},"timestamp":"$NOW"}'
+wrk.body = '$1'
 EOF
+}
+wrk_script "$EVENT" >"$WORK/collect.lua"
+wrk_script "{\"events\":[$(printf "$EVENT,%.0s" $(seq 1 "$BATCH_EVENTS") | sed 's/,$//')]}" >"$WORK/batch.lua"
 
 echo "analytics ingest: wrk ${DURATION}s, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
 for backend in $BACKENDS; do
-  for group_commit in true false; do
-    export PLAZA_DATA_DIR="$WORK/$backend-$group_commit" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
+  for mode in group single batch; do
+    group_commit=$([ "$mode" = single ] && echo false || echo true)
+    script=$([ "$mode" = batch ] && echo batch || echo collect)
+    route=$([ "$mode" = batch ] && echo collect/batch || echo collect)
+    per_request=$([ "$mode" = batch ] && echo "$BATCH_EVENTS" || echo 1)
+    export PLAZA_DATA_DIR="$WORK/$backend-$mode" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
     export PLAZA_ANALYTICS_GROUP_COMMIT=$group_commit
     mkdir -p "$PLAZA_DATA_DIR"
     case "$backend" in
@@ -82,18 +93,22 @@ for backend in $BACKENDS; do
     export PLAZA_BENCH_COOKIE
     [ -n "$PLAZA_BENCH_COOKIE" ] || { echo "sign-in failed" >&2; exit 1; }
     # Warm connections and the database, then measure.
-    wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/collect.lua" "http://127.0.0.1:$PORT/api/analytics/collect" >/dev/null
+    wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/$script.lua" "http://127.0.0.1:$PORT/api/analytics/$route" >/dev/null
     before=$(count_events)
-    out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/collect.lua" "http://127.0.0.1:$PORT/api/analytics/collect")
+    out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/$script.lua" "http://127.0.0.1:$PORT/api/analytics/$route")
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
     after=$(count_events)
     requests=$(echo "$out" | awk '/requests in/ {print $1}')
     errors=$(echo "$out" | awk '/Non-2xx/ {print $5}')
     p50=$(echo "$out" | awk '$1=="50%" {print $2}')
     p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-    acknowledged=$((requests - ${errors:-0}))
+    acknowledged=$(((requests - ${errors:-0}) * per_request))
     stored=$((after - before))
-    mode=$([ "$group_commit" = true ] && echo "group commit" || echo "one insert per event")
+    case "$mode" in
+      group) mode="group commit" ;;
+      single) mode="one insert per event" ;;
+      batch) mode="batches of $BATCH_EVENTS" ;;
+    esac
     printf '  %-8s %-21s %8s events/s acknowledged   p50 %-9s p99 %-9s stored %s of %s acknowledged%s\n' \
       "$backend" "$mode" "$((acknowledged / DURATION))" "$p50" "$p99" "$stored" "$acknowledged" \
       "${errors:+   non-2xx: $errors}"

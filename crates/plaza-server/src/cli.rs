@@ -38,7 +38,8 @@ pub enum Command {
 pub enum AnalyticsCommand {
     /// Count every stored event into the dashboards' rollups again, from
     /// scratch: after loading events into the database around the server
-    /// (a restore, a bulk import). Safe while serving; one transaction.
+    /// (a restore, a bulk import). One transaction: new events wait for it
+    /// (on SQLite every write does), so run it when traffic is low.
     RebuildRollups,
 }
 
