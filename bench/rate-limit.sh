@@ -10,7 +10,11 @@
 #   2. Resident memory of an in-process limiter after 1,000,000 distinct
 #      client addresses (quota 1/90s, so every entry is still held when the
 #      fill ends), then after their windows expire and the sweep job runs.
+#   With PLAZA_BASE_BIN set (another build), a fourth instance runs that
+#   binary with Redis in the same rounds, to compare two Redis backends.
 # Usage: bench/rate-limit.sh [seconds per throughput run, default 10] [connections, default 50]
+# Environment: PLAZA_BIN (a built binary instead of building one),
+# PLAZA_BASE_BIN (see above), SKIP_MEMORY=1 (only the throughput runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
@@ -18,8 +22,13 @@ CONNECTIONS="${2:-50}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
 
-[ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server
-PLAZA=target/release/plaza
+if [ -n "${PLAZA_BIN:-}" ]; then
+  PLAZA=$PLAZA_BIN
+else
+  [ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server
+  PLAZA=target/release/plaza
+fi
+BASE=${PLAZA_BASE_BIN:-}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
@@ -53,7 +62,9 @@ export PLAZA_DATA_DIR="$WORK/data" RUST_LOG=warn PLAZA_TRUSTED_PROXIES='["127.0.
 start() { # NAME, then extra VAR=value settings; sets $NAME_PORT and $NAME_PID
   local name=$1; shift
   local port; port=$(free_port)
-  env PLAZA_BIND="127.0.0.1:$port" "$@" "$PLAZA" serve 2>"$WORK/$name.log" &
+  local binary=$PLAZA
+  [ "$name" = redis_base ] && binary=$BASE
+  env PLAZA_BIND="127.0.0.1:$port" "$@" "$binary" serve 2>"$WORK/$name.log" &
   local pid=$!
   PIDS+=("$pid")
   wait_http "http://127.0.0.1:$port/api/version"
@@ -65,6 +76,11 @@ HIGH=1000000000/hour
 start off PLAZA_RATE_LIMITS_ENABLED=false
 start local PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=$HIGH
 start redis PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=$HIGH PLAZA_REDIS_URL=redis://127.0.0.1:6379
+SIDES="off local redis"
+if [ -n "$BASE" ]; then
+  start redis_base PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=$HIGH PLAZA_REDIS_URL=redis://127.0.0.1:6379
+  SIDES="$SIDES redis_base"
+fi
 
 # The limited instances must really be counting: one request shows the headers.
 curl -sf -D - -o /dev/null "http://127.0.0.1:$local_PORT/api/posts" | grep -qi '^x-ratelimit-limit' \
@@ -84,26 +100,30 @@ run() { # NAME PORT -> req/s in $WORK/NAME.rps
 }
 
 echo "wrk: ${DURATION}s per run, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
-for name in off local redis; do
+for name in $SIDES; do
   port_var="${name}_PORT"
   wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/addresses.lua" "http://127.0.0.1:${!port_var}/api/posts" >/dev/null
 done
 for round in 1 2 3; do
-  run "off-$round" "$off_PORT"
-  run "local-$round" "$local_PORT"
-  run "redis-$round" "$redis_PORT"
+  for name in $SIDES; do
+    port_var="${name}_PORT"
+    run "$name-$round" "${!port_var}"
+  done
 done
-python3 - "$WORK" <<'PY'
+python3 - "$WORK" "$SIDES" <<'PY'
 import statistics, sys
 work = sys.argv[1]
 median = lambda side: statistics.median(float(open(f"{work}/{side}-{r}.rps").read()) for r in (1, 2, 3))
 off = median("off")
-for side, target in (("local", 5), ("redis", 20)):
+targets = {"local": 5, "redis": 20, "redis_base": 20}
+for side in sys.argv[2].split()[1:]:
+    target = targets[side]
     cost = (1 - median(side) / off) * 100
     print(f"GET /api/posts (cached), limiter {side} against limits off (medians of 3): "
           f"{median(side) / off:.3f} of the throughput, {cost:.1f}% cost (target < {target}%)")
 PY
-for name in off local redis; do pid_var="${name}_PID"; kill "${!pid_var}"; done
+for name in $SIDES; do pid_var="${name}_PID"; kill "${!pid_var}"; done
+[ "${SKIP_MEMORY:-0}" = 1 ] && exit 0
 
 echo
 echo "memory: 1,000,000 distinct client addresses, quota 1/90s, in process"

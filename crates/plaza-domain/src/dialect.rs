@@ -67,6 +67,19 @@ impl Dialect {
         }
     }
 
+    /// A statement that lets the current transaction commit without
+    /// waiting for its write to reach the disk, for entries whose loss in a
+    /// crash costs nothing but the entry itself. PostgreSQL waits for an
+    /// fsync at every commit unless told (`synchronous_commit`); SQLite in
+    /// WAL mode with `synchronous = NORMAL` already does not, so it needs
+    /// no statement.
+    pub fn unflushed_commit(self) -> Option<&'static str> {
+        match self.0 {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some("SET LOCAL synchronous_commit = off"),
+        }
+    }
+
     /// The rows of `source` (a subquery aliased `p`) as one JSON text: an
     /// array of `element` (a [`Dialect::json_array`] of columns), in
     /// `order`. A page read this way crosses from the database in one value

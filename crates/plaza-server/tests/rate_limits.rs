@@ -20,6 +20,7 @@ on_both_databases!(
     probes_are_never_limited,
     the_sign_in_throttle_answers_with_the_limit_headers,
     two_instances_share_one_count_through_redis,
+    concurrent_requests_through_redis_are_each_counted_once,
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
 );
 
@@ -353,6 +354,31 @@ async fn two_instances_share_one_count_through_redis(backend: Backend) {
     assert_eq!(get_from(&second, "/api/posts", &[]).await, (200, Some(0)));
     assert_eq!(get_from(&first, "/api/posts", &[]).await.0, 429);
     assert_eq!(get_from(&second, "/api/posts", &[]).await.0, 429);
+}
+
+/// Checks waiting together go to Redis as one script call; each must still
+/// count once, in order, even when they are all the same client's.
+async fn concurrent_requests_through_redis_are_each_counted_once(backend: Backend) {
+    let test = "concurrent_requests_through_redis_are_each_counted_once";
+    let Some(redis) = PrivateRedis::start(test) else {
+        return;
+    };
+    let url = redis.url();
+    let server = limited_server(backend, "20/hour", &[("PLAZA_REDIS_URL", url.as_str())]).await;
+    let answers =
+        futures_util::future::join_all((0..60).map(|_| get_from(&server, "/api/posts", &[]))).await;
+    let mut remaining: Vec<u64> = answers
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .map(|(_, remaining)| remaining.expect("a counted answer has the header"))
+        .collect();
+    remaining.sort_unstable();
+    assert_eq!(remaining, (0..20).collect::<Vec<u64>>(), "{answers:?}");
+    assert_eq!(
+        answers.iter().filter(|(status, _)| *status == 429).count(),
+        40,
+        "{answers:?}"
+    );
 }
 
 async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back(backend: Backend) {

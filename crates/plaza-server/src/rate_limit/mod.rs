@@ -16,7 +16,6 @@ pub mod shared;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -187,7 +186,7 @@ pub struct RateLimiter {
     settings: LimitSettings,
     trusted_proxies: TrustedProxies,
     local: LocalStore<StoreKey>,
-    shared: Option<Arc<SharedStore>>,
+    shared: Option<SharedStore>,
     /// The monotonic clock's origin for the in-process store.
     epoch: Instant,
     /// The second (since `epoch`) of the last warning that the shared store

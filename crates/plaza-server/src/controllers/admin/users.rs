@@ -4,7 +4,7 @@
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::audit::AuditAction;
 use plaza_domain::bans::{self, Ban};
 use plaza_domain::listing::Page;
 use plaza_domain::locks::Resource;
@@ -291,24 +291,18 @@ pub async fn list_users(
     let actor_id = admin.actor.user_id;
     state
         .db
-        .write(move |tx| {
-            Box::pin(async move {
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: "admin.users.list",
-                        target_type: "user",
-                        target_id: None,
-                        changes: json!({
-                            "actor": actor_id, "page": page, "limit": limit,
-                            "search": search, "returned": returned,
-                        }),
-                    },
-                )
-                .await
-            })
-        })
+        .record_read(
+            context,
+            AuditAction {
+                action: "admin.users.list",
+                target_type: "user",
+                target_id: None,
+                changes: json!({
+                    "actor": actor_id, "page": page, "limit": limit,
+                    "search": search, "returned": returned,
+                }),
+            },
+        )
         .await
         .map_err(|error| users_unavailable(error.into()))?;
     let position = PagePosition::new(page, limit, directory.total);
