@@ -1,7 +1,7 @@
 //! The unversioned admin surface's user list (SPEC.md "User, admin list item
 //! (unversioned admin surface)"): each user with their primary identity
-//! provider, role, subscriptions and timeouts (bans), read for a whole page
-//! in one statement, however many users the page holds.
+//! provider, role, subscriptions and timeouts (bans), the details of a whole
+//! page read in one statement, however many users the page holds.
 
 use serde::Deserialize;
 
@@ -87,9 +87,11 @@ const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.
 
 impl Database {
     /// Users matching `search` (a part of the name, email or a linked
-    /// provider's name, any case), newest first. Two statements: the total
-    /// (a counter row without a search) and the page, whose providers,
-    /// subscriptions and timeouts are looked up for its users alone.
+    /// provider's name, any case), newest first. Three statements, whatever
+    /// the page's size: the total (a counter row without a search), the
+    /// page's ids, and their details, whose providers, subscriptions and
+    /// timeouts are looked up for the page's users alone. A user deleted
+    /// between the last two is left out of the page.
     pub async fn user_directory(
         &self,
         search: Option<&str>,
@@ -115,24 +117,31 @@ impl Database {
         let conditions = search_conditions(search, &mut args);
         let limit = args.push(Arg::Int(page.limit));
         let offset = args.push(Arg::Int(page.offset));
+        let ids_sql = format!(
+            "SELECT u.id FROM users u{where_sql} \
+             ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset}",
+            where_sql = where_clause(&conditions),
+        );
+        let ids: Vec<(i64,)> = bind_all(sqlx::query_as(&ids_sql), args.into_vec())
+            .fetch_all(&mut *self.lease().await?)
+            .await?;
+        let ids: Vec<String> = ids.into_iter().map(|(id,)| id.to_string()).collect();
+        let mut args = Args::default();
+        let page_ids = args.push(Arg::Text(format!("[{}]", ids.join(","))));
         let now = args.push(Arg::Int(now_millis()));
         let dialect = self.dialect();
         let subscription_names = dialect.string_agg("s.plan_name", "s.plan_name, s.id");
-        // `page` holds the page's ids and `chosen` the primary account of
-        // each, so every lookup below runs for the page's users only (both
-        // are used more than once, so both engines materialize them).
+        // `chosen` holds the primary account of each of the page's users, so
+        // every lookup below runs for the page's users only.
         let sql = format!(
-            "WITH page AS ( \
-               SELECT u.id FROM users u{where_sql} \
-               ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset} \
-             ), chosen AS ( \
+            "WITH page AS ({page}), chosen AS ( \
                SELECT page.id AS user_id, \
                  (SELECT x.id FROM accounts x WHERE x.user_id = page.id \
                   ORDER BY COALESCE(x.last_used_at, x.created_at) DESC, x.id LIMIT 1) AS account_id \
                FROM page \
              ) \
              SELECT {rows}",
-            where_sql = where_clause(&conditions),
+            page = dialect.json_integers(&page_ids),
             rows = dialect.json_rows(
                 &dialect.json_object(ITEM_PAIRS),
                 "listed.created_at DESC, listed.id DESC",

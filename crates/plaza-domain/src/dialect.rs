@@ -97,6 +97,24 @@ impl Dialect {
         }
     }
 
+    /// A subquery of one column, `id`: the integers of `parameter`, a JSON
+    /// array bound as text. A page's ids passed this way keep the statement
+    /// that reads the page's details the same whatever the page: PostgreSQL
+    /// plans it once (a generic plan, which expects 100 ids) instead of at
+    /// every call, as it must when a `LIMIT` parameter decides how many rows
+    /// the joins see.
+    pub fn json_integers(self, parameter: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => {
+                format!("SELECT CAST(value AS INTEGER) AS id FROM json_each({parameter})")
+            }
+            Backend::Postgres => format!(
+                "SELECT CAST(value AS BIGINT) AS id \
+                 FROM json_array_elements_text(CAST({parameter} AS json))"
+            ),
+        }
+    }
+
     /// `json_array` on SQLite, `json_build_array` on PostgreSQL.
     pub fn json_array(self, items: &str) -> String {
         match self.0 {
