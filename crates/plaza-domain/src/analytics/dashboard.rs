@@ -33,9 +33,12 @@ pub(super) struct Scope {
     pub args: Args,
 }
 
+/// A half-open range `from..to`, of units or of milliseconds.
+type Span = (i64, i64);
+
 /// How `since..until` splits over units of `grain` milliseconds: the whole
 /// units `first..end` (none if empty) and the millisecond ranges left.
-fn split(since: i64, until: i64, grain: i64) -> (Option<(i64, i64)>, Vec<(i64, i64)>) {
+fn split(since: i64, until: i64, grain: i64) -> (Option<Span>, Vec<Span>) {
     let first = since.div_euclid(grain) + i64::from(since.rem_euclid(grain) != 0);
     let end = until.div_euclid(grain);
     if first >= end {

@@ -277,10 +277,9 @@ async fn upsert(
         for row in chunk {
             if let (Some(Arg::Int(time)), Some(Arg::Int(first))) =
                 (row.first(), row.get(table.keys.len()))
+                && *first <= 0
             {
-                if *first <= 0 {
-                    latest_emptied = latest_emptied.max(Some(*time));
-                }
+                latest_emptied = latest_emptied.max(Some(*time));
             }
             for value in row {
                 query = match value.clone() {
