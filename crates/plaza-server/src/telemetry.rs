@@ -81,6 +81,14 @@ fn describe_metrics() {
         "plaza_rate_limit_store_errors_total",
         "Rate-limit checks the shared store (Redis) did not answer in time; the limit then failed open or closed as documented"
     );
+    metrics::describe_counter!(
+        "plaza_analytics_events_stored_total",
+        "Analytics events committed by the ingest writer"
+    );
+    metrics::describe_histogram!(
+        "plaza_analytics_batch_events",
+        "Analytics events committed together in one transaction of the ingest writer"
+    );
 }
 
 #[cfg(test)]
@@ -93,6 +101,8 @@ mod tests {
         metrics::counter!("password_hash_rejected_total").increment(1);
         metrics::counter!("plaza_rate_limit_refused_total", "limit" => "general").increment(1);
         metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
+        metrics::counter!("plaza_analytics_events_stored_total").increment(1);
+        metrics::histogram!("plaza_analytics_batch_events").record(1.0);
         let text = handle.render();
         for line in text.lines().filter(|line| line.starts_with("# TYPE ")) {
             let name = line.split_whitespace().nth(2).unwrap();
