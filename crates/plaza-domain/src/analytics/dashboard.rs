@@ -58,6 +58,28 @@ fn split(since: i64, until: i64, grain: i64) -> (Option<Span>, Vec<Span>) {
 }
 
 impl EventFilter {
+    /// The filters as one condition on the columns the rollups and the
+    /// events share (country, device type, VPN flag).
+    fn dimension_conditions(&self, args: &mut Args) -> String {
+        let mut dims = vec!["1 = 1".to_owned()];
+        if let Some(country) = &self.country {
+            dims.push(format!(
+                "country = {}",
+                args.push(Arg::Text(country.clone()))
+            ));
+        }
+        if let Some(device) = &self.device_type {
+            dims.push(format!(
+                "device_type = {}",
+                args.push(Arg::Text(device.clone()))
+            ));
+        }
+        if !self.include_vpn {
+            dims.push(format!("is_vpn = {}", args.push(Arg::Bool(false))));
+        }
+        dims.join(" AND ")
+    }
+
     /// The conditions for rollups of `grain` whose time key is `unit`.
     pub(super) fn scope(&self, grain: i64, unit: &str) -> Scope {
         let mut args = Args::default();
@@ -85,26 +107,11 @@ impl EventFilter {
                 .collect();
             format!("({})", ranges.join(" OR "))
         };
-        let mut dims = vec!["1 = 1".to_owned()];
-        if let Some(country) = &self.country {
-            dims.push(format!(
-                "country = {}",
-                args.push(Arg::Text(country.clone()))
-            ));
-        }
-        if let Some(device) = &self.device_type {
-            dims.push(format!(
-                "device_type = {}",
-                args.push(Arg::Text(device.clone()))
-            ));
-        }
-        if !self.include_vpn {
-            dims.push(format!("is_vpn = {}", args.push(Arg::Bool(false))));
-        }
+        let dims = self.dimension_conditions(&mut args);
         Scope {
             whole,
             ends,
-            dims: dims.join(" AND "),
+            dims,
             args,
         }
     }
@@ -332,27 +339,12 @@ impl crate::Database {
             args.push(Arg::Int(filter.since)),
             args.push(Arg::Int(filter.until))
         );
-        let mut dims = Vec::new();
-        if let Some(country) = &filter.country {
-            dims.push(format!(
-                " AND country = {}",
-                args.push(Arg::Text(country.clone()))
-            ));
-        }
-        if let Some(device) = &filter.device_type {
-            dims.push(format!(
-                " AND device_type = {}",
-                args.push(Arg::Text(device.clone()))
-            ));
-        }
-        if !filter.include_vpn {
-            dims.push(format!(" AND is_vpn = {}", args.push(Arg::Bool(false))));
-        }
+        let dims = filter.dimension_conditions(&mut args);
         let viewers_sql = format!(
             "SELECT path, COUNT(DISTINCT user_id) FROM analytics_events \
-             WHERE event_type = 'page_view' AND path IN ({}) AND {period}{} GROUP BY path",
+             WHERE event_type = 'page_view' AND path IN ({}) AND {period} AND {dims} \
+             GROUP BY path",
             paths.join(", "),
-            dims.concat()
         );
         let viewers: std::collections::HashMap<String, i64> = bind_all(
             sqlx::query_as::<_, (String, i64)>(&viewers_sql),

@@ -304,22 +304,28 @@ impl NewEvent {
     }
 }
 
-fn insert_statement(rows: usize) -> String {
-    let mut sql = format!("INSERT INTO analytics_events ({COLUMNS}) VALUES ");
+/// Appends `rows` parenthesised rows of `columns` numbered placeholders
+/// (`($1, $2), ($3, $4)`), the `VALUES` of a multi-row insert.
+fn push_value_rows(sql: &mut String, rows: usize, columns: usize) {
     for row in 0..rows {
         if row > 0 {
             sql.push_str(", ");
         }
         sql.push('(');
-        for column in 0..COLUMN_COUNT {
+        for column in 0..columns {
             if column > 0 {
                 sql.push_str(", ");
             }
             sql.push('$');
-            sql.push_str(&(row * COLUMN_COUNT + column + 1).to_string());
+            sql.push_str(&(row * columns + column + 1).to_string());
         }
         sql.push(')');
     }
+}
+
+fn insert_statement(rows: usize) -> String {
+    let mut sql = format!("INSERT INTO analytics_events ({COLUMNS}) VALUES ");
+    push_value_rows(&mut sql, rows, COLUMN_COUNT);
     sql
 }
 

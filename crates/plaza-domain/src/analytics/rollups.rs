@@ -313,20 +313,7 @@ fn upsert_statement(table: &RollupTable, rows: usize) -> String {
         table.keys.join(", "),
         table.counters.join(", ")
     );
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for column in 0..columns {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&(row * columns + column + 1).to_string());
-        }
-        sql.push(')');
-    }
+    super::push_value_rows(&mut sql, rows, columns);
     let updates = table
         .counters
         .iter()
