@@ -6,19 +6,24 @@
 #      high enough that nothing is refused, and every request comes from a
 #      different client address (X-Forwarded-For through a trusted proxy,
 #      written by a wrk script), so the limiter tracks many keys, not one.
-#      Three rounds, interleaved, compared by their medians.
+#      Rounds interleaved, compared by their medians.
 #   2. Resident memory of an in-process limiter after 1,000,000 distinct
 #      client addresses (quota 1/90s, so every entry is still held when the
 #      fill ends), then after their windows expire and the sweep job runs.
 #   With PLAZA_BASE_BIN set (another build), a fourth instance runs that
 #   binary with Redis in the same rounds, to compare two Redis backends.
+#   Beside each run's throughput, the CPU time the server (and Redis) used
+#   per request, read from /proc: steadier than throughput on a shared
+#   2-core machine, and it shows where a cost lies.
 # Usage: bench/rate-limit.sh [seconds per throughput run, default 10] [connections, default 50]
 # Environment: PLAZA_BIN (a built binary instead of building one),
-# PLAZA_BASE_BIN (see above), SKIP_MEMORY=1 (only the throughput runs).
+# PLAZA_BASE_BIN (see above), SKIP_MEMORY=1 (only the throughput runs),
+# ROUNDS (default 3; odd rounds run the sides in order, even ones backwards).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
 CONNECTIONS="${2:-50}"
+ROUNDS="${ROUNDS:-3}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
 
@@ -88,39 +93,67 @@ curl -sf -D - -o /dev/null "http://127.0.0.1:$local_PORT/api/posts" | grep -qi '
 curl -sf -D - -o /dev/null "http://127.0.0.1:$redis_PORT/api/posts" | grep -qi '^x-ratelimit-limit' \
   || { echo "the Redis limiter is not counting" >&2; exit 1; }
 
-run() { # NAME PORT -> req/s in $WORK/NAME.rps
-  local out
+# CPU time (user + system, clock ticks) a process has used so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+REDIS_PID=$(redis-cli -h 127.0.0.1 -p 6379 info server | awk -F: '/^process_id/ {print $2+0}')
+[ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
+TICKS=$(getconf CLK_TCK)
+
+run() { # NAME PORT PID -> req/s and CPU µs per request in $WORK/NAME.*
+  local plaza_before redis_before out
+  plaza_before=$(cpu_ticks "$3")
+  redis_before=$([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0)
   out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/addresses.lua" "http://127.0.0.1:$2/api/posts")
-  local rps non2xx p99
+  local plaza_ticks=$(( $(cpu_ticks "$3") - plaza_before ))
+  local redis_ticks=$(( $([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0) - redis_before ))
+  local rps non2xx p99 requests
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
   non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
-  printf '%-12s %12s req/s   p99 %-9s non-2xx %s\n' "$1" "$rps" "$p99" "${non2xx:-0}"
+  requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  local plaza_us redis_us
+  plaza_us=$(python3 -c "print(round($plaza_ticks / $TICKS * 1e6 / $requests, 2))")
+  redis_us=$(python3 -c "print(round($redis_ticks / $TICKS * 1e6 / $requests, 2))")
+  printf '%-14s %12s req/s   p99 %-9s non-2xx %-4s CPU per request: Plaza %6s us, Redis %5s us\n' \
+    "$1" "$rps" "$p99" "${non2xx:-0}" "$plaza_us" "$redis_us"
   echo "$rps" > "$WORK/$1.rps"
+  echo "$plaza_us $redis_us" > "$WORK/$1.cpu"
 }
 
-echo "wrk: ${DURATION}s per run, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
+echo "wrk: ${DURATION}s per run, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores; $ROUNDS rounds"
 for name in $SIDES; do
   port_var="${name}_PORT"
   wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/addresses.lua" "http://127.0.0.1:${!port_var}/api/posts" >/dev/null
 done
-for round in 1 2 3; do
-  for name in $SIDES; do
+# Odd rounds go through the sides in order, even rounds backwards, so no
+# side always runs right after the same neighbour.
+for round in $(seq 1 "$ROUNDS"); do
+  order=$SIDES
+  [ $((round % 2)) = 0 ] && order=$(echo "$SIDES" | tr ' ' '\n' | tac | tr '\n' ' ')
+  for name in $order; do
     port_var="${name}_PORT"
-    run "$name-$round" "${!port_var}"
+    pid_var="${name}_PID"
+    run "$name-$round" "${!port_var}" "${!pid_var}"
   done
 done
-python3 - "$WORK" "$SIDES" <<'PY'
+python3 - "$WORK" "$SIDES" "$ROUNDS" <<'PY'
 import statistics, sys
-work = sys.argv[1]
-median = lambda side: statistics.median(float(open(f"{work}/{side}-{r}.rps").read()) for r in (1, 2, 3))
-off = median("off")
+work, sides, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+def median(side, read):
+    return statistics.median(read(f"{work}/{side}-{r}") for r in range(1, rounds + 1))
+rps = lambda side: median(side, lambda path: float(open(path + ".rps").read()))
+cpu = lambda side: median(side, lambda path: sum(map(float, open(path + ".cpu").read().split())))
+plaza_cpu = lambda side: median(side, lambda path: float(open(path + ".cpu").read().split()[0]))
+off = rps("off")
 targets = {"local": 5, "redis": 20, "redis_base": 20}
-for side in sys.argv[2].split()[1:]:
+print(f"CPU per request with limits off (median): Plaza {plaza_cpu('off'):.2f} us")
+for side in sides[1:]:
     target = targets[side]
-    cost = (1 - median(side) / off) * 100
-    print(f"GET /api/posts (cached), limiter {side} against limits off (medians of 3): "
-          f"{median(side) / off:.3f} of the throughput, {cost:.1f}% cost (target < {target}%)")
+    cost = (1 - rps(side) / off) * 100
+    print(f"GET /api/posts (cached), limiter {side} against limits off (medians of {rounds}): "
+          f"{rps(side) / off:.3f} of the throughput, {cost:.1f}% cost (target < {target}%); "
+          f"CPU per request (Plaza + Redis) {cpu(side):.2f} us against {cpu('off'):.2f} us: "
+          f"+{(cpu(side) / cpu('off') - 1) * 100:.1f}%")
 PY
 for name in $SIDES; do pid_var="${name}_PID"; kill "${!pid_var}"; done
 [ "${SKIP_MEMORY:-0}" = 1 ] && exit 0

@@ -11,6 +11,7 @@ use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
 
 fn main() -> ExitCode {
+    map_big_buffers_alone();
     let cli = Cli::parse();
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(settings) => settings,
@@ -76,6 +77,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Gives every buffer of 1 MiB or more its own mapping, returned to the
+/// system when freed. By default glibc raises that threshold to the largest
+/// buffer freed so far (up to 32 MiB) and serves such buffers from
+/// per-thread arenas, which keep them: an upload's decoded pixels (18 MB
+/// for 3000 × 2000) then stayed resident after every upload, and 4 uploads
+/// at once peaked at 273 MiB instead of 109 MiB (README, "Uploads").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn map_big_buffers_alone() {
+    // SAFETY: mallopt only changes a setting of the allocator, and runs
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn map_big_buffers_alone() {}
 
 /// State for a one-off command: the database and identity services, no server.
 async fn offline_state(settings: Settings) -> Result<AppState, String> {
