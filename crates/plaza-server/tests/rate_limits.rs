@@ -353,7 +353,22 @@ async fn two_instances_share_one_count_through_redis(backend: Backend) {
     assert_eq!(get_from(&first, "/api/posts", &[]).await, (200, Some(1)));
     assert_eq!(get_from(&second, "/api/posts", &[]).await, (200, Some(0)));
     assert_eq!(get_from(&first, "/api/posts", &[]).await.0, 429);
-    assert_eq!(get_from(&second, "/api/posts", &[]).await.0, 429);
+    // Plaza derives a refusal's numbers from the script's one answer: the
+    // next request's share of the hour (900 s) and the whole hour back.
+    let refused = second.get("/api/posts").await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(header(&refused, "x-ratelimit-remaining"), Some(0));
+    let retry = header(&refused, "retry-after").expect("Retry-After");
+    assert!((880..=900).contains(&retry), "Retry-After {retry}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let reset = header(&refused, "x-ratelimit-reset").expect("X-RateLimit-Reset");
+    assert!(
+        reset >= now + 3500 && reset <= now + 3601,
+        "reset {reset}, now {now}"
+    );
 }
 
 /// Checks waiting together go to Redis as one script call; each must still

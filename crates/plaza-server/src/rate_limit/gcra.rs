@@ -31,13 +31,13 @@ impl Quota {
         }
     }
 
-    fn period_micros(&self) -> u64 {
+    pub(crate) fn period_micros(&self) -> u64 {
         u64::try_from(self.period.as_micros()).unwrap_or(u64::MAX)
     }
 
     /// The time one request's cell takes to drain. Rounded down, so the
     /// N-th request of a burst is never refused by rounding.
-    fn interval_micros(&self) -> u64 {
+    pub(crate) fn interval_micros(&self) -> u64 {
         self.period_micros() / u64::from(self.count.max(1))
     }
 }
@@ -123,32 +123,43 @@ impl Outcome {
     /// each event). `tat` is the stored arrival time (`None`: a new client);
     /// returns the outcome and the arrival time to store, if any.
     pub fn step(quota: Quota, tat: Option<u64>, now: u64, cost: u32) -> (Outcome, Option<u64>) {
-        let period = quota.period_micros();
-        let interval = quota.interval_micros();
         let tat = tat.unwrap_or(now).max(now);
-        let next = tat.saturating_add(interval.saturating_mul(u64::from(cost)));
-        let allow_at = next.saturating_sub(period);
-        if now < allow_at {
-            let outcome = Outcome {
-                allowed: false,
-                limit: quota.count,
-                remaining: 0,
-                reset_after: Duration::from_micros(tat - now),
-                retry_after: Duration::from_micros(allow_at - now),
-            };
-            return (outcome, None);
+        let next = tat.saturating_add(quota.interval_micros().saturating_mul(u64::from(cost)));
+        if now < next.saturating_sub(quota.period_micros()) {
+            return (Outcome::refused(quota, cost, tat - now), None);
         }
-        let headroom = (now + period).saturating_sub(next);
-        let outcome = Outcome {
+        (Outcome::allowed(quota, next - now), Some(next))
+    }
+
+    /// An allowed step whose new arrival time is `until_next` µs away; the
+    /// rest follows from the quota (the Redis script answers only that).
+    pub fn allowed(quota: Quota, until_next: u64) -> Outcome {
+        let headroom = quota.period_micros().saturating_sub(until_next);
+        Outcome {
             allowed: true,
             limit: quota.count,
-            remaining: u32::try_from(headroom / interval.max(1))
+            remaining: u32::try_from(headroom / quota.interval_micros().max(1))
                 .unwrap_or(u32::MAX)
                 .min(quota.count),
-            reset_after: Duration::from_micros(next - now),
+            reset_after: Duration::from_micros(until_next),
             retry_after: Duration::ZERO,
-        };
-        (outcome, Some(next))
+        }
+    }
+
+    /// A refused step of `cost` requests whose stored arrival time is
+    /// `until_tat` µs away: it would be allowed once the time left drops by
+    /// the step's excess over the period.
+    pub fn refused(quota: Quota, cost: u32, until_tat: u64) -> Outcome {
+        let until_allowed = until_tat
+            .saturating_add(quota.interval_micros().saturating_mul(u64::from(cost)))
+            .saturating_sub(quota.period_micros());
+        Outcome {
+            allowed: false,
+            limit: quota.count,
+            remaining: 0,
+            reset_after: Duration::from_micros(until_tat),
+            retry_after: Duration::from_micros(until_allowed),
+        }
     }
 }
 

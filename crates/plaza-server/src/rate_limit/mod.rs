@@ -243,7 +243,7 @@ impl RateLimiter {
                 cost,
             ));
         };
-        match shared.check(&redis_key(bucket, subject), quota, cost).await {
+        match shared.check(redis_key(bucket, subject), quota, cost).await {
             Ok(outcome) => Verdict::Counted(outcome),
             Err(error) => {
                 metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);

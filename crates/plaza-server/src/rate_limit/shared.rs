@@ -20,33 +20,29 @@ use super::gcra::{Outcome, Quota};
 
 /// KEYS: the clients' keys. ARGV: for each key, its period and interval in
 /// microseconds and its cost (requests counted at once).
-/// Returns, for each key, {allowed, remaining, reset_after_us,
-/// retry_after_us}. A key expires when its bucket is full again, so Redis
-/// holds only clients seen within their period.
+/// Returns one number per key: for an allowed check the microseconds until
+/// its new arrival time, for a refused one minus one minus those until the
+/// stored arrival time; the rest of the outcome follows from the quota
+/// ([`Outcome::allowed`], [`Outcome::refused`]), so the script does no more
+/// than it must (its Lua was half of what a check cost Redis). A key
+/// expires when its bucket is full again, so Redis holds only clients seen
+/// within their period. Arrival times go to `SET` as numbers: integers
+/// below 2^53, written exactly.
 const GCRA_SCRIPT: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local answers = {}
 for i, key in ipairs(KEYS) do
   local argument = (i - 1) * 3
-  local answer = (i - 1) * 4
   local period = tonumber(ARGV[argument + 1])
-  local interval = tonumber(ARGV[argument + 2])
   local tat = tonumber(redis.call('GET', key) or now)
   if tat < now then tat = now end
-  local next = tat + interval * tonumber(ARGV[argument + 3])
-  local allow_at = next - period
-  if now < allow_at then
-    answers[answer + 1] = 0
-    answers[answer + 2] = 0
-    answers[answer + 3] = tat - now
-    answers[answer + 4] = allow_at - now
+  local next = tat + tonumber(ARGV[argument + 2]) * tonumber(ARGV[argument + 3])
+  if now < next - period then
+    answers[i] = now - tat - 1
   else
-    redis.call('SET', key, string.format('%.0f', next), 'PX', math.ceil((next - now) / 1000))
-    answers[answer + 1] = 1
-    answers[answer + 2] = math.floor((now + period - next) / interval)
-    answers[answer + 3] = next - now
-    answers[answer + 4] = 0
+    redis.call('SET', key, next, 'PX', math.ceil((next - now) / 1000))
+    answers[i] = next - now
   end
 end
 return answers
@@ -85,7 +81,7 @@ struct PendingCheck {
     period_micros: u64,
     interval_micros: u64,
     cost: u32,
-    answer: oneshot::Sender<Result<[i64; 4], SharedError>>,
+    answer: oneshot::Sender<Result<i64, SharedError>>,
 }
 
 /// The way to Redis. The task that answers checks starts with the first
@@ -108,7 +104,12 @@ impl SharedStore {
 
     /// One check of `cost` requests of `key`, answered or failed within the
     /// timeout.
-    pub async fn check(&self, key: &str, quota: Quota, cost: u32) -> Result<Outcome, SharedError> {
+    pub async fn check(
+        &self,
+        key: String,
+        quota: Quota,
+        cost: u32,
+    ) -> Result<Outcome, SharedError> {
         let queue = self
             .queue
             .get_or_init(|| async {
@@ -123,31 +124,23 @@ impl SharedStore {
                 sender
             })
             .await;
-        let period_micros = u64::try_from(quota.period.as_micros()).unwrap_or(u64::MAX);
         let (answer, answered) = oneshot::channel();
         queue
             .try_send(PendingCheck {
-                key: key.to_owned(),
-                period_micros,
-                interval_micros: period_micros / u64::from(quota.count.max(1)),
+                key,
+                period_micros: quota.period_micros(),
+                interval_micros: quota.interval_micros(),
                 cost,
                 answer,
             })
             .map_err(|_| SharedError::Overloaded)?;
-        let [allowed, remaining, reset_after, retry_after] =
-            tokio::time::timeout(self.timeout, answered)
-                .await
-                .map_err(|_| SharedError::Timeout(self.timeout))?
-                .map_err(|_| SharedError::NotConnected)??;
-        let micros = |value: i64| Duration::from_micros(u64::try_from(value).unwrap_or(0));
-        Ok(Outcome {
-            allowed: allowed == 1,
-            limit: quota.count,
-            remaining: u32::try_from(remaining.max(0))
-                .unwrap_or(u32::MAX)
-                .min(quota.count),
-            reset_after: micros(reset_after),
-            retry_after: micros(retry_after),
+        let answer = tokio::time::timeout(self.timeout, answered)
+            .await
+            .map_err(|_| SharedError::Timeout(self.timeout))?
+            .map_err(|_| SharedError::NotConnected)??;
+        Ok(match u64::try_from(answer) {
+            Ok(until_next) => Outcome::allowed(quota, until_next),
+            Err(_) => Outcome::refused(quota, cost, answer.unsigned_abs() - 1),
         })
     }
 }
@@ -175,8 +168,7 @@ impl Link {
             }
             match self.run(&script, &batch).await {
                 Ok(values) => {
-                    for (check, answer) in batch.drain(..).zip(values.chunks_exact(4)) {
-                        let answer = [answer[0], answer[1], answer[2], answer[3]];
+                    for (check, answer) in batch.drain(..).zip(values) {
                         let _ = check.answer.send(Ok(answer));
                     }
                 }
@@ -207,7 +199,7 @@ impl Link {
             tokio::time::timeout(self.timeout, invocation.invoke_async(&mut manager))
                 .await
                 .map_err(|_| SharedError::Timeout(self.timeout))??;
-        if values.len() != batch.len() * 4 {
+        if values.len() != batch.len() {
             return Err(SharedError::Redis(format!(
                 "the script answered {} values for {} checks",
                 values.len(),
