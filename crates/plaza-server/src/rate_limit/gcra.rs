@@ -193,13 +193,21 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
         let mut entries = shard
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let key = if entries.len() >= self.keys_per_shard && !entries.contains_key(&key) {
+        let new = !entries.contains_key(&key);
+        if new && (entries.len() >= self.keys_per_shard || entries.len() == entries.capacity()) {
+            // Full, or about to grow: drop the clients whose buckets are
+            // full again first, so the map holds the clients still counted
+            // rather than every one seen since the last sweep. When most are
+            // still counted it grows now, so the next scan is at least as
+            // many new keys away as this one scanned.
             entries.retain(|_, tat| *tat > now);
-            if entries.len() >= self.keys_per_shard {
-                overflow
-            } else {
-                key
+            if entries.len() > entries.capacity() / 2 && entries.len() < self.keys_per_shard {
+                let capacity = entries.capacity();
+                entries.reserve(capacity);
             }
+        }
+        let key = if new && entries.len() >= self.keys_per_shard {
+            overflow
         } else {
             key
         };
@@ -315,6 +323,30 @@ mod tests {
         assert!(store.check(1, 0, quota, start + 5 * SECOND, 1).allowed);
         let full = store.check(1, 0, quota, start + 25 * SECOND, 1);
         assert_eq!((full.allowed, full.remaining), (true, 1));
+    }
+
+    #[test]
+    fn a_shard_drops_expired_keys_instead_of_growing() {
+        let store = LocalStore::new(1_000_000);
+        let quota: Quota = "1/1s".parse().unwrap();
+        // Each key's bucket is full again a second after its request: one
+        // new key a second never holds more than a handful per shard.
+        for key in 0..100_000u64 {
+            store.check(key, u64::MAX, quota, (key + 1) * SECOND, 1);
+        }
+        assert!(
+            store.key_count() < 2 * SHARDS * 8,
+            "{} keys held",
+            store.key_count()
+        );
+        // Keys still counted are all kept.
+        let later = 200_000 * SECOND;
+        store.sweep(later);
+        for key in 0..5_000u64 {
+            store.check(key, u64::MAX, quota, later, 1);
+        }
+        assert_eq!(store.key_count(), 5_000);
+        assert!((0..5_000u64).all(|key| !store.check(key, u64::MAX, quota, later, 1).allowed));
     }
 
     #[test]
