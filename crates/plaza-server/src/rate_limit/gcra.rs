@@ -165,55 +165,96 @@ impl Outcome {
 
 const SHARDS: usize = 64;
 
+/// How often a full shard looks for expired entries to make room. Between
+/// two looks its new keys share the overflow key, so a flood of new
+/// clients costs a full shard one scan a second, not one per request.
+const FULL_SHARD_RESCAN_MICROS: u64 = 1_000_000;
+
 /// Arrival times by key, in shards so that concurrent requests rarely wait
 /// on one another. Bounded: expired entries are swept (`sweep`), and a shard
 /// at its share of `max_keys` counts every new key under one overflow key,
 /// so a flood of distinct clients is limited together instead of growing
 /// memory.
 pub struct LocalStore<K> {
-    shards: Box<[Mutex<HashMap<K, u64>>]>,
+    shards: Box<[Mutex<Shard<K>>]>,
     hasher: RandomState,
     keys_per_shard: usize,
+}
+
+struct Shard<K> {
+    entries: HashMap<K, u64>,
+    /// When the shard, full, last looked for room.
+    full_scan_at: Option<u64>,
+}
+
+impl<K: Hash + Eq> Shard<K> {
+    /// Before a new key goes in: drops the clients whose buckets are full
+    /// again when the map is about to grow, so it holds the clients still
+    /// counted rather than every one seen since the last sweep (when most
+    /// are still counted it grows now, so the next scan is at least as many
+    /// new keys away as this one scanned), or when it is full, at most once
+    /// a [`FULL_SHARD_RESCAN_MICROS`].
+    fn make_room(&mut self, now: u64, max_len: usize) {
+        let len = self.entries.len();
+        if len >= max_len {
+            if self
+                .full_scan_at
+                .is_some_and(|at| now < at.saturating_add(FULL_SHARD_RESCAN_MICROS))
+            {
+                return;
+            }
+            self.full_scan_at = Some(now);
+        } else if len < self.entries.capacity() {
+            return;
+        }
+        self.entries.retain(|_, tat| *tat > now);
+        let (len, capacity) = (self.entries.len(), self.entries.capacity());
+        if len > capacity / 2 && len < max_len {
+            self.entries.reserve(capacity);
+        }
+    }
 }
 
 impl<K: Hash + Eq + Copy> LocalStore<K> {
     pub fn new(max_keys: usize) -> Self {
         LocalStore {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        entries: HashMap::new(),
+                        full_scan_at: None,
+                    })
+                })
+                .collect(),
             hasher: RandomState::new(),
             keys_per_shard: max_keys.div_ceil(SHARDS).max(1),
         }
+    }
+
+    fn shard_of(&self, key: K) -> &Mutex<Shard<K>> {
+        &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
     }
 
     /// Checks and counts `cost` requests of `key` at `now` (microseconds on
     /// a monotonic clock); `overflow` is the key a full shard counts new
     /// keys under.
     pub fn check(&self, key: K, overflow: K, quota: Quota, now: u64, cost: u32) -> Outcome {
-        let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
-        let mut entries = shard
+        let mut shard = self
+            .shard_of(key)
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let new = !entries.contains_key(&key);
-        if new && (entries.len() >= self.keys_per_shard || entries.len() == entries.capacity()) {
-            // Full, or about to grow: drop the clients whose buckets are
-            // full again first, so the map holds the clients still counted
-            // rather than every one seen since the last sweep. When most are
-            // still counted it grows now, so the next scan is at least as
-            // many new keys away as this one scanned.
-            entries.retain(|_, tat| *tat > now);
-            if entries.len() > entries.capacity() / 2 && entries.len() < self.keys_per_shard {
-                let capacity = entries.capacity();
-                entries.reserve(capacity);
-            }
+        let new = !shard.entries.contains_key(&key);
+        if new {
+            shard.make_room(now, self.keys_per_shard);
         }
-        let key = if new && entries.len() >= self.keys_per_shard {
+        let key = if new && shard.entries.len() >= self.keys_per_shard {
             overflow
         } else {
             key
         };
-        let (outcome, next) = Outcome::step(quota, entries.get(&key).copied(), now, cost);
+        let (outcome, next) = Outcome::step(quota, shard.entries.get(&key).copied(), now, cost);
         if let Some(next) = next {
-            entries.insert(key, next);
+            shard.entries.insert(key, next);
         }
         outcome
     }
@@ -222,9 +263,10 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
     /// back the memory of shards that shrank to under a quarter.
     pub fn sweep(&self, now: u64) {
         for shard in self.shards.iter() {
-            let mut entries = shard
+            let entries = &mut shard
                 .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .entries;
             entries.retain(|_, tat| *tat > now);
             if entries.capacity() > 64 && entries.len() < entries.capacity() / 4 {
                 entries.shrink_to_fit();
@@ -240,6 +282,7 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
                 shard
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .entries
                     .len()
             })
             .sum()
@@ -347,6 +390,31 @@ mod tests {
         }
         assert_eq!(store.key_count(), 5_000);
         assert!((0..5_000u64).all(|key| !store.check(key, u64::MAX, quota, later, 1).allowed));
+    }
+
+    #[test]
+    fn a_full_shard_looks_for_room_at_most_once_a_second() {
+        // Each shard holds two keys besides the overflow key.
+        let store = LocalStore::new(2 * SHARDS);
+        let quota: Quota = "1/1s".parse().unwrap();
+        let shard = |key: u64| store.hasher.hash_one(key) as usize % SHARDS;
+        let keys: Vec<u64> = (1..)
+            .filter(|&key| shard(key) == shard(1))
+            .take(5)
+            .collect();
+        let overflow = 0;
+        let at = |tenths: u64| tenths * SECOND / 10;
+        assert!(store.check(keys[0], overflow, quota, at(10), 1).allowed);
+        assert!(store.check(keys[1], overflow, quota, at(11), 1).allowed);
+        // Full, both keys still counted: the third shares the overflow key
+        // (the shard looked for room at 1.5 s).
+        assert!(store.check(keys[2], overflow, quota, at(15), 1).allowed);
+        // At 2.2 s both keys' buckets are full again, but the shard looked
+        // 0.7 s ago: the fourth shares the overflow key, and its budget.
+        assert!(!store.check(keys[3], overflow, quota, at(22), 1).allowed);
+        // A second after the last look, the expired keys make room.
+        assert!(store.check(keys[4], overflow, quota, at(26), 1).allowed);
+        assert_eq!(store.key_count(), 1);
     }
 
     #[test]
