@@ -69,7 +69,9 @@ pub struct Directory {
 }
 
 /// The columns of an item, named as [`DirectoryUser`]'s fields, from
-/// `listed`, one row of the page.
+/// `listed`, one row of the page: every column of `listed`, in its order,
+/// under its own name (PostgreSQL converts the row itself:
+/// `Dialect::record_object`).
 const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.email, \
     'image', listed.image, 'created_at', listed.created_at, \
     'profile_public', listed.profile_public, 'bio', listed.bio, \
@@ -143,7 +145,7 @@ impl Database {
              SELECT {rows}",
             page = dialect.json_integers(&page_ids),
             rows = dialect.json_rows(
-                &dialect.json_object(ITEM_PAIRS),
+                &dialect.record_object("listed", ITEM_PAIRS),
                 "listed.created_at DESC, listed.id DESC",
                 &format!(
                     "(SELECT u.id, u.name, u.email, u.image, u.created_at, u.profile_public, \
