@@ -80,9 +80,9 @@ impl Dialect {
         }
     }
 
-    /// The rows of `source` (a subquery aliased `p`) as one JSON text: an
-    /// array of `element` (a [`Dialect::json_array`] of columns), in
-    /// `order`. A page read this way crosses from the database in one value
+    /// The rows of `source` (a subquery with its alias) as one JSON text:
+    /// an array of `element` per row (a [`Dialect::json_array`] of columns,
+    /// or a [`Dialect::record_object`]), in `order`. A page read this way crosses from the database in one value
     /// instead of one message per row, which is most of the cost of a page
     /// on SQLite.
     pub fn json_rows(self, element: &str, order: &str, source: &str) -> String {

@@ -21,6 +21,7 @@ on_both_databases!(
     the_sign_in_throttle_answers_with_the_limit_headers,
     two_instances_share_one_count_through_redis,
     concurrent_requests_through_redis_are_each_counted_once,
+    a_quota_finer_than_a_microsecond_is_counted_through_redis,
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
 );
 
@@ -394,6 +395,23 @@ async fn concurrent_requests_through_redis_are_each_counted_once(backend: Backen
         40,
         "{answers:?}"
     );
+}
+
+/// Two million a second leaves no whole microsecond between requests: the
+/// key still gets an expiry Redis accepts, so the check is answered (with
+/// its headers) instead of failing open.
+async fn a_quota_finer_than_a_microsecond_is_counted_through_redis(backend: Backend) {
+    let test = "a_quota_finer_than_a_microsecond_is_counted_through_redis";
+    let Some(redis) = PrivateRedis::start(test) else {
+        return;
+    };
+    let url = redis.url();
+    let server = limited_server(backend, "2000000/1s", &[("PLAZA_REDIS_URL", url.as_str())]).await;
+    for _ in 0..3 {
+        let (status, remaining) = get_from(&server, "/api/posts", &[]).await;
+        assert_eq!(status, 200);
+        assert!(remaining.is_some(), "counted, not failed open");
+    }
 }
 
 async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back(backend: Backend) {

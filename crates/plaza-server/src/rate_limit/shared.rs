@@ -26,8 +26,9 @@ use super::gcra::{Outcome, Quota};
 /// ([`Outcome::allowed`], [`Outcome::refused`]), so the script does no more
 /// than it must (its Lua was half of what a check cost Redis). A key
 /// expires when its bucket is full again, so Redis holds only clients seen
-/// within their period. Arrival times go to `SET` as numbers: integers
-/// below 2^53, written exactly.
+/// within their period (at least a millisecond: a quota of more than one
+/// request a microsecond has no interval, and `PX 0` is an error). Arrival
+/// times go to `SET` as numbers: integers below 2^53, written exactly.
 const GCRA_SCRIPT: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
@@ -41,7 +42,7 @@ for i, key in ipairs(KEYS) do
   if now < next - period then
     answers[i] = now - tat - 1
   else
-    redis.call('SET', key, next, 'PX', math.ceil((next - now) / 1000))
+    redis.call('SET', key, next, 'PX', math.max(1, math.ceil((next - now) / 1000)))
     answers[i] = next - now
   end
 end
