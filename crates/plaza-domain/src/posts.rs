@@ -482,16 +482,21 @@ impl PostQuery {
     /// An SQL expression for the page as one JSON text (see
     /// [`Dialect::json_rows`]).
     fn page_sql(&self, backend: Backend, viewer: Viewer, page: Page, args: &mut Args) -> String {
+        let source = format!("{} listed", self.page_source(viewer, page, args));
+        Dialect(backend).json_rows(&post_json(backend, "listed"), &self.page_order(), &source)
+    }
+
+    /// The subquery of the page's rows, in [`POST_COLUMNS`].
+    fn page_source(&self, viewer: Viewer, page: Page, args: &mut Args) -> String {
         let (from, mut conditions) = self.selection(args);
         conditions.extend(visibility(viewer, args));
         let limit = args.push(Arg::Int(page.limit));
         let offset = args.push(Arg::Int(page.offset));
-        let source = format!(
-            "(SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset}) listed",
+        format!(
+            "(SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset})",
             where_clause(&conditions),
             self.order_by()
-        );
-        Dialect(backend).json_rows(&post_json(backend, "listed"), &self.page_order(), &source)
+        )
     }
 }
 
@@ -1047,22 +1052,46 @@ pub struct AdminPostPage {
 
 impl Database {
     /// A page of the admin post list: every post (a moderator sees all),
-    /// filtered and ordered by `query`, each with its author and reports.
-    /// Three statements whatever the page size: the page (an index range,
-    /// see [`Database::list_posts`]), the authors' usernames and the
-    /// page's reports.
+    /// filtered and ordered by `query`, each with its author and reports. A
+    /// first page is one statement: the total, the page, its authors'
+    /// usernames and its reports, each list as one JSON value (on SQLite a
+    /// message per row was most of a page's cost, and each statement more
+    /// costs a round trip to the database thread). A later page counts
+    /// first, then reads the page, then the authors and reports.
     pub async fn admin_posts(
         &self,
         query: &PostQuery,
         moderator_id: i64,
         page: Page,
     ) -> Result<AdminPostPage, DomainError> {
-        let found = self
-            .list_posts(query, Viewer::Moderator(moderator_id), page)
-            .await?;
+        let viewer = Viewer::Moderator(moderator_id);
+        if page.offset > 0 || page.limit == 0 {
+            let found = self.list_posts(query, viewer, page).await?;
+            return Ok(AdminPostPage {
+                posts: self.with_authors_and_reports(found.posts).await?,
+                total: found.total,
+            });
+        }
+        let backend = self.backend();
+        let mut args = Args::default();
+        let total_sql = query.total_sql(viewer, &mut args);
+        let source = query.page_source(viewer, page, &mut args);
+        let sql = format!(
+            "WITH listed AS {source} SELECT {total_sql} AS total, {} AS page, {}",
+            Dialect(backend).json_rows(
+                &post_json(backend, "listed"),
+                &query.page_order(),
+                "listed"
+            ),
+            self.authors_and_reports_sql("listed"),
+        );
+        let (total, page, authors, reports): (i64, String, String, String) =
+            bind_all(sqlx::query_as(&sql), args.into_vec())
+                .fetch_one(&mut *self.lease().await?)
+                .await?;
         Ok(AdminPostPage {
-            posts: self.with_authors_and_reports(found.posts).await?,
-            total: found.total,
+            posts: with_authors_and_reports(parse_posts(&page)?, &authors, &reports)?,
+            total,
         })
     }
 
@@ -1075,6 +1104,8 @@ impl Database {
             .ok_or(DomainError::NotFound("post"))
     }
 
+    /// `posts` with their authors' usernames and their reports, read in
+    /// one statement whatever their number.
     async fn with_authors_and_reports(
         &self,
         posts: Vec<Post>,
@@ -1082,77 +1113,81 @@ impl Database {
         if posts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut author_ids: Vec<i64> = posts.iter().map(|post| post.author_id).collect();
-        author_ids.sort_unstable();
-        author_ids.dedup();
-        let reported: Vec<i64> = posts
-            .iter()
-            .filter(|post| post.report_count > 0)
-            .map(|post| post.id)
-            .collect();
-        // Both lists cross from the database as one JSON value each: on
-        // SQLite a message per row was most of a page's cost (1,000 req/s
-        // for 50 reported posts with rows, measured).
-        let mut args = Args::default();
-        let in_list = |ids: &[i64], args: &mut Args| {
-            let placeholders: Vec<String> = ids.iter().map(|id| args.push(Arg::Int(*id))).collect();
-            if placeholders.is_empty() {
-                "NULL".to_owned()
-            } else {
-                placeholders.join(", ")
-            }
-        };
-        let authors_in = in_list(&author_ids, &mut args);
-        let reports_in = in_list(&reported, &mut args);
-        let dialect = self.dialect();
+        let ids: Vec<String> = posts.iter().map(|post| post.id.to_string()).collect();
         let sql = format!(
-            "SELECT {} AS authors, {} AS reports",
+            "WITH listed AS (SELECT p.id, p.author_id, p.report_count FROM posts p \
+             WHERE p.id IN ({})) SELECT {}",
+            self.dialect().json_integers("$1"),
+            self.authors_and_reports_sql("listed"),
+        );
+        let (authors, reports): (String, String) = sqlx::query_as(&sql)
+            .bind(format!("[{}]", ids.join(",")))
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        with_authors_and_reports(posts, &authors, &reports)
+    }
+
+    /// Two JSON values, `authors` (id, username) and `reports`, for the
+    /// posts of `listed`, a relation with the columns `id`, `author_id`
+    /// and `report_count`.
+    fn authors_and_reports_sql(&self, listed: &str) -> String {
+        let dialect = self.dialect();
+        format!(
+            "{} AS authors, {} AS reports",
             dialect.json_rows(
                 &dialect.json_array("u.id, u.username"),
                 "u.id",
-                &format!("users u WHERE u.id IN ({authors_in})"),
+                &format!("users u WHERE u.id IN (SELECT author_id FROM {listed})"),
             ),
             dialect.json_rows(
                 &dialect.json_array(
                     "r.id, r.post_id, r.reporter_id, r.reason, r.created_at, r.resolved_at, r.resolved_by"
                 ),
                 "r.created_at, r.id",
-                &format!("post_reports r WHERE r.post_id IN ({reports_in})"),
+                &format!(
+                    "post_reports r WHERE r.post_id IN \
+                     (SELECT id FROM {listed} WHERE report_count > 0)"
+                ),
             ),
-        );
-        let (authors, reports): (String, String) = bind_all(sqlx::query_as(&sql), args.into_vec())
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-        let usernames: HashMap<i64, String> = parse_json_page::<(i64, String)>(&authors)?
-            .into_iter()
-            .collect();
-        let mut by_post: HashMap<i64, Vec<crate::reports::Report>> = HashMap::new();
-        for (id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by) in
-            parse_json_page::<(i64, i64, i64, String, i64, Option<i64>, Option<i64>)>(&reports)?
-        {
-            by_post
-                .entry(post_id)
-                .or_default()
-                .push(crate::reports::Report {
-                    id,
-                    post_id,
-                    reporter_id,
-                    reason,
-                    created_at,
-                    resolved_at,
-                    resolved_by,
-                });
-        }
-        let mut reports = by_post;
-        Ok(posts
-            .into_iter()
-            .map(|post| AdminPost {
-                author_username: usernames.get(&post.author_id).cloned().unwrap_or_default(),
-                reports: reports.remove(&post.id).unwrap_or_default(),
-                post,
-            })
-            .collect())
+        )
     }
+}
+
+/// Joins `posts` with the authors and reports that
+/// [`Database::authors_and_reports_sql`] read.
+fn with_authors_and_reports(
+    posts: Vec<Post>,
+    authors: &str,
+    reports: &str,
+) -> Result<Vec<AdminPost>, DomainError> {
+    let usernames: HashMap<i64, String> = parse_json_page::<(i64, String)>(authors)?
+        .into_iter()
+        .collect();
+    let mut by_post: HashMap<i64, Vec<crate::reports::Report>> = HashMap::new();
+    for (id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by) in
+        parse_json_page::<(i64, i64, i64, String, i64, Option<i64>, Option<i64>)>(reports)?
+    {
+        by_post
+            .entry(post_id)
+            .or_default()
+            .push(crate::reports::Report {
+                id,
+                post_id,
+                reporter_id,
+                reason,
+                created_at,
+                resolved_at,
+                resolved_by,
+            });
+    }
+    Ok(posts
+        .into_iter()
+        .map(|post| AdminPost {
+            author_username: usernames.get(&post.author_id).cloned().unwrap_or_default(),
+            reports: by_post.remove(&post.id).unwrap_or_default(),
+            post,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -51,12 +51,21 @@ impl TrustedProxies {
         if !self.trusts(peer) {
             return peer;
         }
-        let hops = forwarded_hops(headers).unwrap_or_else(|| x_forwarded_for_hops(headers));
+        if headers.contains_key(axum::http::header::FORWARDED) {
+            self.walk_from_right(peer, forwarded_hops_from_right(headers))
+        } else {
+            self.walk_from_right(peer, x_forwarded_for_hops_from_right(headers))
+        }
+    }
+
+    /// The right-most hop of `hops` (read from the right) that is not a
+    /// trusted proxy; the left-most when every one is.
+    fn walk_from_right(&self, peer: IpAddr, hops: impl Iterator<Item = Option<IpAddr>>) -> IpAddr {
         let mut client = peer;
-        for hop in hops.iter().rev() {
+        for hop in hops {
             match hop {
                 Some(address) => {
-                    client = canonical(*address);
+                    client = canonical(address);
                     if !self.trusts(client) {
                         break;
                     }
@@ -93,36 +102,33 @@ pub fn counted_prefix(address: IpAddr) -> IpAddr {
     }
 }
 
-/// `X-Forwarded-For` entries, left to right, over every header line.
-fn x_forwarded_for_hops(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
+/// `X-Forwarded-For` entries, right to left, over every header line; read
+/// lazily, as the walk needs them.
+fn x_forwarded_for_hops_from_right(
+    headers: &HeaderMap,
+) -> impl Iterator<Item = Option<IpAddr>> + '_ {
     headers
         .get_all("x-forwarded-for")
         .iter()
-        .flat_map(|value| value.to_str().unwrap_or("unknown").split(','))
+        .rev()
+        .flat_map(|value| value.to_str().unwrap_or("unknown").rsplit(','))
         .map(|hop| parse_node(hop.trim()))
-        .collect()
 }
 
-/// The `for=` node of each `Forwarded` element (RFC 7239), left to right;
-/// `None` when there is no such header.
-fn forwarded_hops(headers: &HeaderMap) -> Option<Vec<Option<IpAddr>>> {
-    let mut values = headers
+/// The `for=` node of each `Forwarded` element (RFC 7239), right to left.
+fn forwarded_hops_from_right(headers: &HeaderMap) -> impl Iterator<Item = Option<IpAddr>> + '_ {
+    headers
         .get_all(axum::http::header::FORWARDED)
         .iter()
-        .peekable();
-    values.peek()?;
-    Some(
-        values
-            .flat_map(|value| value.to_str().unwrap_or("for=unknown").split(','))
-            .map(|element| {
-                element
-                    .split(';')
-                    .filter_map(|pair| pair.split_once('='))
-                    .find(|(name, _)| name.trim().eq_ignore_ascii_case("for"))
-                    .and_then(|(_, node)| parse_node(node.trim().trim_matches('"')))
-            })
-            .collect(),
-    )
+        .rev()
+        .flat_map(|value| value.to_str().unwrap_or("for=unknown").rsplit(','))
+        .map(|element| {
+            element
+                .split(';')
+                .filter_map(|pair| pair.split_once('='))
+                .find(|(name, _)| name.trim().eq_ignore_ascii_case("for"))
+                .and_then(|(_, node)| parse_node(node.trim().trim_matches('"')))
+        })
 }
 
 /// An address as proxies write it: `192.0.2.1`, `192.0.2.1:4711`,

@@ -243,11 +243,15 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
             .shard_of(key)
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let new = !shard.entries.contains_key(&key);
-        if new {
-            shard.make_room(now, self.keys_per_shard);
+        if let Some(tat) = shard.entries.get_mut(&key) {
+            let (outcome, next) = Outcome::step(quota, Some(*tat), now, cost);
+            if let Some(next) = next {
+                *tat = next;
+            }
+            return outcome;
         }
-        let key = if new && shard.entries.len() >= self.keys_per_shard {
+        shard.make_room(now, self.keys_per_shard);
+        let key = if shard.entries.len() >= self.keys_per_shard {
             overflow
         } else {
             key

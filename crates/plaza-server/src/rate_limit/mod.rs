@@ -103,16 +103,16 @@ impl Limit {
     }
 
     /// The budget counted: limits naming the same bucket share one count.
-    fn bucket(self, caller: &Caller) -> &'static str {
+    fn bucket(self, caller: &Caller) -> Bucket {
         match (self.tier(caller), caller.subject) {
-            (None, Subject::User(_)) if self == Limit::Analytics => "analytics",
-            (None, Subject::User(_)) if self == Limit::AdminUserList => "admin_users",
-            (None, Subject::User(_)) => "user",
-            (None, Subject::Address(_)) => "addr",
-            (Some(Tier::Super), Subject::User(_)) => "admin_super",
-            (Some(Tier::System), Subject::User(_)) => "admin_system",
-            (Some(Tier::General), Subject::User(_)) => "admin",
-            (Some(_), Subject::Address(_)) => "admin_addr",
+            (None, Subject::User(_)) if self == Limit::Analytics => Bucket::Analytics,
+            (None, Subject::User(_)) if self == Limit::AdminUserList => Bucket::AdminUsers,
+            (None, Subject::User(_)) => Bucket::User,
+            (None, Subject::Address(_)) => Bucket::Address,
+            (Some(Tier::Super), Subject::User(_)) => Bucket::AdminSuper,
+            (Some(Tier::System), Subject::User(_)) => Bucket::AdminSystem,
+            (Some(Tier::General), Subject::User(_)) => Bucket::Admin,
+            (Some(_), Subject::Address(_)) => Bucket::AdminAddress,
         }
     }
 
@@ -148,8 +148,9 @@ impl Limit {
     }
 }
 
-/// Who is asking, as the limiter sees it. A limited request carries it in
-/// its extensions, for handlers that charge more than one request.
+/// Who is asking, as the limiter sees it. A request under
+/// [`Limit::Analytics`] carries it in its extensions, for the batch handler,
+/// which charges more than one request.
 #[derive(Debug, Clone, Copy)]
 pub struct Caller {
     subject: Subject,
@@ -166,7 +167,7 @@ pub enum Subject {
 }
 
 impl Subject {
-    fn store_key(self, bucket: &'static str) -> StoreKey {
+    fn store_key(self, bucket: Bucket) -> StoreKey {
         StoreKey {
             bucket,
             subject: self,
@@ -174,10 +175,40 @@ impl Subject {
     }
 }
 
+/// A budget of its own: the limits and tiers that count apart. A byte, so
+/// a key of the in-process store hashes and holds little.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Bucket {
+    User,
+    Address,
+    Analytics,
+    AdminUsers,
+    Admin,
+    AdminSuper,
+    AdminSystem,
+    AdminAddress,
+}
+
+impl Bucket {
+    /// Its name in the shared store's keys.
+    fn name(self) -> &'static str {
+        match self {
+            Bucket::User => "user",
+            Bucket::Address => "addr",
+            Bucket::Analytics => "analytics",
+            Bucket::AdminUsers => "admin_users",
+            Bucket::Admin => "admin",
+            Bucket::AdminSuper => "admin_super",
+            Bucket::AdminSystem => "admin_system",
+            Bucket::AdminAddress => "admin_addr",
+        }
+    }
+}
+
 /// A key of the in-process store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct StoreKey {
-    bucket: &'static str,
+    bucket: Bucket,
     subject: Subject,
 }
 
@@ -294,7 +325,8 @@ impl RateLimiter {
     }
 }
 
-fn redis_key(bucket: &str, subject: Subject) -> String {
+fn redis_key(bucket: Bucket, subject: Subject) -> String {
+    let bucket = bucket.name();
     match subject {
         Subject::User(id) => format!("plaza:rl:{bucket}:u:{id}"),
         Subject::Address(address) => format!("plaza:rl:{bucket}:a:{address}"),
@@ -369,7 +401,10 @@ where
             let Some(caller) = caller else {
                 return inner.call(Request::from_parts(parts, body)).await;
             };
-            parts.extensions.insert(caller);
+            // Only a batch of events charges more than one request.
+            if limit == Limit::Analytics {
+                parts.extensions.insert(caller);
+            }
             let request = Request::from_parts(parts, body);
             let tier = limit.tier(&caller);
             let mut response = match state.rate_limiter.check(limit, caller, 1).await {
@@ -504,7 +539,10 @@ mod tests {
             Limit::SystemAction.bucket(&member)
         );
         assert!(Limit::SystemAction.fails_closed() && !Limit::VersionedAdmin.fails_closed());
-        assert_eq!(redis_key("user", user), "plaza:rl:user:u:7");
-        assert_eq!(redis_key("addr", address), "plaza:rl:addr:a:2001:db8::");
+        assert_eq!(redis_key(Bucket::User, user), "plaza:rl:user:u:7");
+        assert_eq!(
+            redis_key(Bucket::Address, address),
+            "plaza:rl:addr:a:2001:db8::"
+        );
     }
 }
