@@ -89,47 +89,61 @@ const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.
 
 impl Database {
     /// Users matching `search` (a part of the name, email or a linked
-    /// provider's name, any case), newest first. Three statements, whatever
-    /// the page's size: the total (a counter row without a search), the
-    /// page's ids, and their details, whose providers, subscriptions and
+    /// provider's name, any case), newest first. Two statements, whatever
+    /// the page's size: the total (a counter row without a search) with the
+    /// page's ids, then their details, whose providers, subscriptions and
     /// timeouts are looked up for the page's users alone. A user deleted
-    /// between the last two is left out of the page.
+    /// between the two is left out of the page.
     pub async fn user_directory(
         &self,
         search: Option<&str>,
         page: Page,
     ) -> Result<Directory, DomainError> {
-        let mut count_args = Args::default();
-        let conditions = search_conditions(search, &mut count_args);
-        let count_sql = if conditions.is_empty() {
-            "SELECT total FROM user_counts WHERE scope = 'all'".to_owned()
+        // A first page reads its total and its ids in one statement; a
+        // later one counts first, so a page past the end costs nothing more.
+        let (total, ids) = if page.offset == 0 && page.limit > 0 {
+            let mut args = Args::default();
+            let total_sql = directory_total_sql(search, &mut args);
+            let ids_sql = self.directory_ids_sql(search, page, &mut args);
+            bind_all(
+                sqlx::query_as(&format!("SELECT {total_sql} AS total, {ids_sql} AS ids")),
+                args.into_vec(),
+            )
+            .fetch_one(&mut *self.lease().await?)
+            .await?
         } else {
-            format!("SELECT COUNT(*) FROM users u{}", where_clause(&conditions))
-        };
-        let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args.into_vec())
+            let mut args = Args::default();
+            let total_sql = directory_total_sql(search, &mut args);
+            let (total,): (i64,) = bind_all(
+                sqlx::query_as(&format!("SELECT {total_sql}")),
+                args.into_vec(),
+            )
             .fetch_one(&mut *self.lease().await?)
             .await?;
-        if page.offset >= total || page.limit == 0 {
+            if page.offset >= total || page.limit == 0 {
+                return Ok(Directory {
+                    users: Vec::new(),
+                    total,
+                });
+            }
+            let mut args = Args::default();
+            let ids_sql = self.directory_ids_sql(search, page, &mut args);
+            let (ids,): (String,) = bind_all(
+                sqlx::query_as(&format!("SELECT {ids_sql}")),
+                args.into_vec(),
+            )
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+            (total, ids)
+        };
+        if total == 0 {
             return Ok(Directory {
                 users: Vec::new(),
                 total,
             });
         }
         let mut args = Args::default();
-        let conditions = search_conditions(search, &mut args);
-        let limit = args.push(Arg::Int(page.limit));
-        let offset = args.push(Arg::Int(page.offset));
-        let ids_sql = format!(
-            "SELECT u.id FROM users u{where_sql} \
-             ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset}",
-            where_sql = where_clause(&conditions),
-        );
-        let ids: Vec<(i64,)> = bind_all(sqlx::query_as(&ids_sql), args.into_vec())
-            .fetch_all(&mut *self.lease().await?)
-            .await?;
-        let ids: Vec<String> = ids.into_iter().map(|(id,)| id.to_string()).collect();
-        let mut args = Args::default();
-        let page_ids = args.push(Arg::Text(format!("[{}]", ids.join(","))));
+        let page_ids = args.push(Arg::Text(ids));
         let now = args.push(Arg::Int(now_millis()));
         let dialect = self.dialect();
         let subscription_names = dialect.string_agg("s.plan_name", "s.plan_name, s.id");
@@ -176,6 +190,39 @@ impl Database {
             .await?;
         let users = crate::posts::parse_json_page(&json)?;
         Ok(Directory { users, total })
+    }
+}
+
+/// An SQL expression for how many users a search matches: the
+/// trigger-kept counter row without a search.
+fn directory_total_sql(search: Option<&str>, args: &mut Args) -> String {
+    let conditions = search_conditions(search, args);
+    if conditions.is_empty() {
+        "(SELECT total FROM user_counts WHERE scope = 'all')".to_owned()
+    } else {
+        format!(
+            "(SELECT COUNT(*) FROM users u{})",
+            where_clause(&conditions)
+        )
+    }
+}
+
+impl Database {
+    /// An SQL expression for the page's user ids, newest first, as one JSON
+    /// array (the details statement takes it as it is).
+    fn directory_ids_sql(&self, search: Option<&str>, page: Page, args: &mut Args) -> String {
+        let conditions = search_conditions(search, args);
+        let limit = args.push(Arg::Int(page.limit));
+        let offset = args.push(Arg::Int(page.offset));
+        self.dialect().json_rows(
+            "ids.id",
+            "ids.created_at DESC, ids.id DESC",
+            &format!(
+                "(SELECT u.id, u.created_at FROM users u{} \
+                 ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset}) ids",
+                where_clause(&conditions)
+            ),
+        )
     }
 }
 
