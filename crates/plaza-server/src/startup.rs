@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use plaza_domain::{Database, DatabaseOptions, DomainError};
+use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 
 use crate::settings::Settings;
 
@@ -56,7 +56,9 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
         )?;
     }
     let options = DatabaseOptions {
-        max_connections: settings.database.database_max_connections,
+        max_connections: settings
+            .database
+            .pool_size(Backend::from_url(&url).unwrap_or(Backend::Sqlite)),
         acquire_timeout: Duration::from_secs(settings.database.database_acquire_timeout_secs),
         ..DatabaseOptions::default()
     };
