@@ -97,6 +97,16 @@ impl Dialect {
         }
     }
 
+    /// A JSON array of `element` over the rows of `source`, as a value to
+    /// nest inside another JSON value (not as text), in no particular order:
+    /// the reader sorts it. `NULL` on PostgreSQL when there are no rows.
+    pub fn nested_json_rows(self, element: &str, source: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("json((SELECT json_group_array({element}) FROM {source}))"),
+            Backend::Postgres => format!("(SELECT json_agg({element}) FROM {source})"),
+        }
+    }
+
     /// A subquery of one column, `id`: the integers of `parameter`, a JSON
     /// array bound as text. A page's ids passed this way keep the statement
     /// that reads the page's details the same whatever the page: PostgreSQL

@@ -1052,12 +1052,11 @@ pub struct AdminPostPage {
 
 impl Database {
     /// A page of the admin post list: every post (a moderator sees all),
-    /// filtered and ordered by `query`, each with its author and reports. A
-    /// first page is one statement: the total, the page, its authors'
-    /// usernames and its reports, each list as one JSON value (on SQLite a
-    /// message per row was most of a page's cost, and each statement more
-    /// costs a round trip to the database thread). A later page counts
-    /// first, then reads the page, then the authors and reports.
+    /// filtered and ordered by `query`, each with its author's username and
+    /// its reports inside its own JSON element, so the page crosses from the
+    /// database as one value. A first page is one statement, the total
+    /// with the page; a later one counts first, so a page past the end
+    /// costs nothing more.
     pub async fn admin_posts(
         &self,
         query: &PostQuery,
@@ -1065,129 +1064,130 @@ impl Database {
         page: Page,
     ) -> Result<AdminPostPage, DomainError> {
         let viewer = Viewer::Moderator(moderator_id);
-        if page.offset > 0 || page.limit == 0 {
-            let found = self.list_posts(query, viewer, page).await?;
-            return Ok(AdminPostPage {
-                posts: self.with_authors_and_reports(found.posts).await?,
-                total: found.total,
-            });
-        }
-        let backend = self.backend();
         let mut args = Args::default();
         let total_sql = query.total_sql(viewer, &mut args);
-        let source = query.page_source(viewer, page, &mut args);
-        let sql = format!(
-            "WITH listed AS {source} SELECT {total_sql} AS total, {} AS page, {}",
-            Dialect(backend).json_rows(
-                &post_json(backend, "listed"),
-                &query.page_order(),
-                "listed"
-            ),
-            self.authors_and_reports_sql("listed"),
+        let first = page.offset == 0 && page.limit > 0;
+        let mut known_total = None;
+        if !first {
+            let (total,): (i64,) = bind_all(
+                sqlx::query_as(&format!("SELECT {total_sql}")),
+                args.into_vec(),
+            )
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+            if page.offset >= total || page.limit == 0 {
+                return Ok(AdminPostPage {
+                    posts: Vec::new(),
+                    total,
+                });
+            }
+            known_total = Some(total);
+            args = Args::default();
+        }
+        let source = format!("{} listed", query.page_source(viewer, page, &mut args));
+        let page_sql = self.dialect().json_rows(
+            &self.admin_post_json("listed"),
+            &query.page_order(),
+            &source,
         );
-        let (total, page, authors, reports): (i64, String, String, String) =
-            bind_all(sqlx::query_as(&sql), args.into_vec())
+        let (total, json): (i64, String) = match known_total {
+            None => {
+                bind_all(
+                    sqlx::query_as(&format!("SELECT {total_sql} AS total, {page_sql} AS page")),
+                    args.into_vec(),
+                )
+                .fetch_one(&mut *self.lease().await?)
+                .await?
+            }
+            Some(total) => {
+                let (json,): (String,) = bind_all(
+                    sqlx::query_as(&format!("SELECT {page_sql}")),
+                    args.into_vec(),
+                )
                 .fetch_one(&mut *self.lease().await?)
                 .await?;
+                (total, json)
+            }
+        };
         Ok(AdminPostPage {
-            posts: with_authors_and_reports(parse_posts(&page)?, &authors, &reports)?,
+            posts: parse_admin_posts(&json)?,
             total,
         })
     }
 
     /// One post as the admin surface shows it.
     pub async fn admin_post(&self, id: i64) -> Result<AdminPost, DomainError> {
-        let post = self.post_by_id(id).await?;
-        self.with_authors_and_reports(vec![post])
-            .await?
+        let sql = format!(
+            "SELECT {}",
+            self.dialect().json_rows(
+                &self.admin_post_json("listed"),
+                "listed.id",
+                &format!("(SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1) listed"),
+            )
+        );
+        let (json,): (String,) = sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        parse_admin_posts(&json)?
             .pop()
             .ok_or(DomainError::NotFound("post"))
     }
 
-    /// `posts` with their authors' usernames and their reports, read in
-    /// one statement whatever their number.
-    async fn with_authors_and_reports(
-        &self,
-        posts: Vec<Post>,
-    ) -> Result<Vec<AdminPost>, DomainError> {
-        if posts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<String> = posts.iter().map(|post| post.id.to_string()).collect();
-        let sql = format!(
-            "WITH listed AS (SELECT p.id, p.author_id, p.report_count FROM posts p \
-             WHERE p.id IN ({})) SELECT {}",
-            self.dialect().json_integers("$1"),
-            self.authors_and_reports_sql("listed"),
-        );
-        let (authors, reports): (String, String) = sqlx::query_as(&sql)
-            .bind(format!("[{}]", ids.join(",")))
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-        with_authors_and_reports(posts, &authors, &reports)
-    }
-
-    /// Two JSON values, `authors` (id, username) and `reports`, for the
-    /// posts of `listed`, a relation with the columns `id`, `author_id`
-    /// and `report_count`.
-    fn authors_and_reports_sql(&self, listed: &str) -> String {
+    /// A post of `listed` (columns [`POST_COLUMNS`]) as the admin list
+    /// reads it: its [`post_json`], its author's username and its reports
+    /// (`NULL` without any), each report looked up through the post's index
+    /// range, so a page costs no lookup tables.
+    fn admin_post_json(&self, listed: &str) -> String {
         let dialect = self.dialect();
-        format!(
-            "{} AS authors, {} AS reports",
-            dialect.json_rows(
-                &dialect.json_array("u.id, u.username"),
-                "u.id",
-                &format!("users u WHERE u.id IN (SELECT author_id FROM {listed})"),
+        let reports = dialect.nested_json_rows(
+            &dialect.json_array(
+                "r.id, r.post_id, r.reporter_id, r.reason, r.created_at, r.resolved_at, r.resolved_by",
             ),
-            dialect.json_rows(
-                &dialect.json_array(
-                    "r.id, r.post_id, r.reporter_id, r.reason, r.created_at, r.resolved_at, r.resolved_by"
-                ),
-                "r.created_at, r.id",
-                &format!(
-                    "post_reports r WHERE r.post_id IN \
-                     (SELECT id FROM {listed} WHERE report_count > 0)"
-                ),
-            ),
-        )
+            &format!("post_reports r WHERE r.post_id = {listed}.id"),
+        );
+        dialect.json_array(&format!(
+            "{}, (SELECT u.username FROM users u WHERE u.id = {listed}.author_id), \
+             CASE WHEN {listed}.report_count > 0 THEN {reports} END",
+            post_json(self.backend(), listed),
+        ))
     }
 }
 
-/// Joins `posts` with the authors and reports that
-/// [`Database::authors_and_reports_sql`] read.
-fn with_authors_and_reports(
-    posts: Vec<Post>,
-    authors: &str,
-    reports: &str,
-) -> Result<Vec<AdminPost>, DomainError> {
-    let usernames: HashMap<i64, String> = parse_json_page::<(i64, String)>(authors)?
+/// A report as [`Database::admin_post_json`] writes it.
+type ReportJson = (i64, i64, i64, String, i64, Option<i64>, Option<i64>);
+
+/// Reads a page of [`Database::admin_post_json`] elements; each post's
+/// reports oldest first.
+fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost>, DomainError> {
+    parse_json_page::<(PostJson, Option<String>, Option<Vec<ReportJson>>)>(json)?
         .into_iter()
-        .collect();
-    let mut by_post: HashMap<i64, Vec<crate::reports::Report>> = HashMap::new();
-    for (id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by) in
-        parse_json_page::<(i64, i64, i64, String, i64, Option<i64>, Option<i64>)>(reports)?
-    {
-        by_post
-            .entry(post_id)
-            .or_default()
-            .push(crate::reports::Report {
-                id,
-                post_id,
-                reporter_id,
-                reason,
-                created_at,
-                resolved_at,
-                resolved_by,
-            });
-    }
-    Ok(posts
-        .into_iter()
-        .map(|post| AdminPost {
-            author_username: usernames.get(&post.author_id).cloned().unwrap_or_default(),
-            reports: by_post.remove(&post.id).unwrap_or_default(),
-            post,
+        .map(|(post, author_username, reports)| {
+            let mut reports: Vec<crate::reports::Report> = reports
+                .unwrap_or_default()
+                .into_iter()
+                .map(
+                    |(id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by)| {
+                        crate::reports::Report {
+                            id,
+                            post_id,
+                            reporter_id,
+                            reason,
+                            created_at,
+                            resolved_at,
+                            resolved_by,
+                        }
+                    },
+                )
+                .collect();
+            reports.sort_by_key(|report| (report.created_at, report.id));
+            Ok(AdminPost {
+                post: Post::try_from(post)?,
+                author_username: author_username.unwrap_or_default(),
+                reports,
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
