@@ -110,23 +110,26 @@ pub async fn record(
 }
 
 impl Database {
-    /// Records that something was read (an admin viewed a list), as its own
-    /// unit of work. Nothing changed, so nothing else waits on the entry:
-    /// on PostgreSQL it commits without waiting for the disk
+    /// Records that things were read (admins viewed lists), in a unit of
+    /// work of their own: the server commits the entries of concurrent
+    /// reads together. Nothing changed, so nothing else waits on the
+    /// entries: on PostgreSQL they commit without waiting for the disk
     /// ([`Dialect::unflushed_commit`]), which takes an fsync off every
     /// audited read. A crash can lose the last fraction of a second of
     /// read entries, never a change nor a change's entry.
-    pub async fn record_read(
+    pub async fn record_reads(
         &self,
-        context: AuditContext,
-        action: AuditAction<'static>,
-    ) -> Result<i64, DomainError> {
+        entries: Vec<(AuditContext, AuditAction<'static>)>,
+    ) -> Result<(), DomainError> {
         self.write(move |tx| {
             Box::pin(async move {
                 if let Some(statement) = Dialect::of(tx).unflushed_commit() {
                     sqlx::query(statement).execute(&mut **tx).await?;
                 }
-                record(tx, &context, action).await
+                for (context, action) in entries {
+                    record(tx, &context, action).await?;
+                }
+                Ok(())
             })
         })
         .await

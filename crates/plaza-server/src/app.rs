@@ -170,6 +170,14 @@ impl Server {
                 .run(writer.db.clone(), stop_writer)
                 .await;
         });
+        let audit_writer = state.clone();
+        let stop_audit_writer = stop_background.clone();
+        state.background.spawn(async move {
+            audit_writer
+                .audit_reads
+                .run(audit_writer.db.clone(), stop_audit_writer)
+                .await;
+        });
         let limits = crate::serve::Limits {
             header_read_timeout: Duration::from_secs(
                 state.settings.server.header_read_timeout_secs,

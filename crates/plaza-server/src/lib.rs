@@ -5,12 +5,14 @@
 pub mod alert_stream;
 pub mod analytics;
 pub mod app;
+pub mod audit_reads;
 pub mod auth;
 pub mod cli;
 pub mod commands;
 pub mod controllers;
 pub mod error;
 pub mod extract;
+pub mod group_commit;
 pub mod identity;
 pub mod jobs;
 pub mod maintenance;

@@ -64,6 +64,8 @@ pub struct Shared {
     pub alert_streams: crate::alert_stream::AlertStreams,
     /// Analytics collection: the event rules, enrichment and the writer's queue.
     pub analytics: crate::analytics::Analytics,
+    /// The audit entries of reads, committed together.
+    pub audit_reads: crate::audit_reads::AuditReads,
     /// The upload pipeline and the object store of uploads.
     pub uploads: crate::uploads::Uploads,
     /// Tells the platform of an emoji list request.
@@ -125,6 +127,7 @@ impl AppState {
             background: TaskTracker::new(),
             alert_streams,
             analytics,
+            audit_reads: crate::audit_reads::AuditReads::default(),
             uploads: crate::uploads::Uploads::new(&settings_storage)?,
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
         })))

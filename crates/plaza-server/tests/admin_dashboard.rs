@@ -431,6 +431,46 @@ async fn user_list_calls_are_audited_and_limited_per_hour(backend: Backend) {
     assert_eq!(entries[0]["changes"]["search"], "admin");
 }
 
+/// The entries of concurrent calls are committed together, and each call
+/// answers only once its own entry is stored.
+async fn concurrent_user_list_calls_each_have_their_entry_when_answered(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let calls = (0..24).map(|call| {
+        let (server, admin) = (&server, &admin);
+        async move {
+            let path = format!("/api/admin/users?search=call{call}");
+            server
+                .send(As::Session(admin), "GET", &path, None)
+                .await
+                .status()
+        }
+    });
+    let statuses = futures_util::future::join_all(calls).await;
+    assert!(statuses.iter().all(|status| *status == 200), "{statuses:?}");
+    let token = server.mint("admin@example.com", "admin:read");
+    let (code, audit) = get(
+        &server,
+        As::Token(&token),
+        "/api/v1/admin/audit-logs?action=admin.users.list&limit=100",
+    )
+    .await;
+    assert_eq!(code, 200, "{audit}");
+    let mut searches: Vec<String> = audit["data"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|entry| entry["changes"]["search"].as_str().unwrap_or("").to_owned())
+        .collect();
+    searches.sort();
+    let mut expected: Vec<String> = (0..24).map(|call| format!("call{call}")).collect();
+    expected.sort();
+    assert_eq!(
+        searches, expected,
+        "one entry per answered call, each its own"
+    );
+}
+
 async fn who_may_use_the_unversioned_admin_routes(backend: Backend) {
     let server = TestServer::start(backend).await;
     let cast = Cast::new(&server).await;
@@ -952,6 +992,7 @@ on_both_databases!(
     user_list_validation_errors_have_the_exact_bodies_of_the_spec,
     user_list_runs_the_same_statements_for_10_and_100_users,
     user_list_calls_are_audited_and_limited_per_hour,
+    concurrent_user_list_calls_each_have_their_entry_when_answered,
     who_may_use_the_unversioned_admin_routes,
     a_ban_on_the_unversioned_surface_ends_sessions_as_the_versioned_one_does,
     subscriptions_change_and_refuse_bad_fields,

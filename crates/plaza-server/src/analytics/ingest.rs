@@ -13,12 +13,11 @@
 //! its own transaction instead: the baseline `bench/analytics.sh` measures
 //! the group commit against.
 
-use std::sync::Mutex;
-
 use plaza_domain::Database;
 use plaza_domain::analytics::{self, NewEvent};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+use crate::group_commit::{GroupCommit, Refused};
 
 /// Events per transaction at most: big enough to share a commit among many
 /// requests, small enough that one batch's transaction stays short.
@@ -35,85 +34,46 @@ pub enum IngestError {
     Failed(String),
 }
 
-struct Submission {
-    events: Vec<NewEvent>,
-    /// Holds the events' places in the queue until they are written.
-    _places: OwnedSemaphorePermit,
-    done: oneshot::Sender<Result<(), String>>,
+impl From<Refused> for IngestError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Busy => IngestError::Busy,
+            Refused::Stopped => IngestError::Stopped,
+            Refused::Failed(error) => IngestError::Failed(error),
+        }
+    }
 }
 
 /// The queue in front of the writer task.
 pub struct Ingest {
     group_commit: bool,
-    sender: mpsc::UnboundedSender<Submission>,
-    receiver: Mutex<Option<mpsc::UnboundedReceiver<Submission>>>,
-    places: std::sync::Arc<Semaphore>,
+    queue: GroupCommit<NewEvent>,
 }
 
 impl Ingest {
     pub fn new(max_queued_events: usize, group_commit: bool) -> Self {
-        let (sender, receiver) = mpsc::unbounded_channel();
         Ingest {
             group_commit,
-            sender,
-            receiver: Mutex::new(Some(receiver)),
-            places: std::sync::Arc::new(Semaphore::new(max_queued_events)),
+            queue: GroupCommit::new(max_queued_events, MAX_BATCH_EVENTS),
         }
     }
 
     /// Queues `events` and waits until they are committed.
     pub async fn submit(&self, db: &Database, events: Vec<NewEvent>) -> Result<(), IngestError> {
-        let count = u32::try_from(events.len()).map_err(|_| IngestError::Busy)?;
-        let places = std::sync::Arc::clone(&self.places)
-            .try_acquire_many_owned(count)
-            .map_err(|_| IngestError::Busy)?;
+        let places = self.queue.reserve(events.len())?;
         if !self.group_commit {
             let outcome = write(db, events).await.map_err(IngestError::Failed);
             drop(places);
             return outcome;
         }
-        let (done, committed) = oneshot::channel();
-        self.sender
-            .send(Submission {
-                events,
-                _places: places,
-                done,
-            })
-            .map_err(|_| IngestError::Stopped)?;
-        committed
-            .await
-            .map_err(|_| IngestError::Stopped)?
-            .map_err(IngestError::Failed)
+        Ok(self.queue.submit(events, places).await?)
     }
 
     /// The writer: stores queued events in batches until `stop` fires, then
     /// stores what is still queued and returns. Runs once per process; a
     /// second call returns at once.
     pub async fn run(&self, db: Database, stop: CancellationToken) {
-        let taken = self
-            .receiver
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        let Some(mut receiver) = taken else {
-            return;
-        };
-        loop {
-            let first = tokio::select! {
-                biased;
-                submission = receiver.recv() => submission,
-                () = stop.cancelled() => None,
-            };
-            let Some(first) = first else { break };
-            let batch = fill_batch(first, &mut receiver);
-            write_batch(&db, batch).await;
-        }
-        // Refuse new submissions, then store every one already queued.
-        receiver.close();
-        while let Some(first) = receiver.recv().await {
-            let batch = fill_batch(first, &mut receiver);
-            write_batch(&db, batch).await;
-        }
+        self.queue.run(|events| write(&db, events), stop).await;
     }
 }
 
@@ -134,31 +94,4 @@ async fn write(db: &Database, events: Vec<NewEvent>) -> Result<(), String> {
         }
     }
     outcome
-}
-
-/// `first` and whatever else is queued, up to [`MAX_BATCH_EVENTS`].
-fn fill_batch(
-    first: Submission,
-    receiver: &mut mpsc::UnboundedReceiver<Submission>,
-) -> Vec<Submission> {
-    let mut events = first.events.len();
-    let mut batch = vec![first];
-    while events < MAX_BATCH_EVENTS {
-        let Ok(next) = receiver.try_recv() else { break };
-        events += next.events.len();
-        batch.push(next);
-    }
-    batch
-}
-
-async fn write_batch(db: &Database, mut batch: Vec<Submission>) {
-    let events: Vec<NewEvent> = batch
-        .iter_mut()
-        .flat_map(|submission| std::mem::take(&mut submission.events))
-        .collect();
-    let outcome = write(db, events).await;
-    for submission in batch {
-        // A request that gave up (its client left) no longer listens.
-        let _ = submission.done.send(outcome.clone());
-    }
 }

@@ -290,8 +290,9 @@ pub async fn list_users(
     let returned = directory.users.len();
     let actor_id = admin.actor.user_id;
     state
-        .db
-        .record_read(
+        .audit_reads
+        .record(
+            &state.db,
             context,
             AuditAction {
                 action: "admin.users.list",

@@ -1,0 +1,147 @@
+//! A group commit: requests hand their rows to one writer task that stores
+//! them in batches, one transaction each, and each request waits until the
+//! batch holding its rows has committed. Under load the rows that arrive
+//! while one batch commits form the next, so a commit's cost (and, on
+//! SQLite, the cache every reading connection drops after a commit) is
+//! shared by many requests.
+//!
+//! Memory is bounded: the queue holds at most the `max_queued` rows it was
+//! made with; a submission that finds it full is refused ([`Refused::Busy`])
+//! and the caller decides (503, or writing alone). At shutdown the writer
+//! stores everything queued before it stops.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Why rows were not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("the queue is full")]
+    Busy,
+    #[error("the writer is stopped")]
+    Stopped,
+    #[error("the rows could not be stored: {0}")]
+    Failed(String),
+}
+
+struct Submission<T> {
+    rows: Vec<T>,
+    /// Holds the rows' places in the queue until they are written.
+    _places: OwnedSemaphorePermit,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+/// The queue in front of one writer task.
+pub struct GroupCommit<T> {
+    sender: mpsc::UnboundedSender<Submission<T>>,
+    receiver: Mutex<Option<mpsc::UnboundedReceiver<Submission<T>>>>,
+    places: Arc<Semaphore>,
+    /// Rows per transaction at most (a submission is never split).
+    max_batch: usize,
+}
+
+impl<T: Send + 'static> GroupCommit<T> {
+    pub fn new(max_queued: usize, max_batch: usize) -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        GroupCommit {
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+            places: Arc::new(Semaphore::new(max_queued)),
+            max_batch: max_batch.max(1),
+        }
+    }
+
+    /// Takes places in the queue for `count` rows, or refuses when it is full.
+    pub fn reserve(&self, count: usize) -> Result<OwnedSemaphorePermit, Refused> {
+        let count = u32::try_from(count).map_err(|_| Refused::Busy)?;
+        Arc::clone(&self.places)
+            .try_acquire_many_owned(count)
+            .map_err(|_| Refused::Busy)
+    }
+
+    /// Queues `rows` (their places taken with [`GroupCommit::reserve`]) and
+    /// waits until they are committed.
+    pub async fn submit(&self, rows: Vec<T>, places: OwnedSemaphorePermit) -> Result<(), Refused> {
+        let (done, committed) = oneshot::channel();
+        self.sender
+            .send(Submission {
+                rows,
+                _places: places,
+                done,
+            })
+            .map_err(|_| Refused::Stopped)?;
+        committed
+            .await
+            .map_err(|_| Refused::Stopped)?
+            .map_err(Refused::Failed)
+    }
+
+    /// The writer: stores queued rows with `write`, one batch per call,
+    /// until `stop` fires, then stores what is still queued and returns.
+    /// Runs once per queue; a second call returns at once.
+    pub async fn run<W, F>(&self, write: W, stop: CancellationToken)
+    where
+        W: Fn(Vec<T>) -> F,
+        F: Future<Output = Result<(), String>>,
+    {
+        let taken = self
+            .receiver
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        let Some(mut receiver) = taken else {
+            return;
+        };
+        loop {
+            let first = tokio::select! {
+                biased;
+                submission = receiver.recv() => submission,
+                () = stop.cancelled() => None,
+            };
+            let Some(first) = first else { break };
+            let batch = self.fill_batch(first, &mut receiver);
+            write_batch(&write, batch).await;
+        }
+        // Refuse new submissions, then store every one already queued.
+        receiver.close();
+        while let Some(first) = receiver.recv().await {
+            let batch = self.fill_batch(first, &mut receiver);
+            write_batch(&write, batch).await;
+        }
+    }
+
+    /// `first` and whatever else is queued, up to `max_batch` rows.
+    fn fill_batch(
+        &self,
+        first: Submission<T>,
+        receiver: &mut mpsc::UnboundedReceiver<Submission<T>>,
+    ) -> Vec<Submission<T>> {
+        let mut rows = first.rows.len();
+        let mut batch = vec![first];
+        while rows < self.max_batch {
+            let Ok(next) = receiver.try_recv() else { break };
+            rows += next.rows.len();
+            batch.push(next);
+        }
+        batch
+    }
+}
+
+async fn write_batch<T, W, F>(write: &W, mut batch: Vec<Submission<T>>)
+where
+    W: Fn(Vec<T>) -> F,
+    F: Future<Output = Result<(), String>>,
+{
+    let rows: Vec<T> = batch
+        .iter_mut()
+        .flat_map(|submission| std::mem::take(&mut submission.rows))
+        .collect();
+    let outcome = write(rows).await;
+    for submission in batch {
+        // A request that gave up (its client left) no longer listens.
+        let _ = submission.done.send(outcome.clone());
+    }
+}
