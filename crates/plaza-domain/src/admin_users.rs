@@ -89,9 +89,10 @@ const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.
 
 impl Database {
     /// Users matching `search` (a part of the name, email or a linked
-    /// provider's name, any case), newest first. Two statements, whatever
-    /// the page's size: the total (a counter row without a search) with the
-    /// page's ids, then their details, whose providers, subscriptions and
+    /// provider's name, any case), newest first. A first page is two
+    /// statements, whatever its size: the total (a counter row without a
+    /// search) with the page's ids (see [`Database::counted_page`]), then
+    /// their details, whose providers, subscriptions and
     /// timeouts are looked up for the page's users alone. A user deleted
     /// between the two is left out of the page.
     pub async fn user_directory(
@@ -99,49 +100,19 @@ impl Database {
         search: Option<&str>,
         page: Page,
     ) -> Result<Directory, DomainError> {
-        // A first page reads its total and its ids in one statement; a
-        // later one counts first, so a page past the end costs nothing more.
-        let (total, ids) = if page.offset == 0 && page.limit > 0 {
-            let mut args = Args::default();
-            let total_sql = directory_total_sql(search, &mut args);
-            let ids_sql = self.directory_ids_sql(search, page, &mut args);
-            bind_all(
-                sqlx::query_as(&format!("SELECT {total_sql} AS total, {ids_sql} AS ids")),
-                args.into_vec(),
+        let (total, ids) = self
+            .counted_page(
+                page,
+                |args| directory_total_sql(search, args),
+                |args| self.directory_ids_sql(search, page, args),
             )
-            .fetch_one(&mut *self.lease().await?)
-            .await?
-        } else {
-            let mut args = Args::default();
-            let total_sql = directory_total_sql(search, &mut args);
-            let (total,): (i64,) = bind_all(
-                sqlx::query_as(&format!("SELECT {total_sql}")),
-                args.into_vec(),
-            )
-            .fetch_one(&mut *self.lease().await?)
             .await?;
-            if page.offset >= total || page.limit == 0 {
-                return Ok(Directory {
-                    users: Vec::new(),
-                    total,
-                });
-            }
-            let mut args = Args::default();
-            let ids_sql = self.directory_ids_sql(search, page, &mut args);
-            let (ids,): (String,) = bind_all(
-                sqlx::query_as(&format!("SELECT {ids_sql}")),
-                args.into_vec(),
-            )
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-            (total, ids)
-        };
-        if total == 0 {
+        let Some(ids) = ids.filter(|_| total > 0) else {
             return Ok(Directory {
                 users: Vec::new(),
                 total,
             });
-        }
+        };
         let mut args = Args::default();
         let page_ids = args.push(Arg::Text(ids));
         let now = args.push(Arg::Int(now_millis()));
@@ -198,7 +169,7 @@ impl Database {
 fn directory_total_sql(search: Option<&str>, args: &mut Args) -> String {
     let conditions = search_conditions(search, args);
     if conditions.is_empty() {
-        "(SELECT total FROM user_counts WHERE scope = 'all')".to_owned()
+        crate::users::ALL_USERS_TOTAL.to_owned()
     } else {
         format!(
             "(SELECT COUNT(*) FROM users u{})",

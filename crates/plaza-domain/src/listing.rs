@@ -7,6 +7,8 @@ use sqlx::Any;
 use sqlx::any::AnyArguments;
 use sqlx::query::QueryAs;
 
+use crate::{Database, DomainError};
+
 /// Sort direction of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortOrder {
@@ -104,5 +106,43 @@ impl From<JsonFlag> for bool {
             JsonFlag::Bool(value) => value,
             JsonFlag::Int(value) => value != 0,
         }
+    }
+}
+
+impl Database {
+    /// One page as one JSON text, with how many rows match in all. A first
+    /// page is one statement, `total` (an SQL expression of the count) and
+    /// `rows` (an SQL expression of the page's JSON text) together; a later
+    /// page counts first, so a page past the end reads nothing more and
+    /// answers no text.
+    pub(crate) async fn counted_page(
+        &self,
+        page: Page,
+        total: impl Fn(&mut Args) -> String,
+        rows: impl Fn(&mut Args) -> String,
+    ) -> Result<(i64, Option<String>), DomainError> {
+        let mut args = Args::default();
+        let total_sql = total(&mut args);
+        if page.offset == 0 && page.limit > 0 {
+            let rows_sql = rows(&mut args);
+            let sql = format!("SELECT {total_sql} AS total, {rows_sql} AS page");
+            let (total, json): (i64, String) = bind_all(sqlx::query_as(&sql), args.into_vec())
+                .fetch_one(&mut *self.lease().await?)
+                .await?;
+            return Ok((total, Some(json)));
+        }
+        let sql = format!("SELECT {total_sql}");
+        let (total,): (i64,) = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        if page.offset >= total || page.limit == 0 {
+            return Ok((total, None));
+        }
+        let mut args = Args::default();
+        let sql = format!("SELECT {}", rows(&mut args));
+        let (json,): (String,) = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        Ok((total, Some(json)))
     }
 }

@@ -1064,50 +1064,25 @@ impl Database {
         page: Page,
     ) -> Result<AdminPostPage, DomainError> {
         let viewer = Viewer::Moderator(moderator_id);
-        let mut args = Args::default();
-        let total_sql = query.total_sql(viewer, &mut args);
-        let first = page.offset == 0 && page.limit > 0;
-        let mut known_total = None;
-        if !first {
-            let (total,): (i64,) = bind_all(
-                sqlx::query_as(&format!("SELECT {total_sql}")),
-                args.into_vec(),
+        let (total, json) = self
+            .counted_page(
+                page,
+                |args| query.total_sql(viewer, args),
+                |args| {
+                    let source = format!("{} listed", query.page_source(viewer, page, args));
+                    self.dialect().json_rows(
+                        &self.admin_post_json("listed"),
+                        &query.page_order(),
+                        &source,
+                    )
+                },
             )
-            .fetch_one(&mut *self.lease().await?)
             .await?;
-            if page.offset >= total || page.limit == 0 {
-                return Ok(AdminPostPage {
-                    posts: Vec::new(),
-                    total,
-                });
-            }
-            known_total = Some(total);
-            args = Args::default();
-        }
-        let source = format!("{} listed", query.page_source(viewer, page, &mut args));
-        let page_sql = self.dialect().json_rows(
-            &self.admin_post_json("listed"),
-            &query.page_order(),
-            &source,
-        );
-        let (total, json): (i64, String) = match known_total {
-            None => {
-                bind_all(
-                    sqlx::query_as(&format!("SELECT {total_sql} AS total, {page_sql} AS page")),
-                    args.into_vec(),
-                )
-                .fetch_one(&mut *self.lease().await?)
-                .await?
-            }
-            Some(total) => {
-                let (json,): (String,) = bind_all(
-                    sqlx::query_as(&format!("SELECT {page_sql}")),
-                    args.into_vec(),
-                )
-                .fetch_one(&mut *self.lease().await?)
-                .await?;
-                (total, json)
-            }
+        let Some(json) = json else {
+            return Ok(AdminPostPage {
+                posts: Vec::new(),
+                total,
+            });
         };
         Ok(AdminPostPage {
             posts: parse_admin_posts(&json)?,
@@ -1140,10 +1115,9 @@ impl Database {
     /// range, so a page costs no lookup tables.
     fn admin_post_json(&self, listed: &str) -> String {
         let dialect = self.dialect();
+        // Unqualified, the report's columns name the innermost table.
         let reports = dialect.nested_json_rows(
-            &dialect.json_array(
-                "r.id, r.post_id, r.reporter_id, r.reason, r.created_at, r.resolved_at, r.resolved_by",
-            ),
+            &dialect.json_array(crate::reports::REPORT_COLUMNS),
             &format!("post_reports r WHERE r.post_id = {listed}.id"),
         );
         dialect.json_array(&format!(
@@ -1154,7 +1128,8 @@ impl Database {
     }
 }
 
-/// A report as [`Database::admin_post_json`] writes it.
+/// A report as [`Database::admin_post_json`] writes it
+/// ([`crate::reports::REPORT_COLUMNS`]).
 type ReportJson = (i64, i64, i64, String, i64, Option<i64>, Option<i64>);
 
 /// Reads a page of [`Database::admin_post_json`] elements; each post's

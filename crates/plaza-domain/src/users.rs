@@ -387,6 +387,9 @@ impl User {
     }
 }
 
+/// How many users there are, from the row the triggers keep.
+pub(crate) const ALL_USERS_TOTAL: &str = "(SELECT total FROM user_counts WHERE scope = 'all')";
+
 impl UserQuery {
     /// The conditions of the filters and of what the caller may see, their
     /// values added to `args`.
@@ -428,7 +431,7 @@ impl UserQuery {
     fn total_sql(&self, everyone: bool, args: &mut Args) -> String {
         let conditions = self.conditions(everyone, args);
         if conditions.is_empty() {
-            return "(SELECT total FROM user_counts WHERE scope = 'all')".to_owned();
+            return ALL_USERS_TOTAL.to_owned();
         }
         format!(
             "(SELECT COUNT(*) FROM users u{})",
@@ -593,42 +596,19 @@ impl Database {
         query: &UserQuery,
         page: Page,
     ) -> Result<AdminUserPage, DomainError> {
-        // A first page is one statement, the total and the page together; a
-        // later one counts first, so a page past the end costs nothing more.
-        let mut args = Args::default();
-        let total_sql = query.total_sql(true, &mut args);
-        let (total, json): (i64, Option<String>) = if page.offset == 0 && page.limit > 0 {
-            let page_sql = self.admin_user_page_sql(query, page, &mut args);
-            bind_all(
-                sqlx::query_as(&format!("SELECT {total_sql} AS total, {page_sql} AS page")),
-                args.into_vec(),
+        let (total, json) = self
+            .counted_page(
+                page,
+                |args| query.total_sql(true, args),
+                |args| self.admin_user_page_sql(query, page, args),
             )
-            .fetch_one(&mut *self.lease().await?)
-            .await?
-        } else {
-            let (total,): (i64,) = bind_all(
-                sqlx::query_as(&format!("SELECT {total_sql}")),
-                args.into_vec(),
-            )
-            .fetch_one(&mut *self.lease().await?)
             .await?;
-            if page.offset >= total || page.limit == 0 {
-                return Ok(AdminUserPage {
-                    users: Vec::new(),
-                    total,
-                });
-            }
-            let mut args = Args::default();
-            let page_sql = self.admin_user_page_sql(query, page, &mut args);
-            let (json,): (String,) = bind_all(
-                sqlx::query_as(&format!("SELECT {page_sql}")),
-                args.into_vec(),
-            )
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-            (total, Some(json))
+        let Some(json) = json else {
+            return Ok(AdminUserPage {
+                users: Vec::new(),
+                total,
+            });
         };
-        let json = json.unwrap_or_else(|| "[]".to_owned());
         let users = crate::posts::parse_json_page::<AdminUserJson>(&json)?
             .into_iter()
             .map(|item| {

@@ -145,3 +145,89 @@ where
         let _ = submission.done.send(outcome.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Batches = Arc<Mutex<Vec<Vec<u32>>>>;
+
+    /// A writer that records each batch it is given.
+    fn recording(batches: &Batches) -> impl Fn(Vec<u32>) -> std::future::Ready<Result<(), String>> {
+        let batches = Arc::clone(batches);
+        move |rows| {
+            batches.lock().unwrap().push(rows);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn a_full_queue_refuses_places() {
+        let queue: GroupCommit<u32> = GroupCommit::new(3, 10);
+        let held = queue.reserve(2).expect("room for two");
+        assert!(matches!(queue.reserve(2), Err(Refused::Busy)));
+        drop(held);
+        assert!(queue.reserve(3).is_ok(), "places come back once freed");
+    }
+
+    /// Queues `row` as a request would, without waiting for its commit.
+    fn queue_row(queue: &GroupCommit<u32>, row: u32) -> oneshot::Receiver<Result<(), String>> {
+        let (done, committed) = oneshot::channel();
+        let places = queue.reserve(1).expect("room");
+        queue
+            .sender
+            .send(Submission {
+                rows: vec![row],
+                _places: places,
+                done,
+            })
+            .expect("queued");
+        committed
+    }
+
+    #[tokio::test]
+    async fn queued_rows_are_committed_together_up_to_the_batch_size() {
+        let queue = GroupCommit::new(100, 4);
+        let answers: Vec<_> = (0..6).map(|row| queue_row(&queue, row)).collect();
+        let batches = Batches::default();
+        let stop = CancellationToken::new();
+        stop.cancel();
+        queue.run(recording(&batches), stop).await;
+        for answer in answers {
+            assert_eq!(answer.await.expect("answered"), Ok(()));
+        }
+        assert_eq!(*batches.lock().unwrap(), vec![vec![0, 1, 2, 3], vec![4, 5]]);
+        assert_eq!(queue.places.available_permits(), 100, "places freed");
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_is_every_row_s_answer() {
+        let queue = GroupCommit::new(10, 10);
+        let answers: Vec<_> = (0..3).map(|row| queue_row(&queue, row)).collect();
+        let stop = CancellationToken::new();
+        stop.cancel();
+        queue
+            .run(|_| std::future::ready(Err("disk full".to_owned())), stop)
+            .await;
+        for answer in answers {
+            assert_eq!(answer.await.expect("answered"), Err("disk full".to_owned()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopped_writer_stores_what_was_queued_first() {
+        let queue = GroupCommit::new(10, 10);
+        let committed = queue_row(&queue, 7);
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let batches = Batches::default();
+        queue.run(recording(&batches), stop).await;
+        assert_eq!(committed.await.expect("answered"), Ok(()));
+        assert_eq!(*batches.lock().unwrap(), vec![vec![7]]);
+        let places = queue.reserve(1).expect("room");
+        assert!(matches!(
+            queue.submit(vec![8], places).await,
+            Err(Refused::Stopped)
+        ));
+    }
+}

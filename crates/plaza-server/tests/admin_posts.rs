@@ -180,6 +180,16 @@ async fn the_queue_lists_posts_with_authors_and_reports(backend: Backend) {
     .await;
     assert_eq!(reported["meta"]["pagination"]["total"], 2);
     assert_eq!(reported["meta"]["pagination"]["hasMore"], true);
+    let (_, beyond) = send(
+        &server,
+        As::Token(&token),
+        "GET",
+        "/api/v1/admin/posts?reported=true&offset=5",
+        None,
+    )
+    .await;
+    assert_eq!(beyond["data"], json!([]), "{beyond}");
+    assert_eq!(beyond["meta"]["pagination"]["total"], 2, "{beyond}");
 }
 
 async fn the_queue_refuses_unknown_filters(backend: Backend) {
