@@ -7,6 +7,7 @@
 //! un-hide a post by publishing it again, and a moderator's flag survives the
 //! author's edits.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use sqlx::FromRow;
@@ -1034,20 +1035,69 @@ pub async fn moderate(
 }
 
 /// A post as the admin surface shows it: with its author's username and
-/// its reports.
+/// its reports. Read in place from the JSON text the database wrote: a
+/// string without escapes borrows from it instead of being copied, which
+/// for a page of 50 posts was about a tenth of the moderation queue's time.
 #[derive(Debug, Clone)]
-pub struct AdminPost {
-    pub post: Post,
-    pub author_username: String,
+pub struct AdminPost<'a> {
+    pub id: i64,
+    pub author_id: i64,
+    pub author_username: Cow<'a, str>,
+    pub title: Cow<'a, str>,
+    pub content: Cow<'a, str>,
+    pub status: PostStatus,
+    pub report_count: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
     /// Oldest first.
-    pub reports: Vec<crate::reports::Report>,
+    pub reports: Vec<AdminReport<'a>>,
 }
 
-/// One page of [`AdminPost`]s and how many match in all.
+/// One report as [`AdminPost`] lists it.
+#[derive(Debug, Clone)]
+pub struct AdminReport<'a> {
+    pub id: i64,
+    pub reporter_id: i64,
+    pub reason: Cow<'a, str>,
+    pub created_at: i64,
+}
+
+impl AdminPost<'_> {
+    /// The same post owning its strings.
+    pub fn into_owned(self) -> AdminPost<'static> {
+        AdminPost {
+            author_username: Cow::Owned(self.author_username.into_owned()),
+            title: Cow::Owned(self.title.into_owned()),
+            content: Cow::Owned(self.content.into_owned()),
+            reports: self
+                .reports
+                .into_iter()
+                .map(|report| AdminReport {
+                    reason: Cow::Owned(report.reason.into_owned()),
+                    ..report
+                })
+                .collect(),
+            ..self
+        }
+    }
+}
+
+/// One page of the admin post list as the database wrote it, and how many
+/// posts match in all; [`AdminPostPage::posts`] reads the page in place.
 #[derive(Debug, Clone)]
 pub struct AdminPostPage {
-    pub posts: Vec<AdminPost>,
+    json: Option<String>,
     pub total: i64,
+}
+
+impl AdminPostPage {
+    /// The page's posts, borrowing from it.
+    pub fn posts(&self) -> Result<Vec<AdminPost<'_>>, DomainError> {
+        match &self.json {
+            Some(json) => parse_admin_posts(json),
+            None => Ok(Vec::new()),
+        }
+    }
 }
 
 impl Database {
@@ -1078,20 +1128,11 @@ impl Database {
                 },
             )
             .await?;
-        let Some(json) = json else {
-            return Ok(AdminPostPage {
-                posts: Vec::new(),
-                total,
-            });
-        };
-        Ok(AdminPostPage {
-            posts: parse_admin_posts(&json)?,
-            total,
-        })
+        Ok(AdminPostPage { json, total })
     }
 
     /// One post as the admin surface shows it.
-    pub async fn admin_post(&self, id: i64) -> Result<AdminPost, DomainError> {
+    pub async fn admin_post(&self, id: i64) -> Result<AdminPost<'static>, DomainError> {
         let sql = format!(
             "SELECT {}",
             self.dialect().json_rows(
@@ -1106,6 +1147,7 @@ impl Database {
             .await?;
         parse_admin_posts(&json)?
             .pop()
+            .map(AdminPost::into_owned)
             .ok_or(DomainError::NotFound("post"))
     }
 
@@ -1128,37 +1170,96 @@ impl Database {
     }
 }
 
-/// A report as [`Database::admin_post_json`] writes it
-/// ([`crate::reports::REPORT_COLUMNS`]).
-type ReportJson = (i64, i64, i64, String, i64, Option<i64>, Option<i64>);
+/// A post as [`post_json`] writes it, its strings borrowed where they can
+/// be; the tags, which the admin list does not show, skipped unread.
+#[derive(Deserialize)]
+struct AdminPostJson<'a>(
+    i64,
+    i64,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    serde::de::IgnoredAny,
+    JsonFlag,
+    #[serde(borrow)] Cow<'a, str>,
+    i64,
+    i64,
+    i64,
+);
 
-/// Reads a page of [`Database::admin_post_json`] elements; each post's
-/// reports oldest first.
-fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost>, DomainError> {
-    parse_json_page::<(PostJson, Option<String>, Option<Vec<ReportJson>>)>(json)?
+/// A report as [`Database::admin_post_json`] writes it
+/// ([`crate::reports::REPORT_COLUMNS`]); only what the admin list shows is kept.
+#[derive(Deserialize)]
+struct AdminReportJson<'a>(
+    i64,
+    serde::de::IgnoredAny,
+    i64,
+    #[serde(borrow)] Cow<'a, str>,
+    i64,
+    serde::de::IgnoredAny,
+    serde::de::IgnoredAny,
+);
+
+/// A string borrowed where it can be, inside an `Option` (where serde
+/// would copy a bare `Cow`).
+#[derive(Deserialize)]
+struct BorrowedText<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// One element of a page of [`Database::admin_post_json`].
+#[derive(Deserialize)]
+struct AdminPostElement<'a>(
+    #[serde(borrow)] AdminPostJson<'a>,
+    #[serde(borrow)] Option<BorrowedText<'a>>,
+    #[serde(borrow)] Option<Vec<AdminReportJson<'a>>>,
+);
+
+/// Reads a page of [`Database::admin_post_json`] elements in place; each
+/// post's reports oldest first.
+fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
+    let elements: Vec<AdminPostElement<'_>> = serde_json::from_str(json)
+        .map_err(|error| DomainError::Database(sqlx::Error::Decode(Box::new(error))))?;
+    elements
         .into_iter()
-        .map(|(post, author_username, reports)| {
-            let mut reports: Vec<crate::reports::Report> = reports
+        .map(|AdminPostElement(post, author_username, reports)| {
+            let AdminPostJson(
+                id,
+                author_id,
+                title,
+                content,
+                _tags,
+                published,
+                moderation,
+                report_count,
+                created_at,
+                updated_at,
+            ) = post;
+            let moderation = Moderation::parse(&moderation).ok_or_else(|| {
+                DomainError::Conflict(format!("post {id} has unknown moderation {moderation}"))
+            })?;
+            let mut reports: Vec<AdminReport<'_>> = reports
                 .unwrap_or_default()
                 .into_iter()
                 .map(
-                    |(id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by)| {
-                        crate::reports::Report {
-                            id,
-                            post_id,
-                            reporter_id,
-                            reason,
-                            created_at,
-                            resolved_at,
-                            resolved_by,
-                        }
+                    |AdminReportJson(id, _, reporter_id, reason, created_at, _, _)| AdminReport {
+                        id,
+                        reporter_id,
+                        reason,
+                        created_at,
                     },
                 )
                 .collect();
             reports.sort_by_key(|report| (report.created_at, report.id));
             Ok(AdminPost {
-                post: Post::try_from(post)?,
-                author_username: author_username.unwrap_or_default(),
+                id,
+                author_id,
+                author_username: author_username
+                    .map(|BorrowedText(name)| name)
+                    .unwrap_or_default(),
+                title,
+                content,
+                status: PostStatus::of(published.into(), moderation),
+                report_count,
+                created_at,
+                updated_at,
                 reports,
             })
         })

@@ -1,9 +1,11 @@
 //! `GET /api/v1/admin/posts` and `POST /api/v1/admin/posts/{postId}/moderate`:
 //! the moderation queue and the moderator's decisions on it.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::locks::Resource;
@@ -61,58 +63,55 @@ pub struct AdminPostQuery {
 
 /// A post's author.
 #[derive(Serialize, ToSchema)]
-pub struct PostAuthor {
+pub struct PostAuthor<'a> {
     #[schema(example = "42")]
     pub id: String,
-    pub username: String,
+    pub username: Cow<'a, str>,
 }
 
 /// One report on a post.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PostReportItem {
-    pub reason: String,
+pub struct PostReportItem<'a> {
+    pub reason: Cow<'a, str>,
     /// The reporting user's id.
     #[schema(example = "7")]
     pub reported_by: String,
     pub reported_at: String,
 }
 
-/// A post as the admin surface shows it (SPEC.md "Post, admin item").
+/// A post as the admin surface shows it (SPEC.md "Post, admin item"); its
+/// texts borrow from the page the database wrote.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AdminPostItem {
+pub struct AdminPostItem<'a> {
     #[schema(example = "12")]
     pub id: String,
-    pub title: String,
-    pub content: String,
-    pub author: PostAuthor,
+    pub title: Cow<'a, str>,
+    pub content: Cow<'a, str>,
+    pub author: PostAuthor<'a>,
     /// `published`, `draft`, `hidden` or `flagged`.
-    #[schema(example = "published")]
-    pub status: String,
+    #[schema(value_type = String, example = "published")]
+    pub status: &'static str,
     pub report_count: i64,
     /// Oldest first.
-    pub reports: Vec<PostReportItem>,
+    pub reports: Vec<PostReportItem<'a>>,
     pub created_at: String,
     pub updated_at: String,
 }
 
-impl From<AdminPost> for AdminPostItem {
-    fn from(found: AdminPost) -> Self {
-        let AdminPost {
-            post,
-            author_username,
-            reports,
-        } = found;
+impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
+    fn from(post: AdminPost<'a>) -> Self {
         AdminPostItem {
             id: post.id.to_string(),
-            status: post.status().as_str().to_owned(),
+            status: post.status.as_str(),
             author: PostAuthor {
                 id: post.author_id.to_string(),
-                username: author_username,
+                username: post.author_username,
             },
             report_count: post.report_count,
-            reports: reports
+            reports: post
+                .reports
                 .into_iter()
                 .map(|report| PostReportItem {
                     reason: report.reason,
@@ -138,7 +137,7 @@ impl From<AdminPost> for AdminPostItem {
     security(("admin_jwt" = ["admin:read"])),
     params(AdminPostQuery),
     responses(
-        (status = 200, description = "A page of posts", body = ListEnvelope<AdminPostItem>),
+        (status = 200, description = "A page of posts", body = ListEnvelope<AdminPostItem<'static>>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
         (status = 403, description = "Not an admin, or no `admin:read` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
         (status = 422, description = "A filter, sort, limit or offset is invalid (`VALIDATION_ERROR` naming the field)", body = AdminV1Error),
@@ -148,7 +147,7 @@ pub async fn list_admin_posts(
     State(state): State<AppState>,
     admin: AdminToken,
     AppQuery(query): AppQuery<AdminPostQuery>,
-) -> Result<AppJson<ListEnvelope<AdminPostItem>>, AppError> {
+) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let status = params::filter(
         &mut problems,
@@ -194,10 +193,12 @@ pub async fn list_admin_posts(
         ..PostQuery::default()
     };
     let found = state.db.admin_posts(&filter, admin.user_id, page).await?;
+    let posts = found.posts()?;
     Ok(AppJson(ListEnvelope::new(
-        found.posts.into_iter().map(AdminPostItem::from).collect(),
+        posts.into_iter().map(AdminPostItem::from).collect(),
         Pagination::new(found.total, page),
-    )))
+    ))
+    .into_response())
 }
 
 /// A moderation decision.
@@ -224,7 +225,7 @@ pub struct DeletedPost {
     /// Always true.
     pub deleted: bool,
     pub title: String,
-    pub author: PostAuthor,
+    pub author: PostAuthor<'static>,
     /// The status it had.
     pub status: String,
     /// How many reports were removed with it.
@@ -235,7 +236,7 @@ pub struct DeletedPost {
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum ModerationResult {
-    Post(AdminPostItem),
+    Post(AdminPostItem<'static>),
     Deleted(DeletedPost),
 }
 
@@ -381,7 +382,7 @@ pub async fn moderate_post(
                 status: before.status().as_str().to_owned(),
                 author: PostAuthor {
                     id: before.author_id.to_string(),
-                    username: author.row.username,
+                    username: author.row.username.into(),
                 },
                 title: before.title,
                 reports_removed,
