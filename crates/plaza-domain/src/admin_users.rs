@@ -3,49 +3,63 @@
 //! provider, role, subscriptions and timeouts (bans), the details of a whole
 //! page read in one statement, however many users the page holds.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
-use crate::listing::{Arg, Args, JsonFlag, Page, bind_all, where_clause};
+use crate::listing::{Arg, Args, JsonFlag, Page, bind_all, optional_text, where_clause};
 use crate::time::now_millis;
 use crate::users::escape_like;
 use crate::{Database, DomainError};
 
-/// One user as the list shows them. Times are Unix milliseconds.
+/// One user as the list shows them. Times are Unix milliseconds. Read in
+/// place from the page's JSON text: strings without escapes borrow from it.
 #[derive(Debug, Clone, Deserialize)]
-pub struct DirectoryUser {
+pub struct DirectoryUser<'a> {
     pub id: i64,
-    pub name: Option<String>,
-    pub email: String,
-    pub image: Option<String>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub email: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub image: Option<Cow<'a, str>>,
     pub created_at: i64,
     #[serde(deserialize_with = "flag")]
     pub profile_public: bool,
-    pub bio: String,
-    pub location: String,
+    #[serde(borrow)]
+    pub bio: Cow<'a, str>,
+    #[serde(borrow)]
+    pub location: Cow<'a, str>,
     #[serde(deserialize_with = "flag")]
     pub is_active: bool,
-    pub admin_notes: Option<String>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub admin_notes: Option<Cow<'a, str>>,
     /// The provider of the linked account used most recently.
-    pub provider_name: Option<String>,
-    pub provider_email: Option<String>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub provider_name: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub provider_email: Option<Cow<'a, str>>,
     #[serde(deserialize_with = "flag")]
     pub provider_verified: bool,
     pub provider_last_used: Option<i64>,
     pub last_login: Option<i64>,
     pub login_count: i64,
     /// Users hold one role each (DECISIONS.md "Roles").
-    pub role: String,
+    #[serde(borrow)]
+    pub role: Cow<'a, str>,
     pub subscription_count: i64,
     pub active_subscriptions: i64,
-    pub subscription_names: Option<String>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub subscription_names: Option<Cow<'a, str>>,
     pub timeout_count: i64,
     pub active_timeout_id: Option<i64>,
-    pub active_timeout_reason: Option<String>,
+    #[serde(borrow, deserialize_with = "optional_text")]
+    pub active_timeout_reason: Option<Cow<'a, str>>,
     /// `None` with an active timeout: it is permanent.
     pub timeout_expires: Option<i64>,
 }
 
-impl DirectoryUser {
+impl DirectoryUser<'_> {
     /// The list's `has_admin`: the user's role is administrator or higher.
     pub fn has_admin(&self) -> bool {
         crate::users::Role::parse(&self.role).is_some_and(|role| role.is_admin())
@@ -61,11 +75,22 @@ fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Er
     JsonFlag::deserialize(deserializer).map(bool::from)
 }
 
-/// One page of the list and how many users match in all.
+/// One page of the list as the database wrote it, and how many users match
+/// in all; [`Directory::users`] reads the page in place.
 #[derive(Debug, Clone)]
 pub struct Directory {
-    pub users: Vec<DirectoryUser>,
+    json: Option<String>,
     pub total: i64,
+}
+
+impl Directory {
+    /// The page's users, borrowing from it.
+    pub fn users(&self) -> Result<Vec<DirectoryUser<'_>>, DomainError> {
+        match &self.json {
+            Some(json) => crate::posts::parse_json_page(json),
+            None => Ok(Vec::new()),
+        }
+    }
 }
 
 /// The columns of an item, named as [`DirectoryUser`]'s fields, from
@@ -108,10 +133,7 @@ impl Database {
             )
             .await?;
         let Some(ids) = ids.filter(|_| total > 0) else {
-            return Ok(Directory {
-                users: Vec::new(),
-                total,
-            });
+            return Ok(Directory { json: None, total });
         };
         let mut args = Args::default();
         let page_ids = args.push(Arg::Text(ids));
@@ -159,8 +181,10 @@ impl Database {
         let (json,): (String,) = bind_all(sqlx::query_as(&sql), args.into_vec())
             .fetch_one(&mut *self.lease().await?)
             .await?;
-        let users = crate::posts::parse_json_page(&json)?;
-        Ok(Directory { users, total })
+        Ok(Directory {
+            json: Some(json),
+            total,
+        })
     }
 }
 

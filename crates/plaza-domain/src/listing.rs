@@ -2,6 +2,8 @@
 //! placeholders for values (so user input only ever travels bound), and
 //! JSON aggregation of a page into one value.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use sqlx::Any;
 use sqlx::any::AnyArguments;
@@ -92,21 +94,57 @@ pub(crate) fn bind_all<'q, O>(
 }
 
 /// A flag inside JSON built by the database: `true`/`false` from
-/// PostgreSQL, `1`/`0` from SQLite.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum JsonFlag {
-    Bool(bool),
-    Int(i64),
-}
+/// PostgreSQL, `1`/`0` from SQLite. Read by a visitor of both kinds rather
+/// than as an untagged enum, which buffers every value before trying each
+/// variant (three flags per user of a 100-user admin page).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JsonFlag(bool);
 
 impl From<JsonFlag> for bool {
-    fn from(flag: JsonFlag) -> bool {
-        match flag {
-            JsonFlag::Bool(value) => value,
-            JsonFlag::Int(value) => value != 0,
-        }
+    fn from(JsonFlag(flag): JsonFlag) -> bool {
+        flag
     }
+}
+
+impl<'de> Deserialize<'de> for JsonFlag {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FlagVisitor;
+        impl serde::de::Visitor<'_> for FlagVisitor {
+            type Value = JsonFlag;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("a boolean or an integer")
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, flag: bool) -> Result<JsonFlag, E> {
+                Ok(JsonFlag(flag))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<JsonFlag, E> {
+                Ok(JsonFlag(number != 0))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<JsonFlag, E> {
+                Ok(JsonFlag(number != 0))
+            }
+        }
+        deserializer.deserialize_any(FlagVisitor)
+    }
+}
+
+/// A string of JSON built by the database, borrowed from its text unless
+/// it holds escapes. Serde copies a bare `Cow` inside an `Option`; this
+/// wrapper borrows there too.
+#[derive(Debug, Deserialize)]
+pub(crate) struct BorrowedText<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+/// An optional string of JSON built by the database, borrowed where it can
+/// be (see [`BorrowedText`]).
+pub(crate) fn optional_text<'de: 'a, 'a, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    Option::<BorrowedText<'a>>::deserialize(deserializer)
+        .map(|text| text.map(|BorrowedText(text)| text))
 }
 
 impl Database {

@@ -15,7 +15,7 @@ use sqlx::FromRow;
 use serde::Deserialize;
 
 use crate::dialect::Dialect;
-use crate::listing::{Arg, Args, JsonFlag, Page, SortOrder, bind_all, where_clause};
+use crate::listing::{Arg, Args, BorrowedText, JsonFlag, Page, SortOrder, bind_all, where_clause};
 use crate::time::now_millis;
 use crate::users::Role;
 use crate::{Backend, Database, DomainError, Flag, Tx};
@@ -579,10 +579,11 @@ impl TryFrom<PostJson> for Post {
     }
 }
 
-/// Reads a page written by [`Dialect::json_rows`]; a page that does not parse is a
-/// bug, reported as a decoding error.
-pub(crate) fn parse_json_page<T: serde::de::DeserializeOwned>(
-    json: &str,
+/// Reads a page written by [`Dialect::json_rows`], its elements borrowing
+/// from `json` where they can; a page that does not parse is a bug,
+/// reported as a decoding error.
+pub(crate) fn parse_json_page<'a, T: Deserialize<'a>>(
+    json: &'a str,
 ) -> Result<Vec<T>, DomainError> {
     serde_json::from_str(json)
         .map_err(|error| DomainError::Database(sqlx::Error::Decode(Box::new(error))))
@@ -1199,11 +1200,6 @@ struct AdminReportJson<'a>(
     serde::de::IgnoredAny,
 );
 
-/// A string borrowed where it can be, inside an `Option` (where serde
-/// would copy a bare `Cow`).
-#[derive(Deserialize)]
-struct BorrowedText<'a>(#[serde(borrow)] Cow<'a, str>);
-
 /// One element of a page of [`Database::admin_post_json`].
 #[derive(Deserialize)]
 struct AdminPostElement<'a>(
@@ -1215,9 +1211,7 @@ struct AdminPostElement<'a>(
 /// Reads a page of [`Database::admin_post_json`] elements in place; each
 /// post's reports oldest first.
 fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
-    let elements: Vec<AdminPostElement<'_>> = serde_json::from_str(json)
-        .map_err(|error| DomainError::Database(sqlx::Error::Decode(Box::new(error))))?;
-    elements
+    parse_json_page::<AdminPostElement<'_>>(json)?
         .into_iter()
         .map(|AdminPostElement(post, author_username, reports)| {
             let AdminPostJson(

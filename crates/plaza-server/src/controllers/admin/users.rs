@@ -2,8 +2,11 @@
 //! surface"), bans and unbans through the same domain rules as the
 //! versioned surface, and the subscriptions the list summarises.
 
+use std::borrow::Cow;
+
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::AuditAction;
 use plaza_domain::bans::{self, Ban};
 use plaza_domain::listing::Page;
@@ -34,32 +37,33 @@ const MAX_SEARCH_CHARS: usize = 100;
 /// Longest plan name.
 const MAX_PLAN_CHARS: usize = 100;
 
-/// One user (SPEC.md "User, admin list item (unversioned admin surface)").
+/// One user (SPEC.md "User, admin list item (unversioned admin surface)");
+/// its texts borrow from the page the database wrote.
 #[derive(Serialize, ToSchema)]
-pub struct AdminListUser {
+pub struct AdminListUser<'a> {
     pub id: i64,
-    pub name: Option<String>,
-    pub email: String,
+    pub name: Option<Cow<'a, str>>,
+    pub email: Cow<'a, str>,
     /// Avatar URL.
-    pub image: Option<String>,
+    pub image: Option<Cow<'a, str>>,
     pub created_at: String,
     pub profile_public: bool,
-    pub bio: String,
-    pub location: String,
+    pub bio: Cow<'a, str>,
+    pub location: Cow<'a, str>,
     /// Status `active` (not inactive, not banned).
     pub is_active: bool,
-    pub admin_notes: Option<String>,
+    pub admin_notes: Option<Cow<'a, str>>,
     /// The identity provider of the linked account used most recently;
     /// `null` for users who sign in with a password only.
-    pub provider_name: Option<String>,
-    pub provider_email: Option<String>,
+    pub provider_name: Option<Cow<'a, str>>,
+    pub provider_email: Option<Cow<'a, str>>,
     pub provider_verified: bool,
     pub provider_last_used: Option<String>,
     pub last_login: Option<String>,
     pub login_count: i64,
     /// Users hold one role each, so 1.
     pub role_count: i64,
-    pub role_names: Option<String>,
+    pub role_names: Option<Cow<'a, str>>,
     /// `admin` or `super_admin`.
     pub has_admin: bool,
     /// `moderator` or higher.
@@ -69,20 +73,20 @@ pub struct AdminListUser {
     /// Active and not past their end.
     pub active_subscriptions: i64,
     /// Plan names, comma-separated.
-    pub subscription_names: Option<String>,
+    pub subscription_names: Option<Cow<'a, str>>,
     pub has_active_subscription: bool,
     /// A ban (timeout) is in force.
     pub is_timed_out: bool,
     /// Bans ever imposed, lifted ones included.
     pub timeout_count: i64,
-    pub active_timeout_reason: Option<String>,
+    pub active_timeout_reason: Option<Cow<'a, str>>,
     /// `null` for a permanent ban.
     pub timeout_expires: Option<String>,
     pub active_timeout_id: Option<i64>,
 }
 
-impl From<DirectoryUser> for AdminListUser {
-    fn from(user: DirectoryUser) -> Self {
+impl<'a> From<DirectoryUser<'a>> for AdminListUser<'a> {
+    fn from(user: DirectoryUser<'a>) -> Self {
         AdminListUser {
             has_admin: user.has_admin(),
             has_moderator: user.has_moderator(),
@@ -146,8 +150,8 @@ impl PagePosition {
 /// A page of the list.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AdminUserList {
-    pub users: Vec<AdminListUser>,
+pub struct AdminUserList<'a> {
+    pub users: Vec<AdminListUser<'a>>,
     pub current_page: i64,
     pub total_pages: i64,
     pub pagination: PagePosition,
@@ -235,7 +239,7 @@ pub fn finish(problems: Vec<FieldError>) -> Result<(), AppError> {
         ("search" = Option<String>, Query, description = "Not empty, at most 100 characters: a part of the name, email or a linked provider's name, any case"),
     ),
     responses(
-        (status = 200, description = "One page of users", body = AdminUserList),
+        (status = 200, description = "One page of users", body = AdminUserList<'static>),
         (status = 400, description = "`Invalid query parameters`; `details` lists each problem as `{code, expected, received, path, message}`", body = AdminError),
         (status = 500, description = "`Failed to fetch users`, with `details`", body = AdminError),
     )
@@ -245,7 +249,7 @@ pub async fn list_users(
     admin: Administrator<ManageUsers>,
     RequestAudit(context): RequestAudit,
     RawQuery(query): RawQuery,
-) -> Result<AppJson<AdminUserList>, AppError> {
+) -> Result<Response, AppError> {
     let (mut page, mut limit, mut search) = (None, None, None);
     for (key, value) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         match key.as_ref() {
@@ -287,7 +291,10 @@ pub async fn list_users(
         )
         .await
         .map_err(|error| users_unavailable(error.into()))?;
-    let returned = directory.users.len();
+    let users = directory
+        .users()
+        .map_err(|error| users_unavailable(error.into()))?;
+    let returned = users.len();
     let actor_id = admin.actor.user_id;
     state
         .audit_reads
@@ -308,15 +315,12 @@ pub async fn list_users(
         .map_err(|error| users_unavailable(error.into()))?;
     let position = PagePosition::new(page, limit, directory.total);
     Ok(AppJson(AdminUserList {
-        users: directory
-            .users
-            .into_iter()
-            .map(AdminListUser::from)
-            .collect(),
+        users: users.into_iter().map(AdminListUser::from).collect(),
         current_page: page,
         total_pages: position.total_pages,
         pagination: position,
-    }))
+    })
+    .into_response())
 }
 
 /// A failure of the list as SPEC.md names it: 500 `Failed to fetch users`
