@@ -11,7 +11,7 @@ use common::{Backend, TestServer};
 use plaza_domain::Database;
 use plaza_domain::analytics::{
     self, CountryCount, DAY_MILLIS, DashboardOverview, EventFilter, HEATMAP_CELL, HeatCell,
-    NewEvent, PageViews, SLICE_MILLIS, SliceCounts,
+    NewEvent, PageViews, SLICE_MILLIS, SessionCounts,
 };
 use plaza_domain::time::now_millis;
 
@@ -76,7 +76,8 @@ fn events(first: i64, span: i64, count: usize, rng: &mut Rng) -> Vec<NewEvent> {
 #[derive(Debug, PartialEq)]
 struct Figures {
     overview: DashboardOverview,
-    slices: SliceCounts,
+    sessions: SessionCounts,
+    page_views: Vec<(i64, i64)>,
     top_pages: Vec<PageViews>,
     devices: Vec<(String, i64)>,
     countries: Vec<CountryCount>,
@@ -93,7 +94,8 @@ async fn through_rollups(db: &Database, filter: &EventFilter) -> Figures {
         .unwrap();
     Figures {
         overview: db.dashboard_overview(filter).await.unwrap(),
-        slices: db.dashboard_slices(filter).await.unwrap(),
+        sessions: db.dashboard_sessions(filter).await.unwrap(),
+        page_views: db.dashboard_page_views(filter).await.unwrap(),
         top_pages: db.dashboard_top_pages(filter, 2).await.unwrap(),
         devices: db.dashboard_devices(filter).await.unwrap(),
         countries: db.dashboard_countries(filter, 2).await.unwrap(),
@@ -147,7 +149,6 @@ fn by_hand(events: &[NewEvent], filter: &EventFilter) -> Figures {
             .collect::<Vec<_>>()
     };
     let overview = DashboardOverview {
-        sessions: sessions.len() as i64,
         page_views: of_type("page_view").count() as i64,
         clicks: of_type("button_click").count() as i64,
         unique_users: chosen
@@ -156,8 +157,6 @@ fn by_hand(events: &[NewEvent], filter: &EventFilter) -> Figures {
             .collect::<BTreeSet<_>>()
             .len() as i64,
         average_session_millis: average(session_durations(&chosen)),
-        bounced_sessions: sessions.values().filter(|(views, _)| *views == 1).count() as i64,
-        viewing_sessions: sessions.values().filter(|(views, _)| *views > 0).count() as i64,
         vpn_events: chosen.iter().filter(|event| event.is_vpn).count() as i64,
         events: chosen.len() as i64,
     };
@@ -168,14 +167,17 @@ fn by_hand(events: &[NewEvent], filter: &EventFilter) -> Figures {
         }
         counts.into_iter().collect::<Vec<_>>()
     };
-    let slices = SliceCounts {
-        sessions: tally(sessions.values().map(|(_, first)| *first).collect()),
-        page_views: tally(
-            of_type("page_view")
-                .map(|event| event.occurred_at / SLICE_MILLIS)
-                .collect(),
-        ),
+    let session_counts = SessionCounts {
+        starts: tally(sessions.values().map(|(_, first)| *first).collect()),
+        sessions: sessions.len() as i64,
+        bounced_sessions: sessions.values().filter(|(views, _)| *views == 1).count() as i64,
+        viewing_sessions: sessions.values().filter(|(views, _)| *views > 0).count() as i64,
     };
+    let page_views = tally(
+        of_type("page_view")
+            .map(|event| event.occurred_at / SLICE_MILLIS)
+            .collect(),
+    );
     let mut pages: BTreeMap<&str, (i64, BTreeSet<i64>)> = BTreeMap::new();
     for event in of_type("page_view") {
         if let Some(path) = &event.path {
@@ -242,7 +244,8 @@ fn by_hand(events: &[NewEvent], filter: &EventFilter) -> Figures {
     heatmap.truncate(5);
     Figures {
         overview,
-        slices,
+        sessions: session_counts,
+        page_views,
         top_pages,
         devices: devices.into_iter().collect(),
         countries,

@@ -20,7 +20,7 @@ mod rollups;
 
 use dashboard::Scope;
 pub use dashboard::{
-    CountryCount, DashboardOverview, EventFilter, HeatCell, PageViews, SliceCounts,
+    CountryCount, DashboardOverview, EventFilter, HeatCell, PageViews, SessionCounts,
 };
 pub use rollups::{DAY_MILLIS, HEATMAP_CELL, SLICE_MILLIS};
 use rollups::{EventFacts, RollupDelta};

@@ -232,12 +232,11 @@ pub async fn analytics_dashboard(
     // The sections do not depend on each other: each runs on a connection
     // of its own, at once (a year's dashboard on two cores: 2.0 s one after
     // the other, README "Analytics dashboard").
-    let (figures, slices, pages, device_counts, countries, cells, plans) = tokio::try_join!(
+    let trends_wanted = wants("sessions") || wants("pageviews");
+    let (figures, sessions, views, pages, device_counts, countries, cells, plans) = tokio::try_join!(
         db.dashboard_overview(&filter),
-        optional(
-            wants("sessions") || wants("pageviews"),
-            db.dashboard_slices(&filter)
-        ),
+        db.dashboard_sessions(&filter),
+        optional(trends_wanted, db.dashboard_page_views(&filter)),
         optional(
             wants("pageviews"),
             db.dashboard_top_pages(&filter, TOP_PAGES)
@@ -264,16 +263,16 @@ pub async fn analytics_dashboard(
         }
     };
     let overview = Overview {
-        total_sessions: figures.sessions,
+        total_sessions: sessions.sessions,
         total_page_views: figures.page_views,
         total_clicks: figures.clicks,
         unique_users: figures.unique_users,
         avg_session_duration: (figures.average_session_millis.unwrap_or(0.0) / 10.0).round()
             / 100.0,
-        bounce_rate: percent(figures.bounced_sessions, figures.viewing_sessions),
+        bounce_rate: percent(sessions.bounced_sessions, sessions.viewing_sessions),
         vpn_percentage: percent(figures.vpn_events, figures.events),
     };
-    let trends = slices.map(|slices| {
+    let trends = views.map(|views| {
         let points = |slices: &[(i64, i64)]| {
             trends::buckets(slices, since, until, query.zone, query.granularity)
                 .into_iter()
@@ -281,8 +280,8 @@ pub async fn analytics_dashboard(
                 .collect()
         };
         Trends {
-            sessions: points(&slices.sessions),
-            page_views: points(&slices.page_views),
+            sessions: points(&sessions.starts),
+            page_views: points(&views),
         }
     });
     let top_pages = pages.map(|pages| {
