@@ -19,6 +19,7 @@ on_both_databases!(
     moderation_needs_admin_write_and_a_known_action,
     another_admins_lock_refuses_then_expires,
     admin_lists_read_indexes,
+    a_decision_adds_one_audit_write_and_a_refusal_none,
 );
 
 async fn send(
@@ -696,4 +697,47 @@ async fn admin_lists_read_indexes(backend: Backend) {
         before - 5,
         "three reported posts deleted, two cleared"
     );
+}
+
+/// Audit logging adds one write to a decision's unit of work and none to a
+/// refused one: the statements each call runs are counted from sqlx's
+/// statement log, and the entries from the table.
+async fn a_decision_adds_one_audit_write_and_a_refusal_none(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &[(
+            "RUST_LOG",
+            "info,sqlx=warn,sqlx::query=debug,plaza_server::middleware=debug",
+        )],
+    )
+    .await;
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let token = server.mint("admin@example.com", "admin:write");
+    let id = post(
+        &server,
+        &author,
+        json!({"title": "Watched", "content": "c"}),
+    )
+    .await;
+    for (action, expected_status, expected_writes) in
+        [("hide", 200, 1), ("hide", 409, 0), ("approve", 200, 1)]
+    {
+        let answered = server.log_count("answered");
+        let audit_writes = server.log_count("INSERT INTO audit_log");
+        let entries = server.sql_count("SELECT COUNT(*) FROM audit_log").await;
+        let (status, body) = moderate(&server, &token, &id, json!({"action": action})).await;
+        assert_eq!(status, expected_status, "{action}: {body}");
+        server.wait_for_log_count("answered", answered + 1);
+        assert_eq!(
+            server.log_count("INSERT INTO audit_log") - audit_writes,
+            expected_writes,
+            "audit statements of {action} ({status})"
+        );
+        assert_eq!(
+            server.sql_count("SELECT COUNT(*) FROM audit_log").await - entries,
+            expected_writes as i64,
+            "audit entries of {action} ({status})"
+        );
+    }
 }
