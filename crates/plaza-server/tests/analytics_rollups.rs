@@ -92,13 +92,18 @@ async fn through_rollups(db: &Database, filter: &EventFilter) -> Figures {
         .platform_figures(filter.since, filter.until)
         .await
         .unwrap();
+    let totals = db.dashboard_totals(filter).await.unwrap();
     Figures {
-        overview: db.dashboard_overview(filter).await.unwrap(),
+        overview: DashboardOverview::of(&totals, db.dashboard_unique_users(filter).await.unwrap()),
         sessions: db.dashboard_sessions(filter).await.unwrap(),
         page_views: db.dashboard_page_views(filter).await.unwrap(),
         top_pages: db.dashboard_top_pages(filter, 2).await.unwrap(),
-        devices: db.dashboard_devices(filter).await.unwrap(),
-        countries: db.dashboard_countries(filter, 2).await.unwrap(),
+        devices: analytics::device_events(&totals),
+        countries: analytics::countries(
+            &totals,
+            &db.dashboard_country_users(filter).await.unwrap(),
+            2,
+        ),
         heatmap: db.dashboard_heatmap(filter, 5).await.unwrap(),
         active_users: platform.users_active,
         active_user_days: platform.active_user_days,

@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
 use plaza_domain::DomainError;
-use plaza_domain::analytics::{EventFilter, HEATMAP_CELL};
+use plaza_domain::analytics::{self, DashboardOverview, EventFilter, HEATMAP_CELL};
 use plaza_domain::time::now_millis;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -35,7 +35,7 @@ const METRICS: [&str; 9] = [
 /// Hourly buckets over more than 30 days would be thousands of points.
 const MAX_HOURLY_DAYS: i64 = 30;
 const TOP_PAGES: i64 = 10;
-const TOP_COUNTRIES: i64 = 50;
+const TOP_COUNTRIES: usize = 50;
 const HEATMAP_CELLS: i64 = 500;
 
 /// The headline figures.
@@ -233,19 +233,16 @@ pub async fn analytics_dashboard(
     // of its own, at once (a year's dashboard on two cores: 2.0 s one after
     // the other, README "Analytics dashboard").
     let trends_wanted = wants("sessions") || wants("pageviews");
-    let (figures, sessions, views, pages, device_counts, countries, cells, plans) = tokio::try_join!(
-        db.dashboard_overview(&filter),
+    let (totals, unique_users, sessions, views, pages, country_users, cells, plans) = tokio::try_join!(
+        db.dashboard_totals(&filter),
+        db.dashboard_unique_users(&filter),
         db.dashboard_sessions(&filter),
         optional(trends_wanted, db.dashboard_page_views(&filter)),
         optional(
             wants("pageviews"),
             db.dashboard_top_pages(&filter, TOP_PAGES)
         ),
-        optional(wants("devices"), db.dashboard_devices(&filter)),
-        optional(
-            wants("geographic"),
-            db.dashboard_countries(&filter, TOP_COUNTRIES)
-        ),
+        optional(wants("geographic"), db.dashboard_country_users(&filter)),
         optional(
             wants("heatmap"),
             db.dashboard_heatmap(&filter, HEATMAP_CELLS)
@@ -255,6 +252,9 @@ pub async fn analytics_dashboard(
             db.subscription_figures(since, until)
         ),
     )?;
+    let figures = DashboardOverview::of(&totals, unique_users);
+    let device_counts = wants("devices").then(|| analytics::device_events(&totals));
+    let countries = country_users.map(|users| analytics::countries(&totals, &users, TOP_COUNTRIES));
     let percent = |part: i64, whole: i64| {
         if whole == 0 {
             0.0
