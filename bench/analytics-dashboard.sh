@@ -4,8 +4,9 @@
 # minute long, each session from one user, device, country and VPN flag, a
 # tenth of the events clicks) in a fresh SQLite and a fresh PostgreSQL
 # database, counts them into the rollups (`plaza analytics rebuild-rollups`,
-# timed; then ANALYZE, and VACUUM on PostgreSQL), then times GET /api/admin/analytics (every section) and GET
-# /api/v1/admin/analytics over 30 days and a year, five times each, and
+# timed; then ANALYZE, and VACUUM on PostgreSQL), then times GET
+# /api/admin/analytics (every section) and GET /api/v1/admin/analytics
+# over 30 days and a year, five times each, and
 # prints the fastest, median and slowest answer.
 #
 # Usage: bench/analytics-dashboard.sh [events, default 10000000]

@@ -322,14 +322,7 @@ async fn user_list_validation_errors_have_the_exact_bodies_of_the_spec(backend: 
 /// the statements a list request runs are counted from sqlx's statement
 /// log, for a page of 10 users and one of 100.
 async fn user_list_runs_the_same_statements_for_10_and_100_users(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &[(
-            "RUST_LOG",
-            "info,sqlx=warn,sqlx::query=debug,plaza_server::middleware=debug",
-        )],
-    )
-    .await;
+    let server = TestServer::start_with_statement_log(backend).await;
     let (_, admin) = member(&server, "admin@example.com", "admin").await;
     let output = server.cli(&["dev", "seed", "--users", "150", "--posts", "0"]);
     assert!(

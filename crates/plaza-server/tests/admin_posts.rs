@@ -703,14 +703,7 @@ async fn admin_lists_read_indexes(backend: Backend) {
 /// refused one: the statements each call runs are counted from sqlx's
 /// statement log, and the entries from the table.
 async fn a_decision_adds_one_audit_write_and_a_refusal_none(backend: Backend) {
-    let server = TestServer::start_with(
-        backend,
-        &[(
-            "RUST_LOG",
-            "info,sqlx=warn,sqlx::query=debug,plaza_server::middleware=debug",
-        )],
-    )
-    .await;
+    let server = TestServer::start_with_statement_log(backend).await;
     let (_, author) = member(&server, "author@example.com", "user").await;
     server.create_user("admin@example.com", PASSWORD, "admin");
     let token = server.mint("admin@example.com", "admin:write");

@@ -218,6 +218,20 @@ impl TestServer {
         Self::start_with_config(backend, "", env).await
     }
 
+    /// Starts logging every statement sqlx runs and every answer, so a
+    /// test can count the statements of one request
+    /// ([`TestServer::log_count`] between two "answered" lines).
+    pub async fn start_with_statement_log(backend: Backend) -> Self {
+        Self::start_with(
+            backend,
+            &[(
+                "RUST_LOG",
+                "info,sqlx=warn,sqlx::query=debug,plaza_server::middleware=debug",
+            )],
+        )
+        .await
+    }
+
     /// Starts with a settings file (TOML) as well as environment variables.
     pub async fn start_with_config(backend: Backend, config: &str, env: &[(&str, &str)]) -> Self {
         let data_dir = tempfile::tempdir().expect("temporary directory");
