@@ -164,6 +164,16 @@ impl Dialect {
         }
     }
 
+    /// Follows a text operand of a comparison that must order strings as
+    /// Rust and SQLite do, byte by byte (PostgreSQL's default collation
+    /// orders by language rules).
+    pub fn byte_order(self) -> &'static str {
+        match self.0 {
+            Backend::Sqlite => "",
+            Backend::Postgres => " COLLATE \"C\"",
+        }
+    }
+
     /// The size of the database in bytes.
     pub fn database_size(self) -> &'static str {
         match self.0 {

@@ -86,29 +86,8 @@ impl EventFilter {
     pub(super) fn scope(&self, grain: i64, unit: &str) -> Scope {
         let mut args = Args::default();
         let (whole_units, ends) = split(self.since, self.until, grain);
-        let whole = match whole_units {
-            Some((first, end)) => format!(
-                "{unit} >= {} AND {unit} < {}",
-                args.push(Arg::Int(first)),
-                args.push(Arg::Int(end))
-            ),
-            None => "1 = 0".to_owned(),
-        };
-        let ends = if ends.is_empty() {
-            "1 = 0".to_owned()
-        } else {
-            let ranges: Vec<String> = ends
-                .into_iter()
-                .map(|(from, to)| {
-                    format!(
-                        "(occurred_at >= {} AND occurred_at < {})",
-                        args.push(Arg::Int(from)),
-                        args.push(Arg::Int(to))
-                    )
-                })
-                .collect();
-            format!("({})", ranges.join(" OR "))
-        };
+        let whole = in_spans(unit, whole_units.as_slice(), &mut args);
+        let ends = in_spans("occurred_at", &ends, &mut args);
         let dims = self.dimension_conditions(&mut args);
         Scope {
             whole,
@@ -117,6 +96,56 @@ impl EventFilter {
             args,
         }
     }
+
+    /// The conditions for the totals, from three tiers: the whole UTC days
+    /// of the period from the day rollup, the whole slices of its partial
+    /// days from the slice rollup, and the ragged ends from the events.
+    fn tiered_scope(&self) -> TieredScope {
+        let mut args = Args::default();
+        let (whole_days, day_ends) = split(self.since, self.until, DAY_MILLIS);
+        let mut slices = Vec::new();
+        let mut ends = Vec::new();
+        for (from, to) in day_ends {
+            let (whole, ragged) = split(from, to, SLICE_MILLIS);
+            slices.extend(whole);
+            ends.extend(ragged);
+        }
+        TieredScope {
+            days: in_spans("day", whole_days.as_slice(), &mut args),
+            slices: in_spans("slice", &slices, &mut args),
+            ends: in_spans("occurred_at", &ends, &mut args),
+            dims: self.dimension_conditions(&mut args),
+            args,
+        }
+    }
+}
+
+/// A condition that `column` lies in one of `spans` (`1 = 0` for none).
+fn in_spans(column: &str, spans: &[Span], args: &mut Args) -> String {
+    if spans.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    let ranges: Vec<String> = spans
+        .iter()
+        .map(|(from, to)| {
+            format!(
+                "({column} >= {} AND {column} < {})",
+                args.push(Arg::Int(*from)),
+                args.push(Arg::Int(*to))
+            )
+        })
+        .collect();
+    format!("({})", ranges.join(" OR "))
+}
+
+/// [`EventFilter::tiered_scope`]: a condition per tier, the filters and
+/// their numbered placeholders.
+struct TieredScope {
+    days: String,
+    slices: String,
+    ends: String,
+    dims: String,
+    args: Args,
 }
 
 /// The dashboard's headline figures over the filtered events (the
@@ -177,7 +206,7 @@ pub fn device_events(totals: &[DimensionTotals]) -> Vec<(String, i64)> {
 
 /// Events and users by country, most events first, at most `limit`:
 /// events from the period's totals, users from
-/// [`crate::Database::dashboard_country_users`].
+/// [`crate::Database::dashboard_users`].
 pub fn countries(
     totals: &[DimensionTotals],
     users: &HashMap<String, i64>,
@@ -200,8 +229,10 @@ pub fn countries(
     countries
 }
 
-/// The sessions of the filtered events (a session is one user's
-/// `session_id`), each counted once.
+/// The sessions that started in a period (a session is one user's
+/// `session_id`; it starts at its first event, whose device type, country
+/// and VPN flag the filters look at), each counted once, with its events
+/// of every period.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionCounts {
     /// Sessions per 15-minute slice of UTC time (`slice * SLICE_MILLIS` is
@@ -214,6 +245,14 @@ pub struct SessionCounts {
     pub bounced_sessions: i64,
     /// Sessions with at least one page view.
     pub viewing_sessions: i64,
+}
+
+/// Distinct users with events in a period.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DistinctUsers {
+    pub all: i64,
+    /// Keyed by country code, '' when no trusted header named one.
+    pub by_country: HashMap<String, i64>,
 }
 
 /// One page's views.
@@ -243,38 +282,37 @@ pub struct HeatCell {
     pub clicks: i64,
 }
 
-/// The per-slice totals of the period, rollup rows and raw events in one
-/// shape: `events, page_views, clicks, vpn_events, timed_sessions,
-/// session_millis, device_type, country, slice`.
-fn slice_totals(scope: &Scope) -> String {
+/// One event's share of the totals, in the rollups' columns `events,
+/// page_views, clicks, vpn_events, timed_sessions, session_millis,
+/// device_type, country`.
+const EVENT_TOTALS: &str = "SELECT 1, CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
+     CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END, CASE WHEN is_vpn THEN 1 ELSE 0 END, \
+     CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END, \
+     CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN duration_ms ELSE 0 END, \
+     device_type, COALESCE(country, '')";
+
+/// The period's page views per slice, rollup rows and raw events in one
+/// shape: `page_views, slice`.
+fn slice_page_views(scope: &Scope) -> String {
     let Scope {
         whole, ends, dims, ..
     } = scope;
     format!(
-        "SELECT events, page_views, clicks, CASE WHEN is_vpn THEN events ELSE 0 END AS vpn_events, \
-         timed_sessions, session_millis, device_type, country, slice \
-         FROM analytics_rollup_slices WHERE {whole} AND {dims} \
-         UNION ALL SELECT 1, CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
-         CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END, CASE WHEN is_vpn THEN 1 ELSE 0 END, \
-         CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END, \
-         CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN duration_ms ELSE 0 END, \
-         device_type, COALESCE(country, ''), occurred_at / {SLICE_MILLIS} \
-         FROM analytics_events WHERE {ends} AND {dims}"
+        "SELECT page_views, slice FROM analytics_rollup_slices WHERE {whole} AND {dims} \
+         UNION ALL SELECT CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
+         occurred_at / {SLICE_MILLIS} FROM analytics_events WHERE {ends} AND {dims}"
     )
 }
 
-/// The period's visits (who was active in which session, per slice),
-/// rollup rows and raw events in one shape: `slice, user_id, session_key,
-/// country, page_views`; `session_key` is '' outside a session.
-fn visits(scope: &Scope) -> String {
+/// Who was active in the period, from which country: the visit rollup's
+/// rows and the raw events in one shape, `user_id, country`.
+fn visitors(scope: &Scope) -> String {
     let Scope {
         whole, ends, dims, ..
     } = scope;
     format!(
-        "SELECT slice, user_id, session_key, country, page_views \
-         FROM analytics_rollup_visits WHERE {whole} AND {dims} \
-         UNION ALL SELECT occurred_at / {SLICE_MILLIS}, user_id, COALESCE(session_key, ''), \
-         COALESCE(country, ''), CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END \
+        "SELECT user_id, country FROM analytics_rollup_visits WHERE {whole} AND {dims} \
+         UNION ALL SELECT user_id, COALESCE(country, '') \
          FROM analytics_events WHERE {ends} AND {dims}"
     )
 }
@@ -286,16 +324,28 @@ fn sum(expression: &str) -> String {
 
 impl crate::Database {
     /// The period's sums per device type and country, in one pass over
-    /// the slices: the headline figures, the devices and the countries'
-    /// events all add these up (each reading the year's 431,000 slice rows
-    /// on its own took about 0.1 s).
+    /// its days, the slices of its partial days and its ragged ends: the
+    /// headline figures, the devices and the countries' events all add
+    /// these up.
     pub async fn dashboard_totals(
         &self,
         filter: &EventFilter,
     ) -> Result<Vec<DimensionTotals>, DomainError> {
-        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let TieredScope {
+            days,
+            slices,
+            ends,
+            dims,
+            args,
+        } = filter.tiered_scope();
+        let rollup = "SELECT events, page_views, clicks, \
+             CASE WHEN is_vpn THEN events ELSE 0 END AS vpn_events, timed_sessions, \
+             session_millis, device_type, country";
         let sql = format!(
-            "SELECT device_type, country, {}, {}, {}, {}, {}, {} FROM ({}) AS totals \
+            "SELECT device_type, country, {}, {}, {}, {}, {}, {} FROM (\
+             {rollup} FROM analytics_rollup_days WHERE {days} AND {dims} \
+             UNION ALL {rollup} FROM analytics_rollup_slices WHERE {slices} AND {dims} \
+             UNION ALL {EVENT_TOTALS} FROM analytics_events WHERE {ends} AND {dims}) AS totals \
              GROUP BY device_type, country ORDER BY device_type, country",
             sum("events"),
             sum("page_views"),
@@ -303,11 +353,10 @@ impl crate::Database {
             sum("vpn_events"),
             sum("timed_sessions"),
             sum("session_millis"),
-            slice_totals(&scope)
         );
         let rows = bind_all(
             sqlx::query_as::<_, (String, String, i64, i64, i64, i64, i64, i64)>(&sql),
-            scope.args.into_vec(),
+            args.into_vec(),
         )
         .fetch_all(&mut *self.lease().await?)
         .await?;
@@ -330,19 +379,6 @@ impl crate::Database {
             .collect())
     }
 
-    /// Distinct users with events in the period.
-    pub async fn dashboard_unique_users(&self, filter: &EventFilter) -> Result<i64, DomainError> {
-        let scope = filter.scope(SLICE_MILLIS, "slice");
-        let sql = format!(
-            "SELECT COUNT(DISTINCT user_id) FROM ({}) AS visits",
-            visits(&scope)
-        );
-        let (users,) = bind_all(sqlx::query_as::<_, (i64,)>(&sql), scope.args.into_vec())
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-        Ok(users)
-    }
-
     /// Page views per 15-minute UTC slice, for the trends.
     pub async fn dashboard_page_views(
         &self,
@@ -353,7 +389,7 @@ impl crate::Database {
             "SELECT slice, {} FROM ({}) AS totals WHERE page_views > 0 \
              GROUP BY slice ORDER BY slice",
             sum("page_views"),
-            slice_totals(&scope)
+            slice_page_views(&scope)
         );
         Ok(
             bind_all(sqlx::query_as::<_, (i64, i64)>(&sql), scope.args.into_vec())
@@ -362,27 +398,33 @@ impl crate::Database {
         )
     }
 
-    /// The sessions of the period, grouped once for the headline figures
-    /// and the trend (grouping a year's 480,000 visits by session is most
-    /// of what a year's dashboard costs).
+    /// The sessions that started in the period (their first event is in
+    /// it, and with the filters, it matches them), per slice of their
+    /// start: read in slice order from the session rollup's index, so a
+    /// year is one range scan with nothing to sort (grouping a year's
+    /// 533,000 visits by session instead took most of a year's dashboard).
     pub async fn dashboard_sessions(
         &self,
         filter: &EventFilter,
     ) -> Result<SessionCounts, DomainError> {
-        let scope = filter.scope(SLICE_MILLIS, "slice");
+        let mut args = Args::default();
+        let period = format!(
+            "first_slice >= {} AND first_slice <= {} AND first_at >= {} AND first_at < {}",
+            args.push(Arg::Int(filter.since.div_euclid(SLICE_MILLIS))),
+            args.push(Arg::Int((filter.until - 1).div_euclid(SLICE_MILLIS))),
+            args.push(Arg::Int(filter.since)),
+            args.push(Arg::Int(filter.until)),
+        );
+        let dims = filter.dimension_conditions(&mut args);
         let sql = format!(
-            "SELECT first_slice, COUNT(*), {}, {} FROM \
-             (SELECT MIN(slice) AS first_slice, SUM(page_views) AS views \
-              FROM ({}) AS visits WHERE session_key <> '' \
-              GROUP BY user_id, session_key) AS sessions \
-             GROUP BY first_slice ORDER BY first_slice",
-            sum("CASE WHEN views = 1 THEN 1 ELSE 0 END"),
-            sum("CASE WHEN views > 0 THEN 1 ELSE 0 END"),
-            visits(&scope)
+            "SELECT first_slice, COUNT(*), {}, {} FROM analytics_rollup_sessions \
+             WHERE {period} AND {dims} GROUP BY first_slice ORDER BY first_slice",
+            sum("CASE WHEN page_views = 1 THEN 1 ELSE 0 END"),
+            sum("CASE WHEN page_views > 0 THEN 1 ELSE 0 END"),
         );
         let rows = bind_all(
             sqlx::query_as::<_, (i64, i64, i64, i64)>(&sql),
-            scope.args.into_vec(),
+            args.into_vec(),
         )
         .fetch_all(&mut *self.lease().await?)
         .await?;
@@ -463,24 +505,38 @@ impl crate::Database {
             .collect())
     }
 
-    /// Distinct users per country ('' when no trusted header named one).
-    pub async fn dashboard_country_users(
+    /// Distinct users with events in the period, in all and per country
+    /// ('' when no trusted header named one), from one pass over the
+    /// period's visits: their distinct (country, user) pairs, counted both
+    /// ways (two passes with `COUNT(DISTINCT …)` sorted the year's 533,000
+    /// visits twice).
+    pub async fn dashboard_users(
         &self,
         filter: &EventFilter,
-    ) -> Result<HashMap<String, i64>, DomainError> {
+    ) -> Result<DistinctUsers, DomainError> {
         let scope = filter.scope(SLICE_MILLIS, "slice");
         let sql = format!(
-            "SELECT country, COUNT(DISTINCT user_id) FROM ({}) AS visits GROUP BY country",
-            visits(&scope)
+            "WITH pairs AS MATERIALIZED (SELECT DISTINCT country, user_id FROM ({}) AS visitors) \
+             SELECT country, COUNT(*) FROM pairs GROUP BY country \
+             UNION ALL SELECT NULL, COUNT(DISTINCT user_id) FROM pairs",
+            visitors(&scope)
         );
-        Ok(bind_all(
-            sqlx::query_as::<_, (String, i64)>(&sql),
+        let rows = bind_all(
+            sqlx::query_as::<_, (Option<String>, i64)>(&sql),
             scope.args.into_vec(),
         )
         .fetch_all(&mut *self.lease().await?)
-        .await?
-        .into_iter()
-        .collect())
+        .await?;
+        let mut users = DistinctUsers::default();
+        for (country, count) in rows {
+            match country {
+                Some(country) => {
+                    users.by_country.insert(country, count);
+                }
+                None => users.all = count,
+            }
+        }
+        Ok(users)
     }
 
     /// Clicks per heatmap cell, busiest first, at most `limit` cells.

@@ -1,6 +1,6 @@
 //! Rollups: the events pre-counted per 15-minute slice (totals, and who was
-//! active in which session) and per UTC day (page views, clicks per heatmap
-//! cell). The ingest writer adds a batch's counts and the retention purge
+//! active in which session), per UTC day (totals, page views, clicks per
+//! heatmap cell) and per session (where and when it started, its events). The ingest writer adds a batch's counts and the retention purge
 //! subtracts a chunk's, each in the transaction that stores or deletes the
 //! events, so the rollups never disagree with the events and a dashboard
 //! reads thousands of rows instead of millions.
@@ -65,6 +65,16 @@ impl Dims {
     }
 }
 
+/// What a set of events adds to one session: its start (the earliest
+/// event's time and attributes, ties broken by the attributes; `None` when
+/// purged events are taken away, which never move a start) and its counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SessionDelta {
+    start: Option<(i64, Dims)>,
+    events: i64,
+    page_views: i64,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct SliceTotals {
     events: i64,
@@ -80,9 +90,13 @@ struct SliceTotals {
 #[derive(Debug, Default)]
 pub(crate) struct RollupDelta {
     slices: BTreeMap<(i64, Dims), SliceTotals>,
+    days: BTreeMap<(i64, Dims), SliceTotals>,
     visits: BTreeMap<(i64, i64, String, Dims), (i64, i64)>,
     pages: BTreeMap<(i64, String, Dims), i64>,
     clicks: BTreeMap<(i64, String, i64, i64, Dims), i64>,
+    sessions: BTreeMap<(i64, String), SessionDelta>,
+    /// The latest slice of the events taken away, if any.
+    latest_purged: Option<i64>,
 }
 
 impl RollupDelta {
@@ -98,13 +112,37 @@ impl RollupDelta {
             ("session_end", Some(millis)) => Some(millis),
             _ => None,
         };
-        let totals = self.slices.entry((slice, dims.clone())).or_default();
-        totals.events += sign;
-        totals.page_views += sign * page_view;
-        totals.clicks += sign * i64::from(click);
-        if let Some(millis) = timed {
-            totals.timed_sessions += sign;
-            totals.session_millis += sign * millis;
+        for totals in [
+            self.slices.entry((slice, dims.clone())).or_default(),
+            self.days.entry((day, dims.clone())).or_default(),
+        ] {
+            totals.events += sign;
+            totals.page_views += sign * page_view;
+            totals.clicks += sign * i64::from(click);
+            if let Some(millis) = timed {
+                totals.timed_sessions += sign;
+                totals.session_millis += sign * millis;
+            }
+        }
+        if let Some(key) = event.session_key.filter(|key| !key.is_empty()) {
+            let start = (sign > 0).then(|| (event.occurred_at, dims.clone()));
+            let session = self
+                .sessions
+                .entry((event.user_id, key.to_owned()))
+                .or_insert_with(|| SessionDelta {
+                    start: start.clone(),
+                    events: 0,
+                    page_views: 0,
+                });
+            session.start = match (session.start.take(), start) {
+                (Some(known), Some(new)) => Some(known.min(new)),
+                (known, new) => known.or(new),
+            };
+            session.events += sign;
+            session.page_views += sign * page_view;
+        }
+        if sign < 0 {
+            self.latest_purged = self.latest_purged.max(Some(slice));
         }
         let visit = self
             .visits
@@ -142,21 +180,24 @@ impl RollupDelta {
     /// Writes the change in `tx`: several rows per statement, each added to
     /// the row of its key or inserted; rows counted down to nothing go.
     pub(crate) async fn apply(self, tx: &mut Tx<'_>) -> Result<(), DomainError> {
-        let slices = self.slices.into_iter().map(|((slice, dims), totals)| {
-            let [device, country, vpn] = dims.args();
-            vec![
-                Arg::Int(slice),
-                device,
-                country,
-                vpn,
-                Arg::Int(totals.events),
-                Arg::Int(totals.page_views),
-                Arg::Int(totals.clicks),
-                Arg::Int(totals.timed_sessions),
-                Arg::Int(totals.session_millis),
-            ]
-        });
-        upsert(tx, &SLICES, slices).await?;
+        let totals_rows = |rows: BTreeMap<(i64, Dims), SliceTotals>| {
+            rows.into_iter().map(|((time, dims), totals)| {
+                let [device, country, vpn] = dims.args();
+                vec![
+                    Arg::Int(time),
+                    device,
+                    country,
+                    vpn,
+                    Arg::Int(totals.events),
+                    Arg::Int(totals.page_views),
+                    Arg::Int(totals.clicks),
+                    Arg::Int(totals.timed_sessions),
+                    Arg::Int(totals.session_millis),
+                ]
+            })
+        };
+        upsert(tx, &SLICES, totals_rows(self.slices)).await?;
+        upsert(tx, &DAYS, totals_rows(self.days)).await?;
         let visits = self.visits.into_iter().map(
             |((slice, user_id, session_key, dims), (events, views))| {
                 let [device, country, vpn] = dims.args();
@@ -201,8 +242,98 @@ impl RollupDelta {
                     Arg::Int(clicks),
                 ]
             });
-        upsert(tx, &CLICKS, clicks).await
+        upsert(tx, &CLICKS, clicks).await?;
+        apply_sessions(tx, self.sessions, self.latest_purged).await
     }
+}
+
+/// Adds the sessions' counts, moves a session's start when an earlier event
+/// arrives, then removes the sessions a purge left without events.
+async fn apply_sessions(
+    tx: &mut Tx<'_>,
+    sessions: BTreeMap<(i64, String), SessionDelta>,
+    latest_purged: Option<i64>,
+) -> Result<(), DomainError> {
+    const COLUMNS: usize = 9;
+    let dialect = Dialect::of(tx);
+    let rows: Vec<_> = sessions.into_iter().collect();
+    let rows_per_statement = (dialect.values_per_statement() / COLUMNS).max(1);
+    for chunk in rows.chunks(rows_per_statement) {
+        let sql = sessions_upsert_statement(dialect, chunk.len());
+        let mut query = sqlx::query(&sql);
+        for ((user_id, session_key), delta) in chunk {
+            // Taking events away never moves a start: an end of time that no
+            // stored start is later than (the row exists while its events do).
+            let (first_at, dims) = delta.start.clone().unwrap_or((
+                i64::MAX,
+                Dims {
+                    device_type: String::new(),
+                    country: String::new(),
+                    is_vpn: false,
+                },
+            ));
+            query = query
+                .bind(*user_id)
+                .bind(session_key.as_str())
+                .bind(first_at)
+                .bind(first_at / SLICE_MILLIS)
+                .bind(dims.device_type)
+                .bind(dims.country)
+                .bind(dims.is_vpn)
+                .bind(delta.events)
+                .bind(delta.page_views);
+        }
+        query.execute(&mut **tx).await?;
+    }
+    // A session purged to nothing had every event, its first among them,
+    // in the purged slices.
+    if let Some(latest) = latest_purged {
+        sqlx::query(
+            "DELETE FROM analytics_rollup_sessions WHERE first_slice <= $1 AND events <= 0",
+        )
+        .bind(latest)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+fn sessions_upsert_statement(dialect: Dialect, rows: usize) -> String {
+    let mut sql = "INSERT INTO analytics_rollup_sessions (user_id, session_key, first_at, \
+                   first_slice, device_type, country, is_vpn, events, page_views) VALUES "
+        .to_owned();
+    super::push_value_rows(&mut sql, rows, 9);
+    let order = dialect.byte_order();
+    let start = |table: &str| {
+        format!(
+            "({table}.first_at, {table}.device_type{order}, {table}.country{order}, {table}.is_vpn)"
+        )
+    };
+    let earlier = format!(
+        "{} < {}",
+        start("excluded"),
+        start("analytics_rollup_sessions")
+    );
+    let moved = [
+        "first_at",
+        "first_slice",
+        "device_type",
+        "country",
+        "is_vpn",
+    ]
+    .map(|column| {
+        format!(
+            "{column} = CASE WHEN {earlier} THEN excluded.{column} \
+                 ELSE analytics_rollup_sessions.{column} END"
+        )
+    })
+    .join(", ");
+    sql.push_str(&format!(
+        " ON CONFLICT (user_id, session_key) DO UPDATE SET {moved}, \
+         events = analytics_rollup_sessions.events + excluded.events, \
+         page_views = analytics_rollup_sessions.page_views + excluded.page_views"
+    ));
+    sql
 }
 
 /// One rollup table: its key columns (the time first) and its counter
@@ -223,6 +354,14 @@ const SLICES: RollupTable = RollupTable {
         "timed_sessions",
         "session_millis",
     ],
+};
+
+/// The slices' totals per UTC day: a long period's totals read a row per
+/// day instead of 96.
+const DAYS: RollupTable = RollupTable {
+    name: "analytics_rollup_days",
+    keys: &["day", "device_type", "country", "is_vpn"],
+    counters: SLICES.counters,
 };
 
 const VISITS: RollupTable = RollupTable {
@@ -258,7 +397,7 @@ const CLICKS: RollupTable = RollupTable {
     counters: &["clicks"],
 };
 
-const TABLES: [&RollupTable; 4] = [&SLICES, &VISITS, &PAGES, &CLICKS];
+const TABLES: [&RollupTable; 5] = [&SLICES, &DAYS, &VISITS, &PAGES, &CLICKS];
 
 /// Adds `rows` (key values then counter values, in the table's column
 /// order) to `table`, then removes the rows a subtraction left at zero.
@@ -327,8 +466,15 @@ fn upsert_statement(table: &RollupTable, rows: usize) -> String {
     sql
 }
 
+/// The day rollup summed from the slice rollup (96 slices a day).
+const DAYS_FROM_SLICES: &str = "INSERT INTO analytics_rollup_days \
+     (day, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, session_millis) \
+     SELECT slice / 96, device_type, country, is_vpn, SUM(events), SUM(page_views), SUM(clicks), \
+     SUM(timed_sessions), SUM(session_millis) FROM analytics_rollup_slices GROUP BY 1, 2, 3, 4";
+
 /// Counts every stored event again from scratch, in one transaction: for
-/// events loaded around the writer (a restore, a bulk import).
+/// events loaded around the writer (a restore, a bulk import). Sessions
+/// start again at their first event still stored.
 pub(crate) async fn rebuild(tx: &mut Tx<'_>) -> Result<(), DomainError> {
     for table in TABLES {
         sqlx::query(&format!("DELETE FROM {}", table.name))
@@ -338,12 +484,32 @@ pub(crate) async fn rebuild(tx: &mut Tx<'_>) -> Result<(), DomainError> {
     for statement in REBUILD {
         sqlx::query(statement).execute(&mut **tx).await?;
     }
+    sqlx::query("DELETE FROM analytics_rollup_sessions")
+        .execute(&mut **tx)
+        .await?;
+    let order = Dialect::of(tx).byte_order();
+    sqlx::query(&format!(
+        "INSERT INTO analytics_rollup_sessions (user_id, session_key, first_at, first_slice, \
+         device_type, country, is_vpn, events, page_views) \
+         SELECT user_id, session_key, occurred_at, occurred_at / {SLICE_MILLIS}, device_type, \
+         country, is_vpn, events, page_views FROM (\
+         SELECT user_id, session_key, occurred_at, device_type, \
+         COALESCE(country, '') AS country, is_vpn, \
+         ROW_NUMBER() OVER (PARTITION BY user_id, session_key ORDER BY occurred_at, \
+         device_type{order}, COALESCE(country, ''){order}, is_vpn) AS position, \
+         COUNT(*) OVER (PARTITION BY user_id, session_key) AS events, \
+         SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END) \
+         OVER (PARTITION BY user_id, session_key) AS page_views \
+         FROM analytics_events WHERE session_key <> '') AS ordered WHERE position = 1"
+    ))
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
 /// The rollups of the stored events, one statement per table (the same
-/// counting as [`RollupDelta::count`]).
-const REBUILD: [&str; 4] = [
+/// counting as [`RollupDelta::count`]; the days sum the slices).
+const REBUILD: [&str; 5] = [
     "INSERT INTO analytics_rollup_slices \
      (slice, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, session_millis) \
      SELECT occurred_at / 900000, device_type, COALESCE(country, ''), is_vpn, COUNT(*), \
@@ -352,6 +518,7 @@ const REBUILD: [&str; 4] = [
      SUM(CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END), \
      COALESCE(SUM(CASE WHEN event_type = 'session_end' THEN duration_ms END), 0) \
      FROM analytics_events GROUP BY 1, 2, 3, 4",
+    DAYS_FROM_SLICES,
     "INSERT INTO analytics_rollup_visits \
      (slice, user_id, session_key, device_type, country, is_vpn, events, page_views) \
      SELECT occurred_at / 900000, user_id, COALESCE(session_key, ''), device_type, \

@@ -42,7 +42,8 @@ const HEATMAP_CELLS: i64 = 500;
 #[derive(Serialize, ToSchema, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Overview {
-    /// Distinct `session_id`s among the events.
+    /// Sessions (one user's `session_id`) that started in the range: whose
+    /// first event is in it and, with the filters, matches them.
     pub total_sessions: i64,
     pub total_page_views: i64,
     /// `button_click` events.
@@ -233,16 +234,15 @@ pub async fn analytics_dashboard(
     // of its own, at once (a year's dashboard on two cores: 2.0 s one after
     // the other, README "Analytics dashboard").
     let trends_wanted = wants("sessions") || wants("pageviews");
-    let (totals, unique_users, sessions, views, pages, country_users, cells, plans) = tokio::try_join!(
+    let (totals, users, sessions, views, pages, cells, plans) = tokio::try_join!(
         db.dashboard_totals(&filter),
-        db.dashboard_unique_users(&filter),
+        db.dashboard_users(&filter),
         db.dashboard_sessions(&filter),
         optional(trends_wanted, db.dashboard_page_views(&filter)),
         optional(
             wants("pageviews"),
             db.dashboard_top_pages(&filter, TOP_PAGES)
         ),
-        optional(wants("geographic"), db.dashboard_country_users(&filter)),
         optional(
             wants("heatmap"),
             db.dashboard_heatmap(&filter, HEATMAP_CELLS)
@@ -252,9 +252,10 @@ pub async fn analytics_dashboard(
             db.subscription_figures(since, until)
         ),
     )?;
-    let figures = DashboardOverview::of(&totals, unique_users);
+    let figures = DashboardOverview::of(&totals, users.all);
     let device_counts = wants("devices").then(|| analytics::device_events(&totals));
-    let countries = country_users.map(|users| analytics::countries(&totals, &users, TOP_COUNTRIES));
+    let countries = wants("geographic")
+        .then(|| analytics::countries(&totals, &users.by_country, TOP_COUNTRIES));
     let percent = |part: i64, whole: i64| {
         if whole == 0 {
             0.0
