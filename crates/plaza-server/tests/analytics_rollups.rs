@@ -11,7 +11,7 @@ use common::{Backend, TestServer};
 use plaza_domain::Database;
 use plaza_domain::analytics::{
     self, CountryCount, DAY_MILLIS, DashboardOverview, EventFilter, HEATMAP_CELL, HeatCell,
-    NewEvent, PageViews, SLICE_MILLIS, SessionCounts,
+    NewEvent, PageViews, SLICE_MILLIS, TrendSlice,
 };
 use plaza_domain::time::now_millis;
 
@@ -76,8 +76,7 @@ fn events(first: i64, span: i64, count: usize, rng: &mut Rng) -> Vec<NewEvent> {
 #[derive(Debug, PartialEq)]
 struct Figures {
     overview: DashboardOverview,
-    sessions: SessionCounts,
-    page_views: Vec<(i64, i64)>,
+    trend: Vec<TrendSlice>,
     top_pages: Vec<PageViews>,
     devices: Vec<(String, i64)>,
     countries: Vec<CountryCount>,
@@ -96,8 +95,7 @@ async fn through_rollups(db: &Database, filter: &EventFilter) -> Figures {
     let users = db.dashboard_users(filter).await.unwrap();
     Figures {
         overview: DashboardOverview::of(&totals, users.all),
-        sessions: db.dashboard_sessions(filter).await.unwrap(),
-        page_views: db.dashboard_page_views(filter).await.unwrap(),
+        trend: db.dashboard_trend(filter).await.unwrap(),
         top_pages: db.dashboard_top_pages(filter, 2).await.unwrap(),
         devices: analytics::device_events(&totals),
         countries: analytics::countries(&totals, &users.by_country, 2),
@@ -109,9 +107,9 @@ async fn through_rollups(db: &Database, filter: &EventFilter) -> Figures {
 }
 
 /// The same figures counted one event at a time from the stored `events`;
-/// sessions start at their first event among `started`, every event
-/// written since the rollups were last built.
-fn by_hand(events: &[NewEvent], started: &[NewEvent], filter: &EventFilter) -> Figures {
+/// the sessions in `ended` lost events to a purge (since the rollups were
+/// last built) and count no more.
+fn by_hand(events: &[NewEvent], ended: &BTreeSet<(i64, String)>, filter: &EventFilter) -> Figures {
     let in_period =
         |event: &&NewEvent| event.occurred_at >= filter.since && event.occurred_at < filter.until;
     let period: Vec<&NewEvent> = events.iter().filter(in_period).collect();
@@ -131,14 +129,14 @@ fn by_hand(events: &[NewEvent], started: &[NewEvent], filter: &EventFilter) -> F
         })
         .collect();
     let of_type = |kind: &'static str| chosen.iter().filter(move |event| event.event_type == kind);
-    // A session starts at its first event ever written (a purge does not
-    // move it; a rebuild starts it again at its first one kept), ties
-    // broken by device, country and VPN flag, and is counted with all of
-    // its stored page views when that start is in the period and matches
-    // the filters.
+    // A session starts at its first event, ties broken by device, country
+    // and VPN flag, and is counted with all of its page views when that
+    // start is in the period and matches the filters.
     let mut starts: BTreeMap<(i64, &str), (i64, &str, &str, bool)> = BTreeMap::new();
-    for event in started {
-        if let Some(key) = &event.session_key {
+    for event in events {
+        if let Some(key) = &event.session_key
+            && !ended.contains(&(event.user_id, key.clone()))
+        {
             let start = (
                 event.occurred_at,
                 event.device_type,
@@ -151,8 +149,9 @@ fn by_hand(events: &[NewEvent], started: &[NewEvent], filter: &EventFilter) -> F
     }
     let mut sessions: BTreeMap<(i64, &str), (i64, i64)> = BTreeMap::new();
     for event in events {
-        if let Some(key) = &event.session_key {
-            let (at, device, country, vpn) = starts[&(event.user_id, key.as_str())];
+        if let Some(key) = &event.session_key
+            && let Some(&(at, device, country, vpn)) = starts.get(&(event.user_id, key.as_str()))
+        {
             let counted = at >= filter.since
                 && at < filter.until
                 && filter
@@ -194,25 +193,25 @@ fn by_hand(events: &[NewEvent], started: &[NewEvent], filter: &EventFilter) -> F
         average_session_millis: average(session_durations(&chosen)),
         vpn_events: chosen.iter().filter(|event| event.is_vpn).count() as i64,
         events: chosen.len() as i64,
-    };
-    let tally = |keys: Vec<i64>| {
-        let mut counts: BTreeMap<i64, i64> = BTreeMap::new();
-        for key in keys {
-            *counts.entry(key).or_default() += 1;
-        }
-        counts.into_iter().collect::<Vec<_>>()
-    };
-    let session_counts = SessionCounts {
-        starts: tally(sessions.values().map(|(_, first)| *first).collect()),
         sessions: sessions.len() as i64,
-        bounced_sessions: sessions.values().filter(|(views, _)| *views == 1).count() as i64,
         viewing_sessions: sessions.values().filter(|(views, _)| *views > 0).count() as i64,
+        bounced_sessions: sessions.values().filter(|(views, _)| *views == 1).count() as i64,
     };
-    let page_views = tally(
-        of_type("page_view")
-            .map(|event| event.occurred_at / SLICE_MILLIS)
-            .collect(),
-    );
+    let mut trend: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for event in of_type("page_view") {
+        trend.entry(event.occurred_at / SLICE_MILLIS).or_default().0 += 1;
+    }
+    for (_, first) in sessions.values() {
+        trend.entry(*first).or_default().1 += 1;
+    }
+    let trend = trend
+        .into_iter()
+        .map(|(slice, (page_views, sessions))| TrendSlice {
+            slice,
+            page_views,
+            sessions,
+        })
+        .collect();
     let mut pages: BTreeMap<&str, (i64, BTreeSet<i64>)> = BTreeMap::new();
     for event in of_type("page_view") {
         if let Some(path) = &event.path {
@@ -279,8 +278,7 @@ fn by_hand(events: &[NewEvent], started: &[NewEvent], filter: &EventFilter) -> F
     heatmap.truncate(5);
     Figures {
         overview,
-        sessions: session_counts,
-        page_views,
+        trend,
         top_pages,
         devices: devices.into_iter().collect(),
         countries,
@@ -345,13 +343,13 @@ fn filters(first: i64, span: i64, rng: &mut Rng) -> Vec<EventFilter> {
 
 async fn assert_figures(
     db: &Database,
-    (events, started): (&[NewEvent], &[NewEvent]),
+    (events, ended): (&[NewEvent], &BTreeSet<(i64, String)>),
     filters: &[EventFilter],
     when: &str,
 ) {
     for filter in filters {
         let mut read = through_rollups(db, filter).await;
-        let mut counted = by_hand(events, started, filter);
+        let mut counted = by_hand(events, ended, filter);
         // Means are compared to the microsecond, then set aside.
         for (a, b) in [
             (
@@ -382,8 +380,8 @@ async fn rollups_answer_what_the_events_answer(backend: Backend) {
     let first = now_millis() - 10 * DAY_MILLIS;
     // The purge's cutoff halves a slice. A burst around it, and one session
     // of three page views before it and one after, so the purge leaves
-    // rollup rows partly counted down (that session turns into a bounce) as
-    // well as emptied.
+    // rollup rows partly counted down as well as emptied, and ends a
+    // session that goes on after it (a rebuild starts it again, a bounce).
     let cutoff = (first + span / 3) / SLICE_MILLIS * SLICE_MILLIS + SLICE_MILLIS / 2;
     let mut stored = events(first, span, 1_500, &mut rng);
     stored.extend(events(
@@ -407,7 +405,13 @@ async fn rollups_answer_what_the_events_answer(backend: Backend) {
             .unwrap();
     }
     let filters = filters(first, span, &mut rng);
-    assert_figures(&db, (&stored, &stored), &filters, "after the writes").await;
+    assert_figures(
+        &db,
+        (&stored, &BTreeSet::new()),
+        &filters,
+        "after the writes",
+    )
+    .await;
 
     loop {
         let removed = db
@@ -423,21 +427,36 @@ async fn rollups_answer_what_the_events_answer(backend: Backend) {
         .filter(|event| event.occurred_at >= cutoff)
         .cloned()
         .collect();
-    assert_figures(&db, (&kept, &stored), &filters, "after the purge").await;
-    for table in ["slices", "days", "visits", "pages", "clicks", "sessions"] {
-        let counter = match table {
-            "pages" => "views",
-            "clicks" => "clicks",
-            _ => "events",
-        };
-        let emptied = server
+    // A session that lost events to the purge began before the window: it
+    // no longer counts.
+    let ended: BTreeSet<(i64, String)> = stored
+        .iter()
+        .filter(|event| event.occurred_at < cutoff)
+        .filter_map(|event| Some((event.user_id, event.session_key.clone()?)))
+        .collect();
+    assert_figures(&db, (&kept, &ended), &filters, "after the purge").await;
+    for (table, emptied) in [
+        ("slices", "events <= 0"),
+        ("days", "events <= 0"),
+        ("visits", "events <= 0"),
+        ("pages", "views <= 0"),
+        ("clicks", "clicks <= 0"),
+        ("sessions", "page_views < 0"),
+    ] {
+        let left = server
             .sql_count(&format!(
-                "SELECT COUNT(*) FROM analytics_rollup_{table} WHERE {counter} <= 0"
+                "SELECT COUNT(*) FROM analytics_rollup_{table} WHERE {emptied}"
             ))
             .await;
-        assert_eq!(emptied, 0, "rows counted down to nothing stay in {table}");
+        assert_eq!(left, 0, "rows counted down to nothing stay in {table}");
     }
+    let ended_rows = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM analytics_rollup_sessions WHERE first_at < {cutoff}"
+        ))
+        .await;
+    assert_eq!(ended_rows, 0, "the sessions the purge ended stay");
 
     db.rebuild_analytics_rollups().await.unwrap();
-    assert_figures(&db, (&kept, &kept), &filters, "after a rebuild").await;
+    assert_figures(&db, (&kept, &BTreeSet::new()), &filters, "after a rebuild").await;
 }

@@ -99,7 +99,8 @@ impl EventFilter {
 
     /// The conditions for the totals, from three tiers: the whole UTC days
     /// of the period from the day rollup, the whole slices of its partial
-    /// days from the slice rollup, and the ragged ends from the events.
+    /// days from the slice rollup, and the ragged ends from the events and
+    /// the session rollup.
     fn tiered_scope(&self) -> TieredScope {
         let mut args = Args::default();
         let (whole_days, day_ends) = split(self.since, self.until, DAY_MILLIS);
@@ -113,6 +114,7 @@ impl EventFilter {
         TieredScope {
             days: in_spans("day", whole_days.as_slice(), &mut args),
             slices: in_spans("slice", &slices, &mut args),
+            starts: in_spans("first_at", &ends, &mut args),
             ends: in_spans("occurred_at", &ends, &mut args),
             dims: self.dimension_conditions(&mut args),
             args,
@@ -144,12 +146,16 @@ struct TieredScope {
     days: String,
     slices: String,
     ends: String,
+    /// The ragged ends again, for the sessions' starts.
+    starts: String,
     dims: String,
     args: Args,
 }
 
-/// The dashboard's headline figures over the filtered events (the
-/// sessions' are [`SessionCounts`]).
+/// The dashboard's headline figures over the filtered events. A session
+/// (one user's `session_id`) counts in the period it starts in (its first
+/// event, whose device type, country and VPN flag the filters look at),
+/// with the page views of its whole life.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct DashboardOverview {
     pub page_views: i64,
@@ -159,6 +165,11 @@ pub struct DashboardOverview {
     pub average_session_millis: Option<f64>,
     pub vpn_events: i64,
     pub events: i64,
+    pub sessions: i64,
+    /// Sessions with at least one page view.
+    pub viewing_sessions: i64,
+    /// Sessions with exactly one page view.
+    pub bounced_sessions: i64,
 }
 
 /// The period's sums for one device type and country.
@@ -174,6 +185,10 @@ pub struct DimensionTotals {
     /// `session_end` events with a duration, and their durations' sum.
     pub timed_sessions: i64,
     pub session_millis: i64,
+    /// Sessions that started in the period (see [`DashboardOverview`]).
+    pub sessions: i64,
+    pub viewing_sessions: i64,
+    pub bounced_sessions: i64,
 }
 
 impl DashboardOverview {
@@ -188,6 +203,9 @@ impl DashboardOverview {
             average_session_millis: (timed > 0).then(|| millis as f64 / timed as f64),
             vpn_events: add(|t| t.vpn_events),
             events: add(|t| t.events),
+            sessions: add(|t| t.sessions),
+            viewing_sessions: add(|t| t.viewing_sessions),
+            bounced_sessions: add(|t| t.bounced_sessions),
         }
     }
 }
@@ -229,22 +247,15 @@ pub fn countries(
     countries
 }
 
-/// The sessions that started in a period (a session is one user's
-/// `session_id`; it starts at its first event, whose device type, country
-/// and VPN flag the filters look at), each counted once, with its events
-/// of every period.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionCounts {
-    /// Sessions per 15-minute slice of UTC time (`slice * SLICE_MILLIS` is
-    /// its start), each in the slice of its first event: fine enough to be
-    /// summed into hours, days, weeks or months of any time zone, whose
-    /// offsets are multiples of 15 minutes.
-    pub starts: Vec<(i64, i64)>,
+/// One 15-minute slice of UTC time (`slice * SLICE_MILLIS` is its start)
+/// of the trends: fine enough to be summed into hours, days, weeks or months
+/// of any time zone, whose offsets are multiples of 15 minutes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrendSlice {
+    pub slice: i64,
+    pub page_views: i64,
+    /// Sessions that started in it.
     pub sessions: i64,
-    /// Sessions with page views that had exactly one.
-    pub bounced_sessions: i64,
-    /// Sessions with at least one page view.
-    pub viewing_sessions: i64,
 }
 
 /// Distinct users with events in a period.
@@ -284,25 +295,17 @@ pub struct HeatCell {
 
 /// One event's share of the totals, in the rollups' columns `events,
 /// page_views, clicks, vpn_events, timed_sessions, session_millis,
-/// device_type, country`.
+/// session_starts, viewing_starts, bounced_starts, device_type, country`.
 const EVENT_TOTALS: &str = "SELECT 1, CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
      CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END, CASE WHEN is_vpn THEN 1 ELSE 0 END, \
      CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END, \
      CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN duration_ms ELSE 0 END, \
-     device_type, COALESCE(country, '')";
+     0, 0, 0, device_type, COALESCE(country, '')";
 
-/// The period's page views per slice, rollup rows and raw events in one
-/// shape: `page_views, slice`.
-fn slice_page_views(scope: &Scope) -> String {
-    let Scope {
-        whole, ends, dims, ..
-    } = scope;
-    format!(
-        "SELECT page_views, slice FROM analytics_rollup_slices WHERE {whole} AND {dims} \
-         UNION ALL SELECT CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, \
-         occurred_at / {SLICE_MILLIS} FROM analytics_events WHERE {ends} AND {dims}"
-    )
-}
+/// One session's start, in the same columns.
+const SESSION_STARTS: &str = "SELECT 0, 0, 0, 0, 0, 0, 1, \
+     CASE WHEN page_views > 0 THEN 1 ELSE 0 END, CASE WHEN page_views = 1 THEN 1 ELSE 0 END, \
+     device_type, country";
 
 /// Who was active in the period, from which country: the visit rollup's
 /// rows and the raw events in one shape, `user_id, country`.
@@ -335,35 +338,50 @@ impl crate::Database {
             days,
             slices,
             ends,
+            starts,
             dims,
             args,
         } = filter.tiered_scope();
         let rollup = "SELECT events, page_views, clicks, \
              CASE WHEN is_vpn THEN events ELSE 0 END AS vpn_events, timed_sessions, \
-             session_millis, device_type, country";
+             session_millis, session_starts, viewing_starts, bounced_starts, device_type, country";
         let sql = format!(
-            "SELECT device_type, country, {}, {}, {}, {}, {}, {} FROM (\
+            "SELECT device_type, country, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM (\
              {rollup} FROM analytics_rollup_days WHERE {days} AND {dims} \
              UNION ALL {rollup} FROM analytics_rollup_slices WHERE {slices} AND {dims} \
-             UNION ALL {EVENT_TOTALS} FROM analytics_events WHERE {ends} AND {dims}) AS totals \
-             GROUP BY device_type, country ORDER BY device_type, country",
+             UNION ALL {EVENT_TOTALS} FROM analytics_events WHERE {ends} AND {dims} \
+             UNION ALL {SESSION_STARTS} FROM analytics_rollup_sessions WHERE {starts} AND {dims}\
+             ) AS totals GROUP BY device_type, country ORDER BY device_type, country",
             sum("events"),
             sum("page_views"),
             sum("clicks"),
             sum("vpn_events"),
             sum("timed_sessions"),
             sum("session_millis"),
+            sum("session_starts"),
+            sum("viewing_starts"),
+            sum("bounced_starts"),
         );
-        let rows = bind_all(
-            sqlx::query_as::<_, (String, String, i64, i64, i64, i64, i64, i64)>(&sql),
-            args.into_vec(),
-        )
-        .fetch_all(&mut *self.lease().await?)
-        .await?;
+        type Row = (String, String, i64, i64, i64, i64, i64, i64, i64, i64, i64);
+        let rows = bind_all(sqlx::query_as::<_, Row>(&sql), args.into_vec())
+            .fetch_all(&mut *self.lease().await?)
+            .await?;
         Ok(rows
             .into_iter()
             .map(
-                |(device_type, country, events, page_views, clicks, vpn_events, timed, millis)| {
+                |(
+                    device_type,
+                    country,
+                    events,
+                    page_views,
+                    clicks,
+                    vpn_events,
+                    timed,
+                    millis,
+                    sessions,
+                    viewing,
+                    bounced,
+                )| {
                     DimensionTotals {
                         device_type,
                         country: (!country.is_empty()).then_some(country),
@@ -373,69 +391,54 @@ impl crate::Database {
                         vpn_events,
                         timed_sessions: timed,
                         session_millis: millis,
+                        sessions,
+                        viewing_sessions: viewing,
+                        bounced_sessions: bounced,
                     }
                 },
             )
             .collect())
     }
 
-    /// Page views per 15-minute UTC slice, for the trends.
-    pub async fn dashboard_page_views(
+    /// Page views and session starts per 15-minute UTC slice, for the
+    /// trends: the slice rollup's whole slices, the events and the session
+    /// starts of the ragged ends.
+    pub async fn dashboard_trend(
         &self,
         filter: &EventFilter,
-    ) -> Result<Vec<(i64, i64)>, DomainError> {
-        let scope = filter.scope(SLICE_MILLIS, "slice");
+    ) -> Result<Vec<TrendSlice>, DomainError> {
+        let mut scope = filter.scope(SLICE_MILLIS, "slice");
+        let (_, ragged) = split(filter.since, filter.until, SLICE_MILLIS);
+        let starts = in_spans("first_at", &ragged, &mut scope.args);
+        let Scope {
+            whole, ends, dims, ..
+        } = &scope;
         let sql = format!(
-            "SELECT slice, {} FROM ({}) AS totals WHERE page_views > 0 \
-             GROUP BY slice ORDER BY slice",
+            "SELECT slice, {}, {} FROM (\
+             SELECT page_views, session_starts, slice FROM analytics_rollup_slices \
+             WHERE {whole} AND {dims} \
+             UNION ALL SELECT CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END, 0, \
+             occurred_at / {SLICE_MILLIS} FROM analytics_events WHERE {ends} AND {dims} \
+             UNION ALL SELECT 0, 1, first_at / {SLICE_MILLIS} FROM analytics_rollup_sessions \
+             WHERE {starts} AND {dims}) AS trend \
+             WHERE page_views > 0 OR session_starts > 0 GROUP BY slice ORDER BY slice",
             sum("page_views"),
-            slice_page_views(&scope)
-        );
-        Ok(
-            bind_all(sqlx::query_as::<_, (i64, i64)>(&sql), scope.args.into_vec())
-                .fetch_all(&mut *self.lease().await?)
-                .await?,
-        )
-    }
-
-    /// The sessions that started in the period (their first event is in
-    /// it, and with the filters, it matches them), per slice of their
-    /// start: read in slice order from the session rollup's index, so a
-    /// year is one range scan with nothing to sort (grouping a year's
-    /// 533,000 visits by session instead took most of a year's dashboard).
-    pub async fn dashboard_sessions(
-        &self,
-        filter: &EventFilter,
-    ) -> Result<SessionCounts, DomainError> {
-        let mut args = Args::default();
-        let period = format!(
-            "first_slice >= {} AND first_slice <= {} AND first_at >= {} AND first_at < {}",
-            args.push(Arg::Int(filter.since.div_euclid(SLICE_MILLIS))),
-            args.push(Arg::Int((filter.until - 1).div_euclid(SLICE_MILLIS))),
-            args.push(Arg::Int(filter.since)),
-            args.push(Arg::Int(filter.until)),
-        );
-        let dims = filter.dimension_conditions(&mut args);
-        let sql = format!(
-            "SELECT first_slice, COUNT(*), {}, {} FROM analytics_rollup_sessions \
-             WHERE {period} AND {dims} GROUP BY first_slice ORDER BY first_slice",
-            sum("CASE WHEN page_views = 1 THEN 1 ELSE 0 END"),
-            sum("CASE WHEN page_views > 0 THEN 1 ELSE 0 END"),
+            sum("session_starts"),
         );
         let rows = bind_all(
-            sqlx::query_as::<_, (i64, i64, i64, i64)>(&sql),
-            args.into_vec(),
+            sqlx::query_as::<_, (i64, i64, i64)>(&sql),
+            scope.args.into_vec(),
         )
         .fetch_all(&mut *self.lease().await?)
         .await?;
-        let mut counts = SessionCounts::default();
-        for (slice, sessions, bounced, viewing) in rows {
-            counts.sessions += sessions;
-            counts.bounced_sessions += bounced;
-            counts.viewing_sessions += viewing;
-            counts.starts.push((slice, sessions));
-        }
-        Ok(counts)
+        Ok(rows
+            .into_iter()
+            .map(|(slice, page_views, sessions)| TrendSlice {
+                slice,
+                page_views,
+                sessions,
+            })
+            .collect())
     }
 
     /// The `limit` most viewed paths. Views come from the day rollups;

@@ -21,7 +21,7 @@ mod rollups;
 use dashboard::Scope;
 pub use dashboard::{
     CountryCount, DashboardOverview, DimensionTotals, DistinctUsers, EventFilter, HeatCell,
-    PageViews, SessionCounts, countries, device_events,
+    PageViews, TrendSlice, countries, device_events,
 };
 pub use rollups::{DAY_MILLIS, HEATMAP_CELL, SLICE_MILLIS};
 use rollups::{EventFacts, RollupDelta};

@@ -67,11 +67,18 @@ impl Dims {
 
 /// What a set of events adds to one session: its start (the earliest
 /// event's time and attributes, ties broken by the attributes; `None` when
-/// purged events are taken away, which never move a start) and its counts.
+/// purged events are taken away) and its page views.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct SessionDelta {
     start: Option<(i64, Dims)>,
-    events: i64,
+    page_views: i64,
+}
+
+/// A session as its rollup row holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SessionState {
+    first_at: i64,
+    dims: Dims,
     page_views: i64,
 }
 
@@ -82,6 +89,11 @@ struct SliceTotals {
     clicks: i64,
     timed_sessions: i64,
     session_millis: i64,
+    /// Sessions that start here (at their first event), those of them with
+    /// page views, and those with exactly one.
+    session_starts: i64,
+    viewing_starts: i64,
+    bounced_starts: i64,
 }
 
 /// The change a set of events makes to the rollups: added when they are
@@ -95,8 +107,8 @@ pub(crate) struct RollupDelta {
     pages: BTreeMap<(i64, String, Dims), i64>,
     clicks: BTreeMap<(i64, String, i64, i64, Dims), i64>,
     sessions: BTreeMap<(i64, String), SessionDelta>,
-    /// The latest slice of the events taken away, if any.
-    latest_purged: Option<i64>,
+    /// Events are taken away: the sessions they belong to end.
+    purging: bool,
 }
 
 impl RollupDelta {
@@ -131,19 +143,15 @@ impl RollupDelta {
                 .entry((event.user_id, key.to_owned()))
                 .or_insert_with(|| SessionDelta {
                     start: start.clone(),
-                    events: 0,
                     page_views: 0,
                 });
             session.start = match (session.start.take(), start) {
                 (Some(known), Some(new)) => Some(known.min(new)),
                 (known, new) => known.or(new),
             };
-            session.events += sign;
             session.page_views += sign * page_view;
         }
-        if sign < 0 {
-            self.latest_purged = self.latest_purged.max(Some(slice));
-        }
+        self.purging |= sign < 0;
         let visit = self
             .visits
             .entry((
@@ -179,7 +187,11 @@ impl RollupDelta {
 
     /// Writes the change in `tx`: several rows per statement, each added to
     /// the row of its key or inserted; rows counted down to nothing go.
-    pub(crate) async fn apply(self, tx: &mut Tx<'_>) -> Result<(), DomainError> {
+    pub(crate) async fn apply(mut self, tx: &mut Tx<'_>) -> Result<(), DomainError> {
+        let sessions = std::mem::take(&mut self.sessions);
+        for (state, sign) in settle_sessions(tx, sessions, self.purging).await? {
+            self.count_start(&state, sign);
+        }
         let totals_rows = |rows: BTreeMap<(i64, Dims), SliceTotals>| {
             rows.into_iter().map(|((time, dims), totals)| {
                 let [device, country, vpn] = dims.args();
@@ -193,6 +205,9 @@ impl RollupDelta {
                     Arg::Int(totals.clicks),
                     Arg::Int(totals.timed_sessions),
                     Arg::Int(totals.session_millis),
+                    Arg::Int(totals.session_starts),
+                    Arg::Int(totals.viewing_starts),
+                    Arg::Int(totals.bounced_starts),
                 ]
             })
         };
@@ -242,98 +257,201 @@ impl RollupDelta {
                     Arg::Int(clicks),
                 ]
             });
-        upsert(tx, &CLICKS, clicks).await?;
-        apply_sessions(tx, self.sessions, self.latest_purged).await
+        upsert(tx, &CLICKS, clicks).await
+    }
+
+    /// Counts `session` as starting in its slice and day (`sign` 1), or no
+    /// longer (-1).
+    fn count_start(&mut self, session: &SessionState, sign: i64) {
+        let slice = session.first_at / SLICE_MILLIS;
+        let day = session.first_at / DAY_MILLIS;
+        for totals in [
+            self.slices
+                .entry((slice, session.dims.clone()))
+                .or_default(),
+            self.days.entry((day, session.dims.clone())).or_default(),
+        ] {
+            totals.session_starts += sign;
+            totals.viewing_starts += sign * i64::from(session.page_views > 0);
+            totals.bounced_starts += sign * i64::from(session.page_views == 1);
+        }
     }
 }
 
-/// Adds the sessions' counts, moves a session's start when an earlier event
-/// arrives, then removes the sessions a purge left without events.
-async fn apply_sessions(
+/// Brings the sessions of `sessions` up to date in their rollup rows and
+/// answers how their starts change: each session's old start taken away
+/// (-1) and its new one counted (1). New events move a start earlier and
+/// add page views; purged events end their session (it began before the
+/// retention window), so its row goes and its start is no longer counted.
+/// The rows are read locked (PostgreSQL; SQLite's writer holds the database)
+/// after missing ones are claimed, so two instances' writers that meet one
+/// new session take turns instead of both counting it as new.
+async fn settle_sessions(
     tx: &mut Tx<'_>,
     sessions: BTreeMap<(i64, String), SessionDelta>,
-    latest_purged: Option<i64>,
-) -> Result<(), DomainError> {
-    const COLUMNS: usize = 9;
+    purging: bool,
+) -> Result<Vec<(SessionState, i64)>, DomainError> {
+    let mut changes = Vec::new();
+    if sessions.is_empty() {
+        return Ok(changes);
+    }
     let dialect = Dialect::of(tx);
-    let rows: Vec<_> = sessions.into_iter().collect();
-    let rows_per_statement = (dialect.values_per_statement() / COLUMNS).max(1);
-    for chunk in rows.chunks(rows_per_statement) {
-        let sql = sessions_upsert_statement(dialect, chunk.len());
+    let keys: Vec<&(i64, String)> = sessions.keys().collect();
+    if !purging {
+        let claims: Vec<_> = sessions
+            .iter()
+            .filter_map(|(key, delta)| Some((key, delta.start.clone()?, UNSETTLED)))
+            .collect();
+        write_sessions(tx, dialect, &claims, "DO NOTHING").await?;
+    }
+    let mut stored = read_sessions(tx, dialect, &keys).await?;
+    let mut settled = Vec::new();
+    for (key, delta) in &sessions {
+        let old = stored.remove(key).filter(|old| old.page_views != UNSETTLED);
+        if let Some(old) = &old {
+            changes.push((old.clone(), -1));
+        }
+        if purging {
+            continue;
+        }
+        let Some(start) = delta.start.clone() else {
+            continue;
+        };
+        let new = match old {
+            Some(old) => {
+                let (first_at, dims) = (old.first_at, old.dims).min(start);
+                SessionState {
+                    first_at,
+                    dims,
+                    page_views: old.page_views + delta.page_views,
+                }
+            }
+            None => SessionState {
+                first_at: start.0,
+                dims: start.1,
+                page_views: delta.page_views,
+            },
+        };
+        changes.push((new.clone(), 1));
+        settled.push((key, (new.first_at, new.dims), new.page_views));
+    }
+    if purging {
+        delete_sessions(tx, dialect, &keys).await?;
+    } else {
+        let update = "DO UPDATE SET first_at = excluded.first_at, \
+             device_type = excluded.device_type, country = excluded.country, \
+             is_vpn = excluded.is_vpn, page_views = excluded.page_views";
+        write_sessions(tx, dialect, &settled, update).await?;
+    }
+    Ok(changes)
+}
+
+/// The page views of a session row claimed but not yet settled: never
+/// left after a commit.
+const UNSETTLED: i64 = -1;
+
+/// Inserts the sessions' rows; `on_conflict` says what becomes of a row
+/// already there.
+async fn write_sessions(
+    tx: &mut Tx<'_>,
+    dialect: Dialect,
+    rows: &[(&(i64, String), (i64, Dims), i64)],
+    on_conflict: &str,
+) -> Result<(), DomainError> {
+    const COLUMNS: usize = 7;
+    for chunk in rows.chunks((dialect.values_per_statement() / COLUMNS).max(1)) {
+        let mut sql = "INSERT INTO analytics_rollup_sessions \
+             (user_id, session_key, first_at, device_type, country, is_vpn, page_views) VALUES "
+            .to_owned();
+        super::push_value_rows(&mut sql, chunk.len(), COLUMNS);
+        sql.push_str(" ON CONFLICT (user_id, session_key) ");
+        sql.push_str(on_conflict);
         let mut query = sqlx::query(&sql);
-        for ((user_id, session_key), delta) in chunk {
-            // Taking events away never moves a start: an end of time that no
-            // stored start is later than (the row exists while its events do).
-            let (first_at, dims) = delta.start.clone().unwrap_or((
-                i64::MAX,
-                Dims {
-                    device_type: String::new(),
-                    country: String::new(),
-                    is_vpn: false,
-                },
-            ));
+        for ((user_id, session_key), (first_at, dims), page_views) in chunk {
             query = query
                 .bind(*user_id)
                 .bind(session_key.as_str())
-                .bind(first_at)
-                .bind(first_at / SLICE_MILLIS)
-                .bind(dims.device_type)
-                .bind(dims.country)
+                .bind(*first_at)
+                .bind(dims.device_type.as_str())
+                .bind(dims.country.as_str())
                 .bind(dims.is_vpn)
-                .bind(delta.events)
-                .bind(delta.page_views);
+                .bind(*page_views);
         }
         query.execute(&mut **tx).await?;
-    }
-    // A session purged to nothing had every event, its first among them,
-    // in the purged slices.
-    if let Some(latest) = latest_purged {
-        sqlx::query(
-            "DELETE FROM analytics_rollup_sessions WHERE first_slice <= $1 AND events <= 0",
-        )
-        .bind(latest)
-        .execute(&mut **tx)
-        .await?;
     }
     Ok(())
 }
 
-fn sessions_upsert_statement(dialect: Dialect, rows: usize) -> String {
-    let mut sql = "INSERT INTO analytics_rollup_sessions (user_id, session_key, first_at, \
-                   first_slice, device_type, country, is_vpn, events, page_views) VALUES "
-        .to_owned();
-    super::push_value_rows(&mut sql, rows, 9);
-    let order = dialect.byte_order();
-    let start = |table: &str| {
-        format!(
-            "({table}.first_at, {table}.device_type{order}, {table}.country{order}, {table}.is_vpn)"
-        )
-    };
-    let earlier = format!(
-        "{} < {}",
-        start("excluded"),
-        start("analytics_rollup_sessions")
-    );
-    let moved = [
-        "first_at",
-        "first_slice",
-        "device_type",
-        "country",
-        "is_vpn",
-    ]
-    .map(|column| {
-        format!(
-            "{column} = CASE WHEN {earlier} THEN excluded.{column} \
-                 ELSE analytics_rollup_sessions.{column} END"
-        )
-    })
-    .join(", ");
-    sql.push_str(&format!(
-        " ON CONFLICT (user_id, session_key) DO UPDATE SET {moved}, \
-         events = analytics_rollup_sessions.events + excluded.events, \
-         page_views = analytics_rollup_sessions.page_views + excluded.page_views"
-    ));
+/// `(user_id, session_key) IN (VALUES …)` for `rows` keys, numbered from $1.
+fn session_keys_condition(rows: usize) -> String {
+    let mut sql = "(user_id, session_key) IN (VALUES ".to_owned();
+    super::push_value_rows(&mut sql, rows, 2);
+    sql.push(')');
     sql
+}
+
+fn bind_keys<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    keys: &[&'q (i64, String)],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for (user_id, session_key) in keys {
+        query = query.bind(*user_id).bind(session_key.as_str());
+    }
+    query
+}
+
+/// The stored rows of `keys`, locked until the commit.
+async fn read_sessions(
+    tx: &mut Tx<'_>,
+    dialect: Dialect,
+    keys: &[&(i64, String)],
+) -> Result<BTreeMap<(i64, String), SessionState>, DomainError> {
+    use sqlx::Row;
+    let mut stored = BTreeMap::new();
+    for chunk in keys.chunks((dialect.values_per_statement() / 2).max(1)) {
+        let sql = format!(
+            "SELECT user_id, session_key, first_at, device_type, country, is_vpn, page_views \
+             FROM analytics_rollup_sessions WHERE {}{}",
+            session_keys_condition(chunk.len()),
+            dialect.for_update()
+        );
+        for row in bind_keys(sqlx::query(&sql), chunk)
+            .fetch_all(&mut **tx)
+            .await?
+        {
+            let vpn: crate::flag::Flag = row.try_get(5)?;
+            stored.insert(
+                (row.try_get(0)?, row.try_get(1)?),
+                SessionState {
+                    first_at: row.try_get(2)?,
+                    dims: Dims {
+                        device_type: row.try_get(3)?,
+                        country: row.try_get(4)?,
+                        is_vpn: vpn.0,
+                    },
+                    page_views: row.try_get(6)?,
+                },
+            );
+        }
+    }
+    Ok(stored)
+}
+
+async fn delete_sessions(
+    tx: &mut Tx<'_>,
+    dialect: Dialect,
+    keys: &[&(i64, String)],
+) -> Result<(), DomainError> {
+    for chunk in keys.chunks((dialect.values_per_statement() / 2).max(1)) {
+        let sql = format!(
+            "DELETE FROM analytics_rollup_sessions WHERE {}",
+            session_keys_condition(chunk.len())
+        );
+        bind_keys(sqlx::query(&sql), chunk)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
 }
 
 /// One rollup table: its key columns (the time first) and its counter
@@ -353,6 +471,9 @@ const SLICES: RollupTable = RollupTable {
         "clicks",
         "timed_sessions",
         "session_millis",
+        "session_starts",
+        "viewing_starts",
+        "bounced_starts",
     ],
 };
 
@@ -416,7 +537,7 @@ async fn upsert(
         for row in chunk {
             if let (Some(Arg::Int(time)), Some(Arg::Int(first))) =
                 (row.first(), row.get(table.keys.len()))
-                && *first <= 0
+                && *first < 0
             {
                 latest_emptied = latest_emptied.max(Some(*time));
             }
@@ -468,9 +589,11 @@ fn upsert_statement(table: &RollupTable, rows: usize) -> String {
 
 /// The day rollup summed from the slice rollup (96 slices a day).
 const DAYS_FROM_SLICES: &str = "INSERT INTO analytics_rollup_days \
-     (day, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, session_millis) \
+     (day, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, \
+     session_millis, session_starts, viewing_starts, bounced_starts) \
      SELECT slice / 96, device_type, country, is_vpn, SUM(events), SUM(page_views), SUM(clicks), \
-     SUM(timed_sessions), SUM(session_millis) FROM analytics_rollup_slices GROUP BY 1, 2, 3, 4";
+     SUM(timed_sessions), SUM(session_millis), SUM(session_starts), SUM(viewing_starts), \
+     SUM(bounced_starts) FROM analytics_rollup_slices GROUP BY 1, 2, 3, 4";
 
 /// Counts every stored event again from scratch, in one transaction: for
 /// events loaded around the writer (a restore, a bulk import). Sessions
@@ -481,44 +604,56 @@ pub(crate) async fn rebuild(tx: &mut Tx<'_>) -> Result<(), DomainError> {
             .execute(&mut **tx)
             .await?;
     }
-    for statement in REBUILD {
-        sqlx::query(statement).execute(&mut **tx).await?;
-    }
     sqlx::query("DELETE FROM analytics_rollup_sessions")
         .execute(&mut **tx)
         .await?;
     let order = Dialect::of(tx).byte_order();
-    sqlx::query(&format!(
-        "INSERT INTO analytics_rollup_sessions (user_id, session_key, first_at, first_slice, \
-         device_type, country, is_vpn, events, page_views) \
-         SELECT user_id, session_key, occurred_at, occurred_at / {SLICE_MILLIS}, device_type, \
-         country, is_vpn, events, page_views FROM (\
-         SELECT user_id, session_key, occurred_at, device_type, \
+    let sessions = format!(
+        "INSERT INTO analytics_rollup_sessions \
+         (user_id, session_key, first_at, device_type, country, is_vpn, page_views) \
+         SELECT user_id, session_key, occurred_at, device_type, country, is_vpn, page_views \
+         FROM (SELECT user_id, session_key, occurred_at, device_type, \
          COALESCE(country, '') AS country, is_vpn, \
          ROW_NUMBER() OVER (PARTITION BY user_id, session_key ORDER BY occurred_at, \
          device_type{order}, COALESCE(country, ''){order}, is_vpn) AS position, \
-         COUNT(*) OVER (PARTITION BY user_id, session_key) AS events, \
          SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END) \
          OVER (PARTITION BY user_id, session_key) AS page_views \
          FROM analytics_events WHERE session_key <> '') AS ordered WHERE position = 1"
-    ))
-    .execute(&mut **tx)
-    .await?;
+    );
+    for statement in [sessions.as_str()]
+        .into_iter()
+        .chain(REBUILD)
+        .chain([DAYS_FROM_SLICES])
+    {
+        sqlx::query(statement).execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
 /// The rollups of the stored events, one statement per table (the same
-/// counting as [`RollupDelta::count`]; the days sum the slices).
-const REBUILD: [&str; 5] = [
+/// counting as [`RollupDelta::count`]), after the sessions, whose starts
+/// the slices count; the days are summed from the slices last.
+const REBUILD: [&str; 4] = [
     "INSERT INTO analytics_rollup_slices \
-     (slice, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, session_millis) \
-     SELECT occurred_at / 900000, device_type, COALESCE(country, ''), is_vpn, COUNT(*), \
-     SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END), \
-     SUM(CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END), \
-     SUM(CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END), \
+     (slice, device_type, country, is_vpn, events, page_views, clicks, timed_sessions, \
+     session_millis, session_starts, viewing_starts, bounced_starts) \
+     SELECT totals.slice, totals.device_type, totals.country, totals.is_vpn, events, page_views, \
+     clicks, timed_sessions, session_millis, COALESCE(starts.sessions, 0), \
+     COALESCE(starts.viewing, 0), COALESCE(starts.bounced, 0) FROM (\
+     SELECT occurred_at / 900000 AS slice, device_type, COALESCE(country, '') AS country, \
+     is_vpn, COUNT(*) AS events, \
+     SUM(CASE WHEN event_type = 'page_view' THEN 1 ELSE 0 END) AS page_views, \
+     SUM(CASE WHEN event_type = 'button_click' THEN 1 ELSE 0 END) AS clicks, \
+     SUM(CASE WHEN event_type = 'session_end' AND duration_ms IS NOT NULL THEN 1 ELSE 0 END) \
+     AS timed_sessions, \
      COALESCE(SUM(CASE WHEN event_type = 'session_end' THEN duration_ms END), 0) \
-     FROM analytics_events GROUP BY 1, 2, 3, 4",
-    DAYS_FROM_SLICES,
+     AS session_millis FROM analytics_events GROUP BY 1, 2, 3, 4) AS totals \
+     LEFT JOIN (SELECT first_at / 900000 AS slice, device_type, country, is_vpn, \
+     COUNT(*) AS sessions, SUM(CASE WHEN page_views > 0 THEN 1 ELSE 0 END) AS viewing, \
+     SUM(CASE WHEN page_views = 1 THEN 1 ELSE 0 END) AS bounced \
+     FROM analytics_rollup_sessions GROUP BY 1, 2, 3, 4) AS starts \
+     ON starts.slice = totals.slice AND starts.device_type = totals.device_type \
+     AND starts.country = totals.country AND starts.is_vpn = totals.is_vpn",
     "INSERT INTO analytics_rollup_visits \
      (slice, user_id, session_key, device_type, country, is_vpn, events, page_views) \
      SELECT occurred_at / 900000, user_id, COALESCE(session_key, ''), device_type, \
@@ -571,7 +706,8 @@ mod tests {
                 page_views: 1,
                 clicks: 1,
                 timed_sessions: 1,
-                session_millis: 1_000
+                session_millis: 1_000,
+                ..SliceTotals::default()
             }
         );
         assert_eq!(delta.visits.values().next(), Some(&(3, 1)));

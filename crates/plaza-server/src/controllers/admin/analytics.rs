@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use chrono_tz::Tz;
 use plaza_domain::DomainError;
-use plaza_domain::analytics::{self, DashboardOverview, EventFilter, HEATMAP_CELL};
+use plaza_domain::analytics::{self, DashboardOverview, EventFilter, HEATMAP_CELL, TrendSlice};
 use plaza_domain::time::now_millis;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -234,11 +234,10 @@ pub async fn analytics_dashboard(
     // of its own, at once (a year's dashboard on two cores: 2.0 s one after
     // the other, README "Analytics dashboard").
     let trends_wanted = wants("sessions") || wants("pageviews");
-    let (totals, users, sessions, views, pages, cells, plans) = tokio::try_join!(
+    let (totals, users, trend, pages, cells, plans) = tokio::try_join!(
         db.dashboard_totals(&filter),
         db.dashboard_users(&filter),
-        db.dashboard_sessions(&filter),
-        optional(trends_wanted, db.dashboard_page_views(&filter)),
+        optional(trends_wanted, db.dashboard_trend(&filter)),
         optional(
             wants("pageviews"),
             db.dashboard_top_pages(&filter, TOP_PAGES)
@@ -264,25 +263,29 @@ pub async fn analytics_dashboard(
         }
     };
     let overview = Overview {
-        total_sessions: sessions.sessions,
+        total_sessions: figures.sessions,
         total_page_views: figures.page_views,
         total_clicks: figures.clicks,
         unique_users: figures.unique_users,
         avg_session_duration: (figures.average_session_millis.unwrap_or(0.0) / 10.0).round()
             / 100.0,
-        bounce_rate: percent(sessions.bounced_sessions, sessions.viewing_sessions),
+        bounce_rate: percent(figures.bounced_sessions, figures.viewing_sessions),
         vpn_percentage: percent(figures.vpn_events, figures.events),
     };
-    let trends = views.map(|views| {
-        let points = |slices: &[(i64, i64)]| {
-            trends::buckets(slices, since, until, query.zone, query.granularity)
+    let trends = trend.map(|trend| {
+        let points = |count: fn(&TrendSlice) -> i64| {
+            let slices: Vec<(i64, i64)> = trend
+                .iter()
+                .map(|slice| (slice.slice, count(slice)))
+                .collect();
+            trends::buckets(&slices, since, until, query.zone, query.granularity)
                 .into_iter()
                 .map(|Bucket { date, count }| TrendPoint { date, count })
                 .collect()
         };
         Trends {
-            sessions: points(&sessions.starts),
-            page_views: points(&views),
+            sessions: points(|slice| slice.sessions),
+            page_views: points(|slice| slice.page_views),
         }
     });
     let top_pages = pages.map(|pages| {
