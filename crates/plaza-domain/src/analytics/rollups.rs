@@ -300,7 +300,15 @@ async fn settle_sessions(
     if !purging {
         let claims: Vec<_> = sessions
             .iter()
-            .filter_map(|(key, delta)| Some((key, delta.start.clone()?, UNSETTLED)))
+            .filter_map(|(key, delta)| {
+                let (first_at, dims) = delta.start.clone()?;
+                let claim = SessionState {
+                    first_at,
+                    dims,
+                    page_views: UNSETTLED,
+                };
+                Some((key, claim))
+            })
             .collect();
         write_sessions(tx, dialect, &claims, "DO NOTHING").await?;
     }
@@ -333,7 +341,7 @@ async fn settle_sessions(
             },
         };
         changes.push((new.clone(), 1));
-        settled.push((key, (new.first_at, new.dims), new.page_views));
+        settled.push((key, new));
     }
     if purging {
         delete_sessions(tx, dialect, &keys).await?;
@@ -355,7 +363,7 @@ const UNSETTLED: i64 = -1;
 async fn write_sessions(
     tx: &mut Tx<'_>,
     dialect: Dialect,
-    rows: &[(&(i64, String), (i64, Dims), i64)],
+    rows: &[(&(i64, String), SessionState)],
     on_conflict: &str,
 ) -> Result<(), DomainError> {
     const COLUMNS: usize = 7;
@@ -367,15 +375,15 @@ async fn write_sessions(
         sql.push_str(" ON CONFLICT (user_id, session_key) ");
         sql.push_str(on_conflict);
         let mut query = sqlx::query(&sql);
-        for ((user_id, session_key), (first_at, dims), page_views) in chunk {
+        for ((user_id, session_key), session) in chunk {
             query = query
                 .bind(*user_id)
                 .bind(session_key.as_str())
-                .bind(*first_at)
-                .bind(dims.device_type.as_str())
-                .bind(dims.country.as_str())
-                .bind(dims.is_vpn)
-                .bind(*page_views);
+                .bind(session.first_at)
+                .bind(session.dims.device_type.as_str())
+                .bind(session.dims.country.as_str())
+                .bind(session.dims.is_vpn)
+                .bind(session.page_views);
         }
         query.execute(&mut **tx).await?;
     }
@@ -400,7 +408,8 @@ fn bind_keys<'q>(
     query
 }
 
-/// The stored rows of `keys`, locked until the commit.
+/// The stored rows of `keys`, locked until the commit, in key order (as
+/// every writer locks them, so two cannot deadlock).
 async fn read_sessions(
     tx: &mut Tx<'_>,
     dialect: Dialect,
@@ -411,7 +420,7 @@ async fn read_sessions(
     for chunk in keys.chunks((dialect.values_per_statement() / 2).max(1)) {
         let sql = format!(
             "SELECT user_id, session_key, first_at, device_type, country, is_vpn, page_views \
-             FROM analytics_rollup_sessions WHERE {}{}",
+             FROM analytics_rollup_sessions WHERE {} ORDER BY user_id, session_key{}",
             session_keys_condition(chunk.len()),
             dialect.for_update()
         );
