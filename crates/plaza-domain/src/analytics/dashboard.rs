@@ -1,7 +1,8 @@
-//! The dashboards' queries. Each reads the whole slices or days of its
+//! The dashboards' queries. Each reads the whole days or slices of its
 //! period from the rollups and only the ragged ends of the period (less than
-//! a slice or a day at either side) from the events, so its cost follows the
-//! number of rollup rows, not of events.
+//! a slice or a day at either side) from the events (and, for the sessions
+//! starting there, the session rollup), so its cost follows the number of
+//! rollup rows, not of events.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,7 +1,8 @@
-//! Rollups: the events pre-counted per 15-minute slice (totals, and who was
-//! active in which session), per UTC day (totals, page views, clicks per
-//! heatmap cell) and per session (where and when it started, its events). The ingest writer adds a batch's counts and the retention purge
-//! subtracts a chunk's, each in the transaction that stores or deletes the
+//! Rollups: the events pre-counted per 15-minute slice (totals with the
+//! sessions starting there, and who was active), per UTC day (the same
+//! totals, page views, clicks per heatmap cell) and per session (where and
+//! when it started, its page views). The ingest writer adds a batch's
+//! counts and the retention purge subtracts a chunk's, each in the transaction that stores or deletes the
 //! events, so the rollups never disagree with the events and a dashboard
 //! reads thousands of rows instead of millions.
 
