@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
+use sqlx::any::AnyRow;
+use sqlx::{FromRow, Row};
 
 use crate::listing::{Arg, Args, JsonFlag, Page, bind_all, optional_text, where_clause};
 use crate::time::now_millis;
@@ -13,7 +15,8 @@ use crate::users::escape_like;
 use crate::{Database, DomainError};
 
 /// One user as the list shows them. Times are Unix milliseconds. Read in
-/// place from the page's JSON text: strings without escapes borrow from it.
+/// place from the page's JSON text on SQLite (strings without escapes
+/// borrow from it), from its row on PostgreSQL.
 #[derive(Debug, Clone, Deserialize)]
 pub struct DirectoryUser<'a> {
     pub id: i64,
@@ -76,27 +79,71 @@ fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Er
 }
 
 /// One page of the list as the database wrote it, and how many users match
-/// in all; [`Directory::users`] reads the page in place.
+/// in all; [`Directory::users`] reads the page.
 #[derive(Debug, Clone)]
 pub struct Directory {
-    json: Option<String>,
+    page: DirectoryPage,
     pub total: i64,
+}
+
+/// The page as each engine answers it fastest (see
+/// [`crate::dialect::Dialect::rows_as_json`]).
+#[derive(Debug, Clone)]
+enum DirectoryPage {
+    /// SQLite: one JSON text, read in place.
+    Json(String),
+    /// PostgreSQL: the rows themselves.
+    Rows(Vec<DirectoryUser<'static>>),
 }
 
 impl Directory {
     /// The page's users, borrowing from it.
-    pub fn users(&self) -> Result<Vec<DirectoryUser<'_>>, DomainError> {
-        match &self.json {
-            Some(json) => crate::posts::parse_json_page(json),
-            None => Ok(Vec::new()),
+    pub fn users(&self) -> Result<Cow<'_, [DirectoryUser<'_>]>, DomainError> {
+        match &self.page {
+            DirectoryPage::Json(json) => crate::posts::parse_json_page(json).map(Cow::Owned),
+            DirectoryPage::Rows(rows) => Ok(Cow::Borrowed(rows.as_slice())),
         }
     }
 }
 
+impl<'r> FromRow<'r, AnyRow> for DirectoryUser<'static> {
+    fn from_row(row: &'r AnyRow) -> Result<Self, sqlx::Error> {
+        let text = |column: &str| row.try_get::<String, _>(column).map(Cow::Owned);
+        let optional_text = |column: &str| {
+            row.try_get::<Option<String>, _>(column)
+                .map(|text| text.map(Cow::Owned))
+        };
+        Ok(DirectoryUser {
+            id: row.try_get("id")?,
+            name: optional_text("name")?,
+            email: text("email")?,
+            image: optional_text("image")?,
+            created_at: row.try_get("created_at")?,
+            profile_public: row.try_get("profile_public")?,
+            bio: text("bio")?,
+            location: text("location")?,
+            is_active: row.try_get("is_active")?,
+            admin_notes: optional_text("admin_notes")?,
+            provider_name: optional_text("provider_name")?,
+            provider_email: optional_text("provider_email")?,
+            provider_verified: row.try_get("provider_verified")?,
+            provider_last_used: row.try_get("provider_last_used")?,
+            last_login: row.try_get("last_login")?,
+            login_count: row.try_get("login_count")?,
+            role: text("role")?,
+            subscription_count: row.try_get("subscription_count")?,
+            active_subscriptions: row.try_get("active_subscriptions")?,
+            subscription_names: optional_text("subscription_names")?,
+            timeout_count: row.try_get("timeout_count")?,
+            active_timeout_id: row.try_get("active_timeout_id")?,
+            active_timeout_reason: optional_text("active_timeout_reason")?,
+            timeout_expires: row.try_get("timeout_expires")?,
+        })
+    }
+}
+
 /// The columns of an item, named as [`DirectoryUser`]'s fields, from
-/// `listed`, one row of the page: every column of `listed`, in its order,
-/// under its own name (PostgreSQL converts the row itself:
-/// `Dialect::record_object`).
+/// `listed`, one row of the page (SQLite's JSON page).
 const ITEM_PAIRS: &str = "'id', listed.id, 'name', listed.name, 'email', listed.email, \
     'image', listed.image, 'created_at', listed.created_at, \
     'profile_public', listed.profile_public, 'bio', listed.bio, \
@@ -133,58 +180,72 @@ impl Database {
             )
             .await?;
         let Some(ids) = ids.filter(|_| total > 0) else {
-            return Ok(Directory { json: None, total });
+            return Ok(Directory {
+                page: DirectoryPage::Rows(Vec::new()),
+                total,
+            });
         };
         let mut args = Args::default();
         let page_ids = args.push(Arg::Text(ids));
         let now = args.push(Arg::Int(now_millis()));
         let dialect = self.dialect();
         let subscription_names = dialect.string_agg("s.plan_name", "s.plan_name, s.id");
-        // `chosen` holds the primary account of each of the page's users, so
-        // every lookup below runs for the page's users only.
-        let sql = format!(
+        // `chosen` holds the primary account of each of the page's users,
+        // and `subscribed` their subscriptions in one pass (three lookups
+        // per user as subqueries took 0.2 of 0.9 ms a page on PostgreSQL),
+        // so every lookup below runs for the page's users only.
+        let listed = format!(
+            "(SELECT u.id, u.name, u.email, u.image, u.created_at, u.profile_public, \
+               u.bio, u.location, (u.status = 'active') AS is_active, u.admin_notes, \
+               a.provider AS provider_name, a.email AS provider_email, \
+               COALESCE(a.email_verified, FALSE) AS provider_verified, \
+               a.last_used_at AS provider_last_used, u.last_login_at AS last_login, \
+               u.login_count, u.role, \
+               COALESCE(subscribed.total, 0) AS subscription_count, \
+               COALESCE(subscribed.active, 0) AS active_subscriptions, \
+               subscribed.names AS subscription_names, \
+               (SELECT COUNT(*) FROM user_bans t WHERE t.user_id = u.id) AS timeout_count, \
+               b.id AS active_timeout_id, b.reason AS active_timeout_reason, \
+               b.expires_at AS timeout_expires \
+             FROM chosen JOIN users u ON u.id = chosen.user_id \
+             LEFT JOIN accounts a ON a.id = chosen.account_id \
+             LEFT JOIN (SELECT s.user_id, COUNT(*) AS total, \
+                 SUM(CASE WHEN s.status = 'active' AND (s.ends_at IS NULL OR s.ends_at > {now}) \
+                   THEN 1 ELSE 0 END) AS active, \
+                 {subscription_names} AS names \
+               FROM subscriptions s WHERE s.user_id IN (SELECT id FROM page) \
+               GROUP BY s.user_id) subscribed ON subscribed.user_id = u.id \
+             LEFT JOIN user_bans b ON b.user_id = u.id AND b.lifted_at IS NULL \
+               AND (b.expires_at IS NULL OR b.expires_at > {now})) listed"
+        );
+        let order = "listed.created_at DESC, listed.id DESC";
+        let head = format!(
             "WITH page AS ({page}), chosen AS ( \
                SELECT page.id AS user_id, \
                  (SELECT x.id FROM accounts x WHERE x.user_id = page.id \
                   ORDER BY COALESCE(x.last_used_at, x.created_at) DESC, x.id LIMIT 1) AS account_id \
                FROM page \
-             ) \
-             SELECT {rows}",
+             )",
             page = dialect.json_integers(&page_ids),
-            rows = dialect.json_rows(
-                &dialect.record_object("listed", ITEM_PAIRS),
-                "listed.created_at DESC, listed.id DESC",
-                &format!(
-                    "(SELECT u.id, u.name, u.email, u.image, u.created_at, u.profile_public, \
-                       u.bio, u.location, (u.status = 'active') AS is_active, u.admin_notes, \
-                       a.provider AS provider_name, a.email AS provider_email, \
-                       COALESCE(a.email_verified, FALSE) AS provider_verified, \
-                       a.last_used_at AS provider_last_used, u.last_login_at AS last_login, \
-                       u.login_count, u.role, \
-                       (SELECT COUNT(*) FROM subscriptions s WHERE s.user_id = u.id) \
-                         AS subscription_count, \
-                       (SELECT COUNT(*) FROM subscriptions s WHERE s.user_id = u.id \
-                          AND s.status = 'active' AND (s.ends_at IS NULL OR s.ends_at > {now})) \
-                         AS active_subscriptions, \
-                       (SELECT {subscription_names} FROM subscriptions s WHERE s.user_id = u.id) \
-                         AS subscription_names, \
-                       (SELECT COUNT(*) FROM user_bans t WHERE t.user_id = u.id) AS timeout_count, \
-                       b.id AS active_timeout_id, b.reason AS active_timeout_reason, \
-                       b.expires_at AS timeout_expires \
-                     FROM chosen JOIN users u ON u.id = chosen.user_id \
-                     LEFT JOIN accounts a ON a.id = chosen.account_id \
-                     LEFT JOIN user_bans b ON b.user_id = u.id AND b.lifted_at IS NULL \
-                       AND (b.expires_at IS NULL OR b.expires_at > {now})) listed"
-                ),
-            ),
         );
-        let (json,): (String,) = bind_all(sqlx::query_as(&sql), args.into_vec())
-            .fetch_one(&mut *self.lease().await?)
-            .await?;
-        Ok(Directory {
-            json: Some(json),
-            total,
-        })
+        let mut lease = self.lease().await?;
+        let page = if dialect.rows_as_json() {
+            let sql = format!(
+                "{head} SELECT {}",
+                dialect.json_rows(&dialect.json_object(ITEM_PAIRS), order, &listed)
+            );
+            let (json,): (String,) = bind_all(sqlx::query_as(&sql), args.into_vec())
+                .fetch_one(&mut *lease)
+                .await?;
+            DirectoryPage::Json(json)
+        } else {
+            let sql = format!("{head} SELECT listed.* FROM {listed} ORDER BY {order}");
+            let rows = bind_all(sqlx::query_as(&sql), args.into_vec())
+                .fetch_all(&mut *lease)
+                .await?;
+            DirectoryPage::Rows(rows)
+        };
+        Ok(Directory { page, total })
     }
 }
 

@@ -2,8 +2,6 @@
 //! surface"), bans and unbans through the same domain rules as the
 //! versioned surface, and the subscriptions the list summarises.
 
-use std::borrow::Cow;
-
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -38,32 +36,32 @@ const MAX_SEARCH_CHARS: usize = 100;
 const MAX_PLAN_CHARS: usize = 100;
 
 /// One user (SPEC.md "User, admin list item (unversioned admin surface)");
-/// its texts borrow from the page the database wrote.
+/// its texts borrow from the page the database answered.
 #[derive(Serialize, ToSchema)]
 pub struct AdminListUser<'a> {
     pub id: i64,
-    pub name: Option<Cow<'a, str>>,
-    pub email: Cow<'a, str>,
+    pub name: Option<&'a str>,
+    pub email: &'a str,
     /// Avatar URL.
-    pub image: Option<Cow<'a, str>>,
+    pub image: Option<&'a str>,
     pub created_at: String,
     pub profile_public: bool,
-    pub bio: Cow<'a, str>,
-    pub location: Cow<'a, str>,
+    pub bio: &'a str,
+    pub location: &'a str,
     /// Status `active` (not inactive, not banned).
     pub is_active: bool,
-    pub admin_notes: Option<Cow<'a, str>>,
+    pub admin_notes: Option<&'a str>,
     /// The identity provider of the linked account used most recently;
     /// `null` for users who sign in with a password only.
-    pub provider_name: Option<Cow<'a, str>>,
-    pub provider_email: Option<Cow<'a, str>>,
+    pub provider_name: Option<&'a str>,
+    pub provider_email: Option<&'a str>,
     pub provider_verified: bool,
     pub provider_last_used: Option<String>,
     pub last_login: Option<String>,
     pub login_count: i64,
     /// Users hold one role each, so 1.
     pub role_count: i64,
-    pub role_names: Option<Cow<'a, str>>,
+    pub role_names: Option<&'a str>,
     /// `admin` or `super_admin`.
     pub has_admin: bool,
     /// `moderator` or higher.
@@ -73,48 +71,48 @@ pub struct AdminListUser<'a> {
     /// Active and not past their end.
     pub active_subscriptions: i64,
     /// Plan names, comma-separated.
-    pub subscription_names: Option<Cow<'a, str>>,
+    pub subscription_names: Option<&'a str>,
     pub has_active_subscription: bool,
     /// A ban (timeout) is in force.
     pub is_timed_out: bool,
     /// Bans ever imposed, lifted ones included.
     pub timeout_count: i64,
-    pub active_timeout_reason: Option<Cow<'a, str>>,
+    pub active_timeout_reason: Option<&'a str>,
     /// `null` for a permanent ban.
     pub timeout_expires: Option<String>,
     pub active_timeout_id: Option<i64>,
 }
 
-impl<'a> From<DirectoryUser<'a>> for AdminListUser<'a> {
-    fn from(user: DirectoryUser<'a>) -> Self {
+impl<'a> From<&'a DirectoryUser<'_>> for AdminListUser<'a> {
+    fn from(user: &'a DirectoryUser<'_>) -> Self {
         AdminListUser {
             has_admin: user.has_admin(),
             has_moderator: user.has_moderator(),
             id: user.id,
-            name: user.name,
-            email: user.email,
-            image: user.image,
+            name: user.name.as_deref(),
+            email: &user.email,
+            image: user.image.as_deref(),
             created_at: rfc3339(user.created_at),
             profile_public: user.profile_public,
-            bio: user.bio,
-            location: user.location,
+            bio: &user.bio,
+            location: &user.location,
             is_active: user.is_active,
-            admin_notes: user.admin_notes,
-            provider_name: user.provider_name,
-            provider_email: user.provider_email,
+            admin_notes: user.admin_notes.as_deref(),
+            provider_name: user.provider_name.as_deref(),
+            provider_email: user.provider_email.as_deref(),
             provider_verified: user.provider_verified,
             provider_last_used: user.provider_last_used.map(rfc3339),
             last_login: user.last_login.map(rfc3339),
             login_count: user.login_count,
             role_count: 1,
-            role_names: Some(user.role),
+            role_names: Some(&user.role),
             subscription_count: user.subscription_count,
             active_subscriptions: user.active_subscriptions,
-            subscription_names: user.subscription_names,
+            subscription_names: user.subscription_names.as_deref(),
             has_active_subscription: user.active_subscriptions > 0,
             is_timed_out: user.active_timeout_id.is_some(),
             timeout_count: user.timeout_count,
-            active_timeout_reason: user.active_timeout_reason,
+            active_timeout_reason: user.active_timeout_reason.as_deref(),
             timeout_expires: user.timeout_expires.map(rfc3339),
             active_timeout_id: user.active_timeout_id,
         }
@@ -315,7 +313,7 @@ pub async fn list_users(
         .map_err(|error| users_unavailable(error.into()))?;
     let position = PagePosition::new(page, limit, directory.total);
     Ok(AppJson(AdminUserList {
-        users: users.into_iter().map(AdminListUser::from).collect(),
+        users: users.iter().map(AdminListUser::from).collect(),
         current_page: page,
         total_pages: position.total_pages,
         pagination: position,
