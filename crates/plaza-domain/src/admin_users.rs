@@ -265,7 +265,11 @@ fn directory_total_sql(search: Option<&str>, args: &mut Args) -> String {
 
 impl Database {
     /// An SQL expression for the page's user ids, newest first, as one JSON
-    /// array (the details statement takes it as it is).
+    /// array (the details statement takes it as it is). The limit and offset
+    /// are subqueries so that PostgreSQL's planner does not see their
+    /// values: seen, they made every call plan the statement afresh (the
+    /// plan for a known limit costs less than the one kept for any limit,
+    /// though both walk the same index), 0.12 ms a call.
     fn directory_ids_sql(&self, search: Option<&str>, page: Page, args: &mut Args) -> String {
         let conditions = search_conditions(search, args);
         let limit = args.push(Arg::Int(page.limit));
@@ -275,7 +279,8 @@ impl Database {
             "ids.created_at DESC, ids.id DESC",
             &format!(
                 "(SELECT u.id, u.created_at FROM users u{} \
-                 ORDER BY u.created_at DESC, u.id DESC LIMIT {limit} OFFSET {offset}) ids",
+                 ORDER BY u.created_at DESC, u.id DESC \
+                 LIMIT (SELECT {limit}) OFFSET (SELECT {offset})) ids",
                 where_clause(&conditions)
             ),
         )
