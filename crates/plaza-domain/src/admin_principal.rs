@@ -4,8 +4,47 @@
 
 use sqlx::FromRow;
 
+use crate::dialect::Dialect;
 use crate::users::{Role, UserStatus};
 use crate::{Database, DomainError, Flag};
+
+/// The capabilities (active permissions, DECISIONS.md) an administrator
+/// holds through their role or a direct grant, read by the same statement
+/// as their session or token, so that a route's capability check costs no
+/// statement of its own. Only the `admin` role's are read: a super admin
+/// holds every capability and lower roles none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Capabilities(Option<String>);
+
+impl Capabilities {
+    pub(crate) fn from_names(names: Option<String>) -> Self {
+        Capabilities(names)
+    }
+
+    /// Whether `name` is among them.
+    pub fn hold(&self, name: &str) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|names| names.split(CAPABILITY_SEPARATOR).any(|held| held == name))
+    }
+}
+
+/// What [`Dialect::string_agg`] joins names with; permission names cannot
+/// hold it.
+const CAPABILITY_SEPARATOR: &str = ", ";
+
+/// An SQL expression of the [`Capabilities`] of the user row `user`: their
+/// active permissions' names, or NULL for anyone but an `admin`.
+pub(crate) fn capabilities_sql(dialect: Dialect, user: &str) -> String {
+    format!(
+        "CASE WHEN {user}.role = 'admin' THEN (SELECT {names} FROM permissions p \
+           WHERE p.status = 'active' AND (p.id IN (SELECT rp.permission_id FROM role_permissions rp \
+             JOIN roles r ON r.id = rp.role_id WHERE r.name = {user}.role) \
+           OR p.id IN (SELECT up.permission_id FROM user_permissions up WHERE up.user_id = {user}.id))) \
+         END",
+        names = dialect.string_agg("p.name", "p.name"),
+    )
+}
 
 /// The current standing of a token's user.
 #[derive(Debug, Clone)]
@@ -16,6 +55,7 @@ pub struct TokenSubject {
     pub role: Role,
     pub status: UserStatus,
     pub revoked: bool,
+    pub capabilities: Capabilities,
 }
 
 #[derive(FromRow)]
@@ -24,6 +64,7 @@ struct SubjectRow {
     role: String,
     status: String,
     revoked: Flag,
+    capabilities: Option<String>,
 }
 
 impl Database {
@@ -36,12 +77,14 @@ impl Database {
         jti: &str,
         issued_at_millis: i64,
     ) -> Result<Option<TokenSubject>, DomainError> {
-        let row: Option<SubjectRow> = sqlx::query_as(
-            "SELECT email, role, status, \
+        let row: Option<SubjectRow> = sqlx::query_as(&format!(
+            "SELECT u.email, u.role, u.status, \
              (EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = $2) \
-              OR COALESCE(credentials_valid_after, 0) > $3) AS revoked \
-             FROM users WHERE id = $1",
-        )
+              OR COALESCE(u.credentials_valid_after, 0) > $3) AS revoked, \
+             {} AS capabilities \
+             FROM users u WHERE u.id = $1",
+            capabilities_sql(self.dialect(), "u")
+        ))
         .bind(user_id)
         .bind(jti)
         .bind(issued_at_millis)
@@ -54,33 +97,8 @@ impl Database {
                 role: Role::parse(&row.role)?,
                 status: UserStatus::parse(&row.status)?,
                 revoked: row.revoked.0,
+                capabilities: Capabilities::from_names(row.capabilities),
             })
         }))
-    }
-
-    /// Whether the user holds `capability` through their role or a direct grant.
-    pub async fn user_has_capability(
-        &self,
-        user_id: i64,
-        capability: &str,
-    ) -> Result<bool, DomainError> {
-        let (held,): (Flag,) = sqlx::query_as(
-            "SELECT EXISTS ( \
-               SELECT 1 FROM users u \
-               JOIN roles r ON r.name = u.role \
-               JOIN role_permissions rp ON rp.role_id = r.id \
-               JOIN permissions p ON p.id = rp.permission_id \
-               WHERE u.id = $1 AND p.name = $2 AND p.status = 'active' \
-             ) OR EXISTS ( \
-               SELECT 1 FROM user_permissions up \
-               JOIN permissions p ON p.id = up.permission_id \
-               WHERE up.user_id = $1 AND p.name = $2 AND p.status = 'active' \
-             )",
-        )
-        .bind(user_id)
-        .bind(capability)
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
-        Ok(held.0)
     }
 }

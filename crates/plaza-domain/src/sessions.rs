@@ -1,11 +1,15 @@
 //! Sign-in sessions. Only a hash of each session token is stored, so a copy
 //! of the database does not let anyone sign in.
 
+use std::sync::LazyLock;
+
 use sqlx::FromRow;
 
+use crate::admin_principal::{Capabilities, capabilities_sql};
+use crate::dialect::Dialect;
 use crate::time::now_millis;
 use crate::users::{USER_COLUMNS, User, UserRow};
-use crate::{Database, DomainError, Tx};
+use crate::{Backend, Database, DomainError, Tx};
 
 /// A live session and its user.
 #[derive(Debug, Clone)]
@@ -13,6 +17,7 @@ pub struct SessionUser {
     pub session_id: i64,
     pub expires_at: i64,
     pub user: User,
+    pub capabilities: Capabilities,
 }
 
 #[derive(FromRow)]
@@ -21,8 +26,35 @@ struct SessionUserRow {
     session_expires_at: i64,
     session_last_seen_at: i64,
     session_created_at: i64,
+    session_capabilities: Option<String>,
     #[sqlx(flatten)]
     user: UserRow,
+}
+
+/// The statement that resolves a session, written once per engine (it
+/// runs on nearly every request).
+fn session_user_sql(dialect: Dialect) -> &'static str {
+    fn build(dialect: Dialect) -> String {
+        let columns = USER_COLUMNS
+            .split(", ")
+            .map(|column| format!("u.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "SELECT s.id AS session_id, s.expires_at AS session_expires_at, \
+             s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, \
+             {capabilities} AS session_capabilities, {columns} \
+             FROM sessions s JOIN users u ON u.id = s.user_id \
+             WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.created_at > $3",
+            capabilities = capabilities_sql(dialect, "u"),
+        )
+    }
+    static SQLITE: LazyLock<String> = LazyLock::new(|| build(Dialect(Backend::Sqlite)));
+    static POSTGRES: LazyLock<String> = LazyLock::new(|| build(Dialect(Backend::Postgres)));
+    match dialect.0 {
+        Backend::Sqlite => &SQLITE,
+        Backend::Postgres => &POSTGRES,
+    }
 }
 
 /// How long sessions live: they slide forward by `ttl_millis` while used
@@ -56,22 +88,12 @@ impl Database {
         lifetime: &SessionLifetime,
     ) -> Result<Option<SessionUser>, DomainError> {
         let now = now_millis();
-        let columns = USER_COLUMNS
-            .split(", ")
-            .map(|column| format!("u.{column}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let row: Option<SessionUserRow> = sqlx::query_as(&format!(
-            "SELECT s.id AS session_id, s.expires_at AS session_expires_at, \
-             s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, {columns} \
-             FROM sessions s JOIN users u ON u.id = s.user_id \
-             WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.created_at > $3"
-        ))
-        .bind(token_hash)
-        .bind(now)
-        .bind(now.saturating_sub(lifetime.max_lifetime_millis))
-        .fetch_optional(&mut *self.lease().await?)
-        .await?;
+        let row: Option<SessionUserRow> = sqlx::query_as(session_user_sql(self.dialect()))
+            .bind(token_hash)
+            .bind(now)
+            .bind(now.saturating_sub(lifetime.max_lifetime_millis))
+            .fetch_optional(&mut *self.lease().await?)
+            .await?;
         let Some(row) = row else { return Ok(None) };
         let mut expires_at = row.session_expires_at;
         let absolute_end = row
@@ -92,6 +114,7 @@ impl Database {
             session_id: row.session_id,
             expires_at,
             user: User::try_from(row.user)?,
+            capabilities: Capabilities::from_names(row.session_capabilities),
         }))
     }
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
+use plaza_domain::admin_principal::Capabilities;
 use plaza_domain::audit::{AuditContext, AuditSurface};
 use plaza_domain::policy::{Actor, Decision};
 use plaza_domain::sessions::SessionUser;
@@ -175,17 +176,26 @@ impl DocumentedExtractor for EmojiModerator {
 /// JWT (checked as on the versioned surface, the method's permission
 /// included) when one is sent, else the signed-in user; nobody is 401.
 async fn session_or_token_actor(parts: &mut Parts, state: &AppState) -> Result<Actor, AppError> {
+    session_or_token_principal(parts, state)
+        .await
+        .map(|(actor, _)| actor)
+}
+
+/// [`session_or_token_actor`] with the capabilities the actor holds.
+async fn session_or_token_principal(
+    parts: &mut Parts,
+    state: &AppState,
+) -> Result<(Actor, Capabilities), AppError> {
     if parts.headers.contains_key(header::AUTHORIZATION) {
         let token = AdminToken::from_request_parts(parts, state).await?;
-        Ok(Actor {
+        let actor = Actor {
             user_id: token.user_id,
             role: token.role,
-        })
+        };
+        Ok((actor, token.capabilities))
     } else {
-        Ok(CurrentUser::from_request_parts(parts, state)
-            .await?
-            .0
-            .actor())
+        let principal = CurrentUser::from_request_parts(parts, state).await?.0;
+        Ok((principal.actor(), principal.session.capabilities.clone()))
     }
 }
 
@@ -226,16 +236,8 @@ impl<C: Capability> FromRequestParts<AppState> for Administrator<C> {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let actor = session_or_token_actor(parts, state).await?;
-        let holds = match C::NAME {
-            Some(capability) if actor.role.is_admin() => {
-                state
-                    .db
-                    .user_has_capability(actor.user_id, capability)
-                    .await?
-            }
-            _ => true,
-        };
+        let (actor, capabilities) = session_or_token_principal(parts, state).await?;
+        let holds = C::NAME.is_none_or(|capability| capabilities.hold(capability));
         plaza_domain::policy::administer(actor, holds)
             .check("user", "this needs an administrator holding the capability")?;
         Ok(Administrator {
@@ -282,6 +284,8 @@ pub struct AdminToken {
     pub user_id: i64,
     pub email: String,
     pub role: Role,
+    /// What the token's user holds now (see [`Capabilities`]).
+    pub capabilities: Capabilities,
 }
 
 impl FromRequestParts<AppState> for AdminToken {
@@ -358,6 +362,7 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
         user_id,
         email: subject.email,
         role: subject.role,
+        capabilities: subject.capabilities,
     })
 }
 
