@@ -83,17 +83,26 @@ pub struct AuditAction<'a> {
     pub changes: Value,
 }
 
+/// The columns an entry is written with, in this order.
+const AUDIT_COLUMNS: &str = "created_at, actor_id, actor_email, action, target_type, target_id, \
+    ip_address, user_agent, changes, surface";
+/// How many values [`AUDIT_COLUMNS`] takes.
+const AUDIT_VALUES: usize = 10;
+
+/// How many read entries one statement writes (ten values each, well
+/// within either engine's limit on bound values).
+const READ_ENTRIES_PER_INSERT: usize = 100;
+
 /// Appends an entry in `tx`, the transaction of the change it describes.
 pub async fn record(
     tx: &mut Tx<'_>,
     context: &AuditContext,
     action: AuditAction<'_>,
 ) -> Result<i64, DomainError> {
-    let (id,): (i64,) = sqlx::query_as(
-        "INSERT INTO audit_log (created_at, actor_id, actor_email, action, target_type, target_id, \
-         ip_address, user_agent, changes, surface) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
-    )
+    let (id,): (i64,) = sqlx::query_as(&format!(
+        "INSERT INTO audit_log ({AUDIT_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id"
+    ))
     .bind(now_millis())
     .bind(context.actor_id)
     .bind(context.actor_email.clone())
@@ -126,8 +135,34 @@ impl Database {
                 if let Some(statement) = Dialect::of(tx).unflushed_commit() {
                     sqlx::query(statement).execute(&mut **tx).await?;
                 }
-                for (context, action) in entries {
-                    record(tx, &context, action).await?;
+                for chunk in entries.chunks(READ_ENTRIES_PER_INSERT) {
+                    let rows = (0..chunk.len())
+                        .map(|row| {
+                            let first = row * AUDIT_VALUES;
+                            let places: Vec<String> = (first + 1..=first + AUDIT_VALUES)
+                                .map(|n| format!("${n}"))
+                                .collect();
+                            format!("({})", places.join(", "))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let sql = format!("INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES {rows}");
+                    let now = now_millis();
+                    let mut insert = sqlx::query(&sql);
+                    for (context, action) in chunk {
+                        insert = insert
+                            .bind(now)
+                            .bind(context.actor_id)
+                            .bind(context.actor_email.clone())
+                            .bind(action.action)
+                            .bind(action.target_type)
+                            .bind(action.target_id.clone())
+                            .bind(context.ip_address.clone())
+                            .bind(context.user_agent.clone())
+                            .bind(action.changes.to_string())
+                            .bind(context.surface.as_str());
+                    }
+                    insert.execute(&mut **tx).await?;
                 }
                 Ok(())
             })
