@@ -1,8 +1,9 @@
 //! The connection pool, shared by every domain module, and start-up migration.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -78,36 +79,81 @@ pub struct PoolStats {
     pub max: u32,
 }
 
+/// How long a PostgreSQL connection may sit in the warm stack and still be
+/// used without a test: one idle longer is pinged first, as the pool would
+/// (a restart or a proxy may have dropped it meanwhile).
+const POSTGRES_UNTESTED_IDLE: Duration = Duration::from_secs(1);
+
+/// How many errors that can mean a lost connection (see
+/// [`note_connection_fault`]) this process has seen; a [`Lease`] that saw
+/// it change does not keep its connection warm.
+static CONNECTION_FAULTS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `error` in [`CONNECTION_FAULTS`] when it can mean that the
+/// connection it came from is gone, and says whether it did: an I/O or
+/// protocol failure, or a PostgreSQL error of `FATAL` severity (the server
+/// ends the session after one, as when it shuts down).
+pub(crate) fn note_connection_fault(error: &sqlx::Error) -> bool {
+    let lost = match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database) => database
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|error| {
+                matches!(
+                    error.severity(),
+                    sqlx::postgres::PgSeverity::Fatal | sqlx::postgres::PgSeverity::Panic
+                )
+            }),
+        _ => false,
+    };
+    if lost {
+        CONNECTION_FAULTS.fetch_add(1, Ordering::Relaxed);
+    }
+    lost
+}
+
 /// A handle to the database; cheap to clone, shared by every request.
 #[derive(Clone, Debug)]
 pub struct Database {
     pool: AnyPool,
     backend: Backend,
     max_connections: u32,
-    /// SQLite only: connections kept out of the pool between leases.
-    warm: Option<Arc<WarmConnections>>,
+    warm: Arc<WarmConnections>,
 }
 
-/// SQLite connections handed from one [`Lease`] to the next without going
-/// back to the pool (see [`Database::lease`]). The permits bound the leases
-/// to the pool's size, so the pool always has a connection for a lease that
-/// finds none here.
+/// Connections handed from one [`Lease`] to the next without going back to
+/// the pool (see [`Database::lease`]). The permits bound the leases to the
+/// pool's size, so the pool always has a connection for a lease that finds
+/// none here.
 #[derive(Debug)]
 struct WarmConnections {
-    idle: Mutex<Vec<PoolConnection<Any>>>,
+    idle: Mutex<Vec<WarmConnection>>,
     permits: Arc<Semaphore>,
     acquire_timeout: Duration,
-    /// Units of work of this process take turns here before `BEGIN
-    /// IMMEDIATE`: SQLite lets one writer in at a time, and a writer that
-    /// finds the lock taken sleeps in SQLite's busy handler (1 to 100 ms
-    /// steps) instead of being woken when it is free. Queuing here hands
+    /// A connection idle longer than this is pinged before it is used
+    /// again; `None` (SQLite, whose connections cannot go stale): never.
+    untested_idle: Option<Duration>,
+    /// SQLite only: units of work of this process take turns here before
+    /// `BEGIN IMMEDIATE`. SQLite lets one writer in at a time, and a writer
+    /// that finds the lock taken sleeps in SQLite's busy handler (1 to 100
+    /// ms steps) instead of being woken when it is free. Queuing here hands
     /// the lock over at once (admin user list at 10 clients, each request
     /// writing its audit entry: p99 360 ms without the queue).
-    writers: tokio::sync::Mutex<()>,
+    writers: Option<tokio::sync::Mutex<()>>,
+}
+
+/// A connection in the warm stack, and since when.
+#[derive(Debug)]
+struct WarmConnection {
+    connection: PoolConnection<Any>,
+    idle_since: Instant,
 }
 
 impl WarmConnections {
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<PoolConnection<Any>>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<WarmConnection>> {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -155,13 +201,12 @@ impl Database {
             pool,
             backend,
             max_connections: options.max_connections,
-            warm: (backend == Backend::Sqlite).then(|| {
-                Arc::new(WarmConnections {
-                    idle: Mutex::default(),
-                    permits: Arc::new(Semaphore::new(options.max_connections as usize)),
-                    acquire_timeout: options.acquire_timeout,
-                    writers: tokio::sync::Mutex::new(()),
-                })
+            warm: Arc::new(WarmConnections {
+                idle: Mutex::default(),
+                permits: Arc::new(Semaphore::new(options.max_connections as usize)),
+                acquire_timeout: options.acquire_timeout,
+                untested_idle: (backend == Backend::Postgres).then_some(POSTGRES_UNTESTED_IDLE),
+                writers: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
             }),
         };
         database.ping().await?;
@@ -195,9 +240,9 @@ impl Database {
     where
         F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
     {
-        let _turn = match &self.warm {
-            Some(warm) => Some(
-                tokio::time::timeout(warm.acquire_timeout, warm.writers.lock())
+        let _turn = match &self.warm.writers {
+            Some(writers) => Some(
+                tokio::time::timeout(self.warm.acquire_timeout, writers.lock())
                     .await
                     .map_err(|_| sqlx::Error::PoolTimedOut)?,
             ),
@@ -219,21 +264,21 @@ impl Database {
         Ok(())
     }
 
-    /// A connection for one statement or transaction. SQLite connections
-    /// go from one lease to the next without the pool: sqlx pings every
-    /// connection it takes back, and on SQLite that ping is another round
-    /// trip to the connection's own thread (measured on `/api/health`: 3.35
-    /// context switches per request with it, 1.65 without, at 50
-    /// connections). Skipping it is safe there, as that
-    /// thread runs commands in order. PostgreSQL connections take the
-    /// pool's way, which notices broken ones.
+    /// A connection for one statement or transaction. Connections go from
+    /// one lease to the next without the pool: sqlx pings every connection
+    /// it takes back and every one it hands out, a round trip each time
+    /// (on SQLite to the connection's own thread: 3.35 context switches per
+    /// `/api/health` with them, 1.65 without, at 50 connections; on
+    /// PostgreSQL four leases of an admin user list page made eight, and
+    /// the page served 1,054–1,093 requests/s with them, 1,217–1,238
+    /// without). What the pings guard against is checked otherwise: a lease
+    /// that saw an error that can mean a lost connection sends its
+    /// connection, and the idle ones, back through the pool, which tests
+    /// them; a PostgreSQL connection idle for over
+    /// [`POSTGRES_UNTESTED_IDLE`] is pinged before use; a query cancelled
+    /// half-way is drained by sqlx before the connection's next statement.
     pub(crate) async fn lease(&self) -> Result<Lease, DomainError> {
-        let Some(warm) = &self.warm else {
-            return Ok(Lease {
-                connection: Some(self.pool.acquire().await?),
-                warm: None,
-            });
-        };
+        let warm = &self.warm;
         let permit = match Arc::clone(&warm.permits).try_acquire_owned() {
             Ok(permit) => permit,
             // A timer only when every connection is busy.
@@ -245,14 +290,27 @@ impl Database {
             .map_err(|_| sqlx::Error::PoolTimedOut)?
             .map_err(|_| sqlx::Error::PoolClosed)?,
         };
+        let faults = CONNECTION_FAULTS.load(Ordering::Relaxed);
         let reused = warm.idle().pop();
         let connection = match reused {
-            Some(connection) => connection,
+            Some(mut idle) => {
+                let stale = warm
+                    .untested_idle
+                    .is_some_and(|limit| idle.idle_since.elapsed() > limit);
+                if !stale || sqlx::Connection::ping(&mut *idle.connection).await.is_ok() {
+                    idle.connection
+                } else {
+                    // Back to the pool, whose own test closes it.
+                    drop(idle);
+                    self.pool.acquire().await?
+                }
+            }
             None => self.pool.acquire().await?,
         };
         Ok(Lease {
             connection: Some(connection),
             warm: Some((Arc::clone(warm), permit)),
+            faults,
         })
     }
 
@@ -268,23 +326,18 @@ impl Database {
     pub fn pool_stats(&self) -> PoolStats {
         PoolStats {
             size: self.pool.size(),
-            idle: u32::try_from(
-                self.pool.num_idle() + self.warm.as_ref().map_or(0, |warm| warm.idle().len()),
-            )
-            .unwrap_or(u32::MAX),
+            idle: u32::try_from(self.pool.num_idle() + self.warm.idle().len()).unwrap_or(u32::MAX),
             max: self.max_connections,
         }
     }
 
     /// Waits for checked-out connections to come back, then closes them.
     pub async fn close(&self) {
-        if let Some(warm) = &self.warm {
-            // Closed first, so that a lease ending after the drain gives its
-            // connection back to the pool (see `Lease::drop`).
-            warm.permits.close();
-            let idle = std::mem::take(&mut *warm.idle());
-            drop(idle);
-        }
+        // Closed first, so that a lease ending after the drain gives its
+        // connection back to the pool (see `Lease::drop`).
+        self.warm.permits.close();
+        let idle = std::mem::take(&mut *self.warm.idle());
+        drop(idle);
         self.pool.close().await;
     }
 }
@@ -302,6 +355,8 @@ pub type TxFuture<'t, T> =
 pub(crate) struct Lease {
     connection: Option<PoolConnection<Any>>,
     warm: Option<(Arc<WarmConnections>, OwnedSemaphorePermit)>,
+    /// [`CONNECTION_FAULTS`] when the lease began.
+    faults: u64,
 }
 
 impl Deref for Lease {
@@ -352,12 +407,22 @@ impl Drop for Lease {
                 return;
             }
             let mut idle = warm.idle();
-            // Checked under the lock that `Database::close` drains with.
-            if warm.permits.is_closed() {
+            if CONNECTION_FAULTS.load(Ordering::Relaxed) != self.faults {
+                // A connection may have been lost meanwhile: this one and
+                // the idle ones go back through the pool, which tests them.
+                let suspect = std::mem::take(&mut *idle);
+                drop(idle);
+                drop(suspect);
+                drop(connection);
+            } else if warm.permits.is_closed() {
+                // Checked under the lock that `Database::close` drains with.
                 drop(idle);
                 drop(connection);
             } else {
-                idle.push(connection);
+                idle.push(WarmConnection {
+                    connection,
+                    idle_since: Instant::now(),
+                });
             }
         }
         // After the connection is back, so the next lease finds it.

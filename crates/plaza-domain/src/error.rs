@@ -41,9 +41,12 @@ pub enum DomainError {
 
 impl From<sqlx::Error> for DomainError {
     fn from(error: sqlx::Error) -> Self {
+        if crate::db::note_connection_fault(&error) {
+            return DomainError::Unavailable(error.to_string());
+        }
         match error {
             sqlx::Error::RowNotFound => DomainError::NotFound("row"),
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => {
                 DomainError::Unavailable(error.to_string())
             }
             sqlx::Error::Database(ref db) if db.is_unique_violation() => {

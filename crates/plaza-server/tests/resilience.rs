@@ -133,6 +133,45 @@ async fn a_database_that_goes_away_gives_503_and_recovers() {
     assert_eq!(sign_up.status(), 201);
 }
 
+/// Connections go from request to request without a test while busy (see
+/// `Database::lease`); when the database ends them all, a request may find
+/// one gone (503, never 500), and every warm connection is then tested, so
+/// the next requests are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_the_database_ends_are_replaced() {
+    if !postgres_enabled("connections_the_database_ends_are_replaced") {
+        return;
+    }
+    let server = TestServer::start(Backend::Postgres).await;
+    let search = "/api/search/users?q=nobody";
+    // Several requests at once, so that several connections are warm.
+    let warm_up: Vec<_> = (0..6).map(|_| server.get(search)).collect();
+    for answer in futures_util::future::join_all(warm_up).await {
+        assert_eq!(answer.status(), 200);
+    }
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&server.database_url)
+        .await
+        .unwrap();
+    let (ended,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()) ended",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert!(ended >= 2, "only {ended} connections were open");
+    let first = server.get(search).await.status();
+    assert!(
+        first == 200 || first == 503,
+        "the first request after the connections ended answered {first}"
+    );
+    for attempt in 0..5 {
+        let answer = server.get(search).await;
+        assert_eq!(answer.status(), 200, "request {attempt} after the first");
+    }
+    assert!(!server.logs().contains("panicked"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_up_waits_for_a_database_that_comes_up_late() {
     if !postgres_enabled("start_up_waits_for_a_database_that_comes_up_late") {
