@@ -125,6 +125,87 @@ async fn user_list_items_summarise_providers_roles_subscriptions_and_timeouts(ba
     assert_eq!(body["error"], "Conflict");
 }
 
+/// The primary account and the number of bans are kept on the user's row
+/// by triggers (migration 0024); the list follows every change to either,
+/// whichever statement makes it.
+async fn user_list_follows_account_and_ban_changes(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let ada = sign_up(&server, "Ada Lovelace", "ada@example.com").await;
+    let provider = |list: &Value| list["users"][0]["provider_name"].clone();
+    let listed = || {
+        get(
+            &server,
+            As::Session(&admin),
+            "/api/admin/users?search=lovelace",
+        )
+    };
+    let (_, list) = listed().await;
+    assert_eq!(provider(&list), Value::Null, "no linked account");
+    assert_eq!(list["users"][0]["timeout_count"], 0);
+
+    server
+        .sql(&format!(
+            "INSERT INTO accounts (user_id, provider, provider_account_id, last_used_at, created_at) \
+             VALUES ({ada}, 'github', 'gh-ada', NULL, 5)"
+        ))
+        .await;
+    server
+        .sql(&format!(
+            "INSERT INTO accounts (user_id, provider, provider_account_id, last_used_at, created_at) \
+             VALUES ({ada}, 'google', 'go-ada', NULL, 3)"
+        ))
+        .await;
+    let (_, list) = listed().await;
+    assert_eq!(provider(&list), "github", "never used: the newest");
+    server
+        .sql("UPDATE accounts SET last_used_at = 9 WHERE provider_account_id = 'go-ada'")
+        .await;
+    let (_, list) = listed().await;
+    assert_eq!(provider(&list), "google", "the one used since");
+    server
+        .sql("DELETE FROM accounts WHERE provider_account_id = 'go-ada'")
+        .await;
+    let (_, list) = listed().await;
+    assert_eq!(provider(&list), "github", "the one left");
+    server
+        .sql("DELETE FROM accounts WHERE provider_account_id = 'gh-ada'")
+        .await;
+    let (_, list) = listed().await;
+    assert_eq!(provider(&list), Value::Null, "none left");
+
+    for round in 1..=2 {
+        let (code, body) = call(
+            &server,
+            "POST",
+            &format!("/api/admin/users/{ada}/ban"),
+            Some(&admin),
+            Some(json!({"reason": "Spam"})),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        let (code, body) = call(
+            &server,
+            "POST",
+            &format!("/api/admin/users/{ada}/unban"),
+            Some(&admin),
+            None,
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        let (_, list) = listed().await;
+        assert_eq!(
+            list["users"][0]["timeout_count"], round,
+            "bans lifted still count"
+        );
+    }
+    server
+        .sql(&format!("DELETE FROM user_bans WHERE user_id = {ada}"))
+        .await;
+    let (_, list) = listed().await;
+    assert_eq!(list["users"][0]["timeout_count"], 0);
+}
+
 async fn user_list_pages_and_searches_name_email_and_provider(backend: Backend) {
     let server = TestServer::start(backend).await;
     let (_, admin) = member(&server, "admin@example.com", "admin").await;
@@ -981,6 +1062,7 @@ async fn permission_creation_checks_every_rule(backend: Backend) {
 
 on_both_databases!(
     user_list_items_summarise_providers_roles_subscriptions_and_timeouts,
+    user_list_follows_account_and_ban_changes,
     user_list_pages_and_searches_name_email_and_provider,
     user_list_validation_errors_have_the_exact_bodies_of_the_spec,
     user_list_runs_the_same_statements_for_10_and_100_users,
