@@ -6,7 +6,7 @@ use sqlx::FromRow;
 
 use crate::dialect::Dialect;
 use crate::users::{Role, UserStatus};
-use crate::{Database, DomainError, Flag};
+use crate::{Backend, Database, DomainError, Flag};
 
 /// The capabilities (active permissions, DECISIONS.md) an administrator
 /// holds through their role or a direct grant, read by the same statement
@@ -34,16 +34,24 @@ impl Capabilities {
 const CAPABILITY_SEPARATOR: &str = ", ";
 
 /// An SQL expression of the [`Capabilities`] of the user row `user`: their
-/// active permissions' names, or NULL for anyone but an `admin`.
+/// active permissions' names, or NULL for anyone but an `admin`. On
+/// PostgreSQL through the function of migration 0025 (see there why).
 pub(crate) fn capabilities_sql(dialect: Dialect, user: &str) -> String {
-    format!(
-        "CASE WHEN {user}.role = 'admin' THEN (SELECT {names} FROM permissions p \
-           WHERE p.status = 'active' AND (p.id IN (SELECT rp.permission_id FROM role_permissions rp \
-             JOIN roles r ON r.id = rp.role_id WHERE r.name = {user}.role) \
-           OR p.id IN (SELECT up.permission_id FROM user_permissions up WHERE up.user_id = {user}.id))) \
-         END",
-        names = dialect.string_agg("p.name", "p.name"),
-    )
+    match dialect.0 {
+        Backend::Postgres => {
+            format!(
+                "CASE WHEN {user}.role = 'admin' THEN admin_capabilities({user}.id, {user}.role) END"
+            )
+        }
+        Backend::Sqlite => format!(
+            "CASE WHEN {user}.role = 'admin' THEN (SELECT {names} FROM permissions p \
+               WHERE p.status = 'active' AND (p.id IN (SELECT rp.permission_id FROM role_permissions rp \
+                 JOIN roles r ON r.id = rp.role_id WHERE r.name = {user}.role) \
+               OR p.id IN (SELECT up.permission_id FROM user_permissions up WHERE up.user_id = {user}.id))) \
+             END",
+            names = dialect.string_agg("p.name", "p.name"),
+        ),
+    }
 }
 
 /// The current standing of a token's user.
