@@ -1076,3 +1076,69 @@ on_both_databases!(
     permissions_filter_sort_and_page,
     permission_creation_checks_every_rule,
 );
+
+/// PostgreSQL runs writers at once: a transaction whose trigger waits for
+/// another's lock on the user's row must still choose the primary account
+/// from both transactions' accounts once the other commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_account_changes_choose_the_primary_account_from_both() {
+    use sqlx::{Connection, PgConnection};
+    if !common::postgres_enabled("concurrent_account_changes_choose_the_primary_account_from_both")
+    {
+        return;
+    }
+    let server = TestServer::start(Backend::Postgres).await;
+    let user = sign_up(&server, "Both", "both@example.com").await;
+    let mut first = PgConnection::connect(&server.database_url).await.unwrap();
+    let mut second = PgConnection::connect(&server.database_url).await.unwrap();
+    let (second_pid,): (i32,) = sqlx::query_as("SELECT pg_backend_pid()")
+        .fetch_one(&mut second)
+        .await
+        .unwrap();
+    let insert = |provider: &str, last_used: i64| {
+        format!(
+            "INSERT INTO accounts (user_id, provider, provider_account_id, last_used_at, created_at) \
+             VALUES ({user}, '{provider}', '{provider}-both', {last_used}, 1)"
+        )
+    };
+    sqlx::query("BEGIN").execute(&mut first).await.unwrap();
+    sqlx::query(&insert("github", 5))
+        .execute(&mut first)
+        .await
+        .unwrap();
+    let later = insert("google", 3);
+    let waiting = tokio::spawn(async move {
+        sqlx::query("BEGIN").execute(&mut second).await.unwrap();
+        sqlx::query(&later).execute(&mut second).await.unwrap();
+        sqlx::query("COMMIT").execute(&mut second).await.unwrap();
+    });
+    // Commit the first only once the second waits for its lock.
+    let mut watcher = PgConnection::connect(&server.database_url).await.unwrap();
+    loop {
+        let (blocked,): (bool,) = sqlx::query_as(
+            "SELECT COALESCE(wait_event_type = 'Lock', FALSE) FROM pg_stat_activity WHERE pid = $1",
+        )
+        .bind(second_pid)
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if blocked {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    sqlx::query("COMMIT").execute(&mut first).await.unwrap();
+    waiting.await.unwrap();
+    let (provider,): (String,) = sqlx::query_as(
+        "SELECT a.provider FROM users u JOIN accounts a ON a.id = u.primary_account_id \
+         WHERE u.id = $1",
+    )
+    .bind(user)
+    .fetch_one(&mut watcher)
+    .await
+    .unwrap();
+    assert_eq!(
+        provider, "github",
+        "the account used last, whichever committed first"
+    );
+}

@@ -18,18 +18,29 @@ UPDATE users SET primary_account_id = (
 )
 WHERE id IN (SELECT user_id FROM accounts);
 
--- Recounts the users a statement's rows belong to (`new_rows`, `old_rows`:
--- the transition tables the trigger declares), once per statement.
+-- Each function recounts the users a statement's rows belong to
+-- (`new_rows`, `old_rows`: the transition tables its triggers declare),
+-- once per statement. It locks those users' rows first, in id order, and
+-- recounts in a statement of its own: a PL/pgSQL statement takes a fresh
+-- snapshot, so the recount sees what a concurrent transaction on the same
+-- users committed while this one waited for the lock (counted in the
+-- locking statement itself, it would keep the older snapshot and write a
+-- stale value).
 CREATE FUNCTION users_recount_bans() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed BIGINT[];
 BEGIN
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        UPDATE users SET ban_count = (SELECT COUNT(*) FROM user_bans b WHERE b.user_id = users.id)
-        WHERE id IN (SELECT user_id FROM new_rows);
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(DISTINCT user_id) INTO changed FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(DISTINCT user_id) INTO changed FROM old_rows;
+    ELSE
+        SELECT array_agg(DISTINCT user_id) INTO changed
+        FROM (SELECT user_id FROM new_rows UNION SELECT user_id FROM old_rows) touched;
     END IF;
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        UPDATE users SET ban_count = (SELECT COUNT(*) FROM user_bans b WHERE b.user_id = users.id)
-        WHERE id IN (SELECT user_id FROM old_rows);
-    END IF;
+    PERFORM 1 FROM users WHERE id = ANY (changed) ORDER BY id FOR UPDATE;
+    UPDATE users SET ban_count = (SELECT COUNT(*) FROM user_bans b WHERE b.user_id = users.id)
+    WHERE id = ANY (changed);
     RETURN NULL;
 END $$;
 
@@ -44,21 +55,23 @@ CREATE TRIGGER user_bans_counted_delete AFTER DELETE ON user_bans
     FOR EACH STATEMENT EXECUTE FUNCTION users_recount_bans();
 
 CREATE FUNCTION users_choose_primary_account() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed BIGINT[];
 BEGIN
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        UPDATE users SET primary_account_id = (
-            SELECT a.id FROM accounts a WHERE a.user_id = users.id
-            ORDER BY COALESCE(a.last_used_at, a.created_at) DESC, a.id LIMIT 1
-        )
-        WHERE id IN (SELECT user_id FROM new_rows);
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(DISTINCT user_id) INTO changed FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(DISTINCT user_id) INTO changed FROM old_rows;
+    ELSE
+        SELECT array_agg(DISTINCT user_id) INTO changed
+        FROM (SELECT user_id FROM new_rows UNION SELECT user_id FROM old_rows) touched;
     END IF;
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        UPDATE users SET primary_account_id = (
-            SELECT a.id FROM accounts a WHERE a.user_id = users.id
-            ORDER BY COALESCE(a.last_used_at, a.created_at) DESC, a.id LIMIT 1
-        )
-        WHERE id IN (SELECT user_id FROM old_rows);
-    END IF;
+    PERFORM 1 FROM users WHERE id = ANY (changed) ORDER BY id FOR UPDATE;
+    UPDATE users SET primary_account_id = (
+        SELECT a.id FROM accounts a WHERE a.user_id = users.id
+        ORDER BY COALESCE(a.last_used_at, a.created_at) DESC, a.id LIMIT 1
+    )
+    WHERE id = ANY (changed);
     RETURN NULL;
 END $$;
 
