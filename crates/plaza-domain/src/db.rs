@@ -309,7 +309,8 @@ impl Database {
         };
         Ok(Lease {
             connection: Some(connection),
-            warm: Some((Arc::clone(warm), permit)),
+            warm: Arc::clone(warm),
+            _permit: permit,
             faults,
         })
     }
@@ -354,7 +355,10 @@ pub type TxFuture<'t, T> =
 /// `&mut *lease`.
 pub(crate) struct Lease {
     connection: Option<PoolConnection<Any>>,
-    warm: Option<(Arc<WarmConnections>, OwnedSemaphorePermit)>,
+    warm: Arc<WarmConnections>,
+    /// Released when the lease's fields drop, after `Lease::drop` has put
+    /// the connection back, so the next lease finds it.
+    _permit: OwnedSemaphorePermit,
     /// [`CONNECTION_FAULTS`] when the lease began.
     faults: u64,
 }
@@ -379,14 +383,13 @@ impl DerefMut for Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let Some((warm, permit)) = self.warm.take() else {
-            return;
-        };
+        let warm = &self.warm;
         if let Some(mut connection) = self.connection.take() {
             if sqlx::Connection::is_in_transaction(&*connection) {
                 // A unit of work was cancelled (its request dropped) before
                 // it committed. Idle in the warm stack, this connection
-                // would keep SQLite's write lock until its next use, and
+                // would keep its locks (SQLite's write lock, PostgreSQL's
+                // row locks) until its next use, and on SQLite
                 // every writer meanwhile would fail with "database is
                 // locked" (measured under wrk, whose connections close with
                 // requests in flight). Roll back first, then hand it back
@@ -403,7 +406,6 @@ impl Drop for Lease {
                         }
                     });
                 }
-                drop(permit);
                 return;
             }
             let mut idle = warm.idle();
@@ -425,8 +427,6 @@ impl Drop for Lease {
                 });
             }
         }
-        // After the connection is back, so the next lease finds it.
-        drop(permit);
     }
 }
 

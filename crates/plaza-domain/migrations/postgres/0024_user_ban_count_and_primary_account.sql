@@ -18,15 +18,16 @@ UPDATE users SET primary_account_id = (
 )
 WHERE id IN (SELECT user_id FROM accounts);
 
--- Each function recounts the users a statement's rows belong to
--- (`new_rows`, `old_rows`: the transition tables its triggers declare),
--- once per statement. It locks those users' rows first, in id order, and
--- recounts in a statement of its own: a PL/pgSQL statement takes a fresh
--- snapshot, so the recount sees what a concurrent transaction on the same
--- users committed while this one waited for the lock (counted in the
--- locking statement itself, it would keep the older snapshot and write a
--- stale value).
-CREATE FUNCTION users_recount_bans() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One function for both tables' triggers: it finds the users a
+-- statement's rows belong to (`new_rows`, `old_rows`: the transition tables
+-- the trigger declares) and recomputes, once per statement, what the table
+-- it fired on decides. It locks those users' rows first, in id order, and
+-- recomputes in a statement of its own: a PL/pgSQL statement takes a fresh
+-- snapshot, so it sees what a concurrent transaction on the same users
+-- committed while this one waited for the lock (computed in the locking
+-- statement itself, it would keep the older snapshot and write a stale
+-- value).
+CREATE FUNCTION users_refresh_bans_and_primary_account() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     changed BIGINT[];
 BEGIN
@@ -39,48 +40,35 @@ BEGIN
         FROM (SELECT user_id FROM new_rows UNION SELECT user_id FROM old_rows) touched;
     END IF;
     PERFORM 1 FROM users WHERE id = ANY (changed) ORDER BY id FOR UPDATE;
-    UPDATE users SET ban_count = (SELECT COUNT(*) FROM user_bans b WHERE b.user_id = users.id)
-    WHERE id = ANY (changed);
+    IF TG_TABLE_NAME = 'user_bans' THEN
+        UPDATE users SET ban_count = (SELECT COUNT(*) FROM user_bans b WHERE b.user_id = users.id)
+        WHERE id = ANY (changed);
+    ELSE
+        UPDATE users SET primary_account_id = (
+            SELECT a.id FROM accounts a WHERE a.user_id = users.id
+            ORDER BY COALESCE(a.last_used_at, a.created_at) DESC, a.id LIMIT 1
+        )
+        WHERE id = ANY (changed);
+    END IF;
     RETURN NULL;
 END $$;
 
 CREATE TRIGGER user_bans_counted_insert AFTER INSERT ON user_bans
     REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_recount_bans();
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
 CREATE TRIGGER user_bans_counted_update AFTER UPDATE ON user_bans
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_recount_bans();
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
 CREATE TRIGGER user_bans_counted_delete AFTER DELETE ON user_bans
     REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_recount_bans();
-
-CREATE FUNCTION users_choose_primary_account() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    changed BIGINT[];
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(DISTINCT user_id) INTO changed FROM new_rows;
-    ELSIF TG_OP = 'DELETE' THEN
-        SELECT array_agg(DISTINCT user_id) INTO changed FROM old_rows;
-    ELSE
-        SELECT array_agg(DISTINCT user_id) INTO changed
-        FROM (SELECT user_id FROM new_rows UNION SELECT user_id FROM old_rows) touched;
-    END IF;
-    PERFORM 1 FROM users WHERE id = ANY (changed) ORDER BY id FOR UPDATE;
-    UPDATE users SET primary_account_id = (
-        SELECT a.id FROM accounts a WHERE a.user_id = users.id
-        ORDER BY COALESCE(a.last_used_at, a.created_at) DESC, a.id LIMIT 1
-    )
-    WHERE id = ANY (changed);
-    RETURN NULL;
-END $$;
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
 
 CREATE TRIGGER accounts_primary_insert AFTER INSERT ON accounts
     REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_choose_primary_account();
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
 CREATE TRIGGER accounts_primary_update AFTER UPDATE ON accounts
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_choose_primary_account();
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
 CREATE TRIGGER accounts_primary_delete AFTER DELETE ON accounts
     REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION users_choose_primary_account();
+    FOR EACH STATEMENT EXECUTE FUNCTION users_refresh_bans_and_primary_account();
