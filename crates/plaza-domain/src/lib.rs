@@ -33,6 +33,7 @@ pub mod reports;
 pub mod search;
 pub mod seed;
 pub mod sessions;
+mod statements;
 pub mod stats;
 pub mod subscriptions;
 pub mod text;

@@ -11,9 +11,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::db::Tx;
+use crate::dialect::Dialect;
 use crate::error::DomainError;
 use crate::flag::Flag;
 use crate::listing::{Arg, bind_all};
+use crate::statements::Statements;
 
 mod dashboard;
 mod rollups;
@@ -255,13 +257,13 @@ const COLUMN_COUNT: usize = 15;
 /// engine binds cheaply), so a batch of a thousand is a handful of round
 /// trips, and adds them to the rollups.
 pub async fn insert(tx: &mut Tx<'_>, events: &[NewEvent]) -> Result<(), DomainError> {
-    let rows_per_statement =
-        (crate::dialect::Dialect::of(tx).values_per_statement() / COLUMN_COUNT).max(1);
+    let dialect = Dialect::of(tx);
+    let rows_per_statement = (dialect.values_per_statement() / COLUMN_COUNT).max(1);
+    let mut statements = Statements::new(dialect);
     for chunk in events.chunks(rows_per_statement) {
-        let sql = insert_statement(chunk.len());
-        let mut query = sqlx::query(&sql);
+        statements.add(&insert_statement(chunk.len()));
         for event in chunk {
-            query = query
+            statements
                 .bind(event.event_id.as_str())
                 .bind(event.user_id)
                 .bind(event.event_type.as_str())
@@ -278,13 +280,12 @@ pub async fn insert(tx: &mut Tx<'_>, events: &[NewEvent]) -> Result<(), DomainEr
                 .bind(event.occurred_at)
                 .bind(event.received_at);
         }
-        query.execute(&mut **tx).await?;
     }
     let mut delta = RollupDelta::default();
     for event in events {
         delta.count(event.facts(), 1);
     }
-    delta.apply(tx).await
+    delta.apply(tx, statements).await
 }
 
 impl NewEvent {
@@ -350,7 +351,7 @@ pub async fn purge_before(tx: &mut Tx<'_>, cutoff: i64, chunk: i64) -> Result<u6
     for event in &purged {
         delta.count(event.facts(), -1);
     }
-    delta.apply(tx).await?;
+    delta.apply(tx, Statements::new(Dialect::of(tx))).await?;
     Ok(purged.len() as u64)
 }
 

@@ -12,6 +12,7 @@ use crate::db::Tx;
 use crate::dialect::Dialect;
 use crate::error::DomainError;
 use crate::listing::Arg;
+use crate::statements::Statements;
 
 /// The length of a slice in milliseconds: 15 minutes divide every time
 /// zone's offset, so slices sum into the buckets of any zone.
@@ -186,11 +187,21 @@ impl RollupDelta {
         }
     }
 
-    /// Writes the change in `tx`: several rows per statement, each added to
-    /// the row of its key or inserted; rows counted down to nothing go.
-    pub(crate) async fn apply(mut self, tx: &mut Tx<'_>) -> Result<(), DomainError> {
+    /// Writes the change in `tx` after `first` (the statements that store
+    /// the events themselves): several rows per statement, each added to
+    /// the row of its key or inserted; rows counted down to nothing go. An
+    /// ingest batch is three round trips (the events with the sessions
+    /// they may start, the sessions read, every rollup written), a purge
+    /// chunk four.
+    pub(crate) async fn apply(
+        mut self,
+        tx: &mut Tx<'_>,
+        first: Statements<'_>,
+    ) -> Result<(), DomainError> {
+        let dialect = Dialect::of(tx);
         let sessions = std::mem::take(&mut self.sessions);
-        for (state, sign) in settle_sessions(tx, sessions, self.purging).await? {
+        let (changes, mut writes) = settle_sessions(tx, sessions, self.purging, first).await?;
+        for (state, sign) in changes {
             self.count_start(&state, sign);
         }
         let totals_rows = |rows: BTreeMap<(i64, Dims), SliceTotals>| {
@@ -212,8 +223,14 @@ impl RollupDelta {
                 ]
             })
         };
-        upsert(tx, &SLICES, totals_rows(self.slices)).await?;
-        upsert(tx, &DAYS, totals_rows(self.days)).await?;
+        let mut emptied = Vec::new();
+        let mut upsert = |table: &'static RollupTable, rows: Vec<Vec<Arg>>| {
+            if let Some(latest) = add_upserts(&mut writes, dialect, table, rows) {
+                emptied.push((table, latest));
+            }
+        };
+        upsert(&SLICES, totals_rows(self.slices).collect());
+        upsert(&DAYS, totals_rows(self.days).collect());
         let visits = self.visits.into_iter().map(
             |((slice, user_id, session_key, dims), (events, views))| {
                 let [device, country, vpn] = dims.args();
@@ -229,7 +246,7 @@ impl RollupDelta {
                 ]
             },
         );
-        upsert(tx, &VISITS, visits).await?;
+        upsert(&VISITS, visits.collect());
         let pages = self.pages.into_iter().map(|((day, path, dims), views)| {
             let [device, country, vpn] = dims.args();
             vec![
@@ -241,7 +258,7 @@ impl RollupDelta {
                 Arg::Int(views),
             ]
         });
-        upsert(tx, &PAGES, pages).await?;
+        upsert(&PAGES, pages.collect());
         let clicks = self
             .clicks
             .into_iter()
@@ -258,7 +275,20 @@ impl RollupDelta {
                     Arg::Int(clicks),
                 ]
             });
-        upsert(tx, &CLICKS, clicks).await
+        upsert(&CLICKS, clicks.collect());
+        writes.execute(tx).await?;
+        // Only purges subtract, and they take the oldest events: the rows
+        // they emptied lie in each key's leading time range up to `latest`.
+        let mut removals = Statements::new(dialect);
+        for (table, latest) in emptied {
+            removals
+                .add(&format!(
+                    "DELETE FROM {} WHERE {} <= $1 AND {} <= 0",
+                    table.name, table.keys[0], table.counters[0]
+                ))
+                .bind(latest);
+        }
+        removals.execute(tx).await
     }
 
     /// Counts `session` as starting in its slice and day (`sign` 1), or no
@@ -286,17 +316,22 @@ impl RollupDelta {
 /// retention window), so its row goes and its start is no longer counted.
 /// The rows are read locked (PostgreSQL; SQLite's writer holds the database)
 /// after missing ones are claimed, so two instances' writers that meet one
-/// new session take turns instead of both counting it as new.
+/// new session take turns instead of both counting it as new. `first` runs
+/// before the read, with the claims; the sessions' writes come back, to run
+/// with the other rollups'.
 async fn settle_sessions(
     tx: &mut Tx<'_>,
     sessions: BTreeMap<(i64, String), SessionDelta>,
     purging: bool,
-) -> Result<Vec<(SessionState, i64)>, DomainError> {
+    mut first: Statements<'_>,
+) -> Result<(Vec<(SessionState, i64)>, Statements<'static>), DomainError> {
     let mut changes = Vec::new();
-    if sessions.is_empty() {
-        return Ok(changes);
-    }
     let dialect = Dialect::of(tx);
+    let mut writes = Statements::new(dialect);
+    if sessions.is_empty() {
+        first.execute(tx).await?;
+        return Ok((changes, writes));
+    }
     let keys: Vec<&(i64, String)> = sessions.keys().collect();
     if !purging {
         let claims: Vec<_> = sessions
@@ -311,8 +346,9 @@ async fn settle_sessions(
                 Some((key, claim))
             })
             .collect();
-        write_sessions(tx, dialect, &claims, "DO NOTHING").await?;
+        write_sessions(&mut first, dialect, &claims, "DO NOTHING");
     }
+    first.execute(tx).await?;
     let mut stored = read_sessions(tx, dialect, &keys).await?;
     let mut settled = Vec::new();
     for (key, delta) in &sessions {
@@ -345,28 +381,28 @@ async fn settle_sessions(
         settled.push((key, new));
     }
     if purging {
-        delete_sessions(tx, dialect, &keys).await?;
+        delete_sessions(&mut writes, dialect, &keys);
     } else {
         let update = "DO UPDATE SET first_at = excluded.first_at, \
              device_type = excluded.device_type, country = excluded.country, \
              is_vpn = excluded.is_vpn, page_views = excluded.page_views";
-        write_sessions(tx, dialect, &settled, update).await?;
+        write_sessions(&mut writes, dialect, &settled, update);
     }
-    Ok(changes)
+    Ok((changes, writes))
 }
 
 /// The page views of a session row claimed but not yet settled: never
 /// left after a commit.
 const UNSETTLED: i64 = -1;
 
-/// Inserts the sessions' rows; `on_conflict` says what becomes of a row
-/// already there.
-async fn write_sessions(
-    tx: &mut Tx<'_>,
+/// Adds the statements that insert the sessions' rows; `on_conflict` says
+/// what becomes of a row already there.
+fn write_sessions(
+    statements: &mut Statements<'_>,
     dialect: Dialect,
     rows: &[(&(i64, String), SessionState)],
     on_conflict: &str,
-) -> Result<(), DomainError> {
+) {
     const COLUMNS: usize = 7;
     for chunk in rows.chunks((dialect.values_per_statement() / COLUMNS).max(1)) {
         let mut sql = "INSERT INTO analytics_rollup_sessions \
@@ -375,20 +411,18 @@ async fn write_sessions(
         super::push_value_rows(&mut sql, chunk.len(), COLUMNS);
         sql.push_str(" ON CONFLICT (user_id, session_key) ");
         sql.push_str(on_conflict);
-        let mut query = sqlx::query(&sql);
+        statements.add(&sql);
         for ((user_id, session_key), session) in chunk {
-            query = query
+            statements
                 .bind(*user_id)
-                .bind(session_key.as_str())
+                .bind(session_key.clone())
                 .bind(session.first_at)
-                .bind(session.dims.device_type.as_str())
-                .bind(session.dims.country.as_str())
+                .bind(session.dims.device_type.clone())
+                .bind(session.dims.country.clone())
                 .bind(session.dims.is_vpn)
                 .bind(session.page_views);
         }
-        query.execute(&mut **tx).await?;
     }
-    Ok(())
 }
 
 /// `(user_id, session_key) IN (VALUES …)` for `rows` keys, numbered from $1.
@@ -447,21 +481,16 @@ async fn read_sessions(
     Ok(stored)
 }
 
-async fn delete_sessions(
-    tx: &mut Tx<'_>,
-    dialect: Dialect,
-    keys: &[&(i64, String)],
-) -> Result<(), DomainError> {
+fn delete_sessions(statements: &mut Statements<'_>, dialect: Dialect, keys: &[&(i64, String)]) {
     for chunk in keys.chunks((dialect.values_per_statement() / 2).max(1)) {
-        let sql = format!(
+        statements.add(&format!(
             "DELETE FROM analytics_rollup_sessions WHERE {}",
             session_keys_condition(chunk.len())
-        );
-        bind_keys(sqlx::query(&sql), chunk)
-            .execute(&mut **tx)
-            .await?;
+        ));
+        for (user_id, session_key) in chunk {
+            statements.bind(*user_id).bind(session_key.clone());
+        }
     }
-    Ok(())
 }
 
 /// One rollup table: its key columns (the time first) and its counter
@@ -530,20 +559,20 @@ const CLICKS: RollupTable = RollupTable {
 
 const TABLES: [&RollupTable; 5] = [&SLICES, &DAYS, &VISITS, &PAGES, &CLICKS];
 
-/// Adds `rows` (key values then counter values, in the table's column
-/// order) to `table`, then removes the rows a subtraction left at zero.
-async fn upsert(
-    tx: &mut Tx<'_>,
+/// Adds the statements that add `rows` (key values then counter values, in
+/// the table's column order) to `table`, and answers the latest time of a
+/// row they subtract from, whose emptied rows are then removed.
+fn add_upserts(
+    statements: &mut Statements<'_>,
+    dialect: Dialect,
     table: &RollupTable,
-    rows: impl Iterator<Item = Vec<Arg>>,
-) -> Result<(), DomainError> {
+    rows: Vec<Vec<Arg>>,
+) -> Option<i64> {
     let columns = table.keys.len() + table.counters.len();
-    let rows_per_statement = (Dialect::of(tx).values_per_statement() / columns).max(1);
-    let rows: Vec<Vec<Arg>> = rows.collect();
+    let rows_per_statement = (dialect.values_per_statement() / columns).max(1);
     let mut latest_emptied = None;
     for chunk in rows.chunks(rows_per_statement) {
-        let sql = upsert_statement(table, chunk.len());
-        let mut query = sqlx::query(&sql);
+        statements.add(&upsert_statement(table, chunk.len()));
         for row in chunk {
             if let (Some(Arg::Int(time)), Some(Arg::Int(first))) =
                 (row.first(), row.get(table.keys.len()))
@@ -552,27 +581,15 @@ async fn upsert(
                 latest_emptied = latest_emptied.max(Some(*time));
             }
             for value in row {
-                query = match value.clone() {
-                    Arg::Int(number) => query.bind(number),
-                    Arg::Text(text) => query.bind(text),
-                    Arg::Bool(flag) => query.bind(flag),
+                match value.clone() {
+                    Arg::Int(number) => statements.bind(number),
+                    Arg::Text(text) => statements.bind(text),
+                    Arg::Bool(flag) => statements.bind(flag),
                 };
             }
         }
-        query.execute(&mut **tx).await?;
     }
-    // Only purges subtract, and they take the oldest events: the emptied
-    // rows lie in the key's leading time range up to `latest`.
-    if let Some(latest) = latest_emptied {
-        sqlx::query(&format!(
-            "DELETE FROM {} WHERE {} <= $1 AND {} <= 0",
-            table.name, table.keys[0], table.counters[0]
-        ))
-        .bind(latest)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
+    latest_emptied
 }
 
 fn upsert_statement(table: &RollupTable, rows: usize) -> String {
