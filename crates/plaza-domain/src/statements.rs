@@ -6,9 +6,9 @@
 //! analytics writer spent 0.2–0.5 ms on each of the eleven of a batch
 //! while requests queued behind it (`bench/analytics.sh`).
 //!
-//! The parts of one group see the database as it was before the group:
-//! a part must not depend on another part's changes (on PostgreSQL they
-//! run against one snapshot), and two parts must not change one row.
+//! On PostgreSQL the parts of one group run against one snapshot, in no
+//! promised order; so, on both engines, a part must not depend on another
+//! part's changes, and two parts must not change one row.
 
 use sqlx::any::AnyArguments;
 use sqlx::{Any, Arguments, Encode, Type};
@@ -62,9 +62,10 @@ impl<'q> Statements<'q> {
                 values: 0,
             });
         }
-        let group = self.groups.last_mut().expect("a group was just ensured");
-        group.parts.push(renumber(self.dialect, sql, group.values));
-        group.values += values;
+        if let Some(group) = self.groups.last_mut() {
+            group.parts.push(renumber(self.dialect, sql, group.values));
+            group.values += values;
+        }
         self
     }
 
