@@ -1,7 +1,8 @@
 //! Sign-in sessions. Only a hash of each session token is stored, so a copy
 //! of the database does not let anyone sign in.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use sqlx::FromRow;
 
@@ -22,6 +23,7 @@ pub struct SessionUser {
 
 #[derive(FromRow)]
 struct SessionUserRow {
+    session_token_hash: String,
     session_id: i64,
     session_expires_at: i64,
     session_last_seen_at: i64,
@@ -31,30 +33,47 @@ struct SessionUserRow {
     user: UserRow,
 }
 
-/// The statement that resolves a session, written once per engine (it
-/// runs on nearly every request).
-fn session_user_sql(dialect: Dialect) -> &'static str {
-    fn build(dialect: Dialect) -> String {
+/// Token hashes one lookup statement takes at most.
+pub const MAX_LOOKUP_BATCH: usize = 64;
+
+/// The numbers of token hashes a lookup statement is written for: a batch
+/// is padded up to the next one (repeating its last hash), so each engine
+/// prepares four statements, not one per batch size.
+const LOOKUP_SIZES: [usize; 4] = [1, 4, 16, MAX_LOOKUP_BATCH];
+
+/// The statement that resolves up to `size` sessions (a size of
+/// [`LOOKUP_SIZES`]), written once per engine and size (it runs on nearly
+/// every request).
+fn session_users_sql(dialect: Dialect, size_index: usize) -> &'static str {
+    fn build(dialect: Dialect, size: usize) -> String {
         let columns = USER_COLUMNS
             .split(", ")
             .map(|column| format!("u.{column}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let hashes = (0..size)
+            .map(|index| format!("${}", index + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
         format!(
-            "SELECT s.id AS session_id, s.expires_at AS session_expires_at, \
+            "SELECT s.token_hash AS session_token_hash, s.id AS session_id, \
+             s.expires_at AS session_expires_at, \
              s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, \
              {capabilities} AS session_capabilities, {columns} \
              FROM sessions s JOIN users u ON u.id = s.user_id \
-             WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.created_at > $3",
+             WHERE s.token_hash IN ({hashes}) AND s.expires_at > $1 AND s.created_at > $2",
             capabilities = capabilities_sql(dialect, "u"),
         )
     }
-    static SQLITE: LazyLock<String> = LazyLock::new(|| build(Dialect(Backend::Sqlite)));
-    static POSTGRES: LazyLock<String> = LazyLock::new(|| build(Dialect(Backend::Postgres)));
-    match dialect.0 {
-        Backend::Sqlite => &SQLITE,
-        Backend::Postgres => &POSTGRES,
-    }
+    static SQLITE: [OnceLock<String>; LOOKUP_SIZES.len()] =
+        [const { OnceLock::new() }; LOOKUP_SIZES.len()];
+    static POSTGRES: [OnceLock<String>; LOOKUP_SIZES.len()] =
+        [const { OnceLock::new() }; LOOKUP_SIZES.len()];
+    let built = match dialect.0 {
+        Backend::Sqlite => &SQLITE[size_index],
+        Backend::Postgres => &POSTGRES[size_index],
+    };
+    built.get_or_init(|| build(dialect, LOOKUP_SIZES[size_index]))
 }
 
 /// How long sessions live: they slide forward by `ttl_millis` while used
@@ -87,14 +106,61 @@ impl Database {
         token_hash: &str,
         lifetime: &SessionLifetime,
     ) -> Result<Option<SessionUser>, DomainError> {
-        let now = now_millis();
-        let row: Option<SessionUserRow> = sqlx::query_as(session_user_sql(self.dialect()))
-            .bind(token_hash)
-            .bind(now)
-            .bind(now.saturating_sub(lifetime.max_lifetime_millis))
-            .fetch_optional(&mut *self.lease().await?)
+        let mut found = self
+            .session_users(&[token_hash.to_owned()], lifetime)
             .await?;
-        let Some(row) = row else { return Ok(None) };
+        Ok(found.pop().flatten())
+    }
+
+    /// [`Database::session_user`] for up to [`MAX_LOOKUP_BATCH`] token
+    /// hashes in one statement, answered in their order: requests that
+    /// arrive together share one round trip. Each answer is as fresh as a
+    /// lookup of its own would be, since the statement runs after all of
+    /// them were asked.
+    pub async fn session_users(
+        &self,
+        token_hashes: &[String],
+        lifetime: &SessionLifetime,
+    ) -> Result<Vec<Option<SessionUser>>, DomainError> {
+        let Some(last) = token_hashes.last() else {
+            return Ok(Vec::new());
+        };
+        if token_hashes.len() > MAX_LOOKUP_BATCH {
+            return Err(DomainError::Invalid {
+                field: "token_hashes",
+                reason: format!("at most {MAX_LOOKUP_BATCH} at once"),
+            });
+        }
+        let size_index = LOOKUP_SIZES
+            .iter()
+            .position(|size| *size >= token_hashes.len())
+            .unwrap_or(LOOKUP_SIZES.len() - 1);
+        let now = now_millis();
+        let mut query = sqlx::query_as(session_users_sql(self.dialect(), size_index))
+            .bind(now)
+            .bind(now.saturating_sub(lifetime.max_lifetime_millis));
+        for index in 0..LOOKUP_SIZES[size_index] {
+            query = query.bind(token_hashes.get(index).unwrap_or(last).as_str());
+        }
+        let rows: Vec<SessionUserRow> = query.fetch_all(&mut *self.lease().await?).await?;
+        let mut found: HashMap<String, SessionUser> = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let token_hash = row.session_token_hash.clone();
+            found.insert(token_hash, self.refreshed(row, now, lifetime).await?);
+        }
+        Ok(token_hashes
+            .iter()
+            .map(|token_hash| found.get(token_hash).cloned())
+            .collect())
+    }
+
+    /// The session of `row`, its expiry extended first when due.
+    async fn refreshed(
+        &self,
+        row: SessionUserRow,
+        now: i64,
+        lifetime: &SessionLifetime,
+    ) -> Result<SessionUser, DomainError> {
         let mut expires_at = row.session_expires_at;
         let absolute_end = row
             .session_created_at
@@ -110,12 +176,12 @@ impl Database {
                 .execute(&mut *self.lease().await?)
                 .await?;
         }
-        Ok(Some(SessionUser {
+        Ok(SessionUser {
             session_id: row.session_id,
             expires_at,
             user: User::try_from(row.user)?,
             capabilities: Capabilities::from_names(row.session_capabilities),
-        }))
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use plaza_domain::sessions::SessionLifetime;
 use crate::auth::jwt::JwtKeys;
 use crate::auth::oauth::{self, Provider};
 use crate::auth::password::Passwords;
+use crate::auth::session_lookups::SessionLookups;
 use crate::settings::AuthSettings;
 
 /// Identity services shared by every request.
@@ -21,6 +22,8 @@ pub struct Auth {
     pub providers_by_id: HashMap<String, usize>,
     pub http: reqwest::Client,
     pub sessions: SessionLifetime,
+    /// Signed-in requests' session cookies, resolved in batches.
+    pub session_lookups: SessionLookups,
 }
 
 impl Auth {
@@ -58,6 +61,7 @@ impl Auth {
                 refresh_after_millis: (ttl_millis / 10).min(60_000),
                 max_lifetime_millis: secs_to_millis(settings.session_max_lifetime_secs),
             },
+            session_lookups: SessionLookups::default(),
         })
     }
 

@@ -28,6 +28,8 @@ on_both_databases!(
     access_matrix,
     sign_up_validates_and_refuses_duplicates,
     form_sign_in_needs_the_csrf_token,
+    concurrent_requests_each_resolve_their_own_session,
+    one_lookup_statement_answers_each_token_hash_in_order,
 );
 
 async fn sign_up_sign_in_session_and_sign_out(backend: Backend) {
@@ -554,4 +556,90 @@ async fn form_sign_in_needs_the_csrf_token(backend: Backend) {
         "foreign callback URLs are not followed"
     );
     assert!(session_cookie(&with).is_some());
+}
+
+/// Session lookups that arrive together share a statement: every request
+/// still gets its own user, and a signed-out cookie none.
+async fn concurrent_requests_each_resolve_their_own_session(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let mut people = Vec::new();
+    for n in 0..12 {
+        let email = format!("person{n}@example.com");
+        let created = server
+            .sign_up(&json!({"email": email, "password": PASSWORD, "name": format!("Person {n}")}))
+            .await;
+        assert_eq!(created.status(), StatusCode::CREATED);
+        let cookie = server.sign_in(&email, PASSWORD).await;
+        people.push((Some(email), cookie));
+    }
+    let (_, leaving) = people.pop().expect("people");
+    let signed_out = server
+        .send(As::Session(&leaving), "POST", "/api/auth/signout", None)
+        .await;
+    assert_eq!(signed_out.status(), 200);
+    people.push((None, leaving));
+    people.push((None, "plaza_session=not-a-session".to_owned()));
+    let calls = (0..4).flat_map(|_| people.iter()).map(|(email, cookie)| {
+        let server = &server;
+        async move {
+            let session = server.get_json_as("/api/auth/session", cookie).await;
+            (email, session)
+        }
+    });
+    for (email, session) in futures_util::future::join_all(calls).await {
+        match email {
+            Some(email) => assert_eq!(session["user"]["email"], email.as_str()),
+            None => assert_eq!(session, json!({}), "no session behind this cookie"),
+        }
+    }
+}
+
+/// The batched lookup itself: unknown and repeated hashes, and a batch
+/// padded up to the statement's size, each answered in place.
+async fn one_lookup_statement_answers_each_token_hash_in_order(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let mut hashes = Vec::new();
+    for name in ["first", "second"] {
+        let email = format!("{name}@example.com");
+        server.create_user(&email, PASSWORD, "user");
+        let cookie = server.sign_in(&email, PASSWORD).await;
+        let token = cookie.trim_start_matches("plaza_session=");
+        hashes.push(plaza_server::auth::tokens::hash_token(token));
+    }
+    let asked = vec![
+        hashes[1].clone(),
+        "unknown".to_owned(),
+        hashes[0].clone(),
+        hashes[1].clone(),
+        "also unknown".to_owned(),
+    ];
+    let lifetime = plaza_domain::sessions::SessionLifetime {
+        ttl_millis: 3_600_000,
+        refresh_after_millis: 60_000,
+        max_lifetime_millis: 86_400_000,
+    };
+    let found = server
+        .domain()
+        .await
+        .session_users(&asked, &lifetime)
+        .await
+        .expect("lookup");
+    let emails: Vec<Option<String>> = found
+        .iter()
+        .map(|session| {
+            session
+                .as_ref()
+                .map(|session| session.user.row.email.clone())
+        })
+        .collect();
+    assert_eq!(
+        emails,
+        vec![
+            Some("second@example.com".to_owned()),
+            None,
+            Some("first@example.com".to_owned()),
+            Some("second@example.com".to_owned()),
+            None,
+        ]
+    );
 }

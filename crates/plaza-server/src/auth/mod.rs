@@ -8,6 +8,7 @@
 pub mod jwt;
 pub mod oauth;
 pub mod password;
+pub mod session_lookups;
 pub mod signin;
 pub mod tokens;
 
@@ -90,8 +91,9 @@ impl FromRequestParts<AppState> for OptionalUser {
             Some(token) => {
                 let token_hash = hash_token(&token);
                 state
-                    .db
-                    .session_user(&token_hash, &state.auth.sessions)
+                    .auth
+                    .session_lookups
+                    .lookup(&state.db, &state.auth.sessions, &token_hash)
                     .await?
                     .filter(|session| session.user.status == UserStatus::Active)
                     .map(|session| SessionPrincipal {
