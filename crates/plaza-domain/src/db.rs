@@ -249,11 +249,18 @@ impl Database {
             None => None,
         };
         let mut lease = self.lease().await?;
+        lease.unit_of_work_open = true;
         let mut tx =
             sqlx::Connection::begin_with(&mut *lease, self.dialect().begin_write()).await?;
-        let value = work(&mut tx).await?;
-        tx.commit().await?;
-        Ok(value)
+        // Ended here, not by dropping `tx`: a dropped PostgreSQL transaction
+        // only queues its ROLLBACK for the connection's next use.
+        let outcome = match work(&mut tx).await {
+            Ok(value) => tx.commit().await.map(|()| Ok(value)),
+            Err(error) => tx.rollback().await.map(|()| Err(error)),
+        };
+        let ended = outcome?;
+        lease.unit_of_work_open = false;
+        ended
     }
 
     /// One real round trip, for health checks.
@@ -312,6 +319,7 @@ impl Database {
             warm: Arc::clone(warm),
             _permit: permit,
             faults,
+            unit_of_work_open: false,
         })
     }
 
@@ -361,6 +369,8 @@ pub(crate) struct Lease {
     _permit: OwnedSemaphorePermit,
     /// [`CONNECTION_FAULTS`] when the lease began.
     faults: u64,
+    /// A unit of work began on this connection and has not ended cleanly.
+    unit_of_work_open: bool,
 }
 
 impl Deref for Lease {
@@ -385,15 +395,19 @@ impl Drop for Lease {
     fn drop(&mut self) {
         let warm = &self.warm;
         if let Some(mut connection) = self.connection.take() {
-            if sqlx::Connection::is_in_transaction(&*connection) {
-                // A unit of work was cancelled (its request dropped) before
-                // it committed. Idle in the warm stack, this connection
+            if self.unit_of_work_open || sqlx::Connection::is_in_transaction(&*connection) {
+                // A unit of work was cancelled (its request dropped) or
+                // failed to end. Idle in the warm stack, this connection
                 // would keep its locks (SQLite's write lock, PostgreSQL's
-                // row locks) until its next use, and on SQLite
-                // every writer meanwhile would fail with "database is
-                // locked" (measured under wrk, whose connections close with
-                // requests in flight). Roll back first, then hand it back
-                // to the pool.
+                // row locks) until its next use: on SQLite every writer
+                // meanwhile would fail with "database is locked" (measured
+                // under wrk, whose connections close with requests in
+                // flight); on PostgreSQL, where a dropped transaction only
+                // queues its ROLLBACK, writers waiting for those rows
+                // would hold every other connection and the next use would
+                // never come (measured: single analytics events with the
+                // group commit off stopped). Roll back, send what is
+                // queued (the ping), then hand it back to the pool.
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     runtime.spawn(async move {
                         while sqlx::Connection::is_in_transaction(&*connection) {
@@ -403,6 +417,10 @@ impl Drop for Lease {
                                 let _ = connection.close().await;
                                 return;
                             }
+                        }
+                        if let Err(error) = sqlx::Connection::ping(&mut *connection).await {
+                            tracing::warn!(%error, "ending a cancelled unit of work failed; closing its connection");
+                            let _ = connection.close().await;
                         }
                     });
                 }

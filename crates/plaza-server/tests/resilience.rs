@@ -6,11 +6,13 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use common::{Backend, PostgresDatabase, TestServer, postgres_enabled};
+use common::{Backend, PASSWORD, PostgresDatabase, TestServer, postgres_enabled};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+
+on_both_databases!(a_cancelled_unit_of_work_lets_go_of_its_locks);
 
 /// A loopback TCP proxy to PostgreSQL that the test can cut and restore.
 struct Switch {
@@ -262,4 +264,84 @@ async fn a_stop_signal_right_after_start_up_is_a_graceful_stop() {
         "{}",
         server.logs()
     );
+}
+
+/// A unit of work dropped half-way (its request gone) must not keep its
+/// locks on the connection it leaves behind: a writer waiting for the same
+/// row on another connection goes on. (On PostgreSQL a dropped transaction
+/// only queues its ROLLBACK; idle, the connection never sent it.)
+async fn a_cancelled_unit_of_work_lets_go_of_its_locks(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let user = server.create_user("locked@example.com", PASSWORD, "user");
+    let db = server.domain().await;
+    let locked = Arc::new(Notify::new());
+    let holder = {
+        let (db, locked) = (db.clone(), Arc::clone(&locked));
+        tokio::spawn(async move {
+            db.write(move |tx| {
+                Box::pin(async move {
+                    rename(tx, user, "holder").await?;
+                    locked.notify_one();
+                    std::future::pending::<()>().await;
+                    Ok(())
+                })
+            })
+            .await
+        })
+    };
+    locked.notified().await;
+    let waiter = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.write(move |tx| Box::pin(rename(tx, user, "waiter")))
+                .await
+        })
+    };
+    if backend == Backend::Postgres {
+        // The waiter holds a connection of its own and waits for the row.
+        let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&server.database_url)
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (waiting,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+            if waiting > 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the waiter never waited"
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+    holder.abort();
+    let finished = tokio::time::timeout(std::time::Duration::from_secs(10), waiter).await;
+    let outcome = finished.expect("the waiter still waits for the cancelled unit's row lock");
+    outcome.expect("task").expect("the waiter's write");
+    let renamed = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM users WHERE id = {user} AND name = 'waiter'"
+        ))
+        .await;
+    assert_eq!(renamed, 1);
+}
+
+async fn rename(
+    tx: &mut plaza_domain::Tx<'_>,
+    user: i64,
+    name: &'static str,
+) -> Result<(), plaza_domain::DomainError> {
+    sqlx::query("UPDATE users SET name = $1 WHERE id = $2")
+        .bind(name)
+        .bind(user)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
