@@ -9,9 +9,11 @@
 //! analytics events on PostgreSQL: the session statement was 57 of the
 //! database's 93 µs of CPU per event, README "Analytics ingest").
 //!
-//! A lookup that finds the queue full, or whose batch failed, looks itself
-//! up alone, so its answer and its error are what they were without the
-//! queue.
+//! A batch that found the database unavailable answers every lookup in it
+//! so (503), rather than each trying again alone and waiting twice. A
+//! lookup that finds the queue full, or whose batch failed otherwise,
+//! looks itself up alone, so its answer and its error are what they were
+//! without the queue.
 
 use std::sync::Arc;
 
@@ -26,8 +28,9 @@ const IN_FLIGHT: usize = 4;
 /// Lookups waiting at most; beyond them a lookup goes alone.
 const QUEUE_CAPACITY: usize = 4096;
 
-/// `Err` when the batch failed: the lookup then goes alone.
-type Answer = Result<Option<SessionUser>, ()>;
+/// `Err(Some(_))` when the batch found the database unavailable, `Err(None)`
+/// when it failed otherwise (the lookup then goes alone).
+type Answer = Result<Option<SessionUser>, Option<DomainError>>;
 
 struct PendingLookup {
     token_hash: String,
@@ -65,8 +68,12 @@ impl SessionLookups {
                 answer,
             })
             .is_ok();
-        if queued && let Ok(Ok(found)) = answered.await {
-            return Ok(found);
+        if queued && let Ok(answer) = answered.await {
+            match answer {
+                Ok(found) => return Ok(found),
+                Err(Some(unavailable)) => return Err(unavailable),
+                Err(None) => {}
+            }
         }
         db.session_user(token_hash, lifetime).await
     }
@@ -99,9 +106,14 @@ async fn serve(db: Database, lifetime: SessionLifetime, mut queue: mpsc::Receive
                         let _ = pending.answer.send(Ok(session));
                     }
                 }
-                Err(_) => {
+                Err(error) => {
+                    let unavailable = match error {
+                        DomainError::Unavailable(reason) => Some(reason),
+                        _ => None,
+                    };
                     for pending in batch {
-                        let _ = pending.answer.send(Err(()));
+                        let answer = unavailable.clone().map(DomainError::Unavailable);
+                        let _ = pending.answer.send(Err(answer));
                     }
                 }
             }
