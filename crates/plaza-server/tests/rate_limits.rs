@@ -372,6 +372,50 @@ async fn two_instances_share_one_count_through_redis(backend: Backend) {
     );
 }
 
+/// The script in Redis and the in-process step decide alike: a fresh
+/// client's first charge (which the script offers as one `SET … NX GET`),
+/// a charge beyond a fresh bucket (refused, nothing stored), later charges
+/// on a stored arrival time, and refusals that store nothing. Within the
+/// test's few milliseconds a 5/hour quota's counts do not move with time.
+#[tokio::test]
+async fn the_redis_script_decides_as_the_in_process_step() {
+    use plaza_server::rate_limit::gcra::{Outcome, Quota};
+    use plaza_server::rate_limit::shared::SharedStore;
+    let Some(redis) = PrivateRedis::start("the_redis_script_decides_as_the_in_process_step") else {
+        return;
+    };
+    let quota: Quota = "5/hour".parse().expect("a quota");
+    let store = SharedStore::new(&redis.url(), Duration::from_secs(2)).expect("a Redis URL");
+    let charges: [(&str, u32); 10] = [
+        ("fresh-beyond", 6),
+        ("fresh-beyond", 1),
+        ("fresh-whole", 5),
+        ("fresh-whole", 1),
+        ("stepwise", 1),
+        ("stepwise", 3),
+        ("stepwise", 2),
+        ("stepwise", 1),
+        ("stepwise", 1),
+        ("stepwise", 1),
+    ];
+    let mut arrivals = std::collections::HashMap::new();
+    for (key, cost) in charges {
+        let (expected, next) = Outcome::step(quota, arrivals.get(key).copied(), 0, cost);
+        if let Some(next) = next {
+            arrivals.insert(key, next);
+        }
+        let answered = store
+            .check(format!("test:{key}"), quota, cost)
+            .await
+            .expect("Redis answers");
+        assert_eq!(
+            (answered.allowed, answered.remaining),
+            (expected.allowed, expected.remaining),
+            "{key} charged {cost}: {answered:?} against {expected:?}"
+        );
+    }
+}
+
 /// Checks waiting together go to Redis as one script call; each must still
 /// count once, in order, even when they are all the same client's.
 async fn concurrent_requests_through_redis_are_each_counted_once(backend: Backend) {

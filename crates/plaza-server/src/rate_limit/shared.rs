@@ -18,8 +18,9 @@ use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use super::gcra::{Outcome, Quota};
 
-/// KEYS: the clients' keys. ARGV: for each key, its period and interval in
-/// microseconds and its cost (requests counted at once).
+/// KEYS: the clients' keys. ARGV: for each key, its period and its charge
+/// (the quota's interval times the requests counted at once) in
+/// microseconds, and the milliseconds a fresh key of that charge lives.
 /// Returns one number per key: for an allowed check the microseconds until
 /// its new arrival time, for a refused one minus one minus those until the
 /// stored arrival time; the rest of the outcome follows from the quota
@@ -27,23 +28,43 @@ use super::gcra::{Outcome, Quota};
 /// than it must (its Lua was half of what a check cost Redis). A key
 /// expires when its bucket is full again, so Redis holds only clients seen
 /// within their period (at least a millisecond: a quota of more than one
-/// request a microsecond has no interval, and `PX 0` is an error). Arrival
-/// times go to `SET` as numbers: integers below 2^53, written exactly.
+/// request a microsecond has no interval, and `PX 0` is an error).
+///
+/// What made a check cost Redis most, measured (README, "Rate limits"):
+/// - Most checks are a client's first within its period, so a charge that
+///   a fresh bucket allows is first offered with `SET … NX GET`: one call
+///   that stores a new key, or answers the stored arrival time and leaves
+///   the key to the full step (`NX` with `GET` needs Redis 7.0).
+/// - Lua hands a number to `redis.call` as text written like a float
+///   (`%.17g`, a tenth of Redis's time); arrival times and expiries go as
+///   integers written with `%d` instead (exact: below 2^53), and a fresh
+///   key's expiry comes ready in ARGV.
 const GCRA_SCRIPT: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local format = string.format
 local answers = {}
 for i, key in ipairs(KEYS) do
-  local argument = (i - 1) * 3
-  local period = tonumber(ARGV[argument + 1])
-  local tat = tonumber(redis.call('GET', key) or now)
-  if tat < now then tat = now end
-  local next = tat + tonumber(ARGV[argument + 2]) * tonumber(ARGV[argument + 3])
-  if now < next - period then
-    answers[i] = now - tat - 1
+  local period = tonumber(ARGV[3 * i - 2])
+  local charge = tonumber(ARGV[3 * i - 1])
+  local stored
+  if charge <= period then
+    stored = redis.call('SET', key, format('%d', now + charge), 'PX', ARGV[3 * i], 'NX', 'GET')
+    answers[i] = charge
   else
-    redis.call('SET', key, next, 'PX', math.max(1, math.ceil((next - now) / 1000)))
-    answers[i] = next - now
+    stored = redis.call('GET', key)
+    answers[i] = -1
+  end
+  if stored then
+    local tat = math.max(tonumber(stored), now)
+    local next = tat + charge
+    if now < next - period then
+      answers[i] = now - tat - 1
+    else
+      local expiry = math.max(1, math.ceil((next - now) / 1000))
+      redis.call('SET', key, format('%d', next), 'PX', format('%d', expiry))
+      answers[i] = next - now
+    end
   end
 end
 return answers
@@ -80,8 +101,7 @@ impl From<redis::RedisError> for SharedError {
 struct PendingCheck {
     key: String,
     period_micros: u64,
-    interval_micros: u64,
-    cost: u32,
+    charge_micros: u64,
     answer: oneshot::Sender<Result<i64, SharedError>>,
 }
 
@@ -130,8 +150,7 @@ impl SharedStore {
             .try_send(PendingCheck {
                 key,
                 period_micros: quota.period_micros(),
-                interval_micros: quota.interval_micros(),
-                cost,
+                charge_micros: quota.interval_micros().saturating_mul(u64::from(cost)),
                 answer,
             })
             .map_err(|_| SharedError::Overloaded)?;
@@ -203,8 +222,8 @@ impl Link {
             invocation
                 .key(&check.key)
                 .arg(check.period_micros)
-                .arg(check.interval_micros)
-                .arg(check.cost);
+                .arg(check.charge_micros)
+                .arg(check.charge_micros.div_ceil(1000).max(1));
         }
         let values: Vec<i64> =
             tokio::time::timeout(self.timeout, invocation.invoke_async(&mut manager))
