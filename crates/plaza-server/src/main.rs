@@ -22,7 +22,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// upload's decoded pixels, its resized copies, request bodies) come from
 /// an arena of their own that gives them back to the system when freed.
 /// Left to its defaults, jemalloc kept them for reuse for up to ten
-/// seconds, and 4 uploads at once peaked at 190 MiB instead of 117 MiB
+/// seconds, and 4 uploads at once peaked at 190 MiB instead of 120 MiB
 /// (README, "Uploads"). A C string: jemalloc reads a `const char *`.
 #[cfg(not(target_env = "msvc"))]
 #[unsafe(export_name = "_rjem_malloc_conf")]
