@@ -276,7 +276,7 @@ async fn store(
 ) -> Result<Vec<String>, AppError> {
     let events: Vec<_> = events
         .into_iter()
-        .map(|event| origin.event(event, new_event_id(), now))
+        .map(|event| origin.event(event, new_event_id(now), now))
         .collect();
     let ids = events.iter().map(|event| event.event_id.clone()).collect();
     state
@@ -294,11 +294,12 @@ async fn store(
     Ok(ids)
 }
 
-/// A random UUID (v4), from the thread-local generator.
-fn new_event_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rng().fill_bytes(&mut bytes);
-    uuid::Builder::from_random_bytes(bytes)
+/// A UUID v7: `received_at` (Unix milliseconds) then random bits, from the
+/// thread-local generator.
+fn new_event_id(received_at: i64) -> String {
+    let mut random = [0u8; 10];
+    rand::rng().fill_bytes(&mut random);
+    uuid::Builder::from_unix_timestamp_millis(u64::try_from(received_at).unwrap_or(0), &random)
         .into_uuid()
         .hyphenated()
         .to_string()
@@ -313,4 +314,23 @@ fn problem(field: &str, reason: impl Into<String>) -> EventProblem {
 
 fn bad_field(problem: EventProblem) -> AppError {
     AppError::BadField(FieldError::new(problem.field, problem.reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_event_id;
+
+    #[test]
+    fn event_ids_are_uuid_v7_in_the_order_they_were_received() {
+        let earlier = new_event_id(1_790_000_000_000);
+        let later = new_event_id(1_790_000_000_001);
+        let parsed = uuid::Uuid::parse_str(&earlier).expect("a UUID");
+        assert_eq!(parsed.get_version_num(), 7);
+        assert!(earlier < later, "{earlier} sorts before {later}");
+        assert_ne!(
+            new_event_id(1_790_000_000_000),
+            earlier,
+            "random bits after the time"
+        );
+    }
 }
