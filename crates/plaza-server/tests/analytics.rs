@@ -20,6 +20,9 @@ on_both_databases!(
     an_event_is_stored_with_what_the_server_adds,
     every_schema_error_is_a_400_naming_its_field,
     without_a_session_collect_is_403,
+    collect_trusts_a_confirmed_session_only_within_the_recheck_window,
+    without_a_recheck_window_collect_sees_an_ended_session_at_once,
+    a_sign_out_here_ends_collect_at_once,
     a_batch_is_stored_whole_or_not_at_all,
     each_event_counts_against_the_per_user_limit,
     acknowledged_events_survive_a_kill,
@@ -195,6 +198,63 @@ async fn without_a_session_collect_is_403(backend: Backend) {
         }
     }
     assert_eq!(event_count(&server).await, 0);
+}
+
+/// The status of one collect call with `cookie`.
+async fn collect_status(server: &TestServer, cookie: &str) -> u16 {
+    let (status, body) = call(
+        server,
+        "POST",
+        "/api/analytics/collect",
+        Some(cookie),
+        Some(page_view("/")),
+    )
+    .await;
+    assert!(matches!(status, 200 | 403), "{status}: {body}");
+    status
+}
+
+async fn collect_trusts_a_confirmed_session_only_within_the_recheck_window(backend: Backend) {
+    let server =
+        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", "60000")]).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    assert_eq!(collect_status(&server, &cookie).await, 200);
+    // Ended behind this instance's back, as another instance would.
+    server.sql("DELETE FROM sessions").await;
+    assert_eq!(
+        collect_status(&server, &cookie).await,
+        200,
+        "confirmed less than a minute ago"
+    );
+    let (status, session) = call(&server, "GET", "/api/auth/session", Some(&cookie), None).await;
+    assert_eq!(
+        (status, session),
+        (200, json!({})),
+        "other routes look the session up on each request"
+    );
+    // Signing the cookie out here drops what collect remembers of it,
+    // although the session row is already gone.
+    let (status, _) = call(&server, "POST", "/api/auth/signout", Some(&cookie), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(collect_status(&server, &cookie).await, 403);
+}
+
+async fn without_a_recheck_window_collect_sees_an_ended_session_at_once(backend: Backend) {
+    let server =
+        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", "0")]).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    assert_eq!(collect_status(&server, &cookie).await, 200);
+    server.sql("DELETE FROM sessions").await;
+    assert_eq!(collect_status(&server, &cookie).await, 403);
+}
+
+async fn a_sign_out_here_ends_collect_at_once(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    assert_eq!(collect_status(&server, &cookie).await, 200);
+    let (status, _) = call(&server, "POST", "/api/auth/signout", Some(&cookie), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(collect_status(&server, &cookie).await, 403);
 }
 
 async fn a_batch_is_stored_whole_or_not_at_all(backend: Backend) {

@@ -14,6 +14,7 @@ pub mod tokens;
 
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -84,6 +85,26 @@ impl FromRequestParts<AppState> for OptionalUser {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        OptionalUser::resolve(parts, state, Duration::ZERO).await
+    }
+}
+
+impl OptionalUser {
+    /// The signed-in user as analytics collection sees them: a session a
+    /// lookup confirmed within `analytics_session_recheck_ms` counts without
+    /// asking the database again (README, settings).
+    pub async fn for_analytics(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let max_age = Duration::from_millis(state.settings.analytics.analytics_session_recheck_ms);
+        OptionalUser::resolve(parts, state, max_age).await
+    }
+
+    /// Resolves the session cookie once per request (later calls take the
+    /// first answer), trusting a confirmation younger than `max_age`.
+    async fn resolve(
+        parts: &mut Parts,
+        state: &AppState,
+        max_age: Duration,
+    ) -> Result<Self, AppError> {
         if let Some(cached) = parts.extensions.get::<OptionalUser>() {
             return Ok(cached.clone());
         }
@@ -93,7 +114,7 @@ impl FromRequestParts<AppState> for OptionalUser {
                 state
                     .auth
                     .session_lookups
-                    .lookup(&state.db, &state.auth.sessions, &token_hash)
+                    .lookup_recent(&state.db, &state.auth.sessions, &token_hash, max_age)
                     .await?
                     .filter(|session| session.user.status == UserStatus::Active)
                     .map(|session| SessionPrincipal {

@@ -2,9 +2,11 @@
 //! one task, which looks up every hash waiting in one statement
 //! ([`Database::session_users`]), with at most [`IN_FLIGHT`] statements
 //! running at once; the hashes that arrive meanwhile form the next one.
-//! Nothing is cached: each answer comes from a statement that ran after
-//! its request asked, so a sign-out, a ban or a role change counts from
-//! the next request on, as with a lookup of its own. Under load this
+//! [`SessionLookups::lookup`] caches nothing: each answer comes from a
+//! statement that ran after its request asked, so a sign-out, a ban or a
+//! role change counts from the next request on, as with a lookup of its
+//! own. Only analytics collection uses [`SessionLookups::lookup_recent`],
+//! which also accepts an answer confirmed within a window the caller gives. Under load this
 //! turns a round trip per signed-in request into one per batch (single
 //! analytics events on PostgreSQL: the session statement was 57 of the
 //! database's 93 µs of CPU per event, README "Analytics ingest").
@@ -15,8 +17,10 @@
 //! looks itself up alone, so its answer and its error are what they were
 //! without the queue.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use hashlink::LruCache;
 use plaza_domain::sessions::{MAX_LOOKUP_BATCH, SessionLifetime, SessionUser};
 use plaza_domain::{Database, DomainError};
 use tokio::sync::{OnceCell, Semaphore, mpsc, oneshot};
@@ -27,6 +31,10 @@ const IN_FLIGHT: usize = 4;
 
 /// Lookups waiting at most; beyond them a lookup goes alone.
 const QUEUE_CAPACITY: usize = 4096;
+
+/// Recently confirmed sessions kept at most (least recently used go first),
+/// so a flood of distinct cookies cannot grow memory.
+const RECENT_CAPACITY: usize = 10_000;
 
 /// `Err(Some(_))` when the batch found the database unavailable, `Err(None)`
 /// when it failed otherwise (the lookup then goes alone).
@@ -39,9 +47,24 @@ struct PendingLookup {
 
 /// The queue in front of the lookup task, which starts with the first
 /// lookup (it needs the runtime) and ends when the queue is dropped.
-#[derive(Default)]
 pub struct SessionLookups {
     queue: OnceCell<mpsc::Sender<PendingLookup>>,
+    recent: Mutex<LruCache<String, Confirmed>>,
+}
+
+impl Default for SessionLookups {
+    fn default() -> Self {
+        SessionLookups {
+            queue: OnceCell::new(),
+            recent: Mutex::new(LruCache::new(RECENT_CAPACITY)),
+        }
+    }
+}
+
+/// A lookup's answer and when it was asked (the statement ran after that).
+struct Confirmed {
+    session: Option<SessionUser>,
+    asked_at: Instant,
 }
 
 impl SessionLookups {
@@ -76,6 +99,53 @@ impl SessionLookups {
             }
         }
         db.session_user(token_hash, lifetime).await
+    }
+}
+
+impl SessionLookups {
+    /// As [`SessionLookups::lookup`], but an answer asked for less than
+    /// `max_age` ago is taken again without the database (a session past
+    /// its expiry still counts as none). For routes where a sign-out or a
+    /// ban elsewhere may take `max_age` to be seen.
+    pub async fn lookup_recent(
+        &self,
+        db: &Database,
+        lifetime: &SessionLifetime,
+        token_hash: &str,
+        max_age: Duration,
+    ) -> Result<Option<SessionUser>, DomainError> {
+        if max_age.is_zero() {
+            return self.lookup(db, lifetime, token_hash).await;
+        }
+        if let Some(confirmed) = self.recent().get(token_hash)
+            && confirmed.asked_at.elapsed() < max_age
+        {
+            let now = plaza_domain::time::now_millis();
+            return Ok(confirmed
+                .session
+                .clone()
+                .filter(|session| session.expires_at > now));
+        }
+        let asked_at = Instant::now();
+        let session = self.lookup(db, lifetime, token_hash).await?;
+        self.recent().insert(
+            token_hash.to_owned(),
+            Confirmed {
+                session: session.clone(),
+                asked_at,
+            },
+        );
+        Ok(session)
+    }
+
+    /// Drops what [`SessionLookups::lookup_recent`] remembers of this
+    /// session (it was signed out here).
+    pub fn forget(&self, token_hash: &str) {
+        self.recent().remove(token_hash);
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, LruCache<String, Confirmed>> {
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

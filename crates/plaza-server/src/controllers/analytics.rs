@@ -50,7 +50,7 @@ impl FromRequestParts<AppState> for Collector {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let OptionalUser(user) = OptionalUser::from_request_parts(parts, state).await?;
+        let OptionalUser(user) = OptionalUser::for_analytics(parts, state).await?;
         let user = user.ok_or_else(|| {
             AppError::NotAllowed("a valid session is required to send analytics events".to_owned())
         })?;

@@ -433,6 +433,8 @@ pub async fn signout(
     request: Request,
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
+    let signed_out =
+        cookie_value(request.headers(), SESSION_COOKIE).map(|token| hash_token(&token));
     if form {
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
         let Form(fields): Form<std::collections::HashMap<String, String>> =
@@ -450,6 +452,9 @@ pub async fn signout(
             .db
             .write(|tx| Box::pin(async move { sessions::delete(tx, &token_hash).await }))
             .await?;
+    }
+    if let Some(token_hash) = signed_out {
+        state.auth.session_lookups.forget(&token_hash);
     }
     let mut response = if form {
         Redirect::to("/").into_response()

@@ -395,7 +395,7 @@ where
                 return inner.call(request).await;
             }
             let (mut parts, body) = request.into_parts();
-            let caller = caller_of(&mut parts, &state).await;
+            let caller = caller_of(limit, &mut parts, &state).await;
             // Off a socket: the service's own pages, fetched in process for
             // a link preview that was itself counted.
             let Some(caller) = caller else {
@@ -450,7 +450,13 @@ fn refusal(limit: Limit, outcome: Outcome) -> AppError {
 }
 
 /// The user behind a valid admin token or session, else the client address.
-async fn caller_of(parts: &mut axum::http::request::Parts, state: &AppState) -> Option<Caller> {
+/// Analytics collection resolves the session as its handler will
+/// ([`OptionalUser::for_analytics`]).
+async fn caller_of(
+    limit: Limit,
+    parts: &mut axum::http::request::Parts,
+    state: &AppState,
+) -> Option<Caller> {
     if let Some(claims) = crate::auth::bearer_claims(&parts.headers, state)
         && let Ok(user_id) = claims.sub.parse()
     {
@@ -459,10 +465,14 @@ async fn caller_of(parts: &mut axum::http::request::Parts, state: &AppState) -> 
             super_token: claims.grants_super(),
         });
     }
-    let subject = if cookie_value(&parts.headers, SESSION_COOKIE).is_some()
-        && let Ok(OptionalUser(Some(principal))) =
-            OptionalUser::from_request_parts(parts, state).await
-    {
+    let user = if cookie_value(&parts.headers, SESSION_COOKIE).is_none() {
+        None
+    } else if limit == Limit::Analytics {
+        OptionalUser::for_analytics(parts, state).await.ok()
+    } else {
+        OptionalUser::from_request_parts(parts, state).await.ok()
+    };
+    let subject = if let Some(OptionalUser(Some(principal))) = user {
         Subject::User(principal.user_id())
     } else {
         Subject::Address(counted_prefix(client_address(parts, state)?))
