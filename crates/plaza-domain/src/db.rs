@@ -122,6 +122,9 @@ pub struct Database {
     backend: Backend,
     max_connections: u32,
     warm: Arc<WarmConnections>,
+    /// What the pool was opened with, for [`Database::with_own_connections`].
+    url: Arc<str>,
+    options: DatabaseOptions,
 }
 
 /// Connections handed from one [`Lease`] to the next without going back to
@@ -163,6 +166,32 @@ impl Database {
     /// when missing and every SQLite connection gets WAL, foreign keys and a
     /// busy timeout.
     pub async fn connect(url: &str, options: &DatabaseOptions) -> Result<Self, DomainError> {
+        let database = Database::open(url, options)?;
+        database.ping().await?;
+        Ok(database)
+    }
+
+    /// The handle for work that runs on a runtime of its own (the analytics
+    /// writer's thread): on PostgreSQL a pool of `max_connections` more,
+    /// opened on first use, since a connection's socket is served by the
+    /// runtime that opened it and would wait for the other runtime's turn;
+    /// on SQLite this same pool, whose connections run on threads of their
+    /// own and whose writers must keep taking one turn.
+    pub fn with_own_connections(&self, max_connections: u32) -> Result<Database, DomainError> {
+        match self.backend {
+            Backend::Sqlite => Ok(self.clone()),
+            Backend::Postgres => Database::open(
+                &self.url,
+                &DatabaseOptions {
+                    max_connections,
+                    ..self.options.clone()
+                },
+            ),
+        }
+    }
+
+    /// A pool that connects on first use.
+    fn open(url: &str, options: &DatabaseOptions) -> Result<Self, DomainError> {
         install_default_drivers();
         let backend = Backend::from_url(url).ok_or_else(|| {
             DomainError::Unavailable(format!(
@@ -195,11 +224,12 @@ impl Database {
                     Ok(())
                 })
             })
-            .connect(&with_sqlite_create(url, backend))
-            .await?;
-        let database = Database {
+            .connect_lazy(&with_sqlite_create(url, backend))?;
+        Ok(Database {
             pool,
             backend,
+            url: Arc::from(url),
+            options: options.clone(),
             max_connections: options.max_connections,
             warm: Arc::new(WarmConnections {
                 idle: Mutex::default(),
@@ -208,9 +238,7 @@ impl Database {
                 untested_idle: (backend == Backend::Postgres).then_some(POSTGRES_UNTESTED_IDLE),
                 writers: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
             }),
-        };
-        database.ping().await?;
-        Ok(database)
+        })
     }
 
     /// Brings the schema up to date. Safe to run from several instances at

@@ -161,15 +161,10 @@ impl Server {
         let state = self.state.clone();
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
-        let writer = state.clone();
-        let stop_writer = stop_background.clone();
-        state.background.spawn(async move {
-            writer
-                .analytics
-                .ingest
-                .run(writer.db.clone(), stop_writer)
-                .await;
-        });
+        state.background.spawn(crate::analytics::ingest::run_writer(
+            state.clone(),
+            stop_background.clone(),
+        ));
         let audit_writer = state.clone();
         let stop_audit_writer = stop_background.clone();
         state.background.spawn(async move {
