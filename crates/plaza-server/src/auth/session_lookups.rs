@@ -2,14 +2,15 @@
 //! one task, which looks up every hash waiting in one statement
 //! ([`Database::session_users`]), with at most [`IN_FLIGHT`] statements
 //! running at once; the hashes that arrive meanwhile form the next one.
+//! Under load this turns a round trip per signed-in request into one per
+//! batch (single analytics events on PostgreSQL: the session statement was
+//! 57 of the database's 93 µs of CPU per event, README "Analytics ingest").
+//!
 //! [`SessionLookups::lookup`] caches nothing: each answer comes from a
 //! statement that ran after its request asked, so a sign-out, a ban or a
 //! role change counts from the next request on, as with a lookup of its
 //! own. Only analytics collection uses [`SessionLookups::lookup_recent`],
-//! which also accepts an answer confirmed within a window the caller gives. Under load this
-//! turns a round trip per signed-in request into one per batch (single
-//! analytics events on PostgreSQL: the session statement was 57 of the
-//! database's 93 µs of CPU per event, README "Analytics ingest").
+//! which also takes an answer confirmed within a window the caller gives.
 //!
 //! A batch that found the database unavailable answers every lookup in it
 //! so (503), rather than each trying again alone and waiting twice. A
