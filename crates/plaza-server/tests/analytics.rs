@@ -214,13 +214,20 @@ async fn collect_status(server: &TestServer, cookie: &str) -> u16 {
     status
 }
 
-async fn collect_trusts_a_confirmed_session_only_within_the_recheck_window(backend: Backend) {
+/// A server with `analytics_session_recheck_ms` at `window`, and the cookie
+/// of a user whose session collect confirmed and then ended behind this
+/// instance's back, as another instance would end it.
+async fn ended_elsewhere_after_a_collect(backend: Backend, window: &str) -> (TestServer, String) {
     let server =
-        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", "60000")]).await;
+        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", window)]).await;
     let (_, cookie) = member(&server, "reader@example.com", "user").await;
     assert_eq!(collect_status(&server, &cookie).await, 200);
-    // Ended behind this instance's back, as another instance would.
     server.sql("DELETE FROM sessions").await;
+    (server, cookie)
+}
+
+async fn collect_trusts_a_confirmed_session_only_within_the_recheck_window(backend: Backend) {
+    let (server, cookie) = ended_elsewhere_after_a_collect(backend, "60000").await;
     assert_eq!(
         collect_status(&server, &cookie).await,
         200,
@@ -240,11 +247,7 @@ async fn collect_trusts_a_confirmed_session_only_within_the_recheck_window(backe
 }
 
 async fn without_a_recheck_window_collect_sees_an_ended_session_at_once(backend: Backend) {
-    let server =
-        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", "0")]).await;
-    let (_, cookie) = member(&server, "reader@example.com", "user").await;
-    assert_eq!(collect_status(&server, &cookie).await, 200);
-    server.sql("DELETE FROM sessions").await;
+    let (server, cookie) = ended_elsewhere_after_a_collect(backend, "0").await;
     assert_eq!(collect_status(&server, &cookie).await, 403);
 }
 

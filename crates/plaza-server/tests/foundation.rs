@@ -293,6 +293,11 @@ fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
             "PLAZA_REQUEST_TIMEOUT_SECS",
         ),
         ("PLAZA_SIGNUP", "maybe", "PLAZA_SIGNUP"),
+        (
+            "PLAZA_ANALYTICS_SESSION_RECHECK_MS",
+            "60001",
+            "PLAZA_ANALYTICS_SESSION_RECHECK_MS",
+        ),
     ];
     for (key, value, named) in cases {
         let dir = tempfile::tempdir().unwrap();
