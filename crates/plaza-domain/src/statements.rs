@@ -8,9 +8,11 @@
 //!
 //! On PostgreSQL the parts of one group run against one snapshot, in no
 //! promised order; so, on both engines, a part must not depend on another
-//! part's changes, and two parts must not change one row.
+//! part's changes, and two parts must not change one row. A part that
+//! answers rows (`RETURNING`) ends its group, since on PostgreSQL only the
+//! last part's rows come back.
 
-use sqlx::any::AnyArguments;
+use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::{Any, Arguments, Encode, Type};
 
 use crate::dialect::Dialect;
@@ -25,6 +27,8 @@ struct Group<'q> {
     parts: Vec<String>,
     arguments: AnyArguments<'q>,
     values: usize,
+    /// The last part answers rows: the next part starts a group.
+    closed: bool,
 }
 
 /// Statements to run together, in order, as few groups as the engine allows.
@@ -48,11 +52,23 @@ impl<'q> Statements<'q> {
     /// that order (as the multi-row `VALUES` writers number them). Its `n`
     /// values follow with [`Statements::bind`], in order.
     pub(crate) fn add(&mut self, sql: &str) -> &mut Self {
+        self.push(sql, false)
+    }
+
+    /// Adds `sql` as [`Statements::add`] does, for a statement whose rows
+    /// [`Statements::fetch_all`] answers.
+    pub(crate) fn add_returning(&mut self, sql: &str) -> &mut Self {
+        self.push(sql, true)
+    }
+
+    fn push(&mut self, sql: &str, returning: bool) -> &mut Self {
         let values = placeholder_count(sql);
         let starts_group = match self.groups.last() {
             None => true,
             Some(group) => {
-                self.dialect.0 == Backend::Postgres && group.values + values > POSTGRES_GROUP_VALUES
+                group.closed
+                    || (self.dialect.0 == Backend::Postgres
+                        && group.values + values > POSTGRES_GROUP_VALUES)
             }
         };
         if starts_group {
@@ -60,11 +76,13 @@ impl<'q> Statements<'q> {
                 parts: Vec::new(),
                 arguments: AnyArguments::default(),
                 values: 0,
+                closed: false,
             });
         }
         if let Some(group) = self.groups.last_mut() {
             group.parts.push(renumber(self.dialect, sql, group.values));
             group.values += values;
+            group.closed = returning;
         }
         self
     }
@@ -94,6 +112,24 @@ impl<'q> Statements<'q> {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Runs the statements in `tx` as [`Statements::execute`] does, and
+    /// answers the rows of those added with [`Statements::add_returning`].
+    pub(crate) async fn fetch_all(self, tx: &mut Tx<'_>) -> Result<Vec<AnyRow>, DomainError> {
+        if let Some(error) = self.encode_error {
+            return Err(DomainError::Database(sqlx::Error::Encode(error.into())));
+        }
+        let mut rows = Vec::new();
+        for group in self.groups {
+            let sql = join(self.dialect, &group.parts);
+            rows.extend(
+                sqlx::query_with(&sql, group.arguments)
+                    .fetch_all(&mut **tx)
+                    .await?,
+            );
+        }
+        Ok(rows)
     }
 }
 
@@ -198,6 +234,28 @@ mod tests {
         assert_eq!(
             statements.groups[1].parts[0], sql,
             "each group numbers from $1"
+        );
+    }
+
+    #[test]
+    fn a_part_that_answers_rows_ends_its_group() {
+        let mut statements = Statements::new(Dialect(Backend::Postgres));
+        statements
+            .add("INSERT INTO a (x) VALUES ($1)")
+            .add_returning("INSERT INTO b (y) VALUES ($1) RETURNING y")
+            .add("INSERT INTO c (z) VALUES ($1)");
+        let groups: Vec<String> = statements
+            .groups
+            .iter()
+            .map(|group| join(statements.dialect, &group.parts))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "WITH part0 AS (INSERT INTO a (x) VALUES ($1)) \
+                 INSERT INTO b (y) VALUES ($2) RETURNING y",
+                "INSERT INTO c (z) VALUES ($1)",
+            ]
         );
     }
 

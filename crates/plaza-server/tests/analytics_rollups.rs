@@ -15,7 +15,10 @@ use plaza_domain::analytics::{
 };
 use plaza_domain::time::now_millis;
 
-on_both_databases!(rollups_answer_what_the_events_answer);
+on_both_databases!(
+    rollups_answer_what_the_events_answer,
+    two_writers_that_meet_one_new_session_count_it_once,
+);
 
 /// A small deterministic generator (xorshift), so a failure replays.
 struct Rng(u64);
@@ -459,4 +462,76 @@ async fn rollups_answer_what_the_events_answer(backend: Backend) {
 
     db.rebuild_analytics_rollups().await.unwrap();
     assert_figures(&db, (&kept, &BTreeSet::new()), &filters, "after a rebuild").await;
+}
+
+/// Two instances' writers (each its own pool) store batches at the same
+/// time, each batch starting the same new sessions as the other writer's:
+/// each session is counted as starting once, with every page view.
+async fn two_writers_that_meet_one_new_session_count_it_once(backend: Backend) {
+    const ROUNDS: i64 = 30;
+    const SESSIONS_PER_ROUND: i64 = 4;
+    let server = TestServer::start(backend).await;
+    let writers = [server.domain().await, server.domain().await];
+    let at = now_millis() - DAY_MILLIS;
+    let batch = |writer: usize, round: i64| -> Vec<NewEvent> {
+        (0..SESSIONS_PER_ROUND)
+            .map(|session| NewEvent {
+                event_id: format!("meet-{writer}-{round}-{session}"),
+                user_id: 1,
+                event_type: "page_view".to_owned(),
+                event_data: "{}".to_owned(),
+                path: Some("/a".to_owned()),
+                session_key: Some(format!("meet-{round}-{session}")),
+                duration_ms: None,
+                click_x: None,
+                click_y: None,
+                client_hash: "h".to_owned(),
+                device_type: "desktop",
+                country: None,
+                is_vpn: false,
+                occurred_at: at + round * 1_000 + writer as i64,
+                received_at: now_millis(),
+            })
+            .collect()
+    };
+    let write_all = |writer: usize| {
+        let db = writers[writer].clone();
+        async move {
+            for round in 0..ROUNDS {
+                let events = batch(writer, round);
+                db.write(|tx| Box::pin(async move { analytics::insert(tx, &events).await }))
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    tokio::join!(write_all(0), write_all(1));
+    let sessions = ROUNDS * SESSIONS_PER_ROUND;
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM analytics_rollup_sessions WHERE page_views = 2")
+            .await,
+        sessions,
+        "every session holds both writers' page views"
+    );
+    for table in ["slices", "days"] {
+        assert_eq!(
+            server
+                .sql_count(&format!(
+                    "SELECT CAST(SUM(session_starts) AS BIGINT) FROM analytics_rollup_{table}"
+                ))
+                .await,
+            sessions,
+            "sessions counted as starting in {table}"
+        );
+        assert_eq!(
+            server
+                .sql_count(&format!(
+                    "SELECT CAST(SUM(bounced_starts) AS BIGINT) FROM analytics_rollup_{table}"
+                ))
+                .await,
+            0,
+            "no session of two page views is a bounce in {table}"
+        );
+    }
 }

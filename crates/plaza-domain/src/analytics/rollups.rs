@@ -8,6 +8,9 @@
 
 use std::collections::BTreeMap;
 
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
 use crate::db::Tx;
 use crate::dialect::Dialect;
 use crate::error::DomainError;
@@ -190,9 +193,9 @@ impl RollupDelta {
     /// Writes the change in `tx` after `first` (the statements that store
     /// the events themselves): several rows per statement, each added to
     /// the row of its key or inserted; rows counted down to nothing go. An
-    /// ingest batch is three round trips (the events with the sessions
-    /// they may start, the sessions read, every rollup written), a purge
-    /// chunk four.
+    /// ingest batch is two round trips (the events with their sessions'
+    /// rows claimed and answered, then every rollup written), a purge chunk
+    /// four.
     pub(crate) async fn apply(
         mut self,
         tx: &mut Tx<'_>,
@@ -314,11 +317,15 @@ impl RollupDelta {
 /// (-1) and its new one counted (1). New events move a start earlier and
 /// add page views; purged events end their session (it began before the
 /// retention window), so its row goes and its start is no longer counted.
-/// The rows are read locked (PostgreSQL; SQLite's writer holds the database)
-/// after missing ones are claimed, so two instances' writers that meet one
-/// new session take turns instead of both counting it as new. `first` runs
-/// before the read, with the claims; the sessions' writes come back, to run
-/// with the other rollups'.
+///
+/// New events claim their sessions' rows with `first`, in the same round
+/// trip: one upsert inserts the missing rows as unsettled and locks the
+/// others with an update that changes nothing, and answers every row as it
+/// stands (PostgreSQL's `RETURNING` gives the latest committed row it
+/// waited for, not the statement's snapshot). So two instances' writers
+/// that meet one new session take turns instead of both counting it as
+/// new. Purged events read their rows locked after `first`. The sessions'
+/// writes come back, to run with the other rollups'.
 async fn settle_sessions(
     tx: &mut Tx<'_>,
     sessions: BTreeMap<(i64, String), SessionDelta>,
@@ -333,7 +340,10 @@ async fn settle_sessions(
         return Ok((changes, writes));
     }
     let keys: Vec<&(i64, String)> = sessions.keys().collect();
-    if !purging {
+    let mut stored = if purging {
+        first.execute(tx).await?;
+        read_sessions(tx, dialect, &keys).await?
+    } else {
         let claims: Vec<_> = sessions
             .iter()
             .filter_map(|(key, delta)| {
@@ -346,10 +356,14 @@ async fn settle_sessions(
                 Some((key, claim))
             })
             .collect();
-        write_sessions(&mut first, dialect, &claims, "DO NOTHING");
-    }
-    first.execute(tx).await?;
-    let mut stored = read_sessions(tx, dialect, &keys).await?;
+        write_sessions(&mut first, dialect, &claims, SessionWrite::Claim);
+        first
+            .fetch_all(tx)
+            .await?
+            .iter()
+            .map(session_row)
+            .collect::<Result<_, _>>()?
+    };
     let mut settled = Vec::new();
     for (key, delta) in &sessions {
         let old = stored.remove(key).filter(|old| old.page_views != UNSETTLED);
@@ -383,10 +397,7 @@ async fn settle_sessions(
     if purging {
         delete_sessions(&mut writes, dialect, &keys);
     } else {
-        let update = "DO UPDATE SET first_at = excluded.first_at, \
-             device_type = excluded.device_type, country = excluded.country, \
-             is_vpn = excluded.is_vpn, page_views = excluded.page_views";
-        write_sessions(&mut writes, dialect, &settled, update);
+        write_sessions(&mut writes, dialect, &settled, SessionWrite::Settle);
     }
     Ok((changes, writes))
 }
@@ -395,23 +406,47 @@ async fn settle_sessions(
 /// left after a commit.
 const UNSETTLED: i64 = -1;
 
-/// Adds the statements that insert the sessions' rows; `on_conflict` says
-/// what becomes of a row already there.
+/// What [`write_sessions`] does to a session's row already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionWrite {
+    /// Locks it, changing nothing, and answers it (the new rows too).
+    Claim,
+    /// Replaces it.
+    Settle,
+}
+
+/// The columns of a session row, in the order [`session_row`] reads them.
+const SESSION_COLUMNS: &str =
+    "user_id, session_key, first_at, device_type, country, is_vpn, page_views";
+
+/// Adds the statements that insert the sessions' rows.
 fn write_sessions(
     statements: &mut Statements<'_>,
     dialect: Dialect,
     rows: &[(&(i64, String), SessionState)],
-    on_conflict: &str,
+    write: SessionWrite,
 ) {
     const COLUMNS: usize = 7;
     for chunk in rows.chunks((dialect.values_per_statement() / COLUMNS).max(1)) {
-        let mut sql = "INSERT INTO analytics_rollup_sessions \
-             (user_id, session_key, first_at, device_type, country, is_vpn, page_views) VALUES "
-            .to_owned();
+        let mut sql = format!("INSERT INTO analytics_rollup_sessions ({SESSION_COLUMNS}) VALUES ");
         super::push_value_rows(&mut sql, chunk.len(), COLUMNS);
-        sql.push_str(" ON CONFLICT (user_id, session_key) ");
-        sql.push_str(on_conflict);
-        statements.add(&sql);
+        sql.push_str(" ON CONFLICT (user_id, session_key) DO UPDATE SET ");
+        match write {
+            SessionWrite::Claim => {
+                sql.push_str(&format!(
+                    "page_views = analytics_rollup_sessions.page_views RETURNING {SESSION_COLUMNS}"
+                ));
+                statements.add_returning(&sql);
+            }
+            SessionWrite::Settle => {
+                sql.push_str(
+                    "first_at = excluded.first_at, device_type = excluded.device_type, \
+                     country = excluded.country, is_vpn = excluded.is_vpn, \
+                     page_views = excluded.page_views",
+                );
+                statements.add(&sql);
+            }
+        }
         for ((user_id, session_key), session) in chunk {
             statements
                 .bind(*user_id)
@@ -450,12 +485,11 @@ async fn read_sessions(
     dialect: Dialect,
     keys: &[&(i64, String)],
 ) -> Result<BTreeMap<(i64, String), SessionState>, DomainError> {
-    use sqlx::Row;
     let mut stored = BTreeMap::new();
     for chunk in keys.chunks((dialect.values_per_statement() / 2).max(1)) {
         let sql = format!(
-            "SELECT user_id, session_key, first_at, device_type, country, is_vpn, page_views \
-             FROM analytics_rollup_sessions WHERE {} ORDER BY user_id, session_key{}",
+            "SELECT {SESSION_COLUMNS} FROM analytics_rollup_sessions WHERE {} \
+             ORDER BY user_id, session_key{}",
             session_keys_condition(chunk.len()),
             dialect.for_update()
         );
@@ -463,22 +497,27 @@ async fn read_sessions(
             .fetch_all(&mut **tx)
             .await?
         {
-            let vpn: crate::flag::Flag = row.try_get(5)?;
-            stored.insert(
-                (row.try_get(0)?, row.try_get(1)?),
-                SessionState {
-                    first_at: row.try_get(2)?,
-                    dims: Dims {
-                        device_type: row.try_get(3)?,
-                        country: row.try_get(4)?,
-                        is_vpn: vpn.0,
-                    },
-                    page_views: row.try_get(6)?,
-                },
-            );
+            let (key, state) = session_row(&row)?;
+            stored.insert(key, state);
         }
     }
     Ok(stored)
+}
+
+fn session_row(row: &AnyRow) -> Result<((i64, String), SessionState), DomainError> {
+    let vpn: crate::flag::Flag = row.try_get(5)?;
+    Ok((
+        (row.try_get(0)?, row.try_get(1)?),
+        SessionState {
+            first_at: row.try_get(2)?,
+            dims: Dims {
+                device_type: row.try_get(3)?,
+                country: row.try_get(4)?,
+                is_vpn: vpn.0,
+            },
+            page_views: row.try_get(6)?,
+        },
+    ))
 }
 
 fn delete_sessions(statements: &mut Statements<'_>, dialect: Dialect, keys: &[&(i64, String)]) {
