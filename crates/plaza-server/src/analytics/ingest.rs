@@ -10,7 +10,7 @@
 //! shutdown the writer stores everything queued before it stops.
 //!
 //! The writer runs on a thread of its own (a single-threaded runtime, with
-//! connections of its own on PostgreSQL): each batch takes five round trips
+//! connections of its own on PostgreSQL): each batch takes four round trips
 //! to the database, and on the request runtime each answer waited behind
 //! the requests woken by the batch before, so the writer spent 0.3–0.4 ms
 //! on a `BEGIN` and 1.4 ms per batch while the machine sat a third idle
