@@ -14,7 +14,10 @@
 //! to the database, and on the request runtime each answer waited behind
 //! the requests woken by the batch before, so the writer spent 0.3–0.4 ms
 //! on a `BEGIN` and 1.4 ms per batch while the machine sat a third idle
-//! (README "Analytics ingest", session 22).
+//! (README "Analytics ingest", session 22). Its answers go back to the
+//! request runtime as one task per batch: sent from the writer's thread,
+//! each woke its request across threads, 60 µs a batch on the writer's
+//! critical path (session 23).
 //!
 //! With `analytics_group_commit` off, each request writes its own events in
 //! its own transaction instead: the baseline `bench/analytics.sh` measures
@@ -22,6 +25,7 @@
 
 use plaza_domain::Database;
 use plaza_domain::analytics::{self, NewEvent};
+use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -88,20 +92,30 @@ impl Ingest {
     pub async fn run(&self, db: Database, stop: CancellationToken) {
         self.queue.run(|events| write(&db, events), stop).await;
     }
+
+    /// [`Ingest::run`] on a thread of its own, answering the requests on
+    /// `requests`, the runtime they wait on.
+    async fn run_apart(&self, db: Database, stop: CancellationToken, requests: Handle) {
+        self.queue
+            .run_answering_on(Some(requests), |events| write(&db, events), stop)
+            .await;
+    }
 }
 
 /// Runs the writer on a thread of its own until `stop` fires and the queue
 /// is stored; should the thread not start, on the caller's runtime.
 pub async fn run_writer(state: AppState, stop: CancellationToken) {
     let (stopped, on_stop) = oneshot::channel();
-    let (own_state, own_stop) = (state.clone(), stop.clone());
+    let (own_state, own_stop, requests) = (state.clone(), stop.clone(), Handle::current());
     let spawned = std::thread::Builder::new()
         .name("plaza-analytics-writer".to_owned())
         .spawn(move || {
             let ran = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map(|runtime| runtime.block_on(run_on_own_connections(own_state, own_stop)));
+                .map(|runtime| {
+                    runtime.block_on(run_on_own_connections(own_state, own_stop, requests))
+                });
             let _ = stopped.send(ran.is_ok());
         });
     let ran = spawned.is_ok() && on_stop.await.unwrap_or(false);
@@ -113,7 +127,7 @@ pub async fn run_writer(state: AppState, stop: CancellationToken) {
     }
 }
 
-async fn run_on_own_connections(state: AppState, stop: CancellationToken) {
+async fn run_on_own_connections(state: AppState, stop: CancellationToken, requests: Handle) {
     let db = state
         .db
         .with_own_connections(WRITER_CONNECTIONS)
@@ -121,7 +135,7 @@ async fn run_on_own_connections(state: AppState, stop: CancellationToken) {
             tracing::warn!(%error, "the analytics writer shares the request pool");
             state.db.clone()
         });
-    state.analytics.ingest.run(db, stop).await;
+    state.analytics.ingest.run_apart(db, stop, requests).await;
 }
 
 /// Stores `events` in one transaction, counted in the metrics.
