@@ -416,6 +416,52 @@ async fn the_redis_script_decides_as_the_in_process_step() {
     }
 }
 
+/// Checks of different quotas and charges waiting together go as one script
+/// call whose arguments come once per group of one quota and charge; each
+/// check is still answered by its own quota, its answer reaching its own
+/// caller. (Joined on this test's one thread, the checks are all queued
+/// before the connection's task takes them, so they make one batch.)
+#[tokio::test]
+async fn a_batch_of_mixed_quotas_answers_each_check_by_its_own() {
+    use plaza_server::rate_limit::gcra::{Outcome, Quota};
+    use plaza_server::rate_limit::shared::SharedStore;
+    let Some(redis) = PrivateRedis::start("a_batch_of_mixed_quotas_answers_each_check_by_its_own")
+    else {
+        return;
+    };
+    let hourly: Quota = "5/hour".parse().expect("a quota");
+    let minutely: Quota = "2/minute".parse().expect("a quota");
+    let store = SharedStore::new(&redis.url(), Duration::from_secs(2)).expect("a Redis URL");
+    let checks: Vec<(&str, Quota, u32)> = (0..3)
+        .flat_map(|_| {
+            [
+                ("hourly", hourly, 1),
+                ("minutely", minutely, 1),
+                ("hourly-by-two", hourly, 2),
+            ]
+        })
+        .collect();
+    let answers = futures_util::future::join_all(
+        checks
+            .iter()
+            .map(|&(key, quota, cost)| store.check(format!("test:{key}"), quota, cost)),
+    )
+    .await;
+    let mut arrivals = std::collections::HashMap::new();
+    for (&(key, quota, cost), answered) in checks.iter().zip(answers) {
+        let (expected, next) = Outcome::step(quota, arrivals.get(key).copied(), 0, cost);
+        if let Some(next) = next {
+            arrivals.insert(key, next);
+        }
+        let answered = answered.expect("Redis answers");
+        assert_eq!(
+            (answered.allowed, answered.remaining, answered.limit),
+            (expected.allowed, expected.remaining, expected.limit),
+            "{key} charged {cost}: {answered:?} against {expected:?}"
+        );
+    }
+}
+
 /// Checks waiting together go to Redis as one script call; each must still
 /// count once, in order, even when they are all the same client's.
 async fn concurrent_requests_through_redis_are_each_counted_once(backend: Backend) {

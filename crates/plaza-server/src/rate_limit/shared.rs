@@ -18,8 +18,9 @@ use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use super::gcra::{Outcome, Quota};
 
-/// KEYS: the clients' keys. ARGV: for each key, its period and its charge
-/// (the quota's interval times the requests counted at once) in
+/// KEYS: the clients' keys, group by group. ARGV: for each group of keys
+/// with one quota and charge, the number of its keys, its period and its
+/// charge (the quota's interval times the requests counted at once) in
 /// microseconds, and the milliseconds a fresh key of that charge lives.
 /// Returns one number per key: for an allowed check the microseconds until
 /// its new arrival time, for a refused one minus one minus those until the
@@ -39,31 +40,44 @@ use super::gcra::{Outcome, Quota};
 ///   (`%.17g`, a tenth of Redis's time); arrival times and expiries go as
 ///   integers written with `%d` instead (exact: below 2^53), and a fresh
 ///   key's expiry comes ready in ARGV.
+/// - Every argument is a string Redis reads, keeps and hands to Lua: a
+///   batch's checks mostly share one quota, so its numbers come once per
+///   group, not once per key (7.0 → 5.5 µs of Redis's CPU a check), and a
+///   fresh key's arrival time is written once per group.
 const GCRA_SCRIPT: &str = r"
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local format = string.format
 local answers = {}
-for i, key in ipairs(KEYS) do
-  local period = tonumber(ARGV[3 * i - 2])
-  local charge = tonumber(ARGV[3 * i - 1])
-  local stored
-  if charge <= period then
-    stored = redis.call('SET', key, format('%d', now + charge), 'PX', ARGV[3 * i], 'NX', 'GET')
-    answers[i] = charge
-  else
-    stored = redis.call('GET', key)
-    answers[i] = -1
-  end
-  if stored then
-    local tat = math.max(tonumber(stored), now)
-    local next = tat + charge
-    if now < next - period then
-      answers[i] = now - tat - 1
+local i, a = 0, 1
+while a <= #ARGV do
+  local count = tonumber(ARGV[a])
+  local period = tonumber(ARGV[a + 1])
+  local charge = tonumber(ARGV[a + 2])
+  local lifetime = ARGV[a + 3]
+  a = a + 4
+  local fresh = charge <= period and format('%d', now + charge)
+  for _ = 1, count do
+    i = i + 1
+    local key = KEYS[i]
+    local stored
+    if fresh then
+      stored = redis.call('SET', key, fresh, 'PX', lifetime, 'NX', 'GET')
+      answers[i] = charge
     else
-      local expiry = math.max(1, math.ceil((next - now) / 1000))
-      redis.call('SET', key, format('%d', next), 'PX', format('%d', expiry))
-      answers[i] = next - now
+      stored = redis.call('GET', key)
+      answers[i] = -1
+    end
+    if stored then
+      local tat = math.max(tonumber(stored), now)
+      local next = tat + charge
+      if now < next - period then
+        answers[i] = now - tat - 1
+      else
+        local expiry = math.max(1, math.ceil((next - now) / 1000))
+        redis.call('SET', key, format('%d', next), 'PX', format('%d', expiry))
+        answers[i] = next - now
+      end
     end
   end
 end
@@ -217,13 +231,24 @@ impl Link {
         batch: &[PendingCheck],
     ) -> Result<Vec<i64>, SharedError> {
         let mut manager = self.manager().await?;
+        // Grouped by quota and charge, in order within a group; checks of
+        // different groups were concurrent, so no order binds them.
+        let mut order: Vec<usize> = (0..batch.len()).collect();
+        order.sort_by_key(|&index| (batch[index].period_micros, batch[index].charge_micros));
         let mut invocation = script.prepare_invoke();
-        for check in batch {
+        for group in order.chunk_by(|&one, &other| {
+            (batch[one].period_micros, batch[one].charge_micros)
+                == (batch[other].period_micros, batch[other].charge_micros)
+        }) {
+            let first = &batch[group[0]];
             invocation
-                .key(&check.key)
-                .arg(check.period_micros)
-                .arg(check.charge_micros)
-                .arg(check.charge_micros.div_ceil(1000).max(1));
+                .arg(group.len())
+                .arg(first.period_micros)
+                .arg(first.charge_micros)
+                .arg(first.charge_micros.div_ceil(1000).max(1));
+            for &index in group {
+                invocation.key(&batch[index].key);
+            }
         }
         let values: Vec<i64> =
             tokio::time::timeout(self.timeout, invocation.invoke_async(&mut manager))
@@ -236,7 +261,11 @@ impl Link {
                 batch.len()
             )));
         }
-        Ok(values)
+        let mut answers = vec![0; batch.len()];
+        for (index, value) in order.into_iter().zip(values) {
+            answers[index] = value;
+        }
+        Ok(answers)
     }
 
     async fn manager(&mut self) -> Result<ConnectionManager, SharedError> {
