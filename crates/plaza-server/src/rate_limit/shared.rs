@@ -8,8 +8,9 @@
 //! round trips a second into a few, which is most of what Redis costs a
 //! request on a busy machine (the script's work per key is small beside the
 //! socket reads and writes on both ends); a lone check still goes at once.
-//! The script runs the batch's checks in order and atomically, so two
-//! checks of one key in one batch count as two.
+//! The script runs the batch's checks atomically, grouped by quota and
+//! charge and in order within a group, so two checks of one key in one
+//! batch count as two.
 
 use std::time::{Duration, Instant};
 
@@ -233,13 +234,11 @@ impl Link {
         let mut manager = self.manager().await?;
         // Grouped by quota and charge, in order within a group; checks of
         // different groups were concurrent, so no order binds them.
+        let terms = |index: usize| (batch[index].period_micros, batch[index].charge_micros);
         let mut order: Vec<usize> = (0..batch.len()).collect();
-        order.sort_by_key(|&index| (batch[index].period_micros, batch[index].charge_micros));
+        order.sort_by_key(|&index| terms(index));
         let mut invocation = script.prepare_invoke();
-        for group in order.chunk_by(|&one, &other| {
-            (batch[one].period_micros, batch[one].charge_micros)
-                == (batch[other].period_micros, batch[other].charge_micros)
-        }) {
+        for group in order.chunk_by(|&one, &other| terms(one) == terms(other)) {
             let first = &batch[group[0]];
             invocation
                 .arg(group.len())
