@@ -23,6 +23,7 @@ on_both_databases!(
     concurrent_requests_through_redis_are_each_counted_once,
     a_quota_finer_than_a_microsecond_is_counted_through_redis,
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
+    a_stalled_redis_fails_each_check_in_its_direction_and_recovers,
 );
 
 /// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
@@ -323,6 +324,17 @@ impl PrivateRedis {
         }
     }
 
+    /// Sends the server `signal` (`STOP`: it keeps its connections and
+    /// answers nothing; `CONT`: it goes on).
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("redis-server is running");
+        let sent = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{signal}");
+    }
+
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -560,4 +572,59 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
     assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(0)));
     assert_eq!(get_from(&server, "/api/posts", &[]).await.0, 429);
     assert_eq!(sign_in().await.unwrap().status(), 429);
+}
+
+async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend: Backend) {
+    let Some(redis) =
+        PrivateRedis::start("a_stalled_redis_fails_each_check_in_its_direction_and_recovers")
+    else {
+        return;
+    };
+    let url = redis.url();
+    let server = limited_server(
+        backend,
+        "100/hour",
+        &[
+            ("PLAZA_REDIS_URL", url.as_str()),
+            ("PLAZA_REDIS_TIMEOUT_MS", "300"),
+        ],
+    )
+    .await;
+    let sign_in = || {
+        server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
+            .send()
+    };
+    assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(99)));
+
+    // Connected, and silent: every check waits on the one connection, the
+    // first ones in a round trip that never ends, the rest queued behind
+    // it; each is answered in its direction within its own timeout.
+    redis.signal("STOP");
+    let started = Instant::now();
+    let reads =
+        futures_util::future::join_all((0..40).map(|_| get_from(&server, "/api/posts", &[])));
+    let (reads, closed) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(reads, sign_in())
+    })
+    .await
+    .expect("requests held by a stalled Redis");
+    let took = started.elapsed();
+    assert!(reads.iter().all(|read| *read == (200, None)), "{reads:?}");
+    assert_eq!(closed.unwrap().status(), 503);
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+
+    redis.signal("CONT");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, remaining) = get_from(&server, "/api/posts", &[]).await;
+        if remaining.is_some() {
+            assert_eq!(status, 200);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the limiter never came back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -9,8 +9,11 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use ipnet::IpNet;
+
+/// Named once, not parsed from text on every request.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The proxies whose forwarding headers are believed.
 #[derive(Debug, Clone, Default)]
@@ -108,7 +111,7 @@ fn x_forwarded_for_hops_from_right(
     headers: &HeaderMap,
 ) -> impl Iterator<Item = Option<IpAddr>> + '_ {
     headers
-        .get_all("x-forwarded-for")
+        .get_all(X_FORWARDED_FOR)
         .iter()
         .rev()
         .flat_map(|value| value.to_str().unwrap_or("unknown").rsplit(','))

@@ -9,11 +9,11 @@
 //! its entry can be dropped. The Redis backend runs the same arithmetic
 //! (`shared.rs`), in the same unit (microseconds).
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, RandomState};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use hashbrown::HashTable;
 use serde::{Deserialize, Serialize};
 
 /// A number of requests per period: `"100/hour"`, `"100/minute"`, `"5/10s"`.
@@ -175,6 +175,11 @@ const FULL_SHARD_RESCAN_MICROS: u64 = 1_000_000;
 /// at its share of `max_keys` counts every new key under one overflow key,
 /// so a flood of distinct clients is limited together instead of growing
 /// memory.
+///
+/// A key is hashed once per check (keyed SipHash, so clients cannot aim at
+/// one bucket): the hash picks the shard and finds the entry in it. With a
+/// map per shard, a new client's key was hashed four times, a fifth of what
+/// the limiter cost a request (README, "Rate limits").
 pub struct LocalStore<K> {
     shards: Box<[Mutex<Shard<K>>]>,
     hasher: RandomState,
@@ -182,19 +187,19 @@ pub struct LocalStore<K> {
 }
 
 struct Shard<K> {
-    entries: HashMap<K, u64>,
+    entries: HashTable<(K, u64)>,
     /// When the shard, full, last looked for room.
     full_scan_at: Option<u64>,
 }
 
 impl<K: Hash + Eq> Shard<K> {
     /// Before a new key goes in: drops the clients whose buckets are full
-    /// again when the map is about to grow, so it holds the clients still
+    /// again when the table is about to grow, so it holds the clients still
     /// counted rather than every one seen since the last sweep (when most
     /// are still counted it grows now, so the next scan is at least as many
     /// new keys away as this one scanned), or when it is full, at most once
     /// a [`FULL_SHARD_RESCAN_MICROS`].
-    fn make_room(&mut self, now: u64, max_len: usize) {
+    fn make_room(&mut self, now: u64, max_len: usize, hasher: &RandomState) {
         let len = self.entries.len();
         if len >= max_len {
             if self
@@ -207,11 +212,38 @@ impl<K: Hash + Eq> Shard<K> {
         } else if len < self.entries.capacity() {
             return;
         }
-        self.entries.retain(|_, tat| *tat > now);
+        self.entries.retain(|(_, tat)| *tat > now);
         let (len, capacity) = (self.entries.len(), self.entries.capacity());
         if len > capacity / 2 && len < max_len {
-            self.entries.reserve(capacity);
+            self.entries
+                .reserve(capacity, |(key, _)| hasher.hash_one(key));
         }
+    }
+
+    /// One GCRA step on the entry of `key` (hashed to `hash`), made when
+    /// the step allows and the key is new.
+    fn step(
+        &mut self,
+        key: K,
+        hash: u64,
+        quota: Quota,
+        now: u64,
+        cost: u32,
+        hasher: &RandomState,
+    ) -> Outcome {
+        if let Some((_, tat)) = self.entries.find_mut(hash, |(held, _)| *held == key) {
+            let (outcome, next) = Outcome::step(quota, Some(*tat), now, cost);
+            if let Some(next) = next {
+                *tat = next;
+            }
+            return outcome;
+        }
+        let (outcome, next) = Outcome::step(quota, None, now, cost);
+        if let Some(next) = next {
+            self.entries
+                .insert_unique(hash, (key, next), |(key, _)| hasher.hash_one(key));
+        }
+        outcome
     }
 }
 
@@ -221,7 +253,7 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
             shards: (0..SHARDS)
                 .map(|_| {
                     Mutex::new(Shard {
-                        entries: HashMap::new(),
+                        entries: HashTable::new(),
                         full_scan_at: None,
                     })
                 })
@@ -231,36 +263,32 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
         }
     }
 
-    fn shard_of(&self, key: K) -> &Mutex<Shard<K>> {
-        &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
+    /// The shard of a key hashed to `hash`: bits that neither the table's
+    /// slot (the low bits) nor its tag (the top seven) are taken from, so
+    /// the keys of one shard still spread over its table.
+    fn shard_index(hash: u64) -> usize {
+        (hash >> 32) as usize % SHARDS
     }
 
     /// Checks and counts `cost` requests of `key` at `now` (microseconds on
     /// a monotonic clock); `overflow` is the key a full shard counts new
     /// keys under.
     pub fn check(&self, key: K, overflow: K, quota: Quota, now: u64, cost: u32) -> Outcome {
-        let mut shard = self
-            .shard_of(key)
+        let hash = self.hasher.hash_one(key);
+        let mut shard = self.shards[Self::shard_index(hash)]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(tat) = shard.entries.get_mut(&key) {
-            let (outcome, next) = Outcome::step(quota, Some(*tat), now, cost);
-            if let Some(next) = next {
-                *tat = next;
+        // A new key may need room (the table is about to grow, or is full).
+        let may_need_room = shard.entries.len() >= shard.entries.capacity()
+            || shard.entries.len() >= self.keys_per_shard;
+        if may_need_room && shard.entries.find(hash, |(held, _)| *held == key).is_none() {
+            shard.make_room(now, self.keys_per_shard, &self.hasher);
+            if shard.entries.len() >= self.keys_per_shard {
+                let hash = self.hasher.hash_one(overflow);
+                return shard.step(overflow, hash, quota, now, cost, &self.hasher);
             }
-            return outcome;
         }
-        shard.make_room(now, self.keys_per_shard);
-        let key = if shard.entries.len() >= self.keys_per_shard {
-            overflow
-        } else {
-            key
-        };
-        let (outcome, next) = Outcome::step(quota, shard.entries.get(&key).copied(), now, cost);
-        if let Some(next) = next {
-            shard.entries.insert(key, next);
-        }
-        outcome
+        shard.step(key, hash, quota, now, cost, &self.hasher)
     }
 
     /// Drops every entry whose bucket is full again at `now`, and gives
@@ -271,9 +299,9 @@ impl<K: Hash + Eq + Copy> LocalStore<K> {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .entries;
-            entries.retain(|_, tat| *tat > now);
+            entries.retain(|(_, tat)| *tat > now);
             if entries.capacity() > 64 && entries.len() < entries.capacity() / 4 {
-                entries.shrink_to_fit();
+                entries.shrink_to_fit(|(key, _)| self.hasher.hash_one(key));
             }
         }
     }
@@ -401,7 +429,7 @@ mod tests {
         // Each shard holds two keys besides the overflow key.
         let store = LocalStore::new(2 * SHARDS);
         let quota: Quota = "1/1s".parse().unwrap();
-        let shard = |key: u64| store.hasher.hash_one(key) as usize % SHARDS;
+        let shard = |key: u64| LocalStore::<u64>::shard_index(store.hasher.hash_one(key));
         let keys: Vec<u64> = (1..)
             .filter(|&key| shard(key) == shard(1))
             .take(5)

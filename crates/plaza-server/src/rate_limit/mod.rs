@@ -15,6 +15,7 @@ pub mod gcra;
 pub mod shared;
 
 use std::convert::Infallible;
+use std::fmt::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -325,12 +326,36 @@ impl RateLimiter {
     }
 }
 
+/// The shared store's key of `subject` in `bucket`, such as
+/// `plaza:rl:addr:a:192.0.2.1` or `plaza:rl:user:u:42`. Written piece by
+/// piece into one allocation: `format!` (which grew the string and formats
+/// an IPv4 address through a buffer) was a sixth of the instructions Redis
+/// added to a request in Plaza (README, "Rate limits").
 fn redis_key(bucket: Bucket, subject: Subject) -> String {
-    let bucket = bucket.name();
+    let mut key = String::with_capacity(48);
+    key.push_str("plaza:rl:");
+    key.push_str(bucket.name());
+    let mut digits = itoa::Buffer::new();
     match subject {
-        Subject::User(id) => format!("plaza:rl:{bucket}:u:{id}"),
-        Subject::Address(address) => format!("plaza:rl:{bucket}:a:{address}"),
+        Subject::User(id) => {
+            key.push_str(":u:");
+            key.push_str(digits.format(id));
+        }
+        Subject::Address(IpAddr::V4(address)) => {
+            key.push_str(":a:");
+            for (index, octet) in address.octets().into_iter().enumerate() {
+                if index > 0 {
+                    key.push('.');
+                }
+                key.push_str(digits.format(octet));
+            }
+        }
+        Subject::Address(address) => {
+            // Writing to a `String` cannot fail.
+            let _ = write!(key, ":a:{address}");
+        }
     }
+    key
 }
 
 /// Puts `limit` on every route of `router`, and documents its 429 (with the
@@ -553,6 +578,17 @@ mod tests {
         assert_eq!(
             redis_key(Bucket::Address, address),
             "plaza:rl:addr:a:2001:db8::"
+        );
+        for (v4, written) in [("192.0.2.10", "192.0.2.10"), ("0.0.0.0", "0.0.0.0")] {
+            let subject = Subject::Address(v4.parse().unwrap());
+            assert_eq!(
+                redis_key(Bucket::AdminAddress, subject),
+                format!("plaza:rl:admin_addr:a:{written}")
+            );
+        }
+        assert_eq!(
+            redis_key(Bucket::Analytics, Subject::User(-3)),
+            "plaza:rl:analytics:u:-3"
         );
     }
 }

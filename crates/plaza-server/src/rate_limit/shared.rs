@@ -12,10 +12,11 @@
 //! charge and in order within a group, so two checks of one key in one
 //! batch count as two.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::{OnceCell, mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::gcra::{Outcome, Quota};
 
@@ -117,6 +118,8 @@ struct PendingCheck {
     key: String,
     period_micros: u64,
     charge_micros: u64,
+    /// When the check is answered at the latest, counted or not.
+    deadline: Instant,
     answer: oneshot::Sender<Result<i64, SharedError>>,
 }
 
@@ -166,13 +169,13 @@ impl SharedStore {
                 key,
                 period_micros: quota.period_micros(),
                 charge_micros: quota.interval_micros().saturating_mul(u64::from(cost)),
+                deadline: Instant::now() + self.timeout,
                 answer,
             })
             .map_err(|_| SharedError::Overloaded)?;
-        let answer = tokio::time::timeout(self.timeout, answered)
-            .await
-            .map_err(|_| SharedError::Timeout(self.timeout))?
-            .map_err(|_| SharedError::NotConnected)??;
+        // The link answers by the deadline (see `Link::serve`); a dropped
+        // sender means its task ended.
+        let answer = answered.await.map_err(|_| SharedError::NotConnected)??;
         Ok(match u64::try_from(answer) {
             Ok(until_next) => Outcome::allowed(quota, until_next),
             Err(_) => Outcome::refused(quota, cost, answer.unsigned_abs() - 1),
@@ -205,13 +208,24 @@ impl Link {
                     Err(_) => break,
                 }
             }
-            // A caller that stopped waiting went on without an answer; its
-            // request is not counted.
+            // A caller that stopped waiting went on without an answer, and
+            // one whose deadline passed in the queue is answered so; neither
+            // request is counted.
             batch.retain(|check: &PendingCheck| !check.answer.is_closed());
-            if batch.is_empty() {
-                continue;
+            let now = Instant::now();
+            for expired in batch.extract_if(.., |check| check.deadline <= now) {
+                let _ = expired.answer.send(Err(SharedError::Timeout(self.timeout)));
             }
-            match self.run(&script, &batch).await {
+            // The round trip ends by the earliest deadline in the batch, so
+            // every check is answered by its own with one timer a batch,
+            // not one a check (a tenth of the instructions Redis added to a
+            // request in Plaza, README "Rate limits"). A check queued
+            // behind this batch has a later deadline than its earliest, so
+            // it too is answered in time.
+            let Some(deadline) = batch.iter().map(|check| check.deadline).min() else {
+                continue;
+            };
+            match self.run(&script, &batch, deadline).await {
                 Ok(values) => {
                     for (check, answer) in batch.drain(..).zip(values) {
                         let _ = check.answer.send(Ok(answer));
@@ -230,8 +244,9 @@ impl Link {
         &mut self,
         script: &redis::Script,
         batch: &[PendingCheck],
+        deadline: Instant,
     ) -> Result<Vec<i64>, SharedError> {
-        let mut manager = self.manager().await?;
+        let mut manager = self.manager(deadline).await?;
         // Grouped by quota and charge, in order within a group; checks of
         // different groups were concurrent, so no order binds them.
         let terms = |index: usize| (batch[index].period_micros, batch[index].charge_micros);
@@ -250,7 +265,7 @@ impl Link {
             }
         }
         let values: Vec<i64> =
-            tokio::time::timeout(self.timeout, invocation.invoke_async(&mut manager))
+            tokio::time::timeout_at(deadline, invocation.invoke_async(&mut manager))
                 .await
                 .map_err(|_| SharedError::Timeout(self.timeout))??;
         if values.len() != batch.len() {
@@ -267,7 +282,7 @@ impl Link {
         Ok(answers)
     }
 
-    async fn manager(&mut self) -> Result<ConnectionManager, SharedError> {
+    async fn manager(&mut self, deadline: Instant) -> Result<ConnectionManager, SharedError> {
         if let Some(manager) = &self.manager {
             return Ok(manager.clone());
         }
@@ -282,8 +297,8 @@ impl Link {
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
             .set_number_of_retries(1);
-        let manager = tokio::time::timeout(
-            self.timeout,
+        let manager = tokio::time::timeout_at(
+            deadline,
             ConnectionManager::new_with_config(self.client.clone(), config),
         )
         .await
