@@ -44,23 +44,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_http() { for _ in $(seq 1 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
-# One address per request: 10.0.0.0/8 counted up from a per-thread base;
-# after CAP addresses a thread starts over (for the memory run).
-cat > "$WORK/addresses.lua" <<'LUA'
-local next_thread = 0
-function setup(thread)
-  thread:set("thread", next_thread)
-  next_thread = next_thread + 1
-end
-local sent = 0
-local cap = tonumber(os.getenv("CAP") or "4194304")
-function request()
-  local n = thread * 4194304 + (sent % cap)
-  sent = sent + 1
-  local address = string.format("10.%d.%d.%d", math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
-  return wrk.format("GET", nil, { ["X-Forwarded-For"] = address })
-end
-LUA
+ADDRESSES=bench/addresses.lua
 
 export PLAZA_DATA_DIR="$WORK/data" RUST_LOG=warn PLAZA_TRUSTED_PROXIES='["127.0.0.1"]'
 "$PLAZA" migrate >/dev/null 2>&1
@@ -104,7 +88,7 @@ run() { # NAME PORT PID -> req/s and CPU µs per request in $WORK/NAME.*
   local plaza_before redis_before out
   plaza_before=$(cpu_ticks "$3")
   redis_before=$([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0)
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/addresses.lua" "http://127.0.0.1:$2/api/posts")
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$ADDRESSES" "http://127.0.0.1:$2/api/posts")
   local plaza_ticks=$(( $(cpu_ticks "$3") - plaza_before ))
   local redis_ticks=$(( $([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0) - redis_before ))
   local rps non2xx p99 requests
@@ -124,7 +108,7 @@ run() { # NAME PORT PID -> req/s and CPU µs per request in $WORK/NAME.*
 echo "wrk: ${DURATION}s per run, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores; $ROUNDS rounds"
 for name in $SIDES; do
   port_var="${name}_PORT"
-  wrk -t2 -c"$CONNECTIONS" -d2s -s "$WORK/addresses.lua" "http://127.0.0.1:${!port_var}/api/posts" >/dev/null
+  wrk -t2 -c"$CONNECTIONS" -d2s -s "$ADDRESSES" "http://127.0.0.1:${!port_var}/api/posts" >/dev/null
 done
 # Odd rounds go through the sides in order, even rounds backwards, so no
 # side always runs right after the same neighbour.
@@ -168,7 +152,7 @@ start memory PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=1/90s RUS
 before=$(rss_mb "$memory_PID")
 fill_start=$SECONDS
 # Two threads of 500,000 addresses each; the run ends once both are through.
-out=$(CAP=500000 wrk -t2 -c"$CONNECTIONS" -d75s -s "$WORK/addresses.lua" "http://127.0.0.1:$memory_PORT/api/posts")
+out=$(CAP=500000 wrk -t2 -c"$CONNECTIONS" -d75s -s "$ADDRESSES" "http://127.0.0.1:$memory_PORT/api/posts")
 sent=$(echo "$out" | awk '/requests in/ {print $1}')
 filled=$(rss_mb "$memory_PID")
 echo "requests sent: $sent in $((SECONDS - fill_start)) s (distinct addresses: min(sent, 1,000,000))"
