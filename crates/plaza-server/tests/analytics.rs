@@ -23,6 +23,7 @@ on_both_databases!(
     collect_trusts_a_confirmed_session_only_within_the_recheck_window,
     without_a_recheck_window_collect_sees_an_ended_session_at_once,
     a_sign_out_here_ends_collect_at_once,
+    a_ban_or_a_deactivation_here_ends_collect_at_once,
     a_batch_is_stored_whole_or_not_at_all,
     each_event_counts_against_the_per_user_limit,
     acknowledged_events_survive_a_kill,
@@ -258,6 +259,37 @@ async fn a_sign_out_here_ends_collect_at_once(backend: Backend) {
     let (status, _) = call(&server, "POST", "/api/auth/signout", Some(&cookie), None).await;
     assert_eq!(status, 200);
     assert_eq!(collect_status(&server, &cookie).await, 403);
+}
+
+async fn a_ban_or_a_deactivation_here_ends_collect_at_once(backend: Backend) {
+    // A window of a minute: without forgetting, collect would go on
+    // trusting both sessions for that long.
+    let server =
+        TestServer::start_with(backend, &[("PLAZA_ANALYTICS_SESSION_RECHECK_MS", "60000")]).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (banned_id, banned) = member(&server, "banned@example.com", "user").await;
+    let (deactivated_id, deactivated) = member(&server, "gone@example.com", "user").await;
+    let (_, bystander) = member(&server, "reader@example.com", "user").await;
+    for cookie in [&banned, &deactivated, &bystander] {
+        assert_eq!(collect_status(&server, cookie).await, 200);
+    }
+
+    let path = format!("/api/admin/users/{banned_id}/ban");
+    let ban = Some(json!({"reason": "spam"}));
+    let (status, body) = call(&server, "POST", &path, Some(&admin), ban).await;
+    assert_eq!(status, 200, "{body}");
+    let path = format!("/api/users/{deactivated_id}");
+    let inactive = Some(json!({"status": "inactive"}));
+    let (status, body) = call(&server, "PUT", &path, Some(&admin), inactive).await;
+    assert_eq!(status, 200, "{body}");
+
+    assert_eq!(collect_status(&server, &banned).await, 403);
+    assert_eq!(collect_status(&server, &deactivated).await, 403);
+    assert_eq!(
+        collect_status(&server, &bystander).await,
+        200,
+        "other users' sessions are still trusted"
+    );
 }
 
 async fn a_batch_is_stored_whole_or_not_at_all(backend: Backend) {

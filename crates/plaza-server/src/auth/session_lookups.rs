@@ -50,16 +50,27 @@ struct PendingLookup {
 /// lookup (it needs the runtime) and ends when the queue is dropped.
 pub struct SessionLookups {
     queue: OnceCell<mpsc::Sender<PendingLookup>>,
-    recent: Mutex<LruCache<String, Confirmed>>,
+    recent: Mutex<Recent>,
 }
 
 impl Default for SessionLookups {
     fn default() -> Self {
         SessionLookups {
             queue: OnceCell::new(),
-            recent: Mutex::new(LruCache::new(RECENT_CAPACITY)),
+            recent: Mutex::new(Recent {
+                confirmed: LruCache::new(RECENT_CAPACITY),
+                forgotten_at: None,
+            }),
         }
     }
+}
+
+/// What [`SessionLookups::lookup_recent`] remembers.
+struct Recent {
+    confirmed: LruCache<String, Confirmed>,
+    /// When sessions were last forgotten: an answer asked for before then
+    /// may predate the sign-out or ban, so it is not kept.
+    forgotten_at: Option<Instant>,
 }
 
 /// A lookup's answer and when it was asked (the statement ran after that).
@@ -118,7 +129,7 @@ impl SessionLookups {
         if max_age.is_zero() {
             return self.lookup(db, lifetime, token_hash).await;
         }
-        if let Some(confirmed) = self.recent().get(token_hash)
+        if let Some(confirmed) = self.recent().confirmed.get(token_hash)
             && confirmed.asked_at.elapsed() < max_age
         {
             let now = plaza_domain::time::now_millis();
@@ -129,23 +140,52 @@ impl SessionLookups {
         }
         let asked_at = Instant::now();
         let session = self.lookup(db, lifetime, token_hash).await?;
-        self.recent().insert(
-            token_hash.to_owned(),
-            Confirmed {
-                session: session.clone(),
-                asked_at,
-            },
-        );
+        let mut recent = self.recent();
+        if recent.forgotten_at.is_none_or(|at| at < asked_at) {
+            recent.confirmed.insert(
+                token_hash.to_owned(),
+                Confirmed {
+                    session: session.clone(),
+                    asked_at,
+                },
+            );
+        }
         Ok(session)
     }
 
     /// Drops what [`SessionLookups::lookup_recent`] remembers of this
     /// session (it was signed out here).
     pub fn forget(&self, token_hash: &str) {
-        self.recent().remove(token_hash);
+        let mut recent = self.recent();
+        recent.confirmed.remove(token_hash);
+        recent.forgotten_at = Some(Instant::now());
     }
 
-    fn recent(&self) -> std::sync::MutexGuard<'_, LruCache<String, Confirmed>> {
+    /// Drops what [`SessionLookups::lookup_recent`] remembers of every
+    /// session of `user_id`, whose sessions a ban, a deactivation or a
+    /// deletion on this instance just ended: analytics collection stops at
+    /// their next event, not a window later. (Other instances still take
+    /// up to the window; README "Analytics".)
+    pub fn forget_user(&self, user_id: i64) {
+        let mut recent = self.recent();
+        let held: Vec<String> = recent
+            .confirmed
+            .iter()
+            .filter(|(_, confirmed)| {
+                confirmed
+                    .session
+                    .as_ref()
+                    .is_some_and(|session| session.user.id() == user_id)
+            })
+            .map(|(token_hash, _)| token_hash.clone())
+            .collect();
+        for token_hash in held {
+            recent.confirmed.remove(&token_hash);
+        }
+        recent.forgotten_at = Some(Instant::now());
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
         self.recent.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

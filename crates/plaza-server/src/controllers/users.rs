@@ -537,6 +537,8 @@ pub async fn update_user(
             })
         })
         .await?;
+    // A status other than active ended the user's sessions.
+    state.auth.session_lookups.forget_user(id);
     Ok(AppJson(UserView::new(&user, true)))
 }
 
@@ -591,6 +593,7 @@ pub async fn delete_user(
             })
         })
         .await?;
+    state.auth.session_lookups.forget_user(id);
     Ok(StatusCode::NO_CONTENT)
 }
 

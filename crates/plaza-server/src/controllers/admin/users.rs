@@ -453,6 +453,7 @@ pub async fn ban_user(
             },
         )
         .await?;
+    state.auth.session_lookups.forget_user(id);
     Ok(AppJson(BanOutcome {
         success: true,
         message: "user banned".to_owned(),

@@ -399,6 +399,8 @@ pub async fn update_admin_user(
             },
         )
         .await?;
+    // A status other than active ended the user's sessions.
+    state.auth.session_lookups.forget_user(id);
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
@@ -646,6 +648,9 @@ pub async fn ban_admin_user(
             },
         )
         .await?;
+    if banning {
+        state.auth.session_lookups.forget_user(id);
+    }
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
@@ -771,11 +776,14 @@ pub async fn bulk_update_users(
         // Earlier users may be committed already, so a failure is this
         // user's result, not the whole answer: the answer stays true.
         results.push(match outcome {
-            Ok(_) => BulkUserResult {
-                user_id: id.to_string(),
-                success: true,
-                error: None,
-            },
+            Ok(_) => {
+                state.auth.session_lookups.forget_user(id);
+                BulkUserResult {
+                    user_id: id.to_string(),
+                    success: true,
+                    error: None,
+                }
+            }
             Err(failure) => {
                 let error = AppError::from(failure);
                 if let AppError::Internal(cause) = &error {
