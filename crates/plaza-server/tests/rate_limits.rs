@@ -516,6 +516,31 @@ async fn a_quota_finer_than_a_microsecond_is_counted_through_redis(backend: Back
     }
 }
 
+/// A sign-in with a wrong password, under the sign-in limit.
+async fn failed_sign_in(server: &TestServer) -> reqwest::Response {
+    server
+        .client
+        .post(server.url("/api/auth/signin"))
+        .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
+        .send()
+        .await
+        .expect("request")
+}
+
+/// Reads `/api/posts` until an answer carries the limit headers again (the
+/// limiter is back from failing open), within 15 seconds; answers that one.
+async fn first_counted(server: &TestServer) -> (u16, Option<u64>) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let answer = get_from(server, "/api/posts", &[]).await;
+        if answer.1.is_some() {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "the limiter never reconnected");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back(backend: Backend) {
     let test = "without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back";
     let Some(mut redis) = PrivateRedis::start(test) else {
@@ -531,13 +556,6 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
         ],
     )
     .await;
-    let sign_in = || {
-        server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
-            .send()
-    };
     assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(1)));
 
     redis.stop();
@@ -545,7 +563,7 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
         // Open: answered, uncounted, without limit headers.
         assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, None));
     }
-    let closed = sign_in().await.unwrap();
+    let closed = failed_sign_in(&server).await;
     assert_eq!(closed.status(), 503);
     assert!(header(&closed, "retry-after").is_some());
     server.wait_for_log("the shared rate-limit store did not answer");
@@ -559,19 +577,10 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
     redis.restart();
     // Back by itself: within seconds the count runs again (a fresh Redis
     // starts it from zero), and the third request of the quota is refused.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, remaining) = get_from(&server, "/api/posts", &[]).await;
-        if remaining.is_some() {
-            assert_eq!((status, remaining), (200, Some(1)));
-            break;
-        }
-        assert!(Instant::now() < deadline, "the limiter never reconnected");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    assert_eq!(first_counted(&server).await, (200, Some(1)));
     assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(0)));
     assert_eq!(get_from(&server, "/api/posts", &[]).await.0, 429);
-    assert_eq!(sign_in().await.unwrap().status(), 429);
+    assert_eq!(failed_sign_in(&server).await.status(), 429);
 }
 
 async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend: Backend) {
@@ -590,13 +599,6 @@ async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend:
         ],
     )
     .await;
-    let sign_in = || {
-        server
-            .client
-            .post(server.url("/api/auth/signin"))
-            .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
-            .send()
-    };
     assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(99)));
 
     // Connected, and silent: every check waits on the one connection, the
@@ -607,24 +609,15 @@ async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend:
     let reads =
         futures_util::future::join_all((0..40).map(|_| get_from(&server, "/api/posts", &[])));
     let (reads, closed) = tokio::time::timeout(Duration::from_secs(20), async {
-        tokio::join!(reads, sign_in())
+        tokio::join!(reads, failed_sign_in(&server))
     })
     .await
     .expect("requests held by a stalled Redis");
     let took = started.elapsed();
     assert!(reads.iter().all(|read| *read == (200, None)), "{reads:?}");
-    assert_eq!(closed.unwrap().status(), 503);
+    assert_eq!(closed.status(), 503);
     assert!(took < Duration::from_secs(5), "answered after {took:?}");
 
     redis.signal("CONT");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, remaining) = get_from(&server, "/api/posts", &[]).await;
-        if remaining.is_some() {
-            assert_eq!(status, 200);
-            break;
-        }
-        assert!(Instant::now() < deadline, "the limiter never came back");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    assert_eq!(first_counted(&server).await.0, 200);
 }
