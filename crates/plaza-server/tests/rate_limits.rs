@@ -516,17 +516,6 @@ async fn a_quota_finer_than_a_microsecond_is_counted_through_redis(backend: Back
     }
 }
 
-/// A sign-in with a wrong password, under the sign-in limit.
-async fn failed_sign_in(server: &TestServer) -> reqwest::Response {
-    server
-        .client
-        .post(server.url("/api/auth/signin"))
-        .json(&serde_json::json!({"email": "nobody@example.com", "password": "wrong"}))
-        .send()
-        .await
-        .expect("request")
-}
-
 /// Reads `/api/posts` until an answer carries the limit headers again (the
 /// limiter is back from failing open), within 15 seconds; answers that one.
 async fn first_counted(server: &TestServer) -> (u16, Option<u64>) {
@@ -563,7 +552,7 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
         // Open: answered, uncounted, without limit headers.
         assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, None));
     }
-    let closed = failed_sign_in(&server).await;
+    let closed = server.try_sign_in("nobody@example.com", "wrong").await;
     assert_eq!(closed.status(), 503);
     assert!(header(&closed, "retry-after").is_some());
     server.wait_for_log("the shared rate-limit store did not answer");
@@ -580,7 +569,13 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
     assert_eq!(first_counted(&server).await, (200, Some(1)));
     assert_eq!(get_from(&server, "/api/posts", &[]).await, (200, Some(0)));
     assert_eq!(get_from(&server, "/api/posts", &[]).await.0, 429);
-    assert_eq!(failed_sign_in(&server).await.status(), 429);
+    assert_eq!(
+        server
+            .try_sign_in("nobody@example.com", "wrong")
+            .await
+            .status(),
+        429
+    );
 }
 
 async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend: Backend) {
@@ -609,7 +604,7 @@ async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend:
     let reads =
         futures_util::future::join_all((0..40).map(|_| get_from(&server, "/api/posts", &[])));
     let (reads, closed) = tokio::time::timeout(Duration::from_secs(20), async {
-        tokio::join!(reads, failed_sign_in(&server))
+        tokio::join!(reads, server.try_sign_in("nobody@example.com", "wrong"))
     })
     .await
     .expect("requests held by a stalled Redis");
