@@ -268,6 +268,9 @@ pub struct LimitSettings {
     pub rate_limit_max_keys: usize,
     /// Shares rate-limit counts between instances.
     pub redis_url: Option<String>,
+    /// The CA certificates (PEM) a `rediss://` server's certificate must
+    /// chain to, for a Redis whose CA the system does not trust.
+    pub redis_ca_file: Option<PathBuf>,
     /// How long a request waits for Redis before the limiter fails in its
     /// documented direction.
     pub redis_timeout_ms: u64,
@@ -297,6 +300,7 @@ impl Default for LimitSettings {
             rate_limit_admin_user_list: Quota::per_hour(100),
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
+            redis_ca_file: None,
             redis_timeout_ms: 100,
             trusted_proxies: Vec::new(),
             admin_lock_ttl_secs: 30,
@@ -308,9 +312,18 @@ impl LimitSettings {
     fn validate(&self) -> Result<(), SettingsError> {
         crate::rate_limit::address::TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|problem| SettingsError::new("trusted_proxies", problem))?;
-        if let Some(url) = &self.redis_url {
-            redis::Client::open(url.as_str())
-                .map_err(|error| SettingsError::new("redis_url", error.to_string()))?;
+        match (&self.redis_url, &self.redis_ca_file) {
+            (Some(url), ca_file) => {
+                crate::rate_limit::shared::redis_client(url, ca_file.as_deref())
+                    .map_err(|error| SettingsError::new(error.setting, error.problem))?;
+            }
+            (None, Some(_)) => {
+                return Err(SettingsError::new(
+                    "redis_ca_file",
+                    "is set, but redis_url is not",
+                ));
+            }
+            (None, None) => {}
         }
         at_least_one([
             ("rate_limit_max_keys", self.rate_limit_max_keys),

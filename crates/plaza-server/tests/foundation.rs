@@ -293,6 +293,17 @@ fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
             "PLAZA_REQUEST_TIMEOUT_SECS",
         ),
         ("PLAZA_SIGNUP", "maybe", "PLAZA_SIGNUP"),
+        // Without a `redis_url` to check it with.
+        (
+            "PLAZA_REDIS_CA_FILE",
+            "/etc/ssl/certs/ca-certificates.crt",
+            "PLAZA_REDIS_CA_FILE",
+        ),
+        (
+            "PLAZA_REDIS_URL",
+            "rediss://127.0.0.1/#insecure",
+            "PLAZA_REDIS_URL",
+        ),
         (
             "PLAZA_ANALYTICS_SESSION_RECHECK_MS",
             "60001",

@@ -1,7 +1,7 @@
 //! Rate limits (SPEC.md "Limits", issue #14): each limit's boundary, per-user
 //! against per-address counting, trusted proxies, IPv6 /64 grouping, the
 //! 429 of every surface, the unlimited probes, and Redis shared by two
-//! processes, stopped and started again.
+//! processes (over TLS too), stopped and started again.
 
 mod common;
 
@@ -24,6 +24,7 @@ on_both_databases!(
     a_quota_finer_than_a_microsecond_is_counted_through_redis,
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
     a_stalled_redis_fails_each_check_in_its_direction_and_recovers,
+    counts_are_shared_over_tls_with_a_redis_whose_ca_is_given,
 );
 
 /// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
@@ -279,14 +280,105 @@ async fn the_sign_in_throttle_answers_with_the_limit_headers(backend: Backend) {
     assert!(header(&throttled, "retry-after").is_some());
 }
 
+const TLS_PASSWORD: &str = "plaza-test";
+
 /// A private Redis on a free loopback port, stopped with the test.
 struct PrivateRedis {
     port: u16,
     child: Option<Child>,
+    /// With TLS: the folder of its CA's and its own certificate and key.
+    tls: Option<tempfile::TempDir>,
 }
 
 impl PrivateRedis {
     fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, None)
+    }
+
+    /// A Redis that speaks only TLS, with a certificate for 127.0.0.1
+    /// signed by a CA made for the test ([`Self::ca_file`]), and wants the
+    /// password [`TLS_PASSWORD`] (in [`Self::url`]), as a hosted Redis does.
+    fn start_tls(test: &str) -> Option<Self> {
+        if Command::new("openssl").arg("version").output().is_err() {
+            common::skip(test, "openssl is not installed");
+            return None;
+        }
+        let folder = tempfile::tempdir().expect("a folder for the certificates");
+        let openssl = |arguments: &[&str]| {
+            let output = Command::new("openssl")
+                .args(arguments)
+                .current_dir(folder.path())
+                .output()
+                .expect("run openssl");
+            assert!(
+                output.status.success(),
+                "openssl {arguments:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        let key = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509", "-days", "2"][..],
+                &key,
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                    "-subj",
+                    "/CN=Plaza test CA",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req"][..],
+                &key,
+                &[
+                    "-keyout",
+                    "redis.key",
+                    "-out",
+                    "redis.csr",
+                    "-subj",
+                    "/CN=127.0.0.1",
+                ],
+            ]
+            .concat(),
+        );
+        std::fs::write(
+            folder.path().join("san.ext"),
+            "subjectAltName=IP:127.0.0.1\n",
+        )
+        .expect("write the extension file");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "redis.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "redis.pem",
+        ]);
+        Self::start_with(test, Some(folder))
+    }
+
+    fn start_with(test: &str, tls: Option<tempfile::TempDir>) -> Option<Self> {
         if Command::new("redis-server")
             .arg("--version")
             .output()
@@ -299,18 +391,46 @@ impl PrivateRedis {
             .and_then(|listener| listener.local_addr())
             .expect("a free port")
             .port();
-        let mut redis = PrivateRedis { port, child: None };
+        let mut redis = PrivateRedis {
+            port,
+            child: None,
+            tls,
+        };
         redis.restart();
         Some(redis)
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match self.tls {
+            None => format!("redis://127.0.0.1:{}", self.port),
+            Some(_) => format!("rediss://:{TLS_PASSWORD}@127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// The test CA's certificate, for `redis_ca_file`.
+    fn ca_file(&self) -> String {
+        let folder = self.tls.as_ref().expect("a TLS Redis");
+        folder.path().join("ca.pem").display().to_string()
     }
 
     fn restart(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+        let port = self.port.to_string();
+        let mut command = Command::new("redis-server");
+        command.args(["--bind", "127.0.0.1"]);
+        match &self.tls {
+            None => command.args(["--port", &port]),
+            Some(folder) => {
+                let file = |name: &str| folder.path().join(name).display().to_string();
+                command
+                    .args(["--port", "0", "--tls-port", &port])
+                    .args(["--tls-cert-file", &file("redis.pem")])
+                    .args(["--tls-key-file", &file("redis.key")])
+                    .args(["--tls-ca-cert-file", &file("ca.pem")])
+                    .args(["--tls-auth-clients", "no"])
+                    .args(["--requirepass", TLS_PASSWORD])
+            }
+        };
+        let child = command
             .args(["--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -384,6 +504,49 @@ async fn two_instances_share_one_count_through_redis(backend: Backend) {
     );
 }
 
+/// Over TLS, two instances that trust the test's CA share one count; one
+/// that does not (the system's trust store only) never talks to that
+/// Redis, so it fails open: answered, uncounted.
+async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given(backend: Backend) {
+    let test = "counts_are_shared_over_tls_with_a_redis_whose_ca_is_given";
+    let Some(redis) = PrivateRedis::start_tls(test) else {
+        return;
+    };
+    let url = redis.url();
+    let ca_file = redis.ca_file();
+    let trusting = [
+        ("PLAZA_REDIS_URL", url.as_str()),
+        ("PLAZA_REDIS_CA_FILE", ca_file.as_str()),
+    ];
+    let first = limited_server(backend, "3/hour", &trusting).await;
+    let second = limited_server(
+        backend,
+        "3/hour",
+        &[
+            trusting[0],
+            trusting[1],
+            ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+        ],
+    )
+    .await;
+    assert_eq!(get_from(&first, "/api/posts", &[]).await, (200, Some(2)));
+    assert_eq!(get_from(&second, "/api/posts", &[]).await, (200, Some(1)));
+    assert_eq!(get_from(&first, "/api/posts", &[]).await, (200, Some(0)));
+    assert_eq!(get_from(&second, "/api/posts", &[]).await.0, 429);
+
+    let untrusting = limited_server(
+        backend,
+        "3/hour",
+        &[
+            ("PLAZA_REDIS_URL", url.as_str()),
+            ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+        ],
+    )
+    .await;
+    assert_eq!(get_from(&untrusting, "/api/posts", &[]).await, (200, None));
+    untrusting.wait_for_log("the shared rate-limit store did not answer");
+}
+
 /// The script in Redis and the in-process step decide alike: a fresh
 /// client's first charge (which the script offers as one `SET … NX GET`),
 /// a charge beyond a fresh bucket (refused, nothing stored), later charges
@@ -397,7 +560,7 @@ async fn the_redis_script_decides_as_the_in_process_step() {
         return;
     };
     let quota: Quota = "5/hour".parse().expect("a quota");
-    let store = SharedStore::new(&redis.url(), Duration::from_secs(2)).expect("a Redis URL");
+    let store = SharedStore::new(&redis.url(), None, Duration::from_secs(2)).expect("a Redis URL");
     let charges: [(&str, u32); 10] = [
         ("fresh-beyond", 6),
         ("fresh-beyond", 1),
@@ -443,7 +606,7 @@ async fn a_batch_of_mixed_quotas_answers_each_check_by_its_own() {
     };
     let hourly: Quota = "5/hour".parse().expect("a quota");
     let minutely: Quota = "2/minute".parse().expect("a quota");
-    let store = SharedStore::new(&redis.url(), Duration::from_secs(2)).expect("a Redis URL");
+    let store = SharedStore::new(&redis.url(), None, Duration::from_secs(2)).expect("a Redis URL");
     let checks: Vec<(&str, Quota, u32)> = (0..3)
         .flat_map(|_| {
             [

@@ -238,6 +238,7 @@ impl RateLimiter {
         let shared = match &settings.redis_url {
             Some(url) => Some(SharedStore::new(
                 url,
+                settings.redis_ca_file.as_deref(),
                 Duration::from_millis(settings.redis_timeout_ms),
             )?),
             None => None,
