@@ -304,77 +304,35 @@ impl PrivateRedis {
             return None;
         }
         let folder = tempfile::tempdir().expect("a folder for the certificates");
-        let openssl = |arguments: &[&str]| {
+        // Each command is its arguments, split at spaces.
+        let openssl = |command: &str| {
             let output = Command::new("openssl")
-                .args(arguments)
+                .args(command.split_whitespace())
                 .current_dir(folder.path())
                 .output()
                 .expect("run openssl");
             assert!(
                 output.status.success(),
-                "openssl {arguments:?}: {}",
+                "openssl {command}: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
         };
-        let key = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ];
-        openssl(
-            &[
-                &["req", "-x509", "-days", "2"][..],
-                &key,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-subj",
-                    "/CN=Plaza test CA",
-                ],
-            ]
-            .concat(),
-        );
-        openssl(
-            &[
-                &["req"][..],
-                &key,
-                &[
-                    "-keyout",
-                    "redis.key",
-                    "-out",
-                    "redis.csr",
-                    "-subj",
-                    "/CN=127.0.0.1",
-                ],
-            ]
-            .concat(),
-        );
+        let new_key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+        openssl(&format!(
+            "req -x509 -days 2 {new_key} -keyout ca.key -out ca.pem -subj /CN=plaza-test-ca"
+        ));
+        openssl(&format!(
+            "req {new_key} -keyout redis.key -out redis.csr -subj /CN=127.0.0.1"
+        ));
         std::fs::write(
             folder.path().join("san.ext"),
             "subjectAltName=IP:127.0.0.1\n",
         )
         .expect("write the extension file");
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "redis.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "redis.pem",
-        ]);
+        openssl(
+            "x509 -req -in redis.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+             -extfile san.ext -out redis.pem",
+        );
         Self::start_with(test, Some(folder))
     }
 
