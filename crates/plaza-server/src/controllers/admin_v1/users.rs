@@ -399,7 +399,8 @@ pub async fn update_admin_user(
             },
         )
         .await?;
-    // A status other than active ended the user's sessions.
+    // The user's status or role may have changed (a status other than
+    // active ends their sessions): their sessions are looked up afresh.
     state.auth.session_lookups.forget_user(id);
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
