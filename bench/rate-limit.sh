@@ -14,8 +14,10 @@
 #   With PLAZA_BASE_BIN set (another build), a fourth instance runs that
 #   binary with Redis in the same rounds, to compare two Redis backends.
 #   Beside each run's throughput, the CPU time the server (and Redis) used
-#   per request, read from /proc: steadier than throughput on a shared
-#   2-core machine, and it shows where a cost lies.
+#   per request, read from /proc, with the server's time in user space
+#   apart (the rest is the kernel's: the sockets and the wake-ups):
+#   steadier than throughput on a shared 2-core machine, and it shows where
+#   a cost lies.
 # Usage: bench/rate-limit.sh [seconds per throughput run, default 10] [connections, default 50]
 # Environment: PLAZA_BIN (a built binary instead of building one),
 # PLAZA_BASE_BIN (see above), SKIP_MEMORY=1 (only the throughput runs),
@@ -78,29 +80,34 @@ curl -sf -D - -o /dev/null "http://127.0.0.1:$local_PORT/api/posts" | grep -qi '
 curl -sf -D - -o /dev/null "http://127.0.0.1:$redis_PORT/api/posts" | grep -qi '^x-ratelimit-limit' \
   || { echo "the Redis limiter is not counting" >&2; exit 1; }
 
-# CPU time (user + system, clock ticks) a process has used so far.
+# CPU time (user + system, clock ticks) a process has used so far, and its
+# user part alone.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+user_ticks() { awk '{print $14}' "/proc/$1/stat"; }
 REDIS_PID=$(redis-cli -h 127.0.0.1 -p 6379 info server | awk -F: '/^process_id/ {print $2+0}')
 [ -r "/proc/$REDIS_PID/stat" ] || REDIS_PID=""
 TICKS=$(getconf CLK_TCK)
 
 run() { # NAME PORT PID -> req/s and CPU µs per request in $WORK/NAME.*
-  local plaza_before redis_before out
+  local plaza_before plaza_user_before redis_before out
   plaza_before=$(cpu_ticks "$3")
+  plaza_user_before=$(user_ticks "$3")
   redis_before=$([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0)
   out=$(wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$ADDRESSES" "http://127.0.0.1:$2/api/posts")
   local plaza_ticks=$(( $(cpu_ticks "$3") - plaza_before ))
+  local plaza_user_ticks=$(( $(user_ticks "$3") - plaza_user_before ))
   local redis_ticks=$(( $([ -n "$REDIS_PID" ] && cpu_ticks "$REDIS_PID" || echo 0) - redis_before ))
   local rps non2xx p99 requests
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
   non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
   requests=$(echo "$out" | awk '/requests in/ {print $1}')
-  local plaza_us redis_us
+  local plaza_us plaza_user_us redis_us
   plaza_us=$(python3 -c "print(round($plaza_ticks / $TICKS * 1e6 / $requests, 2))")
+  plaza_user_us=$(python3 -c "print(round($plaza_user_ticks / $TICKS * 1e6 / $requests, 1))")
   redis_us=$(python3 -c "print(round($redis_ticks / $TICKS * 1e6 / $requests, 2))")
-  printf '%-14s %12s req/s   p99 %-9s non-2xx %-4s CPU per request: Plaza %6s us, Redis %5s us\n' \
-    "$1" "$rps" "$p99" "${non2xx:-0}" "$plaza_us" "$redis_us"
+  printf '%-14s %12s req/s   p99 %-9s non-2xx %-4s CPU per request: Plaza %6s us (user %5s), Redis %5s us\n' \
+    "$1" "$rps" "$p99" "${non2xx:-0}" "$plaza_us" "$plaza_user_us" "$redis_us"
   echo "$rps" > "$WORK/$1.rps"
   echo "$plaza_us $redis_us" > "$WORK/$1.cpu"
 }
