@@ -18,15 +18,19 @@
 #   apart (the rest is the kernel's: the sockets and the wake-ups):
 #   steadier than throughput on a shared 2-core machine, and it shows where
 #   a cost lies.
-# Usage: bench/rate-limit.sh [seconds per throughput run, default 10] [connections, default 50]
+# Usage: bench/rate-limit.sh [seconds per throughput run, default 5] [connections, default 50]
 # Environment: PLAZA_BIN (a built binary instead of building one),
 # PLAZA_BASE_BIN (see above), SKIP_MEMORY=1 (only the throughput runs),
-# ROUNDS (default 3; odd rounds run the sides in order, even ones backwards).
+# ROUNDS (default 30; odd rounds run the sides in order, even ones backwards).
+# Single rounds on a shared 2-core machine swing by a fifth either way,
+# so a run needs many of them to tell a cost from its target: the summary
+# gives each cost's 90% interval, and one that straddles the target asks
+# for more rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION="${1:-10}"
+DURATION="${1:-5}"
 CONNECTIONS="${2:-50}"
-ROUNDS="${ROUNDS:-3}"
+ROUNDS="${ROUNDS:-30}"
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
 
