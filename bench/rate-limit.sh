@@ -145,7 +145,7 @@ cpu = lambda side, r: sum(read(side, r, "cpu"))
 targets = {"local": 5, "redis": 20, "redis_base": 20}
 print(f"CPU per request with limits off (median of {rounds}): Plaza "
       f"{statistics.median(cpu('off', r) for r in range(1, rounds + 1)):.2f} us")
-# How far the median could be from the one more rounds would give: a
+# How sure a run's median is: a
 # bootstrap over the rounds (fixed seed, so a run's figures repeat), the
 # 5th to 95th percentile of the medians of resampled rounds. A target
 # outside that interval is met or missed by this run; one inside it is not
@@ -161,7 +161,7 @@ for side in sides[1:]:
     print(f"GET /api/posts (cached), limiter {side}: {statistics.median(kept):.3f} of the "
           f"throughput with limits off in the same round (median of {rounds}, range "
           f"{min(kept):.3f}-{max(kept):.3f}), {(1 - statistics.median(kept)) * 100:.1f}% cost "
-          f"(90% interval {(1 - high) * 100:.1f}-{(1 - low) * 100:.1f}%; target < {targets[side]}%); "
+          f"(90% interval {(1 - high) * 100:.1f} to {(1 - low) * 100:.1f}%; target < {targets[side]}%); "
           f"CPU per request (Plaza + Redis) +{(statistics.median(used) - 1) * 100:.1f}%")
 PY
 for name in $SIDES; do pid_var="${name}_PID"; kill "${!pid_var}"; done
