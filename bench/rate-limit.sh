@@ -145,11 +145,10 @@ cpu = lambda side, r: sum(read(side, r, "cpu"))
 targets = {"local": 5, "redis": 20, "redis_base": 20}
 print(f"CPU per request with limits off (median of {rounds}): Plaza "
       f"{statistics.median(cpu('off', r) for r in range(1, rounds + 1)):.2f} us")
-# How sure a run's median is: a
-# bootstrap over the rounds (fixed seed, so a run's figures repeat), the
-# 5th to 95th percentile of the medians of resampled rounds. A target
-# outside that interval is met or missed by this run; one inside it is not
-# settled by it.
+# How sure a run's median is: a bootstrap over the rounds (fixed seed, so
+# a run's figures repeat), the 5th to 95th percentile of the medians of
+# resampled rounds. A target outside that interval is met or missed by
+# this run; one inside it is not settled by it.
 def interval(values):
     draw = random.Random(14)
     medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(2000))
