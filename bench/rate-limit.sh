@@ -161,7 +161,7 @@ for side in sides[1:]:
           f"throughput with limits off in the same round (median of {rounds}, range "
           f"{min(kept):.3f}-{max(kept):.3f}), {(1 - statistics.median(kept)) * 100:.1f}% cost "
           f"(90% interval {(1 - high) * 100:.1f} to {(1 - low) * 100:.1f}%; target < {targets[side]}%); "
-          f"CPU per request (Plaza + Redis) +{(statistics.median(used) - 1) * 100:.1f}%")
+          f"CPU per request (Plaza + Redis) {(statistics.median(used) - 1) * 100:+.1f}%")
 PY
 for name in $SIDES; do pid_var="${name}_PID"; kill "${!pid_var}"; done
 [ "${SKIP_MEMORY:-0}" = 1 ] && exit 0
