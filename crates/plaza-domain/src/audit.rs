@@ -10,6 +10,7 @@ use sqlx::FromRow;
 
 use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, Page, bind_all, where_clause};
+use crate::posts::Post;
 use crate::time::now_millis;
 use crate::users::User;
 use crate::{Database, DomainError, Tx};
@@ -176,22 +177,83 @@ pub fn change(before: impl Into<Value>, after: impl Into<Value>) -> Value {
     serde_json::json!({"before": before.into(), "after": after.into()})
 }
 
-/// `{field: {before, after}}` for each of the role and status that differ
-/// between two states of a user, the change an admin's update records.
-pub fn role_and_status_changes(before: &User, after: &User) -> Map<String, Value> {
+/// `{field: {before, after}}` for each field an update can change that
+/// differs between two states of a user (the change an entry records when
+/// someone other than the user makes it), named as the routes name them.
+pub fn user_changes(before: &User, after: &User) -> Map<String, Value> {
+    let (old, new) = (&before.row, &after.row);
     let mut changed = Map::new();
-    if after.role != before.role {
-        changed.insert(
-            "role".into(),
-            change(before.role.as_str(), after.role.as_str()),
-        );
-    }
-    if after.status != before.status {
-        changed.insert(
-            "status".into(),
-            change(before.status.as_str(), after.status.as_str()),
-        );
-    }
+    let mut compare = |field: &str, before: Value, after: Value| {
+        if before != after {
+            changed.insert(field.into(), change(before, after));
+        }
+    };
+    compare("name", old.name.clone().into(), new.name.clone().into());
+    compare(
+        "username",
+        old.username.clone().into(),
+        new.username.clone().into(),
+    );
+    compare("image", old.image.clone().into(), new.image.clone().into());
+    compare("bio", old.bio.clone().into(), new.bio.clone().into());
+    compare(
+        "location",
+        old.location.clone().into(),
+        new.location.clone().into(),
+    );
+    compare(
+        "profile_public",
+        old.profile_public.0.into(),
+        new.profile_public.0.into(),
+    );
+    compare(
+        "role",
+        before.role.as_str().into(),
+        after.role.as_str().into(),
+    );
+    compare(
+        "status",
+        before.status.as_str().into(),
+        after.status.as_str().into(),
+    );
+    compare(
+        "isVerified",
+        old.email_verified_at.is_some().into(),
+        new.email_verified_at.is_some().into(),
+    );
+    compare(
+        "notes",
+        old.admin_notes.clone().into(),
+        new.admin_notes.clone().into(),
+    );
+    changed
+}
+
+/// `{field: {before, after}}` for each field of a post that differs between
+/// two states of it (a moderator's edit of someone else's post).
+pub fn post_changes(before: &Post, after: &Post) -> Map<String, Value> {
+    let mut changed = Map::new();
+    let mut compare = |field: &str, before: Value, after: Value| {
+        if before != after {
+            changed.insert(field.into(), change(before, after));
+        }
+    };
+    compare(
+        "title",
+        before.title.clone().into(),
+        after.title.clone().into(),
+    );
+    compare(
+        "content",
+        before.content.clone().into(),
+        after.content.clone().into(),
+    );
+    compare(
+        "tags",
+        before.tags.clone().into(),
+        after.tags.clone().into(),
+    );
+    compare("published", before.published.into(), after.published.into());
     changed
 }
 

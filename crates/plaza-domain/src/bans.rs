@@ -106,11 +106,7 @@ pub async fn impose(tx: &mut Tx<'_>, ban: NewBan) -> Result<Ban, DomainError> {
     )
     .await?;
     users::set_status(tx, ban.user_id, UserStatus::Banned).await?;
-    sqlx::query("UPDATE users SET credentials_valid_after = $1 WHERE id = $2")
-        .bind(now)
-        .bind(ban.user_id)
-        .execute(&mut **tx)
-        .await?;
+    users::revoke_credentials(tx, ban.user_id, now).await?;
     let row: Ban = sqlx::query_as(&format!(
         "INSERT INTO user_bans (user_id, banned_by, reason, notes, created_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5, $6) RETURNING {BAN_COLUMNS}"

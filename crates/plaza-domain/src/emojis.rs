@@ -15,6 +15,7 @@ use sqlx::FromRow;
 use crate::audit::{self, AuditAction, AuditContext};
 use crate::flag::Flag;
 use crate::listing::{Arg, Args, Page, bind_all, where_clause};
+use crate::policy::{self, Actor};
 use crate::time::now_millis;
 use crate::uploads::NewUpload;
 use crate::users::escape_like;
@@ -535,29 +536,58 @@ pub async fn create_custom(
 }
 
 /// Approves a personal custom emoji: everyone may list it from now on.
-/// Audited as `emoji.approve`; an approved one is a conflict.
+/// Audited as `emoji.approve`. Nobody approves their own (forbidden); an
+/// approved one is an invalid transition, and a name another approved
+/// custom emoji holds a conflict.
 pub async fn approve(
     tx: &mut Tx<'_>,
     context: &AuditContext,
+    actor: Actor,
     id: i64,
 ) -> Result<Emoji, DomainError> {
     let before = emoji_in(tx, id).await?;
     if !before.is_custom {
         return Err(DomainError::NotFound("emoji"));
     }
-    if before.is_approved {
-        return Err(DomainError::InvalidTransition(
-            "the emoji is already approved".to_owned(),
-        ));
+    policy::approve_emoji(actor, before.owner_id)
+        .check("emoji", "nobody approves their own custom emoji")?;
+    let taken: Option<(i64,)> = sqlx::query_as(
+        "SELECT id FROM emojis WHERE is_custom AND is_approved AND name = $1 AND id <> $2",
+    )
+    .bind(&before.name)
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if taken.is_some() {
+        return Err(DomainError::Conflict(format!(
+            "an approved custom emoji is already named {}",
+            before.name
+        )));
     }
-    sqlx::query(
-        "UPDATE emojis SET is_approved = TRUE, approved_by = $2, approved_at = $3 WHERE id = $1",
+    // Only a pending emoji changes, so of two approvals at once on two
+    // instances one succeeds and the other finds it approved; the unique
+    // index on approved names settles two emojis of one name the same way.
+    let approved = sqlx::query(
+        "UPDATE emojis SET is_approved = TRUE, approved_by = $2, approved_at = $3 \
+         WHERE id = $1 AND NOT is_approved",
     )
     .bind(id)
     .bind(context.actor_id)
     .bind(now_millis())
     .execute(&mut **tx)
-    .await?;
+    .await
+    .map_err(|error| match DomainError::from(error) {
+        DomainError::Conflict(_) => DomainError::Conflict(format!(
+            "an approved custom emoji is already named {}",
+            before.name
+        )),
+        other => other,
+    })?;
+    if approved.rows_affected() == 0 {
+        return Err(DomainError::InvalidTransition(
+            "the emoji is already approved".to_owned(),
+        ));
+    }
     audit::record(
         tx,
         context,

@@ -124,6 +124,12 @@ pub fn change_status(actor: Actor, target: &User) -> Decision {
     manage_user(actor, target)
 }
 
+/// Changing the fields only administrators keep on a user (notes, whether
+/// the email is verified): as [`change_status`], so never on oneself.
+pub fn edit_admin_fields(actor: Actor, target: &User) -> Decision {
+    change_status(actor, target)
+}
+
 /// Banning or unbanning: as [`change_status`], and nobody bans a super
 /// admin.
 pub fn ban(actor: Actor, target: &User) -> Decision {
@@ -174,6 +180,15 @@ pub fn moderate_post(actor: Actor) -> Decision {
 /// Approving or rejecting custom emojis: moderators and above.
 pub fn moderate_emojis(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
+}
+
+/// Approving a custom emoji owned by `owner_id`: moderators and above, and
+/// never their own (a review is someone else's judgement).
+pub fn approve_emoji(actor: Actor, owner_id: Option<i64>) -> Decision {
+    if owner_id == Some(actor.user_id) {
+        return Decision::Forbidden;
+    }
+    moderate_emojis(actor)
 }
 
 /// Sending a broadcast to users: administrators.
@@ -282,6 +297,10 @@ mod tests {
     fn every_role_against_every_user_rule() {
         assert_eq!(table(manage_user), ["FFFFA", "FFFFA", "AAFFA", "AAAAA"]);
         assert_eq!(table(change_status), ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]);
+        assert_eq!(
+            table(edit_admin_fields),
+            ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
+        );
         assert_eq!(table(ban), ["FFFFF", "FFFFF", "AAFFF", "AAAFF"]);
         assert_eq!(
             table(|actor, target| grant_role(actor, target, Role::Moderator)),
@@ -324,6 +343,20 @@ mod tests {
         assert_eq!(view_user(None, &user(2, Role::User)), Decision::Allowed);
         assert!(!see_email(None, &user(2, Role::User)));
         assert_eq!(create_user_without_signup(None), Decision::Forbidden);
+    }
+
+    #[test]
+    fn emojis_are_approved_by_moderators_and_never_their_own() {
+        let rows: Vec<String> = ROLES
+            .iter()
+            .map(|role| {
+                [Some(2), None, Some(1)]
+                    .into_iter()
+                    .map(|owner| letter(approve_emoji(actor(*role), owner)))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(rows, ["FFF", "AAF", "AAF", "AAF"]);
     }
 
     #[test]

@@ -678,44 +678,80 @@ fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec
 }
 
 /// Changes a user's status; banning or deactivating ends every session at
-/// once, in the same transaction.
+/// once, in the same transaction, and any change of status ends the user's
+/// admin tokens ([`revoke_credentials_if_lowered`]).
 pub async fn set_status(
     tx: &mut Tx<'_>,
     user_id: i64,
     status: UserStatus,
 ) -> Result<(), DomainError> {
-    let updated = sqlx::query("UPDATE users SET status = $1, updated_at = $2 WHERE id = $3")
+    let before = user_in(tx, user_id).await?;
+    sqlx::query("UPDATE users SET status = $1, updated_at = $2 WHERE id = $3")
         .bind(status.as_str())
         .bind(now_millis())
         .bind(user_id)
         .execute(&mut **tx)
         .await?;
-    if updated.rows_affected() == 0 {
-        return Err(DomainError::NotFound("user"));
-    }
     if status != UserStatus::Active {
         end_sessions(tx, user_id).await?;
     }
-    Ok(())
+    revoke_credentials_if_lowered(tx, &before, before.role, status).await
 }
 
+/// Changes a user's role; a lower role ends the user's admin tokens
+/// ([`revoke_credentials_if_lowered`]).
 pub async fn set_role(tx: &mut Tx<'_>, user_id: i64, role: Role) -> Result<(), DomainError> {
-    let updated = sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
+    let before = user_in(tx, user_id).await?;
+    sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
         .bind(role.as_str())
         .bind(now_millis())
         .bind(user_id)
         .execute(&mut **tx)
         .await?;
-    if updated.rows_affected() == 0 {
-        return Err(DomainError::NotFound("user"));
+    revoke_credentials_if_lowered(tx, &before, role, before.status).await
+}
+
+/// Ends every admin token issued to `before`'s user until now when their
+/// role drops below `before.role` or their status changes: a token carries
+/// the authority of its minting, so one minted before a demotion must not
+/// work again after a re-promotion. Tokens issued before the user's
+/// `credentials_valid_after` are refused.
+async fn revoke_credentials_if_lowered(
+    tx: &mut Tx<'_>,
+    before: &User,
+    role: Role,
+    status: UserStatus,
+) -> Result<(), DomainError> {
+    if role < before.role || status != before.status {
+        revoke_credentials(tx, before.id(), now_millis()).await?;
     }
     Ok(())
 }
 
+/// Refuses every admin token of the user issued before `now`.
+pub(crate) async fn revoke_credentials(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    now: i64,
+) -> Result<(), DomainError> {
+    sqlx::query("UPDATE users SET credentials_valid_after = $1 WHERE id = $2")
+        .bind(now)
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Applies `changes`. A taken username is a [`DomainError::Conflict`]; a
-/// status other than active ends every session of the user at once, as
-/// [`set_status`] does.
+/// status other than active ends every session of the user at once, and a
+/// lower role or another status their admin tokens, as [`set_status`] and
+/// [`set_role`] do.
 pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<User, DomainError> {
+    let before = if changes.role.is_some() || changes.status.is_some() {
+        Some(user_in(tx, id).await?)
+    } else {
+        None
+    };
     let mut sets = Vec::new();
     let mut args = Vec::new();
     let mut set = |column: &str, value: Option<Arg>| match value {
@@ -773,6 +809,9 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<Us
     let user = User::try_from(row.ok_or(DomainError::NotFound("user"))?)?;
     if !user.is_active() {
         end_sessions(tx, id).await?;
+    }
+    if let Some(before) = before {
+        revoke_credentials_if_lowered(tx, &before, user.role, user.status).await?;
     }
     Ok(user)
 }

@@ -20,6 +20,7 @@ on_both_databases!(
     another_admins_lock_refuses_then_expires,
     admin_lists_read_indexes,
     a_decision_adds_one_audit_write_and_a_refusal_none,
+    deleting_through_moderate_needs_admin_delete,
 );
 
 async fn send(
@@ -733,4 +734,52 @@ async fn a_decision_adds_one_audit_write_and_a_refusal_none(backend: Backend) {
             "audit entries of {action} ({status})"
         );
     }
+}
+
+/// `action: delete` removes a post for good, so it needs `admin:delete` as
+/// `DELETE` does; `admin:write` alone still hides.
+async fn deleting_through_moderate_needs_admin_delete(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let writer = server.mint("admin@example.com", "admin:read,admin:write");
+    let deleter = server.mint("admin@example.com", "admin:write,admin:delete");
+    let id = post(&server, &author, json!({"title": "T", "content": "c"})).await;
+    let path = format!("/api/v1/admin/posts/{id}/moderate");
+    let delete = Some(json!({"action": "delete"}));
+
+    let (status, body) = send(&server, As::Token(&writer), "POST", &path, delete.clone()).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+    assert_eq!(body["error"]["requiredPermission"], "admin:delete");
+    let (status, _) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{id}"),
+        Some(&author),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "the post is still there");
+    let (status, body) = send(
+        &server,
+        As::Token(&writer),
+        "POST",
+        &path,
+        Some(json!({"action": "hide"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, body) = send(&server, As::Token(&deleter), "POST", &path, delete).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{id}"),
+        Some(&author),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
 }

@@ -16,6 +16,9 @@ on_both_databases!(
     timed_bans_expire_by_themselves,
     bulk_updates_answer_for_each_user,
     another_admins_lock_refuses_a_change_until_it_expires,
+    a_demotion_or_status_change_ends_tokens_for_good,
+    bans_go_through_the_ban_operations_only,
+    nobody_changes_their_own_admin_fields,
 );
 
 async fn request(
@@ -639,4 +642,141 @@ async fn another_admins_lock_refuses_a_change_until_it_expires(backend: Backend)
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["notes"], "mine");
+}
+
+/// A token minted before its user's role was lowered, or their status
+/// changed, stays refused after the user is promoted or reactivated again:
+/// it carried the old authority.
+async fn a_demotion_or_status_change_ends_tokens_for_good(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, chief) = member(&server, "chief@example.com", "super_admin").await;
+    let admin_id = server.create_user("admin@example.com", PASSWORD, "admin");
+    let path = "/api/v1/admin/users";
+    for (lowered, restored) in [
+        (json!({"role": "user"}), json!({"role": "admin"})),
+        (json!({"status": "inactive"}), json!({"status": "active"})),
+    ] {
+        let token = server.mint("admin@example.com", "admin:read");
+        let (status, body) = request(&server, As::Token(&token), "GET", path, None).await;
+        assert_eq!(status, 200, "{body}");
+        for change in [&lowered, &restored] {
+            let (status, body) = request(
+                &server,
+                As::Session(&chief),
+                "PUT",
+                &format!("/api/users/{admin_id}"),
+                Some(change.clone()),
+            )
+            .await;
+            assert_eq!(status, 200, "{change}: {body}");
+        }
+        let (status, body) = request(&server, As::Token(&token), "GET", path, None).await;
+        assert_eq!(status, 401, "after {lowered} and back: {body}");
+        let fresh = server.mint("admin@example.com", "admin:read");
+        let (status, body) = request(&server, As::Token(&fresh), "GET", path, None).await;
+        assert_eq!(status, 200, "a token minted afterwards works: {body}");
+    }
+    // A change of anything else keeps the tokens the user holds.
+    let token = server.mint("admin@example.com", "admin:read");
+    let (status, body) = request(
+        &server,
+        As::Session(&chief),
+        "PUT",
+        &format!("/api/users/{admin_id}"),
+        Some(json!({"bio": "still here"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = request(&server, As::Token(&token), "GET", path, None).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// `PUT /api/users/{id}` cannot ban or unban: that would skip the ban's
+/// reason and history. The user stays as they were.
+async fn bans_go_through_the_ban_operations_only(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (target, target_session) = member(&server, "target@example.com", "user").await;
+    let path = format!("/api/users/{target}");
+    let (status, body) = request(
+        &server,
+        As::Session(&admin),
+        "PUT",
+        &path,
+        Some(json!({"status": "banned"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["details"]["field"], "status", "{body}");
+    let session = server
+        .get_json_as("/api/auth/session", &target_session)
+        .await;
+    assert!(session["user"].is_object(), "still signed in: {session}");
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM user_bans WHERE user_id = {target}"
+            ))
+            .await,
+        0
+    );
+
+    server.ban("target@example.com");
+    let (status, body) = request(
+        &server,
+        As::Session(&admin),
+        "PUT",
+        &path,
+        Some(json!({"status": "active"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM users WHERE id = {target} AND status = 'banned'"
+            ))
+            .await,
+        1
+    );
+}
+
+/// An admin's notes and verification are kept by other administrators: an
+/// admin cannot change their own through the versioned surface.
+async fn nobody_changes_their_own_admin_fields(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let admin_id = server.create_user("admin@example.com", PASSWORD, "admin");
+    let target = server.create_user("target@example.com", PASSWORD, "user");
+    let token = server.mint("admin@example.com", "admin:read,admin:write");
+    // Users made from the command line start verified.
+    for body in [json!({"notes": "trust me"}), json!({"isVerified": false})] {
+        let (status, answer) = request(
+            &server,
+            As::Token(&token),
+            "PUT",
+            &format!("/api/v1/admin/users/{admin_id}"),
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 403, "{body}: {answer}");
+        assert_eq!(answer["error"]["code"], "FORBIDDEN");
+        let (status, answer) = request(
+            &server,
+            As::Token(&token),
+            "PUT",
+            &format!("/api/v1/admin/users/{target}"),
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "on someone else, {body}: {answer}");
+    }
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM users WHERE id = {admin_id} \
+                 AND admin_notes IS NULL AND email_verified_at IS NOT NULL"
+            ))
+            .await,
+        1
+    );
 }

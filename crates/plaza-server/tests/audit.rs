@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Backend, PASSWORD, TestServer, call, member};
+use common::{As, Backend, PASSWORD, TestServer, call, member};
 use plaza_domain::DomainError;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::users::{self, Role};
@@ -15,6 +15,9 @@ on_both_databases!(
     refused_and_unchanged_requests_leave_no_entry,
     command_line_actions_are_audited,
     a_unit_of_work_failing_before_its_commit_leaves_nothing,
+    an_entry_names_the_token_holder_when_a_foreign_cookie_comes_along,
+    changes_through_the_general_routes_to_what_others_own_are_audited,
+    admin_tokens_minted_and_revoked_through_the_api_are_audited,
 );
 
 async fn entries(server: &TestServer) -> Vec<audit::AuditEntry> {
@@ -193,4 +196,204 @@ async fn promote_and_record(
         })
     })
     .await
+}
+
+/// A request carrying one admin's bearer token and another user's session
+/// cookie acts with the token's authority on the admin surfaces, so its
+/// entry names the token's user, never the cookie's.
+async fn an_entry_names_the_token_holder_when_a_foreign_cookie_comes_along(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let holder = server.create_user("holder@example.com", PASSWORD, "admin");
+    let token = server.mint("holder@example.com", "admin:read,admin:write");
+    let (_, bystander) = member(&server, "bystander@example.com", "admin").await;
+    let first = server.create_user("first@example.com", PASSWORD, "user");
+    let second = server.create_user("second@example.com", PASSWORD, "user");
+    for (path, body, action) in [
+        (
+            format!("/api/v1/admin/users/{first}/ban"),
+            json!({"action": "ban", "reason": "spam"}),
+            "user.ban",
+        ),
+        (
+            format!("/api/admin/users/{second}/ban"),
+            json!({"reason": "spam", "duration": "7d"}),
+            "user.ban",
+        ),
+    ] {
+        let answer = server
+            .client
+            .post(server.url(&path))
+            .bearer_auth(&token)
+            .header("cookie", &bystander)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(
+            answer.status(),
+            200,
+            "{path}: {}",
+            answer.text().await.unwrap()
+        );
+        let entry = entries(&server).await.remove(0);
+        assert_eq!(entry.action, action, "{path}");
+        assert_eq!(entry.actor_id, Some(holder), "{path}");
+        assert_eq!(
+            entry.actor_email.as_deref(),
+            Some("holder@example.com"),
+            "{path}"
+        );
+    }
+    // Without the token, the cookie's user is the principal.
+    let answer = server
+        .send(
+            As::Session(&bystander),
+            "POST",
+            &format!("/api/admin/users/{second}/unban"),
+            Some(&json!({"reason": "appeal"})),
+        )
+        .await;
+    assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(entry.actor_email.as_deref(), Some("bystander@example.com"));
+}
+
+/// An admin changing another user's profile, or a moderator changing or
+/// deleting another user's post, through the general routes leaves an entry
+/// in the change's transaction; the owner's own changes leave none.
+async fn changes_through_the_general_routes_to_what_others_own_are_audited(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (moderator_id, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (author_id, author) = member(&server, "author@example.com", "user").await;
+    let post_id = common::post(
+        &server,
+        &author,
+        json!({"title": "Hello", "content": "First words", "published": true}),
+    )
+    .await;
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &format!("/api/posts/{post_id}"),
+        Some(&author),
+        Some(json!({"content": "Second words"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let before = entries(&server).await.len();
+
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &format!("/api/users/{author_id}"),
+        Some(&admin),
+        Some(json!({"bio": "edited by an admin"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(
+        (
+            entry.action.as_str(),
+            entry.actor_id,
+            entry.target_id.clone()
+        ),
+        ("user.update", Some(admin_id), Some(author_id.to_string()))
+    );
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(
+        changes,
+        json!({"bio": {"before": "", "after": "edited by an admin"}})
+    );
+
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &format!("/api/posts/{post_id}"),
+        Some(&moderator),
+        Some(json!({"title": "Moderated"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(
+        (
+            entry.action.as_str(),
+            entry.actor_id,
+            entry.target_type.as_str()
+        ),
+        ("post.update", Some(moderator_id), "post")
+    );
+    assert_eq!(entry.target_id, Some(post_id.clone()));
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(
+        changes,
+        json!({"title": {"before": "Hello", "after": "Moderated"}})
+    );
+
+    let (status, _) = call(
+        &server,
+        "DELETE",
+        &format!("/api/posts/{post_id}"),
+        Some(&moderator),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(
+        (entry.action.as_str(), entry.actor_id),
+        ("post.delete", Some(moderator_id))
+    );
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(changes["before"]["title"], "Moderated");
+    assert_eq!(changes["before"]["authorId"], author_id.to_string());
+    assert_eq!(entries(&server).await.len(), before + 3);
+}
+
+/// Minting an admin token through `POST /api/auth/token` and revoking it
+/// through `DELETE /api/auth/token` each leave an entry with the token's
+/// `jti` and permissions, naming its holder.
+async fn admin_tokens_minted_and_revoked_through_the_api_are_audited(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (status, minted) = call(
+        &server,
+        "POST",
+        "/api/auth/token",
+        Some(&admin),
+        Some(json!({"permissions": ["admin:read"]})),
+    )
+    .await;
+    assert_eq!(status, 200, "{minted}");
+    let token = minted["token"].as_str().expect("token");
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(
+        (
+            entry.action.as_str(),
+            entry.actor_id,
+            entry.target_id.clone()
+        ),
+        (
+            "admin_token.mint",
+            Some(admin_id),
+            Some(admin_id.to_string())
+        )
+    );
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(changes["permissions"], json!(["admin:read"]));
+    let jti = changes["jti"].as_str().expect("jti").to_owned();
+
+    let answer = server
+        .send(As::Token(token), "DELETE", "/api/auth/token", None)
+        .await;
+    assert!(answer.status().is_success(), "{}", answer.status());
+    let entry = entries(&server).await.remove(0);
+    assert_eq!(
+        (entry.action.as_str(), entry.actor_id),
+        ("admin_token.revoke", Some(admin_id))
+    );
+    let changes: serde_json::Value = serde_json::from_str(&entry.changes).unwrap();
+    assert_eq!(changes, json!({"jti": jti, "permissions": ["admin:read"]}));
 }

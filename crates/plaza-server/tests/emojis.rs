@@ -546,4 +546,78 @@ on_both_databases!(
     custom_emoji_rules,
     custom_emojis_are_personal_until_approved,
     usage_is_counted_and_sorts_by_popularity,
+    approvals_are_someone_elses_once_and_names_stay_unique,
 );
+
+/// A custom emoji waiting for approval as `cookie`'s: its numeric id.
+async fn pending_emoji(server: &TestServer, cookie: &str, name: &str) -> i64 {
+    let (status, body) = upload_emoji(
+        server,
+        Some(cookie),
+        emoji_form(&noise_png(32), "emoji.png", &[("name", name)]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["emoji"]["id"].as_i64().expect("emoji id")
+}
+
+/// Nobody approves their own custom emoji; two users' approved emojis never
+/// share a name; and many approvals of one emoji at once give one 200 and
+/// one audit entry.
+async fn approvals_are_someone_elses_once_and_names_stay_unique(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, moderator) = member(&server, "mod@example.com", "moderator").await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, first) = member(&server, "first@example.com", "user").await;
+    let (_, second) = member(&server, "second@example.com", "user").await;
+    let approve = |id: i64| format!("/api/admin/emojis/{id}/approve");
+
+    let own = pending_emoji(&server, &moderator, "own_party").await;
+    let (status, body) = call(&server, "POST", &approve(own), Some(&moderator), None).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = call(&server, "POST", &approve(own), Some(&admin), None).await;
+    assert_eq!(status, 200, "someone else approves it: {body}");
+
+    let party = pending_emoji(&server, &first, "party").await;
+    let twin = pending_emoji(&server, &second, "party").await;
+    let (status, body) = call(&server, "POST", &approve(party), Some(&moderator), None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(&server, "POST", &approve(twin), Some(&moderator), None).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM emojis WHERE name = 'party' AND is_approved")
+            .await,
+        1
+    );
+
+    let raced = pending_emoji(&server, &first, "raced").await;
+    let path = approve(raced);
+    let answers = futures_util::future::join_all((0..8).map(|_| {
+        let (server, path, cookie) = (&server, &path, &moderator);
+        async move { call(server, "POST", path, Some(cookie), None).await.0 }
+    }))
+    .await;
+    assert_eq!(
+        answers.iter().filter(|status| **status == 200).count(),
+        1,
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().all(|status| matches!(status, 200 | 409)),
+        "{answers:?}"
+    );
+    let entries = server
+        .domain()
+        .await
+        .audit_entries(100)
+        .await
+        .expect("audit");
+    let approvals = entries
+        .iter()
+        .filter(|entry| {
+            entry.action == "emoji.approve" && entry.target_id == Some(raced.to_string())
+        })
+        .count();
+    assert_eq!(approvals, 1);
+}

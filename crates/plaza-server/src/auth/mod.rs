@@ -77,6 +77,28 @@ pub fn authorize(decision: Decision, resource: &'static str) -> Result<(), AppEr
     }
 }
 
+/// Whose authority a request acts with: the user behind the credential
+/// that the route's access rule accepted (its session, or its bearer admin
+/// token). The extractor that accepts a credential records it once in the
+/// request's extensions and the audit reads it from there, so an entry
+/// always names the principal whose authority allowed the action, whatever
+/// other credential the request also carries.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub user_id: i64,
+    pub email: String,
+}
+
+impl Principal {
+    /// Records that `user_id`'s credential is the one this request acts with.
+    fn accept(parts: &mut Parts, user_id: i64, email: &str) {
+        parts.extensions.insert(Principal {
+            user_id,
+            email: email.to_owned(),
+        });
+    }
+}
+
 /// A signed-in user, or none. Resolved once per request and cached.
 #[derive(Debug, Clone)]
 pub struct OptionalUser(pub Option<SessionPrincipal>);
@@ -142,11 +164,16 @@ impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        OptionalUser::from_request_parts(parts, state)
+        let principal = OptionalUser::from_request_parts(parts, state)
             .await?
             .0
-            .map(CurrentUser)
-            .ok_or(AppError::Unauthorized)
+            .ok_or(AppError::Unauthorized)?;
+        Principal::accept(
+            parts,
+            principal.user_id(),
+            &principal.session.user.row.email,
+        );
+        Ok(CurrentUser(principal))
     }
 }
 
@@ -358,8 +385,9 @@ pub fn bearer_claims(headers: &HeaderMap, state: &AppState) -> Option<AdminClaim
     state.auth.jwt.verify(bearer).ok()
 }
 
-/// Validates the bearer token without the per-method permission check.
-async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, AppError> {
+/// Validates the bearer token without the per-method permission check, and
+/// makes its user the request's [`Principal`].
+async fn admin_token_for(parts: &mut Parts, state: &AppState) -> Result<AdminToken, AppError> {
     let mut claims = bearer_claims(&parts.headers, state).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
@@ -380,6 +408,7 @@ async fn admin_token_for(parts: &Parts, state: &AppState) -> Result<AdminToken, 
     claims
         .permissions
         .retain(|permission| allowed.contains(permission));
+    Principal::accept(parts, user_id, &subject.email);
     Ok(AdminToken {
         claims,
         user_id,
@@ -500,29 +529,17 @@ impl DocumentedExtractor for ClientAddress {
     const ANSWERS: &'static [Answer] = &[];
 }
 
-/// Who is acting and from where, for the audit trail: the signed-in user
-/// (or, without a session, the holder of a valid admin token), the client
-/// address, the user agent and the surface of the path.
+/// Who is acting and from where, for the audit trail: the request's
+/// [`Principal`] (so it must follow the route's access extractor; without
+/// one the action has no actor), the client address, the user agent and
+/// the surface of the path.
 pub struct RequestAudit(pub AuditContext);
 
 impl FromRequestParts<AppState> for RequestAudit {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let OptionalUser(user) = OptionalUser::from_request_parts(parts, state).await?;
-        let actor = match user {
-            Some(principal) => Some((
-                principal.user_id(),
-                principal.session.user.row.email.clone(),
-            )),
-            None if parts.headers.contains_key(header::AUTHORIZATION) => {
-                admin_token_for(parts, state)
-                    .await
-                    .ok()
-                    .map(|token| (token.user_id, token.email))
-            }
-            None => None,
-        };
+        let principal = parts.extensions.get::<Principal>().cloned();
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
         let declared = parts.extensions.get::<crate::error::Surface>().copied();
         let surface = match declared.unwrap_or(crate::error::Surface::General) {
@@ -531,8 +548,8 @@ impl FromRequestParts<AppState> for RequestAudit {
             _ => AuditSurface::Api,
         };
         Ok(RequestAudit(AuditContext {
-            actor_id: actor.as_ref().map(|(id, _)| *id),
-            actor_email: actor.map(|(_, email)| email),
+            actor_id: principal.as_ref().map(|principal| principal.user_id),
+            actor_email: principal.map(|principal| principal.email),
             ip_address: address.map(|ip| ip.to_string()),
             user_agent: parts
                 .headers

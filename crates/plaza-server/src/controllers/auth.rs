@@ -6,6 +6,7 @@ use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
+use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::auth_state::{self, PendingOAuth};
 use plaza_domain::sessions::{self, SessionClient};
 use plaza_domain::time::{from_millis, now_millis};
@@ -18,8 +19,8 @@ use crate::auth::jwt::AdminPermission;
 use crate::auth::signin::{self, StartedSession};
 use crate::auth::tokens::{hash_token, random_token};
 use crate::auth::{
-    AnyAdminToken, CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, SESSION_COOKIE,
-    cookie_value, set_cookie,
+    AnyAdminToken, CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, RequestAudit,
+    SESSION_COOKIE, cookie_value, set_cookie,
 };
 use crate::error::AppError;
 use crate::error::schema::GeneralError;
@@ -742,6 +743,7 @@ pub struct TokenView {
 pub async fn admin_token(
     State(state): State<AppState>,
     CurrentUser(principal): CurrentUser,
+    RequestAudit(context): RequestAudit,
     request: Request,
 ) -> Result<AppJson<TokenView>, AppError> {
     let declared_json = crate::extract::json::is_json_content_type(request.headers());
@@ -764,6 +766,19 @@ pub async fn admin_token(
         wanted.permissions.as_deref(),
         wanted.ttl_seconds,
     )?;
+    let minted = serde_json::json!({
+        "jti": claims.jti,
+        "permissions": claims.permissions,
+        "expiresAt": claims.exp,
+    });
+    record_token_action(
+        &state,
+        context,
+        "admin_token.mint",
+        principal.user_id(),
+        minted,
+    )
+    .await?;
     Ok(AppJson(TokenView {
         token,
         expires_at: rfc3339(claims.exp * 1000),
@@ -793,19 +808,70 @@ pub struct RevokedView {
 pub async fn revoke_admin_token(
     State(state): State<AppState>,
     AnyAdminToken(token): AnyAdminToken,
+    RequestAudit(context): RequestAudit,
 ) -> Result<AppJson<RevokedView>, AppError> {
     let (jti, expires_at) = (
         token.claims.jti.clone(),
         token.claims.exp.saturating_mul(1000),
     );
+    let revoked = serde_json::json!({
+        "jti": token.claims.jti,
+        "permissions": token.claims.permissions,
+    });
+    let user_id = token.user_id;
     state
         .db
-        .write(|tx| Box::pin(async move { auth_state::revoke_token(tx, &jti, expires_at).await }))
+        .write(|tx| {
+            Box::pin(async move {
+                auth_state::revoke_token(tx, &jti, expires_at).await?;
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: "admin_token.revoke",
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes: revoked,
+                    },
+                )
+                .await
+            })
+        })
         .await?;
     Ok(AppJson(RevokedView {
         success: true,
         jti: token.claims.jti,
     }))
+}
+
+/// Records an admin token's mint or revocation, as the command line's
+/// `token` does, naming the token's user as the target.
+async fn record_token_action(
+    state: &AppState,
+    context: AuditContext,
+    action: &'static str,
+    user_id: i64,
+    changes: serde_json::Value,
+) -> Result<(), AppError> {
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action,
+                        target_type: "user",
+                        target_id: Some(user_id.to_string()),
+                        changes,
+                    },
+                )
+                .await
+            })
+        })
+        .await?;
+    Ok(())
 }
 
 fn with_session_cookie(

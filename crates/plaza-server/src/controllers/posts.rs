@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize};
+use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::cache;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::timestamp;
@@ -22,6 +22,7 @@ use crate::error::AppError;
 use crate::error::schema::GeneralError;
 use crate::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
+use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -332,10 +333,11 @@ async fn editable_post(
 pub async fn update_post(
     State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
+    RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
     AppJson(body): AppJson<PostUpdateBody>,
 ) -> Result<AppJson<PostView>, AppError> {
-    let (_, viewer) = editable_post(&state, &caller, id).await?;
+    let (before, viewer) = editable_post(&state, &caller, id).await?;
     let mut problems = Problems::default();
     if let Some(title) = &body.title {
         check_title(&mut problems, title);
@@ -361,9 +363,30 @@ pub async fn update_post(
         tags,
         published: body.published,
     };
+    let by_someone_else = caller.user_id() != before.author_id;
     let post = state
         .db
-        .write(|tx| Box::pin(posts::update(tx, id, changes)))
+        .write(|tx| {
+            Box::pin(async move {
+                let post = posts::update(tx, id, changes).await?;
+                // A moderator changing someone else's post is audited.
+                let changed = audit::post_changes(&before, &post);
+                if by_someone_else && !changed.is_empty() {
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "post.update",
+                            target_type: "post",
+                            target_id: Some(id.to_string()),
+                            changes: changed.into(),
+                        },
+                    )
+                    .await?;
+                }
+                Ok(post)
+            })
+        })
         .await?;
     Ok(AppJson(PostView::new(&post, viewer)))
 }
@@ -384,10 +407,38 @@ pub async fn update_post(
 pub async fn delete_post(
     State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
+    RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
 ) -> Result<StatusCode, AppError> {
-    editable_post(&state, &caller, id).await?;
-    state.db.write(|tx| Box::pin(posts::delete(tx, id))).await?;
+    let (post, _) = editable_post(&state, &caller, id).await?;
+    let by_someone_else = caller.user_id() != post.author_id;
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                posts::delete(tx, id).await?;
+                // A moderator deleting someone else's post is audited.
+                if by_someone_else {
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "post.delete",
+                            target_type: "post",
+                            target_id: Some(id.to_string()),
+                            changes: serde_json::json!({"before": {
+                                "authorId": post.author_id.to_string(),
+                                "title": post.title,
+                                "status": post.status().as_str(),
+                            }}),
+                        },
+                    )
+                    .await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -469,6 +469,14 @@ fn checked_changes(
     }
     if let Some(status) = status {
         authorize(policy::set_status(caller.actor(), target, status), "user")?;
+        // A ban keeps a reason and a history, so it is imposed and lifted
+        // only by the ban operations.
+        if status == UserStatus::Banned || target.status == UserStatus::Banned {
+            return Err(AppError::invalid(
+                "status",
+                "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban",
+            ));
+        }
     }
     Ok(UserChanges {
         name: body
@@ -487,7 +495,8 @@ fn checked_changes(
 
 /// Change a user: themselves or an admin (of a lower role). Nobody changes
 /// their own role or status; a status other than active ends the user's
-/// sessions at once.
+/// sessions at once. A ban is not a status change here: it goes through the
+/// ban operations (422).
 #[utoipa::path(
     put,
     path = "/api/users/{id}",
@@ -500,7 +509,7 @@ fn checked_changes(
         (status = 403, description = "Not allowed to change this user, or this field", body = GeneralError),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
         (status = 409, description = "Username taken", body = GeneralError),
-        (status = 422, description = "Invalid fields, or nothing to change", body = GeneralError),
+        (status = 422, description = "Invalid fields, nothing to change, or a status change into or out of `banned` (bans go through the ban operations)", body = GeneralError),
     )
 )]
 pub async fn update_user(
@@ -513,14 +522,16 @@ pub async fn update_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
+    let by_someone_else = caller.user_id() != id;
     let user = state
         .db
         .write(|tx| {
             Box::pin(async move {
                 let user = users::update(tx, id, changes).await?;
-                // An admin changing someone's role or status is audited.
-                let changed = audit::role_and_status_changes(&target, &user);
-                if !changed.is_empty() {
+                // Someone changing another user is audited; a user
+                // changing their own profile is not an admin action.
+                let changed = audit::user_changes(&target, &user);
+                if by_someone_else && !changed.is_empty() {
                     audit::record(
                         tx,
                         &context,

@@ -75,7 +75,8 @@ pub async fn pending_emojis(
 }
 
 /// Approve a custom emoji: it stops being personal and everyone who lists
-/// custom emojis sees it. Audited as `emoji.approve`.
+/// custom emojis sees it. Nobody approves their own, and approved custom
+/// emoji names are unique across users. Audited as `emoji.approve`.
 #[utoipa::path(
     post,
     path = "/api/admin/emojis/{id}/approve",
@@ -83,19 +84,22 @@ pub async fn pending_emojis(
     params(("id" = i64, Path, description = "The emoji's numeric `id`")),
     responses(
         (status = 200, description = "Approved", body = EmojiReviewed),
+        (status = 403, description = "The emoji is the caller's own", body = AdminError),
         (status = 404, description = "No such custom emoji", body = AdminError),
-        (status = 409, description = "It is approved already", body = AdminError),
+        (status = 409, description = "It is approved already, or another approved custom emoji has its name", body = AdminError),
     )
 )]
 pub async fn approve_emoji(
     State(state): State<AppState>,
-    _moderator: EmojiModerator,
+    EmojiModerator(moderator): EmojiModerator,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
 ) -> Result<AppJson<EmojiReviewed>, AppError> {
     let emoji = state
         .db
-        .write(move |tx| Box::pin(async move { emojis::approve(tx, &context, id).await }))
+        .write(move |tx| {
+            Box::pin(async move { emojis::approve(tx, &context, moderator, id).await })
+        })
         .await?;
     state.answer_caches.emojis.clear();
     Ok(AppJson(EmojiReviewed {

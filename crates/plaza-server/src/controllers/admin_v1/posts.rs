@@ -19,6 +19,7 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use crate::auth::jwt::AdminPermission;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::timestamp;
@@ -244,7 +245,7 @@ pub enum ModerationResult {
 /// `plaza_domain::posts::moderation_step` decides what each action does
 /// from each status; a move that makes no sense is 409
 /// `INVALID_TRANSITION`. Approve, hide and flag resolve the post's open
-/// reports. Takes the post's edit lock; audited as `post.moderate.<action>`
+/// reports. `delete` needs `admin:delete`. Takes the post's edit lock; audited as `post.moderate.<action>`
 /// with the change, in the same transaction.
 #[utoipa::path(
     post,
@@ -256,7 +257,7 @@ pub enum ModerationResult {
     responses(
         (status = 200, description = "The post after the decision, or what was deleted", body = Envelope<ModerationResult>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
-        (status = 403, description = "Not an admin, or no `admin:write` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:write` (or, for `delete`, no `admin:delete`) (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
         (status = 404, description = "No such post", body = AdminV1Error),
         (status = 409, description = "The action makes no sense from the post's status (`INVALID_TRANSITION`)", body = AdminV1Error),
         (status = 422, description = "Unknown action, or a reason or notes too long (`VALIDATION_ERROR`)", body = AdminV1Error),
@@ -294,6 +295,13 @@ pub async fn moderate_post(
     let Some(action) = action else {
         return Err(AppError::internal("an action passed validation unparsed"));
     };
+    // Deleting is a delete whatever route it takes: it needs the token's
+    // `admin:delete`, as `DELETE` does.
+    if action == ModerationAction::Delete && !admin.claims.grants(AdminPermission::Delete) {
+        return Err(AppError::InsufficientAdminPermissions {
+            required: AdminPermission::Delete.as_str(),
+        });
+    }
     authorize(
         policy::moderate_post(Actor {
             user_id: admin.user_id,

@@ -442,6 +442,18 @@ async fn apply_update(
         )?;
     }
     let before = &target.row;
+    let verified_changes = changes
+        .is_verified
+        .is_some_and(|verified| verified != before.email_verified_at.is_some());
+    let notes_change = notes
+        .as_ref()
+        .is_some_and(|notes| *notes != before.admin_notes);
+    if verified_changes || notes_change {
+        policy::edit_admin_fields(actor, &target).check(
+            "user",
+            "an admin changes notes and verification only of others they manage",
+        )?;
+    }
     if status == Some(UserStatus::Banned) {
         bans::impose(
             tx,
@@ -471,20 +483,7 @@ async fn apply_update(
         },
     )
     .await?;
-    let mut changed = audit::role_and_status_changes(&target, &user);
-    let verified = |row: &users::UserRow| row.email_verified_at.is_some();
-    if verified(&user.row) != verified(before) {
-        changed.insert(
-            "isVerified".into(),
-            audit::change(verified(before), verified(&user.row)),
-        );
-    }
-    if user.row.admin_notes != before.admin_notes {
-        changed.insert(
-            "notes".into(),
-            audit::change(before.admin_notes.clone(), user.row.admin_notes.clone()),
-        );
-    }
+    let changed = audit::user_changes(&target, &user);
     if !changed.is_empty() {
         audit::record(
             tx,
