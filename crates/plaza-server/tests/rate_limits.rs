@@ -25,6 +25,7 @@ on_both_databases!(
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
     a_stalled_redis_fails_each_check_in_its_direction_and_recovers,
     counts_are_shared_over_tls_with_a_redis_whose_ca_is_given,
+    a_guesser_behind_a_shared_address_locks_out_nobody_who_knows_their_password,
 );
 
 /// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
@@ -736,4 +737,72 @@ async fn a_stalled_redis_fails_each_check_in_its_direction_and_recovers(backend:
 
     redis.signal("CONT");
     assert_eq!(first_counted(&server).await.0, 200);
+}
+
+/// The sign-in throttle's address bucket counts the address as the rate
+/// limiter does (an IPv6 client by its /64), and past its limit it refuses
+/// wrong passwords only: everyone else behind the address (a NAT, an
+/// office) still signs in with theirs.
+async fn a_guesser_behind_a_shared_address_locks_out_nobody_who_knows_their_password(
+    backend: Backend,
+) {
+    // One failure per account, so four per address.
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_SIGN_IN_MAX_FAILURES", "1"),
+            ("PLAZA_TRUSTED_PROXIES", "[\"127.0.0.1\"]"),
+        ],
+    )
+    .await;
+    for index in 0..6 {
+        server.create_user(&format!("u{index}@example.com"), PASSWORD, "user");
+    }
+    let attempt = |from: String, email: String, password: &'static str| {
+        server
+            .client
+            .post(server.url("/api/auth/signin"))
+            .header("x-forwarded-for", from)
+            .json(&serde_json::json!({"email": email, "password": password}))
+            .send()
+    };
+    // Six addresses of one IPv4 client, then six of one IPv6 /64.
+    let networks: [(&str, [String; 6]); 2] = [
+        (
+            "198.51.100.7",
+            std::array::from_fn(|_| "198.51.100.7".to_owned()),
+        ),
+        (
+            "2001:db8:1:2::/64",
+            std::array::from_fn(|index| format!("2001:db8:1:2::{:x}", index + 1)),
+        ),
+    ];
+    for (network, addresses) in networks {
+        let from = |index: usize| addresses[index].clone();
+        let mut statuses = Vec::new();
+        for index in 0..5 {
+            let answer = attempt(from(index), format!("u{index}@example.com"), "wrong")
+                .await
+                .unwrap();
+            statuses.push(answer.status().as_u16());
+        }
+        assert_eq!(
+            statuses,
+            [401, 401, 401, 401, 429],
+            "wrong passwords from {network}"
+        );
+        let right = attempt(from(5), "u5@example.com".to_owned(), PASSWORD)
+            .await
+            .unwrap();
+        assert_eq!(
+            right.status(),
+            200,
+            "a right password from {network} signs in"
+        );
+        let wrong = attempt(from(5), "u5@example.com".to_owned(), "wrong")
+            .await
+            .unwrap();
+        assert_eq!(wrong.status(), 429, "a wrong one from {network} waits");
+        server.sql("DELETE FROM login_failures").await;
+    }
 }

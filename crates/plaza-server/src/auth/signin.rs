@@ -54,8 +54,11 @@ const ADDRESS_FAILURE_FACTOR: u32 = 4;
 /// Checks an email and password. Unknown emails and wrong passwords get the
 /// same answer after the same work. Each attempt is counted for the account
 /// and the client address before the password is checked, so parallel
-/// guesses cannot all slip under the limit; past the limit within the
-/// lockout window, sign-in is 429 even with the right password.
+/// guesses cannot all slip under the limit. Past the account's limit within
+/// the lockout window, sign-in is 429 even with the right password. Past the
+/// address's limit (counted by the rate limiter's prefix: an IPv6 /64), a
+/// wrong password is 429 but a right one still signs in: many people can
+/// share one address, and one guesser behind it must not lock them all out.
 pub async fn sign_in_with_password(
     state: &AppState,
     email: &str,
@@ -70,7 +73,11 @@ pub async fn sign_in_with_password(
     let window =
         i64::try_from(settings.auth.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
     let account_key = format!("email:{}", normalize_email(email));
-    let address_key = client.ip_address.as_ref().map(|ip| format!("ip:{ip}"));
+    let address_key = client
+        .ip_address
+        .as_deref()
+        .and_then(|ip| ip.parse().ok())
+        .map(|ip| format!("ip:{}", crate::rate_limit::address::counted_prefix(ip)));
     let max = i64::from(settings.auth.sign_in_max_failures);
     // Counted in a unit of its own, committed before the password is
     // checked: a failed attempt is never rolled back.
@@ -91,14 +98,16 @@ pub async fn sign_in_with_password(
             })
             .await?
     };
-    if account_attempts > max || address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR) {
-        // The window ends at most this long from now.
-        return Err(AppError::RateLimited {
-            retry_after_secs: settings.auth.sign_in_lockout_secs,
-            limit: settings.auth.sign_in_max_failures,
-            reset_after_secs: settings.auth.sign_in_lockout_secs,
-        });
+    // The window ends at most this long from now.
+    let locked_out = || AppError::RateLimited {
+        retry_after_secs: settings.auth.sign_in_lockout_secs,
+        limit: settings.auth.sign_in_max_failures,
+        reset_after_secs: settings.auth.sign_in_lockout_secs,
+    };
+    if account_attempts > max {
+        return Err(locked_out());
     }
+    let address_locked = address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR);
     let user = state.db.user_by_email(email).await?;
     let hash = user
         .as_ref()
@@ -120,6 +129,7 @@ pub async fn sign_in_with_password(
                 .await?;
             start_session(state, user, client).await
         }
+        _ if address_locked => Err(locked_out()),
         _ => Err(AppError::InvalidCredentials),
     }
 }
