@@ -9,7 +9,7 @@ use sqlx::FromRow;
 use crate::admin_principal::{Capabilities, capabilities_sql};
 use crate::dialect::Dialect;
 use crate::time::now_millis;
-use crate::users::{USER_COLUMNS, User, UserRow};
+use crate::users::{Role, USER_COLUMNS, User, UserRow};
 use crate::{Backend, Database, DomainError, Tx};
 
 /// A live session and its user.
@@ -75,6 +75,20 @@ fn session_users_sql(dialect: Dialect, size_index: usize) -> &'static str {
     };
     built.get_or_init(|| build(dialect, LOOKUP_SIZES[size_index]))
 }
+
+/// A session still in force, as [`Database::live_sessions`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveSession {
+    pub session_id: i64,
+    /// Its user's role now.
+    pub role: Role,
+}
+
+/// The numbers of session ids a [`Database::live_sessions`] statement is
+/// written for: a batch is padded up to the next one (repeating its last
+/// id), so each engine prepares three statements whatever the count; the
+/// largest is the most ids one statement takes.
+const LIVE_SESSION_SIZES: [usize; 3] = [8, 64, 512];
 
 /// How long sessions live: they slide forward by `ttl_millis` while used
 /// (written at most every `refresh_after_millis`), but never past
@@ -152,6 +166,52 @@ impl Database {
             .iter()
             .map(|token_hash| found.get(token_hash).cloned())
             .collect())
+    }
+
+    /// Which of `session_ids` are still in force (unexpired, within their
+    /// absolute lifetime, their user active), each with its user's role
+    /// now: one statement per 512 ids. A read only: checking a session
+    /// does not extend it.
+    pub async fn live_sessions(
+        &self,
+        session_ids: &[i64],
+        lifetime: &SessionLifetime,
+    ) -> Result<Vec<LiveSession>, DomainError> {
+        let now = now_millis();
+        let oldest = now.saturating_sub(lifetime.max_lifetime_millis);
+        let largest = LIVE_SESSION_SIZES[LIVE_SESSION_SIZES.len() - 1];
+        let mut live = Vec::new();
+        let mut lease = self.lease().await?;
+        for batch in session_ids.chunks(largest) {
+            let Some(last) = batch.last() else {
+                continue;
+            };
+            let size = LIVE_SESSION_SIZES
+                .into_iter()
+                .find(|size| *size >= batch.len())
+                .unwrap_or(largest);
+            let ids = (0..size)
+                .map(|index| format!("${}", index + 3))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT s.id, u.role FROM sessions s JOIN users u ON u.id = s.user_id \
+                 WHERE s.id IN ({ids}) AND s.expires_at > $1 AND s.created_at > $2 \
+                 AND u.status = 'active'"
+            );
+            let mut query = sqlx::query_as::<_, (i64, String)>(&sql)
+                .bind(now)
+                .bind(oldest);
+            for index in 0..size {
+                query = query.bind(*batch.get(index).unwrap_or(last));
+            }
+            let rows = query.fetch_all(&mut *lease).await?;
+            // A role this build does not know grants nothing: not in force.
+            live.extend(rows.into_iter().filter_map(|(session_id, role)| {
+                Role::parse(&role).map(|role| LiveSession { session_id, role })
+            }));
+        }
+        Ok(live)
     }
 
     /// The session of `row`, its expiry extended first when due.

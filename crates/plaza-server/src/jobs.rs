@@ -58,23 +58,20 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
         },
         Job {
-            // Wakes this instance's live alert streams when any instance
+            // Ends this instance's live alert streams whose session or user
+            // no longer stands, and wakes the others when any instance
             // delivered or dismissed an alert (see `alert_stream`).
             name: "alert_stream_watch",
-            period: Duration::from_millis(settings.alerts.alert_stream_poll_ms),
+            period: crate::alert_stream::watch_period(&settings.alerts),
             scope: Scope::EachInstance,
             run: |state| {
                 Box::pin(async move {
-                    if !state.alert_streams.is_watched() {
-                        return Ok(String::new());
-                    }
-                    let marker = state
-                        .db
-                        .alerts_changed_at()
+                    state
+                        .alert_streams
+                        .watch(&state.db, &state.auth.sessions)
                         .await
-                        .map_err(|error| error.to_string())?;
-                    state.alert_streams.publish(marker);
-                    Ok(String::new())
+                        .map(|()| String::new())
+                        .map_err(|error| error.to_string())
                 })
             },
         },

@@ -412,6 +412,10 @@ pub struct AlertSettings {
     /// Most live alert streams one instance keeps open at once; one more
     /// is 503 with `Retry-After`.
     pub alert_stream_max_connections: usize,
+    /// Most live alert streams one user keeps open at once (across their
+    /// sessions, on one instance); one more is 429. Not a rate limit: it
+    /// holds with rate limits off.
+    pub alert_stream_max_per_user: usize,
     /// How long a live alert stream lasts before the server ends it (the
     /// client reconnects with `Last-Event-ID`); 0 sends the current alerts
     /// and ends at once.
@@ -426,6 +430,7 @@ impl Default for AlertSettings {
         AlertSettings {
             broadcast_delivery_period_secs: 5,
             alert_stream_max_connections: 1000,
+            alert_stream_max_per_user: 5,
             alert_stream_max_secs: 3600,
             alert_stream_poll_ms: 1000,
         }
@@ -444,6 +449,12 @@ impl AlertSettings {
             return Err(SettingsError::new(
                 "alert_stream_poll_ms",
                 "must be from 50 to 60000",
+            ));
+        }
+        if self.alert_stream_max_per_user == 0 {
+            return Err(SettingsError::new(
+                "alert_stream_max_per_user",
+                "must be at least 1",
             ));
         }
         if self.alert_stream_max_secs > 86_400 {

@@ -23,6 +23,11 @@ on_both_databases!(
     streams_need_a_session_and_a_free_slot,
     a_zero_lifetime_stream_sends_the_current_alerts_and_ends,
     shutdown_ends_open_streams,
+    a_stream_ends_within_a_second_of_sign_out,
+    a_ban_or_deletion_ends_the_users_stream_within_a_second,
+    a_ban_through_one_instance_ends_a_stream_open_on_another,
+    a_demoted_admins_stream_gets_no_later_admin_broadcast,
+    one_user_holds_at_most_five_streams_even_without_rate_limits,
 );
 
 async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
@@ -474,6 +479,42 @@ impl AlertStream {
     }
 }
 
+impl AlertStream {
+    /// Whether the server ends the stream within `limit` (what it still
+    /// sends meanwhile is read and dropped).
+    async fn ends_within(&mut self, limit: Duration) -> bool {
+        use futures_util::StreamExt;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Err(_) => return false,
+                Ok(None | Some(Err(_))) => return true,
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+}
+
+/// The status of opening a stream, with the error body when it is refused
+/// (an opened stream is dropped unread).
+async fn try_open_stream(server: &TestServer, cookie: &str) -> (u16, Value) {
+    let response = server
+        .client
+        .get(server.url("/api/alerts/stream"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    if status == 200 {
+        return (status, Value::Null);
+    }
+    (status, response.json().await.expect("a JSON error body"))
+}
+
+/// How soon a stream must end after its session or user stops standing.
+const WITHIN_A_SECOND: Duration = Duration::from_secs(1);
+
 const FAST_STREAMS: (&str, &str) = ("PLAZA_ALERT_STREAM_POLL_MS", "50");
 
 async fn the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses(
@@ -598,4 +639,169 @@ async fn shutdown_ends_open_streams(backend: Backend) {
         started.elapsed()
     );
     assert!(stream.next().await.is_none());
+}
+
+async fn a_stream_ends_within_a_second_of_sign_out(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let other_device = server.sign_in("user@example.com", PASSWORD).await;
+    member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("admin@example.com", "admin:write");
+    let mut signed_out = AlertStream::open(&server, &user, None).await;
+    let mut still_in = AlertStream::open(&server, &other_device, None).await;
+
+    let (status, body) = call(&server, "POST", "/api/auth/signout", Some(&user), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        signed_out.ends_within(WITHIN_A_SECOND).await,
+        "the signed-out session's stream is still open"
+    );
+    let (status, _) = call(&server, "GET", "/api/alerts", Some(&user), None).await;
+    assert_eq!(status, 401);
+
+    // The user's other session stands, and so does its stream.
+    let (status, _) = broadcast(
+        &server,
+        &token,
+        json!({"title": "Still here", "message": "m"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let event = still_in.next().await.expect("the other session's stream");
+    assert_eq!(event.data["title"], "Still here");
+}
+
+async fn a_ban_or_deletion_ends_the_users_stream_within_a_second(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (banned_id, banned) = member(&server, "banned@example.com", "user").await;
+    let (deleted_id, deleted) = member(&server, "deleted@example.com", "user").await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("admin@example.com", "admin:write");
+    let mut banned_stream = AlertStream::open(&server, &banned, None).await;
+    let mut deleted_stream = AlertStream::open(&server, &deleted, None).await;
+
+    let response = server
+        .send(
+            As::Token(&token),
+            "POST",
+            &format!("/api/v1/admin/users/{banned_id}/ban"),
+            Some(&json!({"action": "ban", "reason": "Spam"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        banned_stream.ends_within(WITHIN_A_SECOND).await,
+        "the banned user's stream is still open"
+    );
+
+    let (status, _) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{deleted_id}"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    assert!(
+        deleted_stream.ends_within(WITHIN_A_SECOND).await,
+        "the deleted user's stream is still open"
+    );
+}
+
+async fn a_ban_through_one_instance_ends_a_stream_open_on_another(backend: Backend) {
+    let first = TestServer::start(backend).await;
+    let second = TestServer::start_with(
+        backend,
+        &[("PLAZA_DATABASE_URL", first.database_url.as_str())],
+    )
+    .await;
+    let (user_id, user) = member(&first, "user@example.com", "user").await;
+    first.create_user("admin@example.com", PASSWORD, "admin");
+    let token = first.mint("admin@example.com", "admin:write");
+    let mut stream = AlertStream::open(&first, &user, None).await;
+
+    let response = second
+        .send(
+            As::Token(&token),
+            "POST",
+            &format!("/api/v1/admin/users/{user_id}/ban"),
+            Some(&json!({"action": "ban", "reason": "Spam"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert!(
+        stream.ends_within(WITHIN_A_SECOND).await,
+        "a ban through the other instance left the stream open"
+    );
+    let (status, _) = call(&first, "GET", "/api/alerts", Some(&user), None).await;
+    assert_eq!(status, 401);
+}
+
+async fn a_demoted_admins_stream_gets_no_later_admin_broadcast(backend: Backend) {
+    let server = TestServer::start_with(backend, &[FAST_STREAMS]).await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let token = server.mint("root@example.com", "admin:write");
+    let mut stream = AlertStream::open(&server, &admin, None).await;
+
+    let admins_only = |title: &str| json!({"title": title, "message": "m", "targets": ["admin"]});
+    let (status, _) = broadcast(&server, &token, admins_only("For admins")).await;
+    assert_eq!(status, 201);
+    let event = stream.next().await.expect("the admin broadcast");
+    assert_eq!(event.data["title"], "For admins");
+
+    let response = server
+        .send(
+            As::Token(&token),
+            "PUT",
+            &format!("/api/v1/admin/users/{admin_id}"),
+            Some(&json!({"role": "user"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let (status, _) = broadcast(&server, &token, admins_only("Admins, later")).await;
+    assert_eq!(status, 201);
+    let (status, _) = broadcast(
+        &server,
+        &token,
+        json!({"title": "Everyone", "message": "m"}),
+    )
+    .await;
+    assert_eq!(status, 201);
+
+    let event = stream.next().await.expect("the broadcast to everyone");
+    assert_eq!(
+        event.data["title"], "Everyone",
+        "the stream sent what GET /api/alerts does not show: {event:?}"
+    );
+    assert_eq!(titles(&alerts(&server, &admin).await), ["Everyone"]);
+}
+
+async fn one_user_holds_at_most_five_streams_even_without_rate_limits(backend: Backend) {
+    for env in [&[][..], &[("PLAZA_RATE_LIMITS_ENABLED", "false")][..]] {
+        let server = TestServer::start_with(backend, env).await;
+        let (_, greedy) = member(&server, "greedy@example.com", "user").await;
+        let second_device = server.sign_in("greedy@example.com", PASSWORD).await;
+        let (_, other) = member(&server, "other@example.com", "user").await;
+        let mut held = Vec::new();
+        for cookie in [&greedy, &greedy, &greedy, &second_device, &second_device] {
+            held.push(AlertStream::open(&server, cookie, None).await);
+        }
+        for cookie in [&greedy, &second_device] {
+            let (status, body) = try_open_stream(&server, cookie).await;
+            assert_eq!(status, 429, "{env:?}: {body}");
+            assert_eq!(body["error"]["code"], "RATE_LIMITED", "{body}");
+        }
+        let _others = AlertStream::open(&server, &other, None).await;
+
+        // Streams that end give their places back.
+        let (status, _) = call(&server, "POST", "/api/auth/signout", Some(&greedy), None).await;
+        assert_eq!(status, 200);
+        for stream in &mut held[..3] {
+            assert!(stream.ends_within(WITHIN_A_SECOND).await);
+        }
+        let (status, body) = try_open_stream(&server, &second_device).await;
+        assert_eq!(status, 200, "{env:?}: {body}");
+    }
 }

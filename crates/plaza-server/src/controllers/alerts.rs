@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::alert_stream::Refusal;
 use crate::auth::{CurrentUser, SessionPrincipal, authorize};
 use crate::controllers::users::timestamp;
 use crate::error::AppError;
@@ -167,7 +168,9 @@ pub async fn dismiss_alert(
 /// one and event `dismissed` (`{id}`) for each dismissal. Event ids are
 /// times in Unix milliseconds; delivery is at least once (a resumed stream
 /// may repeat the last few seconds). The server ends a stream after
-/// `alert_stream_max_secs`; the client reconnects.
+/// `alert_stream_max_secs` (the client reconnects), and within a second of
+/// its session ending or its user being banned or deleted. A user holds at
+/// most `alert_stream_max_per_user` streams at once.
 #[utoipa::path(
     get,
     path = "/api/alerts/stream",
@@ -178,6 +181,8 @@ pub async fn dismiss_alert(
     responses(
         (status = 200, description = "The event stream", content_type = "text/event-stream", body = String),
         (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 429, description = "The user holds `alert_stream_max_per_user` open streams already; close one first", body = GeneralError,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "Every stream slot of this instance is taken; retry later", body = GeneralError,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
@@ -194,9 +199,21 @@ pub async fn stream_alerts(
         .filter(|at| *at >= 0);
     let stream = state
         .alert_streams
-        .open(state.db.clone(), reader(&user), resume_from)
-        .ok_or(AppError::Busy {
-            retry_after_secs: 5,
+        .open(
+            state.db.clone(),
+            user.session.session_id,
+            reader(&user),
+            resume_from,
+        )
+        .map_err(|refusal| match refusal {
+            Refusal::UserLimit => AppError::RateLimited {
+                retry_after_secs: 5,
+                limit: 0,
+                reset_after_secs: 5,
+            },
+            Refusal::Full => AppError::Busy {
+                retry_after_secs: 5,
+            },
         })?;
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
