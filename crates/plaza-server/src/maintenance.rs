@@ -150,6 +150,8 @@ pub struct BackupReport {
     /// (a `pg_dump` custom-format archive, for `pg_restore`).
     #[schema(example = "sqlite")]
     pub engine: String,
+    /// Older backups removed so that `backup_keep` remain.
+    pub pruned: Vec<String>,
 }
 
 /// Runs `request` as the admin of `context` and records it.
@@ -351,10 +353,50 @@ async fn backup_database(state: &AppState) -> Result<BackupReport, AppError> {
     let size_bytes = std::fs::metadata(&path)
         .map_err(|error| AppError::internal(format!("reading {}: {error}", path.display())))?
         .len();
+    let pruned = prune_backups(&folder, state.settings.storage.backup_keep)?;
     Ok(BackupReport {
         file_name,
         size_bytes,
         engine: backend.name().to_owned(),
+        pruned,
+    })
+}
+
+/// Removes all but the newest `keep` backups in `folder` (their names
+/// carry their time, so they sort oldest first) and answers the names
+/// removed. Files of other names are left alone.
+fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, AppError> {
+    let unreadable = |error: std::io::Error| {
+        AppError::internal(format!("reading {}: {error}", folder.display()))
+    };
+    let mut backups = Vec::new();
+    for entry in std::fs::read_dir(folder).map_err(unreadable)? {
+        let name = entry.map_err(unreadable)?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_backup_name(name) {
+            backups.push(name.to_owned());
+        }
+    }
+    backups.sort_unstable();
+    let excess = backups.len().saturating_sub(keep);
+    let pruned: Vec<String> = backups.into_iter().take(excess).collect();
+    for name in &pruned {
+        std::fs::remove_file(folder.join(name)).map_err(|error| {
+            AppError::internal(format!("removing the old backup {name}: {error}"))
+        })?;
+    }
+    Ok(pruned)
+}
+
+/// Whether `name` is one `backup_database` writes: `plaza-<time>.db` or
+/// `plaza-<time>.dump`.
+fn is_backup_name(name: &str) -> bool {
+    name.strip_prefix("plaza-").is_some_and(|rest| {
+        rest.strip_suffix(".db")
+            .or_else(|| rest.strip_suffix(".dump"))
+            .is_some_and(|stamp| {
+                stamp.ends_with('Z') && stamp.starts_with(|c: char| c.is_ascii_digit())
+            })
     })
 }
 

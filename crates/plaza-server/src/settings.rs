@@ -145,6 +145,9 @@ pub struct StorageSettings {
     /// `host:port` of a ClamAV `clamd` that scans every upload; unset: the
     /// built-in structure check only.
     pub upload_clamd_address: Option<String>,
+    /// How many backups `backup_database` keeps in `<data_dir>/backups`;
+    /// older ones are removed after each new one.
+    pub backup_keep: usize,
 }
 
 impl Default for StorageSettings {
@@ -157,13 +160,17 @@ impl Default for StorageSettings {
             upload_max_dimension: 4096,
             upload_max_concurrent: 2,
             upload_clamd_address: None,
+            backup_keep: 7,
         }
     }
 }
 
 impl StorageSettings {
     fn validate(&self) -> Result<(), SettingsError> {
-        at_least_one([("upload_max_concurrent", self.upload_max_concurrent)])?;
+        at_least_one([
+            ("upload_max_concurrent", self.upload_max_concurrent),
+            ("backup_keep", self.backup_keep),
+        ])?;
         if self.upload_min_bytes > self.upload_max_bytes {
             return Err(SettingsError::new(
                 "upload_min_bytes",

@@ -12,6 +12,7 @@ on_both_databases!(
     bad_feature_flag_writes_are_refused_and_write_nothing,
     maintenance_actions_answer_what_they_did_and_are_audited,
     a_backup_opens_as_a_database_holding_the_data,
+    backups_beyond_backup_keep_are_removed_oldest_first,
     system_actions_are_counted_in_their_own_tier,
     system_actions_fail_closed_when_redis_is_unreachable,
     the_user_activity_report_counts_what_users_did,
@@ -464,6 +465,43 @@ async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
         entries[0]["changes"]["result"]["backup"]["fileName"],
         file_name
     );
+}
+
+/// Each backup removes the oldest ones beyond `backup_keep`, and leaves the
+/// folder's other files alone.
+async fn backups_beyond_backup_keep_are_removed_oldest_first(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_BACKUP_KEEP", "2")]).await;
+    let admin = admin(&server).await;
+    let folder = server.data_dir.path().join("backups");
+    let mut written = Vec::new();
+    for round in 0..3 {
+        let (status, answer) =
+            maintenance(&server, &admin.writer, json!({"action": "backup_database"})).await;
+        assert_eq!(status, 200, "{answer}");
+        let backup = &answer["data"]["backup"];
+        written.push(backup["fileName"].as_str().unwrap().to_owned());
+        let expected = if round == 2 {
+            json!([written[0]])
+        } else {
+            json!([])
+        };
+        assert_eq!(backup["pruned"], expected, "round {round}: {backup}");
+        if round == 0 {
+            std::fs::write(folder.join("operator-notes.txt"), "kept").unwrap();
+        }
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    let mut expected = vec![
+        written[1].clone(),
+        written[2].clone(),
+        "operator-notes.txt".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(left, expected);
 }
 
 async fn system_actions_are_counted_in_their_own_tier(backend: Backend) {
