@@ -34,6 +34,7 @@ on_both_databases!(
     the_dashboard_is_for_administrators_and_names_each_bad_parameter,
     dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change,
     the_dashboard_csv_holds_the_json_figures,
+    control_characters_in_analytics_text_fields_are_400,
 );
 
 fn now_text() -> String {
@@ -933,4 +934,48 @@ async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
     }
     let points = json_answer["trends"]["sessions"].as_array().unwrap().len();
     assert!(rows > 7 + 2 * points, "{rows} rows");
+}
+
+async fn control_characters_in_analytics_text_fields_are_400(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    for key in ["path", "session_id", "referrer"] {
+        for control in ['\0', '\u{1b}', '\n', '\t', '\u{7f}', '\u{85}'] {
+            let event = json!({
+                "event_type": "page_view",
+                "event_data": {key: format!("/a{control}b")},
+                "timestamp": now_text(),
+            });
+            let (status, body) = call(
+                &server,
+                "POST",
+                "/api/analytics/collect",
+                Some(&cookie),
+                Some(event.clone()),
+            )
+            .await;
+            assert_eq!(status, 400, "{key} {control:?}: {body}");
+            assert_eq!(body["error"]["code"], "BAD_REQUEST", "{body}");
+            assert_eq!(
+                body["error"]["details"]["field"],
+                format!("event_data.{key}"),
+                "{body}"
+            );
+            let (status, body) = call(
+                &server,
+                "POST",
+                "/api/analytics/collect/batch",
+                Some(&cookie),
+                Some(json!({"events": [page_view("/fine"), event]})),
+            )
+            .await;
+            assert_eq!(status, 400, "batch, {key} {control:?}: {body}");
+            assert_eq!(
+                body["error"]["details"]["field"],
+                format!("events.1.event_data.{key}"),
+                "{body}"
+            );
+        }
+    }
+    assert_eq!(event_count(&server).await, 0, "nothing refused was stored");
 }
