@@ -2,7 +2,8 @@
 //! naming its field, a batch is stored whole or not at all, each event
 //! counts against the per-user limit, an acknowledged event survives a
 //! SIGKILL, shutdown drains the queue, a failed write is 503 with nothing
-//! stored, and retention deletes exactly what is older than its window.
+//! stored, one submission the database refuses fails no other, and
+//! retention deletes exactly what is older than its window.
 
 mod common;
 
@@ -35,6 +36,7 @@ on_both_databases!(
     dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change,
     the_dashboard_csv_holds_the_json_figures,
     control_characters_in_analytics_text_fields_are_400,
+    one_refused_submission_never_fails_another_users_events,
 );
 
 fn now_text() -> String {
@@ -978,4 +980,83 @@ async fn control_characters_in_analytics_text_fields_are_400(backend: Backend) {
         }
     }
     assert_eq!(event_count(&server).await, 0, "nothing refused was stored");
+}
+
+/// Rounds of concurrent events, so that the refused ones share batches
+/// with the others; how many at most before one did.
+const MAX_SHARING_ROUNDS: usize = 20;
+
+async fn one_refused_submission_never_fails_another_users_events(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, valid_sender) = member(&server, "reader@example.com", "user").await;
+    let (_, refused_sender) = member(&server, "mallory@example.com", "user").await;
+    // Validation lets no event through that the database would refuse, so
+    // the database is made to refuse one valid path.
+    server
+        .sql(match backend {
+            Backend::Postgres => {
+                "ALTER TABLE analytics_events ADD CONSTRAINT refuse_one_path \
+                 CHECK (path IS DISTINCT FROM '/refused')"
+            }
+            Backend::Sqlite => {
+                "CREATE TRIGGER refuse_one_path BEFORE INSERT ON analytics_events \
+                 WHEN NEW.path = '/refused' BEGIN SELECT RAISE(ABORT, 'refused path'); END"
+            }
+        })
+        .await;
+    let split = "its submissions are written again in halves";
+    let mut rounds = 0;
+    while server.log_count(split) == 0 {
+        rounds += 1;
+        assert!(
+            rounds <= MAX_SHARING_ROUNDS,
+            "no refused event shared a batch in {MAX_SHARING_ROUNDS} rounds"
+        );
+        let mut tasks = tokio::task::JoinSet::new();
+        for request in 0..100 {
+            let refused = request % 10 == 0;
+            let cookie = if refused {
+                refused_sender.clone()
+            } else {
+                valid_sender.clone()
+            };
+            let http = server.client.clone();
+            let url = server.url("/api/analytics/collect");
+            tasks.spawn(async move {
+                let response = http
+                    .post(&url)
+                    .header("cookie", &cookie)
+                    .json(&page_view(if refused { "/refused" } else { "/fine" }))
+                    .send()
+                    .await
+                    .expect("request");
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.expect("JSON");
+                (refused, status, body)
+            });
+        }
+        let mut valid_ids = Vec::new();
+        while let Some(answer) = tasks.join_next().await {
+            let (refused, status, body) = answer.expect("client task");
+            if refused {
+                assert_eq!(status, 503, "the refused event fails alone: {body}");
+                assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+            } else {
+                assert_eq!(status, 200, "round {rounds}: {body}");
+                valid_ids.push(body["event_id"].as_str().expect("event_id").to_owned());
+            }
+        }
+        assert_eq!(valid_ids.len(), 90);
+        assert_eq!(
+            stored(&server, &valid_ids).await.len(),
+            90,
+            "every valid event is stored"
+        );
+    }
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM analytics_events WHERE path = '/refused'")
+            .await,
+        0
+    );
 }

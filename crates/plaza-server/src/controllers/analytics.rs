@@ -168,7 +168,7 @@ pub struct BatchCollected {
         (status = 200, description = "Stored", body = Collected),
         (status = 400, description = "Invalid JSON, a missing field, an unsupported `event_type`, a bad `timestamp`, `event_data` that is not an object or is too large, or its `path`, `session_id` or `referrer` with control characters; `details.field` names it", body = GeneralError),
         (status = 403, description = "No valid session", body = GeneralError),
-        (status = 503, description = "The writer's queue is full or the database is down; nothing was stored", body = GeneralError),
+        (status = 503, description = "The writer's queue is full, or the database is down or refused these events; nothing of this request was stored", body = GeneralError),
     )
 )]
 pub async fn collect_event(
@@ -197,7 +197,7 @@ pub async fn collect_event(
         (status = 200, description = "All stored", body = BatchCollected),
         (status = 400, description = "Invalid JSON, `events` missing, empty or over 100, or an event that breaks the schema (`details.field` is `events.N.field`); nothing was stored", body = GeneralError),
         (status = 403, description = "No valid session", body = GeneralError),
-        (status = 503, description = "The writer's queue is full or the database is down; nothing was stored", body = GeneralError),
+        (status = 503, description = "The writer's queue is full, or the database is down or refused these events; nothing of this request was stored", body = GeneralError),
     )
 )]
 pub async fn collect_batch(
