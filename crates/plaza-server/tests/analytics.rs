@@ -2,8 +2,9 @@
 //! naming its field, a batch is stored whole or not at all, each event
 //! counts against the per-user limit, an acknowledged event survives a
 //! SIGKILL, shutdown drains the queue, a failed write is 503 with nothing
-//! stored, one submission the database refuses fails no other, and
-//! retention deletes exactly what is older than its window.
+//! stored, one submission the database refuses fails no other, retention
+//! deletes exactly what is older than its window, and the CSV export's
+//! text cells cannot run as spreadsheet formulas.
 
 mod common;
 
@@ -37,6 +38,7 @@ on_both_databases!(
     the_dashboard_csv_holds_the_json_figures,
     control_characters_in_analytics_text_fields_are_400,
     one_refused_submission_never_fails_another_users_events,
+    csv_cells_a_spreadsheet_would_run_are_neutralised,
 );
 
 fn now_text() -> String {
@@ -1059,4 +1061,82 @@ async fn one_refused_submission_never_fails_another_users_events(backend: Backen
             .await,
         0
     );
+}
+
+async fn csv_cells_a_spreadsheet_would_run_are_neutralised(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (reader_id, reader) = member(&server, "reader@example.com", "user").await;
+    let (status, body) = call(
+        &server,
+        "POST",
+        &format!("/api/admin/users/{reader_id}/subscriptions"),
+        Some(&admin),
+        Some(json!({"plan_name": "-1+2"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let hyperlink = "=HYPERLINK(\"http://x\")";
+    let click = json!({
+        "event_type": "button_click",
+        "event_data": {"path": "@SUM(1+1)", "x": 3, "y": 7},
+        "timestamp": now_text(),
+    });
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({"events": [page_view(hyperlink), page_view("+1"), click]})),
+    )
+    .await;
+    assert_eq!(status, 200, "formula-like paths are valid: {body}");
+    let (status, json_answer) = dashboard(&server, As::Session(&admin), "dateRange=7d").await;
+    assert_eq!(status, 200);
+    assert!(
+        json_answer["topPages"]
+            .as_array()
+            .expect("topPages")
+            .iter()
+            .any(|page| page["path"] == hyperlink),
+        "the JSON keeps the path as sent: {json_answer}"
+    );
+    let response = server
+        .send(
+            As::Session(&admin),
+            "GET",
+            "/api/admin/analytics?dateRange=7d&format=csv",
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.expect("body");
+    assert!(
+        text.contains("\"'=HYPERLINK(\"\"http://x\"\")\""),
+        "quoted, its quotes doubled: {text}"
+    );
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .map(|record| record.expect("a CSV row"))
+        .collect();
+    let keys = |section: &str| -> HashSet<String> {
+        rows.iter()
+            .filter(|row| &row[0] == section)
+            .map(|row| row[2].to_owned())
+            .collect()
+    };
+    let pages = keys("topPages");
+    assert!(pages.contains("'=HYPERLINK(\"http://x\")"), "{pages:?}");
+    assert!(pages.contains("'+1"), "{pages:?}");
+    assert!(keys("heatmap").contains("'@SUM(1+1) 0 0"), "{text}");
+    assert!(keys("subscriptions").contains("'-1+2"), "{text}");
+    for row in &rows {
+        for cell in row.iter().take(3) {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "{cell:?} in {row:?}"
+            );
+        }
+        row[3].parse::<f64>().expect("the value is a number");
+    }
 }
