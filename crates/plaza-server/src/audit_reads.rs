@@ -8,7 +8,7 @@ use plaza_domain::audit::{AuditAction, AuditContext};
 use plaza_domain::{Database, DomainError};
 use tokio_util::sync::CancellationToken;
 
-use crate::group_commit::{GroupCommit, Refused};
+use crate::group_commit::{GroupCommit, Refused, Unwritten};
 
 /// Entries waiting at most; beyond, a read commits its own entry.
 const MAX_QUEUED_ENTRIES: usize = 10_000;
@@ -56,9 +56,12 @@ impl AuditReads {
         self.queue
             .run(
                 |entries| async {
-                    db.record_reads(entries)
-                        .await
-                        .map_err(|error| error.to_string())
+                    // The entries are the server's own, never split for
+                    // a refusal: every read of the batch gets the error.
+                    db.record_reads(entries).await.map_err(|error| Unwritten {
+                        error: error.to_string(),
+                        rows: None,
+                    })
                 },
                 stop,
             )

@@ -9,6 +9,12 @@
 //! made with; a submission that finds it full is refused ([`Refused::Busy`])
 //! and the caller decides (503, or writing alone). At shutdown the writer
 //! stores everything queued before it stops.
+//!
+//! One submission's rows never fail another's: when the database refuses a
+//! batch of several submissions (rather than being out of reach), the
+//! batch is written again in halves, and so on, until the submission at
+//! fault stands alone and is answered with the error; the others are
+//! stored. A batch of n submissions takes at most 2n − 1 transactions so.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -26,6 +32,16 @@ pub enum Refused {
     Stopped,
     #[error("the rows could not be stored: {0}")]
     Failed(String),
+}
+
+/// A batch the writer did not store.
+#[derive(Debug)]
+pub struct Unwritten<T> {
+    pub error: String,
+    /// The rows, handed back when the database refused them, so that a
+    /// part of the batch may be stored without the rows at fault; none
+    /// when it was out of reach, where a smaller batch fares no better.
+    pub rows: Option<Vec<T>>,
 }
 
 struct Submission<T> {
@@ -86,7 +102,7 @@ impl<T: Send + 'static> GroupCommit<T> {
     pub async fn run<W, F>(&self, write: W, stop: CancellationToken)
     where
         W: Fn(Vec<T>) -> F,
-        F: Future<Output = Result<(), String>>,
+        F: Future<Output = Result<(), Unwritten<T>>>,
     {
         self.run_answering_on(None, write, stop).await;
     }
@@ -104,7 +120,7 @@ impl<T: Send + 'static> GroupCommit<T> {
         stop: CancellationToken,
     ) where
         W: Fn(Vec<T>) -> F,
-        F: Future<Output = Result<(), String>>,
+        F: Future<Output = Result<(), Unwritten<T>>>,
     {
         let taken = self
             .receiver
@@ -149,19 +165,60 @@ impl<T: Send + 'static> GroupCommit<T> {
     }
 }
 
-async fn write_batch<T, W, F>(write: &W, mut batch: Vec<Submission<T>>, requests: Option<&Handle>)
+/// Writes `batch`, answering each submission once its rows are stored or
+/// refused; a batch the database refuses is split until the submission at
+/// fault stands alone.
+async fn write_batch<T, W, F>(write: &W, batch: Vec<Submission<T>>, requests: Option<&Handle>)
 where
     T: Send + 'static,
     W: Fn(Vec<T>) -> F,
-    F: Future<Output = Result<(), String>>,
+    F: Future<Output = Result<(), Unwritten<T>>>,
 {
-    let rows: Vec<T> = batch
-        .iter_mut()
-        .flat_map(|submission| std::mem::take(&mut submission.rows))
-        .collect();
-    let outcome = write(rows).await;
+    let mut parts = vec![batch];
+    while let Some(mut part) = parts.pop() {
+        let sizes: Vec<usize> = part
+            .iter()
+            .map(|submission| submission.rows.len())
+            .collect();
+        let rows: Vec<T> = part
+            .iter_mut()
+            .flat_map(|submission| std::mem::take(&mut submission.rows))
+            .collect();
+        let outcome = match write(rows).await {
+            Ok(()) => Ok(()),
+            Err(Unwritten {
+                error,
+                rows: Some(rows),
+            }) if part.len() > 1 => {
+                tracing::warn!(
+                    %error,
+                    submissions = part.len(),
+                    "a batch was refused; its submissions are written again in halves"
+                );
+                let mut rows = rows.into_iter();
+                for (submission, size) in part.iter_mut().zip(sizes) {
+                    submission.rows = rows.by_ref().take(size).collect();
+                }
+                let second_half = part.split_off(part.len() / 2);
+                parts.push(second_half);
+                parts.push(part);
+                continue;
+            }
+            Err(unwritten) => Err(unwritten.error),
+        };
+        answer(part, outcome, requests);
+    }
+}
+
+/// Answers every submission of `part` with `outcome`: on `requests`, the
+/// runtime the requests wait on, when given.
+fn answer<T: Send + 'static>(
+    part: Vec<Submission<T>>,
+    outcome: Result<(), String>,
+    requests: Option<&Handle>,
+) {
     let answer = move || {
-        for submission in batch {
+        for submission in part {
             // A request that gave up (its client left) no longer listens.
             let _ = submission.done.send(outcome.clone());
         }
@@ -178,11 +235,30 @@ mod tests {
 
     type Batches = Arc<Mutex<Vec<Vec<u32>>>>;
 
+    type Written = std::future::Ready<Result<(), Unwritten<u32>>>;
+
     /// A writer that records each batch it is given.
-    fn recording(batches: &Batches) -> impl Fn(Vec<u32>) -> std::future::Ready<Result<(), String>> {
+    fn recording(batches: &Batches) -> impl Fn(Vec<u32>) -> Written {
         let batches = Arc::clone(batches);
         move |rows| {
             batches.lock().unwrap().push(rows);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    /// A database that refuses every batch holding `bad`, handing its rows
+    /// back, and records each batch it is given and each it stores.
+    fn refusing(bad: u32, tried: &Batches, stored: &Batches) -> impl Fn(Vec<u32>) -> Written {
+        let (tried, stored) = (Arc::clone(tried), Arc::clone(stored));
+        move |rows| {
+            tried.lock().unwrap().push(rows.clone());
+            if rows.contains(&bad) {
+                return std::future::ready(Err(Unwritten {
+                    error: format!("row {bad} breaks a constraint"),
+                    rows: Some(rows),
+                }));
+            }
+            stored.lock().unwrap().push(rows);
             std::future::ready(Ok(()))
         }
     }
@@ -198,12 +274,20 @@ mod tests {
 
     /// Queues `row` as a request would, without waiting for its commit.
     fn queue_row(queue: &GroupCommit<u32>, row: u32) -> oneshot::Receiver<Result<(), String>> {
+        queue_rows(queue, vec![row])
+    }
+
+    /// Queues `rows` as one request would, without waiting for their commit.
+    fn queue_rows(
+        queue: &GroupCommit<u32>,
+        rows: Vec<u32>,
+    ) -> oneshot::Receiver<Result<(), String>> {
         let (done, committed) = oneshot::channel();
-        let places = queue.reserve(1).expect("room");
+        let places = queue.reserve(rows.len()).expect("room");
         queue
             .sender
             .send(Submission {
-                rows: vec![row],
+                rows,
                 _places: places,
                 done,
             })
@@ -255,17 +339,78 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_failed_commit_is_every_row_s_answer() {
+    async fn a_database_out_of_reach_fails_the_whole_batch_at_once() {
         let queue = GroupCommit::new(10, 10);
         let answers: Vec<_> = (0..3).map(|row| queue_row(&queue, row)).collect();
         let stop = CancellationToken::new();
         stop.cancel();
+        let writes = Arc::new(Mutex::new(0));
+        let counted = Arc::clone(&writes);
         queue
-            .run(|_| std::future::ready(Err("disk full".to_owned())), stop)
+            .run(
+                move |_| {
+                    *counted.lock().unwrap() += 1;
+                    std::future::ready(Err(Unwritten {
+                        error: "connection refused".to_owned(),
+                        rows: None,
+                    }))
+                },
+                stop,
+            )
             .await;
         for answer in answers {
-            assert_eq!(answer.await.expect("answered"), Err("disk full".to_owned()));
+            assert_eq!(
+                answer.await.expect("answered"),
+                Err("connection refused".to_owned())
+            );
         }
+        assert_eq!(*writes.lock().unwrap(), 1, "no retry that cannot help");
+    }
+
+    #[tokio::test]
+    async fn a_submission_refused_for_its_rows_fails_alone() {
+        let queue = GroupCommit::new(100, 100);
+        let submissions = [
+            vec![1, 2],
+            vec![3],
+            vec![4, 5, 6],
+            vec![7],
+            vec![8, 9],
+            vec![10],
+        ];
+        let answers: Vec<_> = submissions
+            .iter()
+            .map(|rows| queue_rows(&queue, rows.clone()))
+            .collect();
+        let (tried, stored) = (Batches::default(), Batches::default());
+        let stop = CancellationToken::new();
+        stop.cancel();
+        queue.run(refusing(5, &tried, &stored), stop).await;
+        for (rows, answer) in submissions.iter().zip(answers) {
+            let expected = if rows.contains(&5) {
+                Err("row 5 breaks a constraint".to_owned())
+            } else {
+                Ok(())
+            };
+            assert_eq!(answer.await.expect("answered"), expected, "{rows:?}");
+        }
+        let mut kept: Vec<u32> = stored.lock().unwrap().concat();
+        kept.sort_unstable();
+        assert_eq!(kept, vec![1, 2, 3, 7, 8, 9, 10], "each row stored once");
+        assert_eq!(
+            *tried.lock().unwrap(),
+            vec![
+                vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+                vec![1, 2, 3, 4, 5, 6],
+                vec![1, 2],
+                vec![3, 4, 5, 6],
+                vec![3],
+                vec![4, 5, 6],
+                vec![7, 8, 9, 10],
+            ],
+            "halved until the submission at fault stands alone"
+        );
+        assert_eq!(queue.places.available_permits(), 100, "places freed");
     }
 
     #[tokio::test]

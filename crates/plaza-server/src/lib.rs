@@ -10,6 +10,7 @@ pub mod auth;
 pub mod cli;
 pub mod commands;
 pub mod controllers;
+pub mod csv_cells;
 pub mod error;
 pub mod extract;
 pub mod group_commit;

@@ -2,7 +2,9 @@
 //! naming its field, a batch is stored whole or not at all, each event
 //! counts against the per-user limit, an acknowledged event survives a
 //! SIGKILL, shutdown drains the queue, a failed write is 503 with nothing
-//! stored, and retention deletes exactly what is older than its window.
+//! stored, one submission the database refuses fails no other, retention
+//! deletes exactly what is older than its window, and the CSV export's
+//! text cells cannot run as spreadsheet formulas.
 
 mod common;
 
@@ -34,6 +36,9 @@ on_both_databases!(
     the_dashboard_is_for_administrators_and_names_each_bad_parameter,
     dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change,
     the_dashboard_csv_holds_the_json_figures,
+    control_characters_in_analytics_text_fields_are_400,
+    one_refused_submission_never_fails_another_users_events,
+    csv_cells_a_spreadsheet_would_run_are_neutralised,
 );
 
 fn now_text() -> String {
@@ -933,4 +938,205 @@ async fn the_dashboard_csv_holds_the_json_figures(backend: Backend) {
     }
     let points = json_answer["trends"]["sessions"].as_array().unwrap().len();
     assert!(rows > 7 + 2 * points, "{rows} rows");
+}
+
+async fn control_characters_in_analytics_text_fields_are_400(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "reader@example.com", "user").await;
+    for key in ["path", "session_id", "referrer"] {
+        for control in ['\0', '\u{1b}', '\n', '\t', '\u{7f}', '\u{85}'] {
+            let event = json!({
+                "event_type": "page_view",
+                "event_data": {key: format!("/a{control}b")},
+                "timestamp": now_text(),
+            });
+            let (status, body) = call(
+                &server,
+                "POST",
+                "/api/analytics/collect",
+                Some(&cookie),
+                Some(event.clone()),
+            )
+            .await;
+            assert_eq!(status, 400, "{key} {control:?}: {body}");
+            assert_eq!(body["error"]["code"], "BAD_REQUEST", "{body}");
+            assert_eq!(
+                body["error"]["details"]["field"],
+                format!("event_data.{key}"),
+                "{body}"
+            );
+            let (status, body) = call(
+                &server,
+                "POST",
+                "/api/analytics/collect/batch",
+                Some(&cookie),
+                Some(json!({"events": [page_view("/fine"), event]})),
+            )
+            .await;
+            assert_eq!(status, 400, "batch, {key} {control:?}: {body}");
+            assert_eq!(
+                body["error"]["details"]["field"],
+                format!("events.1.event_data.{key}"),
+                "{body}"
+            );
+        }
+    }
+    assert_eq!(event_count(&server).await, 0, "nothing refused was stored");
+}
+
+/// Rounds of concurrent events, so that the refused ones share batches
+/// with the others; how many at most before one did.
+const MAX_SHARING_ROUNDS: usize = 20;
+
+async fn one_refused_submission_never_fails_another_users_events(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, valid_sender) = member(&server, "reader@example.com", "user").await;
+    let (_, refused_sender) = member(&server, "mallory@example.com", "user").await;
+    // Validation lets no event through that the database would refuse, so
+    // the database is made to refuse one valid path.
+    server
+        .sql(match backend {
+            Backend::Postgres => {
+                "ALTER TABLE analytics_events ADD CONSTRAINT refuse_one_path \
+                 CHECK (path IS DISTINCT FROM '/refused')"
+            }
+            Backend::Sqlite => {
+                "CREATE TRIGGER refuse_one_path BEFORE INSERT ON analytics_events \
+                 WHEN NEW.path = '/refused' BEGIN SELECT RAISE(ABORT, 'refused path'); END"
+            }
+        })
+        .await;
+    let split = "its submissions are written again in halves";
+    let mut rounds = 0;
+    while server.log_count(split) == 0 {
+        rounds += 1;
+        assert!(
+            rounds <= MAX_SHARING_ROUNDS,
+            "no refused event shared a batch in {MAX_SHARING_ROUNDS} rounds"
+        );
+        let mut tasks = tokio::task::JoinSet::new();
+        for request in 0..100 {
+            let refused = request % 10 == 0;
+            let cookie = if refused {
+                refused_sender.clone()
+            } else {
+                valid_sender.clone()
+            };
+            let http = server.client.clone();
+            let url = server.url("/api/analytics/collect");
+            tasks.spawn(async move {
+                let response = http
+                    .post(&url)
+                    .header("cookie", &cookie)
+                    .json(&page_view(if refused { "/refused" } else { "/fine" }))
+                    .send()
+                    .await
+                    .expect("request");
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.expect("JSON");
+                (refused, status, body)
+            });
+        }
+        let mut valid_ids = Vec::new();
+        while let Some(answer) = tasks.join_next().await {
+            let (refused, status, body) = answer.expect("client task");
+            if refused {
+                assert_eq!(status, 503, "the refused event fails alone: {body}");
+                assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+            } else {
+                assert_eq!(status, 200, "round {rounds}: {body}");
+                valid_ids.push(body["event_id"].as_str().expect("event_id").to_owned());
+            }
+        }
+        assert_eq!(valid_ids.len(), 90);
+        assert_eq!(
+            stored(&server, &valid_ids).await.len(),
+            90,
+            "every valid event is stored"
+        );
+    }
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM analytics_events WHERE path = '/refused'")
+            .await,
+        0
+    );
+}
+
+async fn csv_cells_a_spreadsheet_would_run_are_neutralised(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (reader_id, reader) = member(&server, "reader@example.com", "user").await;
+    let (status, body) = call(
+        &server,
+        "POST",
+        &format!("/api/admin/users/{reader_id}/subscriptions"),
+        Some(&admin),
+        Some(json!({"plan_name": "-1+2"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let hyperlink = "=HYPERLINK(\"http://x\")";
+    let click = json!({
+        "event_type": "button_click",
+        "event_data": {"path": "@SUM(1+1)", "x": 3, "y": 7},
+        "timestamp": now_text(),
+    });
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({"events": [page_view(hyperlink), page_view("+1"), click]})),
+    )
+    .await;
+    assert_eq!(status, 200, "formula-like paths are valid: {body}");
+    let (status, json_answer) = dashboard(&server, As::Session(&admin), "dateRange=7d").await;
+    assert_eq!(status, 200);
+    assert!(
+        json_answer["topPages"]
+            .as_array()
+            .expect("topPages")
+            .iter()
+            .any(|page| page["path"] == hyperlink),
+        "the JSON keeps the path as sent: {json_answer}"
+    );
+    let response = server
+        .send(
+            As::Session(&admin),
+            "GET",
+            "/api/admin/analytics?dateRange=7d&format=csv",
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.expect("body");
+    assert!(
+        text.contains("\"'=HYPERLINK(\"\"http://x\"\")\""),
+        "quoted, its quotes doubled: {text}"
+    );
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .map(|record| record.expect("a CSV row"))
+        .collect();
+    let keys = |section: &str| -> HashSet<String> {
+        rows.iter()
+            .filter(|row| &row[0] == section)
+            .map(|row| row[2].to_owned())
+            .collect()
+    };
+    let pages = keys("topPages");
+    assert!(pages.contains("'=HYPERLINK(\"http://x\")"), "{pages:?}");
+    assert!(pages.contains("'+1"), "{pages:?}");
+    assert!(keys("heatmap").contains("'@SUM(1+1) 0 0"), "{text}");
+    assert!(keys("subscriptions").contains("'-1+2"), "{text}");
+    for row in &rows {
+        for cell in row.iter().take(3) {
+            assert!(
+                !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "{cell:?} in {row:?}"
+            );
+        }
+        row[3].parse::<f64>().expect("the value is a number");
+    }
 }

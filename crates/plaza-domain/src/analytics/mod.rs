@@ -90,6 +90,10 @@ pub struct ValidEvent {
 /// Longest `path` and `session_id` kept; longer ones are cut.
 const MAX_KEY_CHARS: usize = 512;
 
+/// The `event_data` keys the admin views read as text: free text, stored
+/// as sent, but without control characters (DECISIONS.md "Operations").
+const TEXT_KEYS: [&str; 3] = ["path", "session_id", "referrer"];
+
 /// Longest `duration_ms` kept (a day); a longer one is dropped, so sums of
 /// durations cannot overflow and one client cannot skew the average.
 const MAX_DURATION_MILLIS: i64 = 86_400_000;
@@ -97,8 +101,9 @@ const MAX_DURATION_MILLIS: i64 = 86_400_000;
 /// Checks one event (SPEC.md "Analytics event"): an object with a string
 /// `event_type` of the allowed set, an object `event_data` within the size
 /// limit, and an RFC 3339 `timestamp` inside the retention window and not
-/// ahead of `now` by more than the allowed skew. `field_prefix` names the
-/// event in a batch (`events.3.`).
+/// ahead of `now` by more than the allowed skew; and `event_data`'s
+/// `path`, `session_id` and `referrer`, when strings, without control
+/// characters. `field_prefix` names the event in a batch (`events.3.`).
 pub fn validate(
     raw: &Value,
     rules: &EventRules,
@@ -151,6 +156,16 @@ pub fn validate(
             ));
         }
     };
+    if let Some(key) = TEXT_KEYS.iter().find(|key| {
+        data.get(**key)
+            .and_then(Value::as_str)
+            .is_some_and(|text| text.chars().any(char::is_control))
+    }) {
+        return Err(EventProblem::new(
+            field(&format!("event_data.{key}")),
+            "must not contain control characters (U+0000 to U+001F, U+007F to U+009F)",
+        ));
+    }
     let event_data = Value::Object(data.clone()).to_string();
     if event_data.len() > rules.max_data_bytes {
         return Err(EventProblem::new(
@@ -609,6 +624,38 @@ mod tests {
         }
         let batch = validate(&json!({"event_type": 1}), &rules(), NOW, "events.2.").unwrap_err();
         assert_eq!(batch.field, "events.2.event_type");
+    }
+
+    #[test]
+    fn text_keys_with_control_characters_are_refused_and_others_kept_as_sent() {
+        for key in TEXT_KEYS {
+            for control in ['\0', '\t', '\n', '\r', '\u{1b}', '\u{7f}', '\u{85}'] {
+                let event = json!({
+                    "event_type": "page_view",
+                    "event_data": {key: format!("/a{control}b")},
+                    "timestamp": at(NOW),
+                });
+                let refused = validate(&event, &rules(), NOW, "events.1.").unwrap_err();
+                assert_eq!(
+                    refused.field,
+                    format!("events.1.event_data.{key}"),
+                    "{control:?}"
+                );
+            }
+        }
+        let free_text = json!({
+            "event_type": "page_view",
+            "event_data": {
+                "path": "=HYPERLINK(\"http://x\")",
+                "session_id": "@SUM(1)",
+                "referrer": "-2+3",
+                "note": "\u{0}",
+            },
+            "timestamp": at(NOW),
+        });
+        let valid = validate(&free_text, &rules(), NOW, "").unwrap();
+        assert_eq!(valid.path.as_deref(), Some("=HYPERLINK(\"http://x\")"));
+        assert_eq!(valid.session_key.as_deref(), Some("@SUM(1)"));
     }
 
     #[test]

@@ -19,17 +19,23 @@
 //! each woke its request across threads, 60 µs a batch on the writer's
 //! critical path (session 23).
 //!
+//! One submission's events never fail another's: a batch the database
+//! refuses is written again in parts until the submission at fault stands
+//! alone ([`crate::group_commit`]).
+//!
 //! With `analytics_group_commit` off, each request writes its own events in
 //! its own transaction instead: the baseline `bench/analytics.sh` measures
 //! the group commit against.
 
-use plaza_domain::Database;
+use std::sync::Arc;
+
 use plaza_domain::analytics::{self, NewEvent};
+use plaza_domain::{Database, DomainError};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::group_commit::{GroupCommit, Refused};
+use crate::group_commit::{GroupCommit, Refused, Unwritten};
 use crate::state::AppState;
 
 /// PostgreSQL connections the writer's thread opens: one for the batch
@@ -79,7 +85,9 @@ impl Ingest {
     pub async fn submit(&self, db: &Database, events: Vec<NewEvent>) -> Result<(), IngestError> {
         let places = self.queue.reserve(events.len())?;
         if !self.group_commit {
-            let outcome = write(db, events).await.map_err(IngestError::Failed);
+            let outcome = write(db, events)
+                .await
+                .map_err(|unwritten| IngestError::Failed(unwritten.error));
             drop(places);
             return outcome;
         }
@@ -138,21 +146,29 @@ async fn run_on_own_connections(state: AppState, stop: CancellationToken, reques
     state.analytics.ingest.run_apart(db, stop, requests).await;
 }
 
-/// Stores `events` in one transaction, counted in the metrics.
-async fn write(db: &Database, events: Vec<NewEvent>) -> Result<(), String> {
+/// Stores `events` in one transaction, counted in the metrics. When the
+/// database refuses them, they are handed back to be written in parts.
+async fn write(db: &Database, events: Vec<NewEvent>) -> Result<(), Unwritten<NewEvent>> {
     let count = events.len();
+    let events = Arc::new(events);
+    let inserted = Arc::clone(&events);
     let outcome = db
-        .write(move |tx| Box::pin(async move { analytics::insert(tx, &events).await }))
-        .await
-        .map_err(|error| error.to_string());
-    match &outcome {
+        .write(move |tx| Box::pin(async move { analytics::insert(tx, &inserted).await }))
+        .await;
+    match outcome {
         Ok(()) => {
             metrics::counter!("plaza_analytics_events_stored_total").increment(count as u64);
             metrics::histogram!("plaza_analytics_batch_events").record(count as f64);
+            Ok(())
         }
         Err(error) => {
             tracing::warn!(%error, events = count, "analytics events were not stored");
+            let refused = !matches!(error, DomainError::Unavailable(_));
+            Err(Unwritten {
+                error: error.to_string(),
+                // The transaction has ended, so `events` is the last handle.
+                rows: refused.then(|| Arc::into_inner(events)).flatten(),
+            })
         }
     }
-    outcome
 }

@@ -117,7 +117,8 @@ pub struct EventInput {
     pub event_type: String,
     /// An object of at most `analytics_max_event_data_bytes` (4096) bytes as
     /// JSON. `path`, `session_id`, `referrer`, `duration_ms`, `x` and `y`
-    /// feed the admin analytics views; anything else is kept as sent.
+    /// feed the admin analytics views (`path`, `session_id` and `referrer`
+    /// without control characters); anything else is kept as sent.
     #[schema(value_type = Object, example = json!({"path": "/posts/42", "session_id": "s-1"}))]
     pub event_data: Value,
     /// ISO 8601 with a time zone; at most 5 minutes ahead of the server's
@@ -165,9 +166,9 @@ pub struct BatchCollected {
     request_body = EventInput,
     responses(
         (status = 200, description = "Stored", body = Collected),
-        (status = 400, description = "Invalid JSON, a missing field, an unsupported `event_type`, a bad `timestamp`, or `event_data` that is not an object or is too large; `details.field` names it", body = GeneralError),
+        (status = 400, description = "Invalid JSON, a missing field, an unsupported `event_type`, a bad `timestamp`, `event_data` that is not an object or is too large, or its `path`, `session_id` or `referrer` with control characters; `details.field` names it", body = GeneralError),
         (status = 403, description = "No valid session", body = GeneralError),
-        (status = 503, description = "The writer's queue is full or the database is down; nothing was stored", body = GeneralError),
+        (status = 503, description = "The writer's queue is full, or the database is down or refused these events; nothing of this request was stored", body = GeneralError),
     )
 )]
 pub async fn collect_event(
@@ -196,7 +197,7 @@ pub async fn collect_event(
         (status = 200, description = "All stored", body = BatchCollected),
         (status = 400, description = "Invalid JSON, `events` missing, empty or over 100, or an event that breaks the schema (`details.field` is `events.N.field`); nothing was stored", body = GeneralError),
         (status = 403, description = "No valid session", body = GeneralError),
-        (status = 503, description = "The writer's queue is full or the database is down; nothing was stored", body = GeneralError),
+        (status = 503, description = "The writer's queue is full, or the database is down or refused these events; nothing of this request was stored", body = GeneralError),
     )
 )]
 pub async fn collect_batch(

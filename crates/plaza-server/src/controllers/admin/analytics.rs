@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use crate::analytics::trends::{self, Bucket, Granularity};
 use crate::auth::AnalyticsViewer;
+use crate::csv_cells;
 use crate::error::schema::AdminError;
 use crate::error::{AppError, FieldError};
 use crate::extract::AppJson;
@@ -204,7 +205,7 @@ struct DashboardQuery {
         ("country" = Option<String>, Query, description = "Only events from this ISO 3166 alpha-2 country"),
         ("device_type" = Option<String>, Query, description = "Only `desktop`, `mobile` or `tablet` events"),
         ("include_vpn" = Option<bool>, Query, description = "`false` leaves out events sent through a VPN (default true)"),
-        ("format" = Option<String>, Query, description = "`json` (default) or `csv`: rows of section, metric, key, value"),
+        ("format" = Option<String>, Query, description = "`json` (default) or `csv`: rows of section, metric, key, value; a text cell beginning with `=`, `+`, `-`, `@`, tab or carriage return gets a leading `'`"),
     ),
     responses(
         (status = 200, description = "The dashboard (`format=csv`: `text/csv` with a header row)", body = Dashboard),
@@ -476,12 +477,18 @@ fn parse_query(query: &str) -> Result<DashboardQuery, AppError> {
 }
 
 /// The dashboard as rows of `section, metric, key, value`: every number of
-/// the JSON answer once, so a spreadsheet sums what the JSON shows.
+/// the JSON answer once, so a spreadsheet sums what the JSON shows. The
+/// text cells keep the cell rule of [`csv_cells`]; the value is a number.
 fn to_csv(dashboard: &Dashboard) -> Result<Vec<u8>, csv::Error> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(["section", "metric", "key", "value"])?;
     let mut row = |section: &str, metric: &str, key: &str, value: String| {
-        writer.write_record([section, metric, key, &value])
+        let (section, metric, key) = (
+            csv_cells::text(section),
+            csv_cells::text(metric),
+            csv_cells::text(key),
+        );
+        writer.write_record([&*section, &*metric, &*key, &value])
     };
     let overview = &dashboard.overview;
     for (metric, value) in [
