@@ -159,6 +159,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
+        crate::health::log_at_start_up(&state).await;
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
         state.background.spawn(crate::analytics::ingest::run_writer(

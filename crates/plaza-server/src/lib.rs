@@ -14,6 +14,7 @@ pub mod csv_cells;
 pub mod error;
 pub mod extract;
 pub mod group_commit;
+pub mod health;
 pub mod identity;
 pub mod jobs;
 pub mod maintenance;

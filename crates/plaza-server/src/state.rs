@@ -70,6 +70,8 @@ pub struct Shared {
     pub uploads: crate::uploads::Uploads,
     /// Tells the platform of an emoji list request.
     pub emoji_platforms: plaza_emoji::PlatformDetector,
+    /// Whether the database, the upload store and Redis answer.
+    pub health: crate::health::HealthProbe,
 }
 
 impl AppState {
@@ -130,6 +132,7 @@ impl AppState {
             audit_reads: crate::audit_reads::AuditReads::default(),
             uploads: crate::uploads::Uploads::new(&settings_storage)?,
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
+            health: crate::health::HealthProbe::default(),
         })))
     }
 }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{As, Backend, PASSWORD, TestServer, member};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 on_both_databases!(
     the_last_request_of_the_quota_passes_and_the_next_is_429,
@@ -26,6 +26,7 @@ on_both_databases!(
     a_stalled_redis_fails_each_check_in_its_direction_and_recovers,
     counts_are_shared_over_tls_with_a_redis_whose_ca_is_given,
     a_guesser_behind_a_shared_address_locks_out_nobody_who_knows_their_password,
+    health_names_each_dependency_and_is_503_while_redis_is_down,
 );
 
 /// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
@@ -805,4 +806,79 @@ async fn a_guesser_behind_a_shared_address_locks_out_nobody_who_knows_their_pass
         assert_eq!(wrong.status(), 429, "a wrong one from {network} waits");
         server.sql("DELETE FROM login_failures").await;
     }
+}
+
+/// `GET /api/health` until its status is `status` (the probes are reused
+/// for up to a second), within five seconds: its body.
+async fn health_once(server: &TestServer, status: u16) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let answer = server.get("/api/health").await;
+        let seen = answer.status().as_u16();
+        let body: Value = answer.json().await.expect("a JSON body");
+        if seen == status {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "health stayed {seen}: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Health names the database, the upload store and, when it holds the
+/// shared limits, Redis; it is 503 while the configured Redis is down (the
+/// instance refuses every sign-in then), and an instance started while
+/// Redis is down says so in an error line.
+async fn health_names_each_dependency_and_is_503_while_redis_is_down(backend: Backend) {
+    let test = "health_names_each_dependency_and_is_503_while_redis_is_down";
+    let Some(mut redis) = PrivateRedis::start(test) else {
+        return;
+    };
+    let url = redis.url();
+    let server = limited_server(backend, "100/hour", &[("PLAZA_REDIS_URL", url.as_str())]).await;
+    let body = health_once(&server, 200).await;
+    assert_eq!(
+        (
+            &body["status"],
+            &body["database"],
+            &body["redis"],
+            &body["storage"]
+        ),
+        (
+            &json!("ok"),
+            &json!("connected"),
+            &json!("connected"),
+            &json!("connected")
+        ),
+        "{body}"
+    );
+
+    redis.stop();
+    let body = health_once(&server, 503).await;
+    assert_eq!(
+        (
+            &body["status"],
+            &body["database"],
+            &body["redis"],
+            &body["storage"]
+        ),
+        (
+            &json!("error"),
+            &json!("connected"),
+            &json!("unreachable"),
+            &json!("connected")
+        ),
+        "{body}"
+    );
+    let late = limited_server(backend, "100/hour", &[("PLAZA_REDIS_URL", url.as_str())]).await;
+    late.wait_for_log("redis_url does not answer");
+    assert!(late.logs().contains("ERROR"), "{}", late.logs());
+
+    redis.restart();
+    health_once(&server, 200).await;
+    health_once(&late, 200).await;
+
+    // Without Redis there is nothing to name.
+    let alone = limited_server(backend, "100/hour", &[]).await;
+    let body = health_once(&alone, 200).await;
+    assert!(body.get("redis").is_none(), "{body}");
 }

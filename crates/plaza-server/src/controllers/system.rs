@@ -27,7 +27,9 @@ pub fn version_routes() -> OpenApiRouter<AppState> {
 /// The service's own view of whether it can serve requests.
 #[derive(Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`, or `error` when the database does not answer.
+    /// `ok`, or `error` when a dependency the instance needs does not
+    /// answer (the database; the upload store; Redis when it holds the
+    /// shared rate limits).
     #[schema(example = "ok")]
     pub status: &'static str,
     pub timestamp: String,
@@ -36,35 +38,44 @@ pub struct Health {
     /// `connected` or `unreachable`, from a real round trip.
     #[schema(example = "connected")]
     pub database: &'static str,
+    /// `connected` or `unreachable`; absent when no Redis is configured or
+    /// rate limits are off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "connected")]
+    pub redis: Option<&'static str>,
+    /// The upload store (local folder or S3): `connected` or `unreachable`.
+    #[schema(example = "connected")]
+    pub storage: &'static str,
     /// Time since start, e.g. `3h 12m 5s`.
     #[schema(example = "3h 12m 5s")]
     pub uptime: String,
 }
 
-/// Health check, with a database round trip.
+/// Health check: the database, the upload store and (when it holds the
+/// shared rate limits) Redis, each probed at most once a second per
+/// instance.
 #[utoipa::path(
     get,
     path = "/api/health",
     tag = "system",
     responses(
-        (status = 200, description = "Serving, database reachable", body = Health),
-        (status = 503, description = "The database does not answer", body = Health),
+        (status = 200, description = "Serving: every dependency the instance needs answers", body = Health),
+        (status = 503, description = "The database, the upload store or the configured Redis does not answer (named in the body)", body = Health),
     )
 )]
 pub async fn health(State(state): State<AppState>) -> Response {
-    let database_ok = state.db.ping().await.is_ok();
+    let found = state.health.check(&state).await;
+    let reach = |up: bool| if up { "connected" } else { "unreachable" };
     let body = Health {
-        status: if database_ok { "ok" } else { "error" },
+        status: if found.all_up() { "ok" } else { "error" },
         timestamp: now_rfc3339(),
         version: env!("CARGO_PKG_VERSION"),
-        database: if database_ok {
-            "connected"
-        } else {
-            "unreachable"
-        },
+        database: reach(found.database),
+        redis: found.redis.map(reach),
+        storage: reach(found.storage),
         uptime: human_duration(state.started_at.elapsed()),
     };
-    let status = if database_ok {
+    let status = if found.all_up() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE

@@ -34,7 +34,7 @@ use crate::settings::LimitSettings;
 use crate::state::AppState;
 use address::{TrustedProxies, counted_prefix};
 use gcra::{LocalStore, Outcome, Quota};
-use shared::SharedStore;
+use shared::{SharedError, SharedStore};
 
 pub const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 pub const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
@@ -251,6 +251,16 @@ impl RateLimiter {
             epoch: Instant::now(),
             last_warning: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// A ping of the shared store, when limits are on and counted in Redis
+    /// (the health check's; see [`crate::health`]).
+    pub fn redis_ping(&self) -> Option<impl Future<Output = Result<(), SharedError>> + '_> {
+        let shared = self
+            .shared
+            .as_ref()
+            .filter(|_| self.settings.rate_limits_enabled)?;
+        Some(shared.ping())
     }
 
     /// The proxies whose forwarding headers name the client.

@@ -208,6 +208,16 @@ impl SharedStore {
         })
     }
 
+    /// A `PING` over a connection of its own, for the health check (the
+    /// checks' connection is the link task's).
+    pub async fn ping(&self) -> Result<(), SharedError> {
+        let mut connection = self.client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING")
+            .query_async::<()>(&mut connection)
+            .await?;
+        Ok(())
+    }
+
     /// One check of `cost` requests of `key`, answered or failed within the
     /// timeout.
     pub async fn check(
