@@ -9,6 +9,7 @@ use std::time::Duration;
 use plaza_domain::uploads::{NewUpload, StoredVariant, Upload};
 use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed, VariantSize};
 
+use crate::blocking::{BlockingSlots, SlotError};
 use crate::error::AppError;
 use crate::settings::StorageSettings;
 use crate::storage::Storage;
@@ -22,7 +23,7 @@ const CLAMD_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Uploads {
     pub storage: Storage,
     pub settings: StorageSettings,
-    slots: tokio::sync::Semaphore,
+    slots: BlockingSlots,
 }
 
 /// The files of an upload, stored but not recorded yet.
@@ -49,7 +50,7 @@ impl Uploads {
         Ok(Uploads {
             storage: Storage::open(settings.storage_url.as_deref(), &settings.data_dir)?,
             settings: settings.clone(),
-            slots: tokio::sync::Semaphore::new(settings.upload_max_concurrent),
+            slots: BlockingSlots::new(settings.upload_max_concurrent, SLOT_WAIT),
         })
     }
 
@@ -153,13 +154,27 @@ impl Uploads {
         inspection: Inspection,
         sizes: &'static [VariantSize],
     ) -> Result<Processed, Refusal> {
-        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
+        let (width, height) = (inspection.width, inspection.height);
+        self.slots
+            .run(move || {
+                let started = std::time::Instant::now();
+                tracing::debug!(width, height, "upload processing started");
+                let processed = plaza_media::process(&bytes, inspection, sizes);
+                tracing::debug!(
+                    width,
+                    height,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "upload processing ended"
+                );
+                processed
+            })
             .await
-            .map_err(|_| Refusal::Busy)?
-            .map_err(|_| Refusal::Busy)?;
-        tokio::task::spawn_blocking(move || plaza_media::process(&bytes, inspection, sizes))
-            .await
-            .map_err(|error| Refusal::Failed(format!("processing panicked: {error}")))?
+            .map_err(|error| match error {
+                SlotError::Busy => Refusal::Busy,
+                SlotError::Panicked(error) => {
+                    Refusal::Failed(format!("processing panicked: {error}"))
+                }
+            })?
             .map_err(Refusal::Media)
     }
 

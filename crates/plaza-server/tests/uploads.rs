@@ -1,6 +1,7 @@
 //! Image uploads: every row of SPEC.md's upload error table, the type from
 //! the bytes, bombs, polyglots, metadata stripped, variants, serving with
-//! ranges, the sweep after a crash, and an S3-compatible store.
+//! ranges, the sweep after a crash, an S3-compatible store, and clients
+//! that hang up during processing.
 
 mod common;
 
@@ -610,6 +611,164 @@ impl Drop for Moto {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Sends a whole upload of `bytes` over a connection of its own and hands
+/// the connection back unread: dropping it hangs up.
+async fn send_upload_raw(server: &TestServer, cookie: &str, bytes: &[u8]) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let (content_type, body) = form("file", "big.jpg", "image/jpeg", bytes);
+    let address = server.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /api/upload/image HTTP/1.1\r\nHost: {address}\r\nCookie: {cookie}\r\n\
+         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("send");
+    stream.write_all(&body).await.expect("send");
+    stream.flush().await.expect("send");
+    stream
+}
+
+/// A 4096 × 4096 JPEG: the largest accepted, seconds of processing.
+fn largest_jpeg() -> Vec<u8> {
+    let bytes = encoded(&picture(4096, 4096), ImageFormat::Jpeg);
+    assert!(bytes.len() <= 5_242_880, "{} bytes", bytes.len());
+    bytes
+}
+
+/// The position of the first log line holding every one of `needles`,
+/// colour codes left out.
+fn log_line(logs: &str, needles: &[&str]) -> Option<usize> {
+    logs.lines()
+        .map(without_colours)
+        .position(|line| needles.iter().all(|needle| line.contains(needle)))
+}
+
+/// `line` without its ANSI colour sequences (`ESC [ … m`).
+fn without_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for code in chars.by_ref() {
+                if code == 'm' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_up_upload_keeps_its_slot_until_its_processing_ends() {
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_UPLOAD_MAX_CONCURRENT", "1"),
+            (
+                "RUST_LOG",
+                "info,sqlx=warn,plaza_server::uploads=debug,plaza_server::middleware=debug",
+            ),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let connection = send_upload_raw(&server, &cookie, &largest_jpeg()).await;
+    server.wait_for_log("upload processing started");
+    drop(connection);
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "small.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    if status == 503 {
+        // The slot was still taken when the wait for it ran out.
+        return;
+    }
+    assert_eq!(status, 200, "{body}");
+    server.wait_for_log_count("upload processing ended", 2);
+    let logs = server.logs();
+    let hung_up_ended = log_line(&logs, &["upload processing ended", "width=4096"])
+        .expect("the hung-up upload's processing ended");
+    let small_answered =
+        log_line(&logs, &["answered", "/api/upload/image"]).expect("the small upload was answered");
+    assert!(
+        hung_up_ended < small_answered,
+        "the small upload was processed while the hung-up one still ran:\n{logs}"
+    );
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in KiB.
+fn peak_memory_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_up_uploads_stay_within_the_memory_of_connected_ones() {
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[("RUST_LOG", "info,sqlx=warn,plaza_server::uploads=debug")],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let jpeg = largest_jpeg();
+    let idle = peak_memory_kib(server.pid());
+    let (status, body) = upload(&server, &cookie, "one.jpg", &jpeg).await;
+    assert_eq!(status, 200, "{body}");
+    let one = peak_memory_kib(server.pid());
+    let (first, second) = tokio::join!(
+        upload(&server, &cookie, "a.jpg", &jpeg),
+        upload(&server, &cookie, "b.jpg", &jpeg)
+    );
+    assert_eq!((first.0, second.0), (200, 200), "{first:?} {second:?}");
+    let connected = peak_memory_kib(server.pid());
+
+    let mut connections = Vec::new();
+    for _ in 0..8 {
+        connections.push(send_upload_raw(&server, &cookie, &jpeg).await);
+    }
+    drop(connections);
+    // Waits for the slots: behind whatever processing the hung-up
+    // uploads started.
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "small.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert!(matches!(status, 200 | 503), "{status} {body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while server.log_count("upload processing started")
+        != server.log_count("upload processing ended")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processing never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let hung_up = peak_memory_kib(server.pid());
+    let per_upload = one.saturating_sub(idle);
+    assert!(
+        hung_up <= connected + per_upload,
+        "hung-up uploads peaked at {hung_up} KiB; two connected ones at {connected} KiB, \
+         one at {per_upload} KiB over idle"
+    );
 }
 
 on_both_databases!(
