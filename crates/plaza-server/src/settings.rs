@@ -145,6 +145,14 @@ pub struct StorageSettings {
     /// `host:port` of a ClamAV `clamd` that scans every upload; unset: the
     /// built-in structure check only.
     pub upload_clamd_address: Option<String>,
+    /// How long one call to the upload store (a write, read, delete or a
+    /// page of a listing) may take before it fails.
+    pub storage_timeout_secs: u64,
+    /// Set once, after the files of every upload were moved to the store
+    /// `storage_url` names: the records then name that store. Without it,
+    /// Plaza refuses to start when the database's uploads name another
+    /// store.
+    pub storage_moved: bool,
 }
 
 impl Default for StorageSettings {
@@ -157,6 +165,8 @@ impl Default for StorageSettings {
             upload_max_dimension: 4096,
             upload_max_concurrent: 2,
             upload_clamd_address: None,
+            storage_timeout_secs: 10,
+            storage_moved: false,
         }
     }
 }
@@ -164,6 +174,12 @@ impl Default for StorageSettings {
 impl StorageSettings {
     fn validate(&self) -> Result<(), SettingsError> {
         at_least_one([("upload_max_concurrent", self.upload_max_concurrent)])?;
+        if self.storage_timeout_secs == 0 || self.storage_timeout_secs > 300 {
+            return Err(SettingsError::new(
+                "storage_timeout_secs",
+                "must be 1 to 300",
+            ));
+        }
         if self.upload_min_bytes > self.upload_max_bytes {
             return Err(SettingsError::new(
                 "upload_min_bytes",
