@@ -1,7 +1,7 @@
 //! Records of uploaded images. The files themselves are in the object
-//! store; a record is written only after all of its files are stored, so a
-//! record never points at a missing file unless the store lost it (which
-//! `cleanup_uploads` finds).
+//! store the record names; a record is written only after all of its files
+//! are stored, so a record never points at a missing file unless the store
+//! lost it (which `cleanup_uploads` finds).
 
 use std::collections::HashSet;
 
@@ -27,6 +27,8 @@ pub struct StoredVariant {
 #[derive(Debug, Clone)]
 pub struct NewUpload {
     pub user_id: i64,
+    /// The store holding the files (`file://…` or `s3://…`).
+    pub store: String,
     pub storage_key: String,
     pub original_name: String,
     pub mime_type: String,
@@ -119,6 +121,52 @@ impl Database {
         Ok(rows.into_iter().map(Upload::from).collect())
     }
 
+    /// The uploads recorded in `store`, oldest first, a page at a time
+    /// (`after`: the last id seen).
+    pub async fn uploads_in_store_after(
+        &self,
+        store: &str,
+        after: i64,
+    ) -> Result<Vec<Upload>, DomainError> {
+        let rows: Vec<UploadRow> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM uploads WHERE store = $1 AND id > $2 ORDER BY id LIMIT $3"
+        ))
+        .bind(store)
+        .bind(after)
+        .bind(SWEEP_PAGE)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(rows.into_iter().map(Upload::from).collect())
+    }
+
+    /// A store other than `store` that recorded uploads name, if any
+    /// (records that name no store are not counted).
+    pub async fn other_upload_store(&self, store: &str) -> Result<Option<String>, DomainError> {
+        Ok(sqlx::query_scalar(
+            "SELECT store FROM uploads WHERE store IS NOT NULL AND store <> $1 LIMIT 1",
+        )
+        .bind(store)
+        .fetch_optional(&mut *self.lease().await?)
+        .await?)
+    }
+
+    /// Makes every upload record name `store` (its files were moved
+    /// there); answers how many records changed.
+    pub async fn move_uploads_to_store(&self, store: &str) -> Result<u64, DomainError> {
+        let store = store.to_owned();
+        self.write(move |tx| {
+            Box::pin(async move {
+                let moved =
+                    sqlx::query("UPDATE uploads SET store = $1 WHERE store IS NULL OR store <> $1")
+                        .bind(store)
+                        .execute(&mut **tx)
+                        .await?;
+                Ok(moved.rows_affected())
+            })
+        })
+        .await
+    }
+
     /// Every key a record names (originals and variants).
     pub async fn referenced_upload_keys(&self) -> Result<HashSet<String>, DomainError> {
         let mut keys = HashSet::new();
@@ -159,8 +207,8 @@ pub async fn record(tx: &mut Tx<'_>, new: NewUpload) -> Result<Upload, DomainErr
         .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
     let row: UploadRow = sqlx::query_as(&format!(
         "INSERT INTO uploads (user_id, storage_key, original_name, mime_type, size, width, \
-         height, file_hash, variants, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
+         height, file_hash, variants, created_at, store) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
     ))
     .bind(new.user_id)
     .bind(new.storage_key)
@@ -172,6 +220,7 @@ pub async fn record(tx: &mut Tx<'_>, new: NewUpload) -> Result<Upload, DomainErr
     .bind(new.file_hash)
     .bind(variants)
     .bind(now_millis())
+    .bind(new.store)
     .fetch_one(&mut **tx)
     .await?;
     Ok(row.into())

@@ -7,6 +7,7 @@ pub mod analytics;
 pub mod app;
 pub mod audit_reads;
 pub mod auth;
+pub mod blocking;
 pub mod cli;
 pub mod commands;
 pub mod controllers;

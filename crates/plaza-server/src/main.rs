@@ -109,6 +109,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .await
         .map_err(|error| error.to_string())?;
     let state = AppState::new(settings, database)?;
+    state.uploads.confirm_store(&state.db).await?;
     let server = Server::bind(state)
         .await
         .map_err(|error| format!("cannot listen on {bind}: {error}"))?;

@@ -279,8 +279,10 @@ fn clear_caches(state: &AppState) -> CacheReport {
 }
 
 /// Removes stored files no record names (older than an hour: an upload
-/// may be between its files and its record) and records whose original
-/// file is gone (with the rest of their files).
+/// may be between its files and its record) and records of this store
+/// whose original file is gone (with the rest of their files). Records of
+/// another store, or of none, are never removed: this store not holding
+/// their files says nothing about them.
 async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
     let storage = &state.uploads.storage;
     let failed =
@@ -293,7 +295,10 @@ async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
     let mut records_removed = 0;
     let mut after = 0;
     loop {
-        let page = state.db.uploads_after(after).await?;
+        let page = state
+            .db
+            .uploads_in_store_after(&storage.location, after)
+            .await?;
         let Some(last) = page.last() else {
             break;
         };

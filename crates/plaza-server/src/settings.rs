@@ -148,6 +148,14 @@ pub struct StorageSettings {
     /// How many backups `backup_database` keeps in `<data_dir>/backups`;
     /// older ones are removed after each new one.
     pub backup_keep: usize,
+    /// How long one call to the upload store (a write, read, delete or a
+    /// page of a listing) may take before it fails.
+    pub storage_timeout_secs: u64,
+    /// Set once, after the files of every upload were moved to the store
+    /// `storage_url` names: the records then name that store. Without it,
+    /// Plaza refuses to start when the database's uploads name another
+    /// store.
+    pub storage_moved: bool,
 }
 
 impl Default for StorageSettings {
@@ -161,6 +169,8 @@ impl Default for StorageSettings {
             upload_max_concurrent: 2,
             upload_clamd_address: None,
             backup_keep: 7,
+            storage_timeout_secs: 10,
+            storage_moved: false,
         }
     }
 }
@@ -171,6 +181,12 @@ impl StorageSettings {
             ("upload_max_concurrent", self.upload_max_concurrent),
             ("backup_keep", self.backup_keep),
         ])?;
+        if self.storage_timeout_secs == 0 || self.storage_timeout_secs > 300 {
+            return Err(SettingsError::new(
+                "storage_timeout_secs",
+                "must be 1 to 300",
+            ));
+        }
         if self.upload_min_bytes > self.upload_max_bytes {
             return Err(SettingsError::new(
                 "upload_min_bytes",

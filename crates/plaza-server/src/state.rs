@@ -43,6 +43,8 @@ pub struct Shared {
     pub auth: Arc<Auth>,
     /// Quotes for share images, from the configured providers.
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
+    /// Slots for share images being rendered to PNG, one per core.
+    pub og_renders: crate::blocking::BlockingSlots,
     /// Counts requests for every limited route group.
     pub rate_limiter: crate::rate_limit::RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
@@ -123,6 +125,10 @@ impl AppState {
             maintenance_running: tokio::sync::Mutex::new(()),
             rate_limiter,
             quotes,
+            og_renders: crate::blocking::BlockingSlots::new(
+                std::thread::available_parallelism().map_or(1, usize::from),
+                crate::controllers::og::RENDER_WAIT,
+            ),
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),
             instance_id: crate::auth::tokens::random_token(),

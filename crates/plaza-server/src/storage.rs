@@ -1,7 +1,9 @@
 //! Where uploaded files live: the `object_store` crate over a local folder
 //! (`file://<data_dir>/uploads`, the default) or any S3-compatible store
 //! (`s3://bucket/prefix`, configured through the standard `AWS_*`
-//! variables), so several instances can share one store.
+//! variables), so several instances can share one store. Every call ends
+//! within `storage_timeout_secs`, so a store that hangs fails a request
+//! instead of holding it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -19,8 +21,11 @@ pub const UPLOAD_GRACE: Duration = Duration::from_secs(3600);
 #[derive(Clone, Debug)]
 pub struct Storage {
     store: Arc<dyn ObjectStore>,
-    /// For logs and the README: `file:///…` or `s3://bucket/prefix`.
+    /// Which store this is, as upload records name it: `file://` and the
+    /// folder's absolute path, or `s3://bucket` and the prefix, if any.
     pub location: String,
+    /// How long one call may take.
+    timeout: Duration,
 }
 
 /// A stored file, or part of one.
@@ -43,46 +48,60 @@ pub struct Sweep {
 
 impl Storage {
     /// Opens the store `url` names (`None`: the local folder
-    /// `<data_dir>/uploads`, created 0700 when missing).
-    pub fn open(url: Option<&str>, data_dir: &std::path::Path) -> Result<Storage, String> {
+    /// `<data_dir>/uploads`, created 0700 when missing), each call limited
+    /// to `timeout`.
+    pub fn open(
+        url: Option<&str>,
+        data_dir: &std::path::Path,
+        timeout: Duration,
+    ) -> Result<Storage, String> {
         let url = url.map(str::trim).filter(|url| !url.is_empty());
         match url {
             None => {
                 let folder = data_dir.join("uploads");
-                Storage::local(&folder)
+                Storage::local(&folder, timeout)
             }
             Some(url) if url.starts_with("file://") => {
-                Storage::local(std::path::Path::new(&url["file://".len()..]))
+                Storage::local(std::path::Path::new(&url["file://".len()..]), timeout)
             }
             Some(url) if url.starts_with("s3://") => {
                 let rest = &url["s3://".len()..];
                 let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                let prefix = prefix.trim_matches('/');
                 if bucket.is_empty() {
                     return Err(format!("storage_url {url:?} names no bucket"));
                 }
-                // A store that is down fails an upload within seconds,
-                // not after the default three minutes of retries.
+                // Retries and each HTTP request end within the call's
+                // time, not after the default three minutes of retries.
                 let retry = object_store::RetryConfig {
                     max_retries: 3,
-                    retry_timeout: Duration::from_secs(10),
+                    retry_timeout: timeout,
                     ..object_store::RetryConfig::default()
                 };
+                let seconds = format!("{}s", timeout.as_secs());
+                let client = |key| object_store::aws::AmazonS3ConfigKey::Client(key);
                 let store = object_store::aws::AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
                     .with_retry(retry)
+                    .with_config(client(object_store::ClientConfigKey::Timeout), &seconds)
+                    .with_config(
+                        client(object_store::ClientConfigKey::ConnectTimeout),
+                        &seconds,
+                    )
                     .build()
                     .map_err(|error| format!("storage_url {url:?}: {error}"))?;
-                let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
-                    Arc::new(store)
+                let (store, location): (Arc<dyn ObjectStore>, String) = if prefix.is_empty() {
+                    (Arc::new(store), format!("s3://{bucket}"))
                 } else {
-                    Arc::new(object_store::prefix::PrefixStore::new(
-                        store,
-                        prefix.trim_matches('/'),
-                    ))
+                    (
+                        Arc::new(object_store::prefix::PrefixStore::new(store, prefix)),
+                        format!("s3://{bucket}/{prefix}"),
+                    )
                 };
                 Ok(Storage {
                     store,
-                    location: url.to_owned(),
+                    location,
+                    timeout,
                 })
             }
             Some(url) => Err(format!(
@@ -91,22 +110,42 @@ impl Storage {
         }
     }
 
-    fn local(folder: &std::path::Path) -> Result<Storage, String> {
+    fn local(folder: &std::path::Path, timeout: Duration) -> Result<Storage, String> {
         crate::startup::create_private_dir(folder)
             .map_err(|error| format!("creating {}: {error}", folder.display()))?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(folder)
+        let folder = std::fs::canonicalize(folder)
+            .map_err(|error| format!("opening {}: {error}", folder.display()))?;
+        let store = object_store::local::LocalFileSystem::new_with_prefix(&folder)
             .map_err(|error| format!("opening {}: {error}", folder.display()))?;
         Ok(Storage {
             store: Arc::new(store),
             location: format!("file://{}", folder.display()),
+            timeout,
         })
     }
 
-    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), object_store::Error> {
-        self.store
-            .put(&StorePath::from(key), PutPayload::from(bytes))
+    /// `call`, failed when it takes longer than the store's timeout.
+    async fn timed<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, object_store::Error>>,
+    ) -> Result<T, object_store::Error> {
+        tokio::time::timeout(self.timeout, call)
             .await
-            .map(|_| ())
+            .unwrap_or_else(|_| {
+                Err(object_store::Error::Generic {
+                    store: "uploads",
+                    source: format!("no answer within {} s", self.timeout.as_secs()).into(),
+                })
+            })
+    }
+
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), object_store::Error> {
+        self.timed(
+            self.store
+                .put(&StorePath::from(key), PutPayload::from(bytes)),
+        )
+        .await
+        .map(|_| ())
     }
 
     /// The file at `key`, whole or the byte `range` of it; `None` when
@@ -120,24 +159,25 @@ impl Storage {
             range,
             ..GetOptions::default()
         };
-        match self.store.get_opts(&StorePath::from(key), options).await {
-            Ok(result) => {
-                let size = result.meta.size;
-                let range = result.range.clone();
-                let bytes = result.bytes().await?;
-                Ok(Some(StoredFile {
-                    bytes,
-                    size,
-                    range: (range.end - range.start != size).then_some(range),
-                }))
-            }
+        let read = async {
+            let result = self.store.get_opts(&StorePath::from(key), options).await?;
+            let size = result.meta.size;
+            let range = result.range.clone();
+            Ok((result.bytes().await?, size, range))
+        };
+        match self.timed(read).await {
+            Ok((bytes, size, range)) => Ok(Some(StoredFile {
+                bytes,
+                size,
+                range: (range.end - range.start != size).then_some(range),
+            })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(error),
         }
     }
 
     pub async fn exists(&self, key: &str) -> Result<bool, object_store::Error> {
-        match self.store.head(&StorePath::from(key)).await {
+        match self.timed(self.store.head(&StorePath::from(key))).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(error) => Err(error),
@@ -146,7 +186,7 @@ impl Storage {
 
     /// Removes `key`; a missing file is not an error.
     pub async fn delete(&self, key: &str) -> Result<(), object_store::Error> {
-        match self.store.delete(&StorePath::from(key)).await {
+        match self.timed(self.store.delete(&StorePath::from(key))).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(error) => Err(error),
         }
@@ -164,7 +204,7 @@ impl Storage {
         let mut sweep = Sweep::default();
         let mut listing = self.store.list(None);
         let mut orphans = Vec::new();
-        while let Some(meta) = listing.next().await {
+        while let Some(meta) = self.timed(async { Ok(listing.next().await) }).await? {
             let meta = meta?;
             sweep.files_found += 1;
             sweep.bytes_found += meta.size;
@@ -173,7 +213,7 @@ impl Storage {
             }
         }
         for (location, size) in orphans {
-            match self.store.delete(&location).await {
+            match self.timed(self.store.delete(&location)).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {
                     sweep.files_removed += 1;
                     sweep.bytes_removed += size;

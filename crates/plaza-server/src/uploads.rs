@@ -2,13 +2,16 @@
 //! async threads in a bounded number of slots, store every file, then
 //! record the upload. Files first, record second: a crash in between leaves
 //! files no record names, which `cleanup_uploads` removes, and never a
-//! record without its files.
+//! record without its files. An upload that fails, or is dropped, while
+//! its files are written deletes them all in the background, also the
+//! ones whose write was given up (the store may still commit it).
 
 use std::time::Duration;
 
 use plaza_domain::uploads::{NewUpload, StoredVariant, Upload};
 use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed, VariantSize};
 
+use crate::blocking::{BlockingSlots, SlotError};
 use crate::error::AppError;
 use crate::settings::StorageSettings;
 use crate::storage::Storage;
@@ -17,12 +20,17 @@ use crate::storage::Storage;
 const SLOT_WAIT: Duration = Duration::from_secs(5);
 /// How long clamd may take to answer.
 const CLAMD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Rounds of deleting the files of a failed upload; a file still left
+/// after them is removed by `cleanup_uploads`.
+const REMOVAL_ROUNDS: u32 = 5;
+/// The pause after the first round that left a file; doubled each round.
+const REMOVAL_PAUSE: Duration = Duration::from_secs(2);
 
 /// What the upload routes share.
 pub struct Uploads {
     pub storage: Storage,
     pub settings: StorageSettings,
-    slots: tokio::sync::Semaphore,
+    slots: BlockingSlots,
 }
 
 /// The files of an upload, stored but not recorded yet.
@@ -30,6 +38,65 @@ pub struct StoredFiles {
     /// The record to write.
     pub upload: NewUpload,
     keys: Vec<String>,
+}
+
+/// The keys of an upload whose files are being written: dropped before
+/// [`Unfinished::finish`], it deletes them all in the background, so a
+/// failed, timed-out or abandoned write leaves no file behind.
+struct Unfinished {
+    storage: Storage,
+    keys: Vec<String>,
+}
+
+impl Unfinished {
+    fn finish(mut self) {
+        self.keys.clear();
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.keys.is_empty() {
+            remove_in_background(&self.storage, std::mem::take(&mut self.keys));
+        }
+    }
+}
+
+/// Deletes `keys` off the request's path, in rounds until none is left or
+/// the rounds run out.
+fn remove_in_background(storage: &Storage, keys: Vec<String>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!(
+            ?keys,
+            "the files of a failed upload are left to cleanup_uploads"
+        );
+        return;
+    };
+    let storage = storage.clone();
+    runtime.spawn(async move {
+        let mut left = keys;
+        let mut pause = REMOVAL_PAUSE;
+        for round in 1..=REMOVAL_ROUNDS {
+            let deletions = left.iter().map(|key| storage.delete(key));
+            let outcomes = futures_util::future::join_all(deletions).await;
+            let mut failed = Vec::new();
+            for (key, outcome) in left.into_iter().zip(outcomes) {
+                if let Err(error) = outcome {
+                    tracing::warn!(%key, %error, round, "removing a file of a failed upload");
+                    failed.push(key);
+                }
+            }
+            if failed.is_empty() {
+                return;
+            }
+            left = failed;
+            if round < REMOVAL_ROUNDS {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+        }
+        tracing::warn!(keys = ?left, "the files of a failed upload are left to cleanup_uploads");
+    });
 }
 
 /// Why an upload is refused or failed, before it becomes an [`AppError`].
@@ -47,10 +114,43 @@ pub enum Refusal {
 impl Uploads {
     pub fn new(settings: &StorageSettings) -> Result<Uploads, String> {
         Ok(Uploads {
-            storage: Storage::open(settings.storage_url.as_deref(), &settings.data_dir)?,
+            storage: Storage::open(
+                settings.storage_url.as_deref(),
+                &settings.data_dir,
+                Duration::from_secs(settings.storage_timeout_secs),
+            )?,
             settings: settings.clone(),
-            slots: tokio::sync::Semaphore::new(settings.upload_max_concurrent),
+            slots: BlockingSlots::new(settings.upload_max_concurrent, SLOT_WAIT),
         })
+    }
+
+    /// At start-up: refuses a store other than the one the database's
+    /// uploads name (an instance sweeping another store than the shared
+    /// one would remove records of files it cannot see), unless
+    /// `storage_moved` says the files moved here; then every record is
+    /// made to name this store.
+    pub async fn confirm_store(&self, db: &plaza_domain::Database) -> Result<(), String> {
+        let store = &self.storage.location;
+        if self.settings.storage_moved {
+            let moved = db
+                .move_uploads_to_store(store)
+                .await
+                .map_err(|error| format!("recording that uploads moved to {store}: {error}"))?;
+            tracing::info!(%store, moved, "storage_moved: every upload record names this store");
+            return Ok(());
+        }
+        match db
+            .other_upload_store(store)
+            .await
+            .map_err(|error| format!("reading where uploads are stored: {error}"))?
+        {
+            None => Ok(()),
+            Some(recorded) => Err(format!(
+                "storage_url (PLAZA_STORAGE_URL) is the store {store}, but the database's uploads \
+                 are in {recorded}: set storage_url to that store, or, if the files were moved, \
+                 start once with storage_moved = true (PLAZA_STORAGE_MOVED=true)"
+            )),
+        }
     }
 
     /// The rules for an upload of `kinds`, from the settings.
@@ -80,7 +180,7 @@ impl Uploads {
         match db.record_upload(stored.upload.clone()).await {
             Ok(upload) => Ok(upload),
             Err(error) => {
-                self.forget(&stored).await;
+                self.forget(&stored);
                 Err(Refusal::Failed(format!("recording the upload: {error}")))
             }
         }
@@ -127,6 +227,7 @@ impl Uploads {
             keys: writes.iter().map(|(key, _)| key.clone()).collect(),
             upload: NewUpload {
                 user_id,
+                store: self.storage.location.clone(),
                 storage_key: original_key,
                 original_name,
                 mime_type: processed.original.mime_type.to_owned(),
@@ -137,12 +238,19 @@ impl Uploads {
                 variants: stored,
             },
         };
-        for (key, bytes) in writes {
-            if let Err(error) = self.storage.put(&key, bytes).await {
-                self.forget(&files).await;
-                return Err(Refusal::Failed(format!("storing {key}: {error}")));
-            }
-        }
+        let unfinished = Unfinished {
+            storage: self.storage.clone(),
+            keys: files.keys.clone(),
+        };
+        // All at once, so the upload fails within one store timeout.
+        let puts = writes.into_iter().map(|(key, bytes)| async move {
+            self.storage
+                .put(&key, bytes)
+                .await
+                .map_err(|error| Refusal::Failed(format!("storing {key}: {error}")))
+        });
+        futures_util::future::try_join_all(puts).await?;
+        unfinished.finish();
         Ok(files)
     }
 
@@ -153,24 +261,34 @@ impl Uploads {
         inspection: Inspection,
         sizes: &'static [VariantSize],
     ) -> Result<Processed, Refusal> {
-        let _slot = tokio::time::timeout(SLOT_WAIT, self.slots.acquire())
+        let (width, height) = (inspection.width, inspection.height);
+        self.slots
+            .run(move || {
+                let started = std::time::Instant::now();
+                tracing::debug!(width, height, "upload processing started");
+                let processed = plaza_media::process(&bytes, inspection, sizes);
+                tracing::debug!(
+                    width,
+                    height,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "upload processing ended"
+                );
+                processed
+            })
             .await
-            .map_err(|_| Refusal::Busy)?
-            .map_err(|_| Refusal::Busy)?;
-        tokio::task::spawn_blocking(move || plaza_media::process(&bytes, inspection, sizes))
-            .await
-            .map_err(|error| Refusal::Failed(format!("processing panicked: {error}")))?
+            .map_err(|error| match error {
+                SlotError::Busy => Refusal::Busy,
+                SlotError::Panicked(error) => {
+                    Refusal::Failed(format!("processing panicked: {error}"))
+                }
+            })?
             .map_err(Refusal::Media)
     }
 
-    /// Best effort: removes the files of an upload that could not be
-    /// recorded (the sweep gets any left).
-    pub async fn forget(&self, files: &StoredFiles) {
-        for key in &files.keys {
-            if let Err(error) = self.storage.delete(key).await {
-                tracing::warn!(%key, %error, "removing a file of a failed upload");
-            }
-        }
+    /// Removes, in the background, the files of an upload that could not
+    /// be recorded (the sweep gets any left).
+    pub fn forget(&self, files: &StoredFiles) {
+        remove_in_background(&self.storage, files.keys.clone());
     }
 }
 

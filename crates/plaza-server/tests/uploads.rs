@@ -1,6 +1,8 @@
 //! Image uploads: every row of SPEC.md's upload error table, the type from
 //! the bytes, bombs, polyglots, metadata stripped, variants, serving with
-//! ranges, the sweep after a crash, and an S3-compatible store.
+//! ranges, the sweep after a crash, an S3-compatible store, a store that
+//! hangs, instances with different stores on one database, and clients
+//! that hang up during processing.
 
 mod common;
 
@@ -612,7 +614,441 @@ impl Drop for Moto {
     }
 }
 
+/// Sends a whole upload of `bytes` over a connection of its own and hands
+/// the connection back unread: dropping it hangs up.
+async fn send_upload_raw(server: &TestServer, cookie: &str, bytes: &[u8]) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let (content_type, body) = form("file", "big.jpg", "image/jpeg", bytes);
+    let address = server.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /api/upload/image HTTP/1.1\r\nHost: {address}\r\nCookie: {cookie}\r\n\
+         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("send");
+    stream.write_all(&body).await.expect("send");
+    stream.flush().await.expect("send");
+    stream
+}
+
+/// A 4096 × 4096 JPEG: the largest accepted, seconds of processing.
+fn largest_jpeg() -> Vec<u8> {
+    let bytes = encoded(&picture(4096, 4096), ImageFormat::Jpeg);
+    assert!(bytes.len() <= 5_242_880, "{} bytes", bytes.len());
+    bytes
+}
+
+/// The position of the first log line holding every one of `needles`,
+/// colour codes left out.
+fn log_line(logs: &str, needles: &[&str]) -> Option<usize> {
+    logs.lines()
+        .map(without_colours)
+        .position(|line| needles.iter().all(|needle| line.contains(needle)))
+}
+
+/// `line` without its ANSI colour sequences (`ESC [ … m`).
+fn without_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for code in chars.by_ref() {
+                if code == 'm' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_up_upload_keeps_its_slot_until_its_processing_ends() {
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_UPLOAD_MAX_CONCURRENT", "1"),
+            (
+                "RUST_LOG",
+                "info,sqlx=warn,plaza_server::uploads=debug,plaza_server::middleware=debug",
+            ),
+        ],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let connection = send_upload_raw(&server, &cookie, &largest_jpeg()).await;
+    server.wait_for_log("upload processing started");
+    drop(connection);
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "small.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    if status == 503 {
+        // The slot was still taken when the wait for it ran out.
+        return;
+    }
+    assert_eq!(status, 200, "{body}");
+    server.wait_for_log_count("upload processing ended", 2);
+    let logs = server.logs();
+    let hung_up_ended = log_line(&logs, &["upload processing ended", "width=4096"])
+        .expect("the hung-up upload's processing ended");
+    let small_answered =
+        log_line(&logs, &["answered", "/api/upload/image"]).expect("the small upload was answered");
+    assert!(
+        hung_up_ended < small_answered,
+        "the small upload was processed while the hung-up one still ran:\n{logs}"
+    );
+}
+
+/// The peak resident memory of process `pid` (`VmHWM`), in KiB.
+fn peak_memory_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hung_up_uploads_stay_within_the_memory_of_connected_ones() {
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[("RUST_LOG", "info,sqlx=warn,plaza_server::uploads=debug")],
+    )
+    .await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let jpeg = largest_jpeg();
+    let idle = peak_memory_kib(server.pid());
+    let (status, body) = upload(&server, &cookie, "one.jpg", &jpeg).await;
+    assert_eq!(status, 200, "{body}");
+    let one = peak_memory_kib(server.pid());
+    let (first, second) = tokio::join!(
+        upload(&server, &cookie, "a.jpg", &jpeg),
+        upload(&server, &cookie, "b.jpg", &jpeg)
+    );
+    assert_eq!((first.0, second.0), (200, 200), "{first:?} {second:?}");
+    let connected = peak_memory_kib(server.pid());
+
+    let mut connections = Vec::new();
+    for _ in 0..8 {
+        connections.push(send_upload_raw(&server, &cookie, &jpeg).await);
+    }
+    drop(connections);
+    // Waits for the slots: behind whatever processing the hung-up
+    // uploads started.
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "small.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert!(matches!(status, 200 | 503), "{status} {body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while server.log_count("upload processing started")
+        != server.log_count("upload processing ended")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "processing never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let hung_up = peak_memory_kib(server.pid());
+    let per_upload = one.saturating_sub(idle);
+    assert!(
+        hung_up <= connected + per_upload,
+        "hung-up uploads peaked at {hung_up} KiB; two connected ones at {connected} KiB, \
+         one at {per_upload} KiB over idle"
+    );
+}
+
+/// Plaza's S3 settings for the store at `endpoint`, every call limited to
+/// `timeout_secs`.
+fn s3_env(endpoint: &str, timeout_secs: &'static str) -> Vec<(&'static str, String)> {
+    vec![
+        ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads".to_owned()),
+        ("PLAZA_STORAGE_TIMEOUT_SECS", timeout_secs.to_owned()),
+        ("AWS_ENDPOINT_URL", endpoint.to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+    ]
+}
+
+fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter()
+        .map(|(key, value)| (*key, value.as_str()))
+        .collect()
+}
+
+async fn a_hung_store_fails_the_upload_in_time_and_keeps_no_record(backend: Backend) {
+    // Accepts connections and reads whatever comes, never answering.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut stream, &mut tokio::io::sink()).await;
+            });
+        }
+    });
+    let env = s3_env(&endpoint, "2");
+    let server = TestServer::start_with(backend, &borrowed(&env)).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let started = std::time::Instant::now();
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "a.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "Upload failed");
+    assert!(
+        took < std::time::Duration::from_secs(6),
+        "a 2 s store timeout answered after {took:?}"
+    );
+    let stats = server.domain().await.upload_totals().await.expect("totals");
+    assert_eq!(stats, (0, 0), "nothing recorded");
+}
+
+/// Keys under `uploads/` in moto's bucket, asked directly.
+async fn bucket_keys(endpoint: &str) -> Vec<String> {
+    let listing = reqwest::get(format!("{endpoint}/plaza-test?list-type=2&prefix=uploads/"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    listing
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</Key>").next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A store that does what it is asked but whose answers never come back
+/// (a proxy to moto that drops them): every write is committed after
+/// Plaza has given up on it.
+async fn a_write_committed_after_the_upload_gave_up_is_deleted(backend: Backend) {
+    let Some(moto) = Moto::start() else {
+        common::skip(
+            "a_write_committed_after_the_upload_gave_up_is_deleted",
+            "python3 -m moto.server is not installed",
+        );
+        return;
+    };
+    let moto_endpoint = format!("http://127.0.0.1:{}", moto.port);
+    create_bucket(&moto_endpoint);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let moto_port = moto.port;
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(upstream) = tokio::net::TcpStream::connect(("127.0.0.1", moto_port)).await
+                else {
+                    return;
+                };
+                let (mut client_read, _client_write) = client.into_split();
+                let (mut upstream_read, mut upstream_write) = upstream.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut upstream_read, &mut tokio::io::sink()).await;
+                });
+                let _ = tokio::io::copy(&mut client_read, &mut upstream_write).await;
+            });
+        }
+    });
+    let env = s3_env(&endpoint, "2");
+    let server = TestServer::start_with(backend, &borrowed(&env)).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "a.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"], "Upload failed");
+    assert_eq!(server.domain().await.upload_totals().await.unwrap(), (0, 0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let keys = bucket_keys(&moto_endpoint).await;
+        if keys.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "files of the failed upload stayed: {keys:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+fn create_bucket(endpoint: &str) {
+    let created = std::process::Command::new("python3")
+        .args(["-c", &format!("import urllib.request as r; r.urlopen(r.Request('{endpoint}/plaza-test', method='PUT'))")])
+        .status()
+        .unwrap();
+    assert!(created.success(), "bucket created");
+}
+
+async fn cleanup_uploads(server: &TestServer, token: &str) -> Value {
+    let response = server
+        .send(
+            As::Token(token),
+            "POST",
+            "/api/v1/admin/system/maintenance",
+            Some(&json!({"action": "cleanup_uploads"})),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let report: Value = response.json().await.unwrap();
+    report["data"]["uploads"].clone()
+}
+
+/// Two instances on one database, each with a store of its own (two local
+/// folders): the sweep of one never removes the other's records.
+async fn an_instance_with_another_store_sweeps_nothing_of_the_others(backend: Backend) {
+    let first = TestServer::start(backend).await;
+    let second = TestServer::start_with(
+        backend,
+        &[("PLAZA_DATABASE_URL", first.database_url.as_str())],
+    )
+    .await;
+    let (_, cookie) = member(&first, "uploader@example.com", "user").await;
+    first.create_user("admin@example.com", common::PASSWORD, "admin");
+    let token = first.mint("admin@example.com", "admin:write");
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+    let (status, kept) = upload(&first, &cookie, "kept.png", &png).await;
+    assert_eq!(status, 200, "{kept}");
+    let (status, older) = upload(&first, &cookie, "older.png", &png).await;
+    assert_eq!(status, 200, "{older}");
+    // A record made before stores were named: its store is unknown.
+    first
+        .sql(&format!(
+            "UPDATE uploads SET store = NULL WHERE storage_key = '{}'",
+            older["file"]["filename"].as_str().unwrap()
+        ))
+        .await;
+
+    let report = cleanup_uploads(&second, &token).await;
+    assert_eq!(report["recordsRemoved"], 0, "{report}");
+    assert_eq!(first.domain().await.upload_totals().await.unwrap().0, 2);
+    for upload in [&kept, &older] {
+        let url = upload["file"]["url"].as_str().unwrap();
+        assert_eq!(fetch(&first, url).await.status(), 200, "{url}");
+    }
+    let report = cleanup_uploads(&first, &token).await;
+    assert_eq!(report["recordsRemoved"], 0, "{report}");
+}
+
+/// Starts `plaza` with `env` and answers its exit and what it wrote to
+/// stderr; fails when it is still running after 30 s (it started).
+fn refused_start(env: &[(String, String)]) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let mut child = common::plaza_command(env)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn plaza");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for plaza") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("plaza started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    (status, stderr)
+}
+
+async fn an_instance_with_another_store_refuses_to_start(backend: Backend) {
+    let first = TestServer::start(backend).await;
+    let (_, cookie) = member(&first, "uploader@example.com", "user").await;
+    let (status, body) = upload(
+        &first,
+        &cookie,
+        "a.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let other_dir = tempfile::tempdir().unwrap();
+    let other_data_dir = other_dir.path().display().to_string();
+    let env: Vec<(String, String)> = [
+        ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+        ("PLAZA_DATA_DIR", other_data_dir.as_str()),
+        ("PLAZA_BIND", "127.0.0.1:0"),
+        ("PLAZA_JWT_SECRET", common::TEST_JWT_SECRET),
+        ("PLAZA_LOG_FORMAT", "text"),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    let (exit, stderr) = refused_start(&env);
+    assert!(!exit.success(), "{stderr}");
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.contains("storage_url") && last.contains("storage_moved"),
+        "one line naming the settings: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Told that the files moved, it starts, and the records name its store.
+    let moved = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_DATABASE_URL", first.database_url.as_str()),
+            ("PLAZA_STORAGE_MOVED", "true"),
+        ],
+    )
+    .await;
+    let store = format!(
+        "file://{}",
+        std::fs::canonicalize(moved.data_dir.path().join("uploads"))
+            .unwrap()
+            .display()
+    );
+    let named = moved
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM uploads WHERE store = '{store}'"
+        ))
+        .await;
+    assert_eq!(named, 1);
+}
+
 on_both_databases!(
+    a_hung_store_fails_the_upload_in_time_and_keeps_no_record,
+    a_write_committed_after_the_upload_gave_up_is_deleted,
+    an_instance_with_another_store_sweeps_nothing_of_the_others,
+    an_instance_with_another_store_refuses_to_start,
     every_row_of_the_upload_error_table,
     a_store_that_fails_answers_upload_failed,
     the_type_comes_from_the_bytes_not_the_name,

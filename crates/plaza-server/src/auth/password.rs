@@ -3,15 +3,13 @@
 //! for its whole run, and anyone can start one (sign-up, sign-in), so
 //! without the bound a burst of requests exhausts the host's memory.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
-use tokio::sync::Semaphore;
-
+use crate::blocking::{BlockingSlots, SlotError};
 use crate::error::AppError;
 
 /// Hashes and verifies passwords. Work runs on the blocking pool because one
@@ -22,11 +20,10 @@ pub struct Passwords {
     /// Verified against when the account does not exist, so an unknown email
     /// costs the same time as a wrong password.
     decoy_hash: String,
-    /// One permit per hash that may run at once; permits × memory cost stays
-    /// within the configured budget.
-    permits: Arc<Semaphore>,
-    /// How long a request waits for a permit before it is answered 503.
-    wait: Duration,
+    /// One slot per hash that may run at once; slots × memory cost stays
+    /// within the configured budget. A request waits `wait` of
+    /// [`HashingLimits`] for one, then is answered 503.
+    slots: BlockingSlots,
 }
 
 /// How many hashes may run at once and how long a request waits for one.
@@ -89,36 +86,33 @@ impl Passwords {
         Ok(Passwords {
             params,
             decoy_hash,
-            permits: Arc::new(Semaphore::new(limits.concurrent)),
-            wait: limits.wait,
+            slots: BlockingSlots::new(limits.concurrent, limits.wait),
         })
     }
 
-    /// A permit to hash, or 503 with `Retry-After` when none frees up in time.
-    async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, AppError> {
-        match tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            _ => {
+    /// Runs `work` in a hashing slot, or answers 503 with `Retry-After`
+    /// when none frees up in time.
+    async fn in_slot<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, AppError> {
+        self.slots.run(work).await.map_err(|error| match error {
+            SlotError::Busy => {
                 metrics::counter!("password_hash_rejected_total").increment(1);
-                Err(AppError::Busy {
+                AppError::Busy {
                     retry_after_secs: BUSY_RETRY_AFTER_SECS,
-                })
+                }
             }
-        }
+            SlotError::Panicked(error) => AppError::internal(error),
+        })
     }
 
     pub async fn hash(&self, password: &str) -> Result<String, AppError> {
-        let permit = self.permit().await?;
         let params = self.params.clone();
         let password = password.to_owned();
-        tokio::task::spawn_blocking(move || {
-            let hashed = hash_with(&params, &password);
-            drop(permit);
-            hashed
-        })
-        .await
-        .map_err(AppError::internal)?
-        .map_err(AppError::internal)
+        self.in_slot(move || hash_with(&params, &password))
+            .await?
+            .map_err(AppError::internal)
     }
 
     /// Whether `password` matches `hash`; with no hash (unknown user, or a
@@ -129,20 +123,17 @@ impl Passwords {
             None => (self.decoy_hash.clone(), false),
         };
         let password = password.to_owned();
-        let permit = self.permit().await?;
-        let matched = tokio::task::spawn_blocking(move || {
-            let matched = PasswordHash::new(&hash)
-                .map(|parsed| {
-                    Argon2::default()
-                        .verify_password(password.as_bytes(), &parsed)
-                        .is_ok()
-                })
-                .unwrap_or(false);
-            drop(permit);
-            matched
-        })
-        .await
-        .map_err(AppError::internal)?;
+        let matched = self
+            .in_slot(move || {
+                PasswordHash::new(&hash)
+                    .map(|parsed| {
+                        Argon2::default()
+                            .verify_password(password.as_bytes(), &parsed)
+                            .is_ok()
+                    })
+                    .unwrap_or(false)
+            })
+            .await?;
         Ok(real && matched)
     }
 }
@@ -201,15 +192,60 @@ mod tests {
         assert!(HashingLimits::sized(0, 32 * 1024, 65_536, wait).is_err());
     }
 
-    #[tokio::test]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_hash_waiting_past_its_time_is_refused_as_busy() {
         let passwords = Passwords::new(1024, 1, 1, limits(1)).unwrap();
-        let held = passwords.permits.clone().acquire_owned().await.unwrap();
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = passwords.clone();
+        let held = tokio::spawn(async move {
+            holder
+                .in_slot(move || {
+                    let _ = started_tx.send(());
+                    let _ = release_rx.recv();
+                })
+                .await
+        });
+        started.await.unwrap();
         assert!(matches!(
             passwords.hash("correct horse").await,
             Err(AppError::Busy { .. })
         ));
-        drop(held);
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
         assert!(passwords.hash("correct horse").await.is_ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hash_keeps_its_slot_after_its_caller_is_gone() {
+        // Costly enough that the hash is still running when it is checked.
+        let passwords = Passwords::new(64 * 1024, 4, 1, limits(1)).unwrap();
+        let caller = {
+            let passwords = passwords.clone();
+            tokio::spawn(async move { passwords.hash("correct horse").await })
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while passwords.slots.available() == 1 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the hash never started"
+            );
+            tokio::task::yield_now().await;
+        }
+        caller.abort();
+        assert!(caller.await.unwrap_err().is_cancelled());
+        assert_eq!(
+            passwords.slots.available(),
+            0,
+            "the abandoned hash still runs in its slot"
+        );
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while passwords.slots.available() == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the slot never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }

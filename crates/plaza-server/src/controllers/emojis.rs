@@ -571,7 +571,7 @@ pub async fn upload_custom_emoji(
             emoji: emoji.into(),
         })),
         Err(error) => {
-            uploads.forget(&stored).await;
+            uploads.forget(&stored);
             Err(error.into())
         }
     }

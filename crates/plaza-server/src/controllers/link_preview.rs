@@ -94,6 +94,9 @@ pub async fn link_preview(
             details: "link previews are not made for a link preview".to_owned(),
         });
     }
+    // The fetch is this future's own work, not the blocking pool's: a
+    // request dropped when its client hangs up ends its fetch with it, so
+    // the slot may live in the request (unlike `crate::blocking`'s).
     let slot = match state.link_preview.slots.try_acquire() {
         Ok(slot) => Ok(slot),
         Err(_) => tokio::time::timeout(SLOT_WAIT, state.link_preview.slots.acquire())

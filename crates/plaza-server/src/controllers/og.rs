@@ -1,6 +1,7 @@
 //! Open Graph share images and their viewer page.
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -9,6 +10,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::blocking::SlotError;
 use crate::controllers::system::no_store_headers;
 use crate::error::AppError;
 use crate::error::schema::ImageError;
@@ -40,6 +42,9 @@ pub struct OgQuery {
     /// `true` answers with the image even to a browser.
     pub direct: Option<String>,
 }
+
+/// How long a PNG waits for a rendering slot before 503.
+pub const RENDER_WAIT: Duration = Duration::from_secs(2);
 
 /// Known crawlers and link unfurlers, on top of the `isbot` list.
 const UNFURLERS: [&str; 10] = [
@@ -84,6 +89,8 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
         (status = 200, description = "The image", content_type = "image/png", body = Vec<u8>),
         (status = 302, description = "A browser: redirected to the viewer page with the same query"),
         (status = 400, description = "`type` is not png or svg", body = ImageError),
+        (status = 503, description = "Every rendering slot is busy; retry after `Retry-After`", body = ImageError,
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     )
 )]
 pub async fn og_image(
@@ -126,9 +133,16 @@ pub async fn og_image(
     }
     let fallback_title = state.settings.server.app_name.clone();
     let fallback_tagline = state.settings.images.tagline.clone();
-    let rendered = tokio::task::spawn_blocking(move || plaza_og_image::render_png(&svg))
+    let rendered = state
+        .og_renders
+        .run(move || plaza_og_image::render_png(&svg))
         .await
-        .map_err(AppError::internal)?;
+        .map_err(|error| match error {
+            SlotError::Busy => AppError::Busy {
+                retry_after_secs: RENDER_WAIT.as_secs(),
+            },
+            SlotError::Panicked(error) => AppError::internal(error),
+        })?;
     match rendered {
         Ok(png) => Ok(image_response("image/png", png)),
         Err(error) => {
