@@ -1,6 +1,7 @@
 //! Rules every client input keeps, whatever route it takes (issue 44,
-//! finding 12): a NUL byte in a query parameter, a path parameter or a
-//! body field is refused in the answering surface's shape.
+//! findings 12 and 13): a NUL byte in a query parameter, a path parameter
+//! or a body field is refused in the answering surface's shape; date
+//! parameters are read in the years 1970–9999 without overflowing.
 
 mod common;
 
@@ -10,7 +11,10 @@ use common::{As, Backend, PASSWORD, TestServer, member};
 use image::{ImageFormat, RgbaImage};
 use serde_json::{Value, json};
 
-on_both_databases!(a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape);
+on_both_databases!(
+    a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape,
+    date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read,
+);
 
 /// The error shape a refusal must come in (SPEC.md "Errors").
 #[derive(Debug, Clone, Copy)]
@@ -241,4 +245,47 @@ async fn a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape(backend: Backe
     )
     .await;
     assert_eq!(status, 201, "{body}");
+}
+
+/// `endDate=9999-12-31` (whose end of day is past the last representable
+/// date) is read on every date parameter, and years outside 1970–9999 are
+/// 422 naming the parameter; never a 500.
+async fn date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let token = server.mint("root@example.com", "admin:read");
+    for path in [
+        "/api/v1/admin/audit-logs",
+        "/api/v1/admin/reports/user-activity",
+        "/api/v1/admin/reports/moderation",
+    ] {
+        let last_day = format!("{path}?startDate=9999-12-30&endDate=9999-12-31");
+        let (status, body) =
+            answer(server.send(As::Token(&token), "GET", &last_day, None).await).await;
+        assert_eq!(status, 200, "{last_day}: {body}");
+        for (query, field) in [
+            ("startDate=1969-12-31", "startDate"),
+            ("startDate=0001-01-01T00:00:00Z", "startDate"),
+            ("endDate=1969-12-31", "endDate"),
+            ("startDate=2026-01-01&endDate=0000-01-01", "endDate"),
+            ("endDate=10000-01-01", "endDate"),
+        ] {
+            let url = format!("{path}?{query}");
+            let (status, body) =
+                answer(server.send(As::Token(&token), "GET", &url, None).await).await;
+            assert_refused(&url, Shape::VersionedAdmin, field, status, &body);
+        }
+    }
+    let (status, body) = answer(
+        server
+            .send(
+                As::Token(&token),
+                "GET",
+                "/api/v1/admin/audit-logs?startDate=1970-01-01&endDate=9999-12-31",
+                None,
+            )
+            .await,
+    )
+    .await;
+    assert_eq!((status, &body["success"]), (200, &json!(true)), "{body}");
 }
