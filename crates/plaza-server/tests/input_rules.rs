@@ -1,7 +1,8 @@
 //! Rules every client input keeps, whatever route it takes (issue 44,
-//! findings 12 and 13): a NUL byte in a query parameter, a path parameter
-//! or a body field is refused in the answering surface's shape; date
-//! parameters are read in the years 1970–9999 without overflowing.
+//! findings 12, 13 and 22): a NUL byte in a query parameter, a path
+//! parameter or a body field is refused in the answering surface's shape;
+//! date parameters are read in the years 1970–9999 without overflowing;
+//! a permission's metadata and dependencies are bounded.
 
 mod common;
 
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 on_both_databases!(
     a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape,
     date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read,
+    permission_metadata_and_dependencies_are_bounded_and_deduplicated,
 );
 
 /// The error shape a refusal must come in (SPEC.md "Errors").
@@ -288,4 +290,84 @@ async fn date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read(b
     )
     .await;
     assert_eq!((status, &body["success"]), (200, &json!(true)), "{body}");
+}
+
+/// `POST /api/admin/permissions`: metadata at most 4096 bytes and 4 levels
+/// deep, at most 32 distinct dependencies of at most 100 characters each,
+/// a name given twice kept once; a refusal names the field in the
+/// unversioned admin shape.
+async fn permission_metadata_and_dependencies_are_bounded_and_deduplicated(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, root) = member(&server, "root@example.com", "super_admin").await;
+    let create = |name: &str, extra: Value| {
+        let mut body = json!({"name": name, "display_name": "A test", "category": "tests"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let post = |body: Value| {
+        let root = root.clone();
+        let server = &server;
+        async move {
+            answer(
+                server
+                    .send(
+                        As::Session(&root),
+                        "POST",
+                        "/api/admin/permissions",
+                        Some(&body),
+                    )
+                    .await,
+            )
+            .await
+        }
+    };
+    let deep = json!({"a": {"b": {"c": {"d": {}}}}});
+    let large = json!({"note": "x".repeat(4096)});
+    let many: Vec<String> = (0..33).map(|n| format!("missing.{n}")).collect();
+    let long_name = "d".repeat(101);
+    let refused = [
+        (json!({"metadata": deep}), "metadata"),
+        (json!({"metadata": large}), "metadata"),
+        (json!({"dependencies": many}), "dependencies"),
+        (
+            json!({"dependencies": ["users:manage", long_name]}),
+            "dependencies.1",
+        ),
+    ];
+    for (extra, field) in refused {
+        let label = format!("{field}: {extra}")
+            .chars()
+            .take(200)
+            .collect::<String>();
+        let (status, body) = post(create("bounded.refused", extra)).await;
+        assert_refused(&label, Shape::UnversionedAdmin, field, status, &body);
+    }
+    let at_the_bounds = json!({
+        "metadata": {"a": {"b": {"c": {}}}, "note": "x".repeat(4000)},
+        "dependencies": ["users:manage", "users:manage", "posts:moderate"],
+    });
+    let (status, body) = post(create("bounded.accepted", at_the_bounds)).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body["permission"]["dependencies"],
+        json!(["users:manage", "posts:moderate"]),
+        "a name given twice is kept once"
+    );
+    let duplicated: Vec<&str> = std::iter::repeat_n("users:manage", 40).collect();
+    let (status, body) = post(create(
+        "bounded.duplicates",
+        json!({"dependencies": duplicated}),
+    ))
+    .await;
+    assert_eq!(
+        status, 201,
+        "40 copies of one name are one dependency: {body}"
+    );
+    assert_eq!(body["permission"]["dependencies"], json!(["users:manage"]));
+    let listed = server
+        .get_json_as("/api/admin/permissions?search=bounded", &root)
+        .await;
+    assert_eq!(listed["pagination"]["total"], 2, "{listed}");
 }
