@@ -17,6 +17,24 @@ use crate::{Database, DomainError, Flag, Tx};
 pub const RISK_LEVELS: [&str; 4] = ["low", "medium", "high", "critical"];
 /// The statuses a permission can have.
 pub const STATUSES: [&str; 3] = ["active", "disabled", "archived"];
+/// Most dependencies a permission may have (distinct names).
+pub const MAX_DEPENDENCIES: usize = 32;
+/// Longest dependency name, in characters (the longest a name may be).
+pub const MAX_DEPENDENCY_CHARS: usize = 100;
+/// Largest metadata of a permission, in bytes written as compact JSON.
+pub const MAX_METADATA_BYTES: usize = 4096;
+/// Deepest nesting of a permission's metadata: the object itself is level 1.
+pub const MAX_METADATA_DEPTH: usize = 4;
+
+/// How deep `value` nests: 0 for a scalar, 1 for an object or array of
+/// scalars, one more for each level inside.
+pub fn json_depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(json_depth).max().unwrap_or(0),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => 0,
+    }
+}
 
 /// The columns the list sorts by (SPEC.md: `sort_by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -493,6 +511,14 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn depth_counts_each_level_of_objects_and_arrays() {
+        assert_eq!(json_depth(&json!(1)), 0);
+        assert_eq!(json_depth(&json!({})), 1);
+        assert_eq!(json_depth(&json!({"a": [1, {"b": {}}]})), 4);
+        assert_eq!(json_depth(&json!([[[[[]]]]])), 5);
     }
 
     #[test]

@@ -219,8 +219,11 @@ async fn control_characters_in_identity_fields_are_refused_or_dropped(backend: B
         let error: Value = response.json().await.unwrap();
         assert_eq!(error["error"]["details"]["field"], field, "{body}");
     }
+    // A NUL in any body field is refused naming it (DECISIONS.md, Operations).
     let nul_sign_in = server.try_sign_in("a\u{0}b@example.com", PASSWORD).await;
-    assert_eq!(nul_sign_in.status(), 401);
+    assert_eq!(nul_sign_in.status(), 422);
+    let error: Value = nul_sign_in.json().await.unwrap();
+    assert_eq!(error["error"]["details"]["field"], "email");
 
     // A provider's profile gets the rules of user input.
     let long_name = format!("Long\u{0}{}", "n".repeat(600));

@@ -77,8 +77,9 @@ impl DocumentedExtractor for Collector {
 }
 
 /// The request body as JSON, whatever its Content-Type (so
-/// `navigator.sendBeacon`'s `text/plain` works); JSON that does not parse is
-/// 400 (SPEC.md), not the 400/422 split of other routes.
+/// `navigator.sendBeacon`'s `text/plain` works); JSON that does not parse,
+/// or holds a NUL byte anywhere, is 400 (SPEC.md), not the 400/422 split
+/// of other routes.
 pub struct EventsBody(Value);
 
 impl FromRequest<AppState> for EventsBody {
@@ -88,6 +89,11 @@ impl FromRequest<AppState> for EventsBody {
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|rejection: BytesRejection| crate::extract::json::body_rejection(rejection))?;
+        if let Some(field) = crate::extract::text_input::json_field_with_nul(&bytes) {
+            return Err(AppError::BadField(crate::extract::text_input::nul_field(
+                field,
+            )));
+        }
         serde_json::from_slice(&bytes)
             .map(EventsBody)
             .map_err(|error| {

@@ -1,8 +1,7 @@
 //! The `/api/auth/*` surface: sign-in pages and flows, sessions, linked
 //! accounts and admin tokens.
 
-use axum::Form;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
@@ -25,7 +24,7 @@ use crate::auth::{
 use crate::error::AppError;
 use crate::error::schema::GeneralError;
 use crate::extract::json::parse_json;
-use crate::extract::{AppJson, AppQuery};
+use crate::extract::{AppForm, AppJson, AppQuery, TextPath};
 use crate::pages;
 use crate::state::AppState;
 
@@ -166,9 +165,8 @@ pub async fn signin_with_credentials(
     let client = session_client(request.headers(), address);
     if is_form(request.headers()) {
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
-        let Form(body): Form<CredentialsBody> = Form::from_request(request, &state)
-            .await
-            .map_err(form_rejection)?;
+        let AppForm(body): AppForm<CredentialsBody> =
+            AppForm::from_request(request, &state).await?;
         check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
         let callback = safe_callback(&state, body.callback_url.as_deref());
         return Ok(
@@ -226,7 +224,7 @@ pub struct ProviderSigninQuery {
 pub async fn signin_with_provider(
     State(state): State<AppState>,
     OptionalUser(signed_in): OptionalUser,
-    Path(provider_id): Path<String>,
+    TextPath(provider_id): TextPath,
     headers: HeaderMap,
     AppQuery(query): AppQuery<ProviderSigninQuery>,
 ) -> Result<Response, AppError> {
@@ -293,7 +291,7 @@ pub struct CallbackQuery {
 )]
 pub async fn provider_callback(
     State(state): State<AppState>,
-    Path(provider_id): Path<String>,
+    TextPath(provider_id): TextPath,
     ClientAddress(address): ClientAddress,
     OptionalUser(signed_in): OptionalUser,
     headers: HeaderMap,
@@ -438,10 +436,8 @@ pub async fn signout(
         cookie_value(request.headers(), SESSION_COOKIE).map(|token| hash_token(&token));
     if form {
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
-        let Form(fields): Form<std::collections::HashMap<String, String>> =
-            Form::from_request(request, &state)
-                .await
-                .map_err(form_rejection)?;
+        let AppForm(fields): AppForm<std::collections::HashMap<String, String>> =
+            AppForm::from_request(request, &state).await?;
         check_csrf(
             csrf_cookie.as_deref(),
             fields.get("csrfToken").map(String::as_str),
@@ -685,7 +681,7 @@ pub struct UnlinkedView {
 pub async fn unlink_account(
     State(state): State<AppState>,
     CurrentUser(principal): CurrentUser,
-    Path(provider_id): Path<String>,
+    TextPath(provider_id): TextPath,
 ) -> Result<AppJson<UnlinkedView>, AppError> {
     let (user_id, provider) = (principal.user_id(), provider_id.clone());
     match state
@@ -899,15 +895,6 @@ fn session_client(headers: &HeaderMap, address: Option<std::net::IpAddr>) -> Ses
             .and_then(|value| value.to_str().ok())
             .map(|agent| agent.chars().take(512).collect()),
         ip_address: address.map(|ip| ip.to_string()),
-    }
-}
-
-/// A form that cannot be read: 413 when it is over the body limit, else 400.
-fn form_rejection(rejection: axum::extract::rejection::FormRejection) -> AppError {
-    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-        AppError::PayloadTooLarge { limit: 0 }
-    } else {
-        AppError::BadRequest(rejection.body_text())
     }
 }
 

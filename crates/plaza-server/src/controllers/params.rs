@@ -81,35 +81,54 @@ fn parse_offset(raw: Option<&str>) -> Result<i64, String> {
     }
 }
 
+/// The years a date parameter may name (DECISIONS.md, Operations).
+const DATE_YEARS: std::ops::RangeInclusive<i32> = 1970..=9999;
+
+const DAY_MILLIS: i64 = 24 * 60 * 60 * 1000;
+
 /// An instant as Unix milliseconds, from an RFC 3339 time
 /// (`2026-11-23T10:00:00Z`) or a date (`2026-11-23`, read as the start of
 /// that day in UTC, or with `end_of_day` as the start of the next, so that
-/// a date range includes its last day).
+/// a date range includes its last day). The year written must be one of
+/// [`DATE_YEARS`].
 pub fn instant(
     problems: &mut Problems,
     field: &str,
     raw: Option<&str>,
     end_of_day: bool,
 ) -> Option<i64> {
-    let raw = raw?.trim();
-    let parsed = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
-        .or_else(|_| {
-            let date = time::Date::parse(
-                raw,
-                time::macros::format_description!("[year]-[month]-[day]"),
-            )?;
-            let day = date.midnight().assume_utc();
-            Ok::<_, time::error::Parse>(if end_of_day {
-                day + time::Duration::days(1)
-            } else {
-                day
-            })
-        })
-        .map(|at| i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX))
-        .map_err(|_| {
-            "must be a date (2026-11-23) or an RFC 3339 time (2026-11-23T10:00:00Z)".to_owned()
-        });
-    problems.check(field, parsed)
+    problems.check(field, parse_instant(raw?.trim(), end_of_day))
+}
+
+fn parse_instant(raw: &str, end_of_day: bool) -> Result<i64, String> {
+    let malformed =
+        || "must be a date (2026-11-23) or an RFC 3339 time (2026-11-23T10:00:00Z)".to_owned();
+    let (year, millis) =
+        match time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339) {
+            Ok(at) => (at.year(), Some(plaza_domain::time::to_millis(at))),
+            Err(_) => {
+                let date = time::Date::parse(
+                    raw,
+                    time::macros::format_description!("[year]-[month]-[day]"),
+                )
+                .map_err(|_| malformed())?;
+                let start = plaza_domain::time::to_millis(date.midnight().assume_utc());
+                let millis = if end_of_day {
+                    start.checked_add(DAY_MILLIS)
+                } else {
+                    Some(start)
+                };
+                (date.year(), millis)
+            }
+        };
+    if !DATE_YEARS.contains(&year) {
+        return Err(format!(
+            "must be in the years {} to {}",
+            DATE_YEARS.start(),
+            DATE_YEARS.end()
+        ));
+    }
+    millis.ok_or_else(malformed)
 }
 
 /// `asc` or `desc` (default).
@@ -243,6 +262,30 @@ mod tests {
         assert!(parse_limit(Some("1e3"), DEFAULT_LIMIT).is_err());
         assert!(parse_offset(Some("-1")).is_err());
         assert_eq!(parse_offset(Some("99999999999")), Ok(99_999_999_999));
+    }
+
+    #[test]
+    fn dates_are_read_in_the_years_1970_to_9999_without_overflow() {
+        assert_eq!(parse_instant("1970-01-01", false), Ok(0));
+        assert_eq!(parse_instant("1970-01-01", true), Ok(DAY_MILLIS));
+        assert_eq!(
+            parse_instant("9999-12-31", true),
+            Ok(253_402_300_800_000),
+            "the end of the last day"
+        );
+        assert_eq!(
+            parse_instant("9999-12-31T23:59:59-23:59", false),
+            Ok(253_402_387_139_000)
+        );
+        for outside in ["1969-12-31", "0000-01-01", "1969-12-31T23:59:59Z"] {
+            assert_eq!(
+                parse_instant(outside, true),
+                Err("must be in the years 1970 to 9999".to_owned()),
+                "{outside}"
+            );
+        }
+        assert!(parse_instant("10000-01-01", true).is_err());
+        assert!(parse_instant("2026-02-30", false).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use object_store::GetRange;
@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::CurrentUser;
 use crate::error::AppError;
 use crate::error::schema::UploadError;
-use crate::extract::AppJson;
+use crate::extract::{AppJson, TextPath};
 use crate::state::AppState;
 use crate::uploads::too_large;
 
@@ -254,7 +254,8 @@ pub fn no_file() -> AppError {
 /// Reads a multipart form: the first `file` field, cut off as soon as it
 /// passes `max_bytes`, and the text fields named in `text_fields`; every
 /// other field is read and dropped, all of them together limited to
-/// 64 KiB.
+/// 64 KiB. A text field holding a NUL byte is refused naming it, as every
+/// text input is.
 pub async fn read_form(
     state: &AppState,
     request: Request,
@@ -285,6 +286,7 @@ pub async fn read_form(
                 text.extend_from_slice(&chunk);
             }
             if text_fields.contains(&name.as_str()) && !form.fields.contains_key(&name) {
+                crate::extract::text_input::refuse_nul_in_field(&name, &text)?;
                 let text = String::from_utf8(text)
                     .map_err(|_| AppError::invalid(name.clone(), "must be text (UTF-8)"))?;
                 form.fields.insert(name, text);
@@ -398,7 +400,7 @@ fn requested_range(headers: &HeaderMap) -> Option<GetRange> {
 )]
 pub async fn uploaded_file(
     State(state): State<AppState>,
-    Path(key): Path<String>,
+    TextPath(key): TextPath,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     if !is_stored_key(&key) {

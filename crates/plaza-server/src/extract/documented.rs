@@ -4,7 +4,7 @@
 //! extractor cannot be used in a documented route until it says what it
 //! answers: the contract follows the types, not anyone's memory.
 
-use axum::extract::{Extension, Path, RawQuery, Request, State};
+use axum::extract::{Extension, RawQuery, Request, State};
 use axum::http::HeaderMap;
 use utoipa::openapi::path::{HttpMethod, Operation, PathItem, Paths};
 use utoipa::openapi::response::ResponseBuilder;
@@ -83,12 +83,6 @@ impl DocumentedExtractor for RawQuery {
     const ANSWERS: &'static [Answer] = &[];
 }
 
-/// Plain path segments never fail to extract as strings; a segment the
-/// handler does not know is its own 404, which it documents.
-impl DocumentedExtractor for Path<String> {
-    const ANSWERS: &'static [Answer] = &[];
-}
-
 /// A handler taking the whole request reads its body itself (JSON or a
 /// form), so it can meet every body problem.
 impl DocumentedExtractor for Request {
@@ -102,6 +96,10 @@ impl DocumentedExtractor for Request {
 
 /// What the middleware in front of every route can answer.
 const EVERY_OPERATION: &[Answer] = &[
+    Answer::new(
+        422,
+        "A query parameter holding a NUL byte (`%00`), refused before the handler runs",
+    ),
     Answer::new(408, "The request took longer than `request_timeout_secs`"),
     Answer::new(
         500,
@@ -381,7 +379,9 @@ mod tests {
             }
             for (method, operation) in item.as_object().unwrap() {
                 let answers = statuses(operation);
-                for status in ["408", "500", "503"] {
+                let surface = expected_surface(path);
+                let nul_refusal = surface.status_for(422).to_string();
+                for status in ["408", "500", "503", nul_refusal.as_str()] {
                     assert!(
                         answers.contains(&status.to_owned()),
                         "{method} {path}: {answers:?}"
@@ -389,7 +389,6 @@ mod tests {
                 }
                 let schema =
                     &operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"];
-                let surface = expected_surface(path);
                 assert_eq!(
                     schema.as_str(),
                     Some(format!("#/components/schemas/{}", surface.error_schema_name()).as_str()),

@@ -83,8 +83,13 @@ impl<T: Serialize> IntoResponse for AppJson<T> {
     }
 }
 
-/// Deserializes a JSON body, telling syntax errors (400) from data errors (422).
+/// Deserializes a JSON body, telling syntax errors (400) from data errors
+/// (422); a field holding a NUL byte is refused first, naming it
+/// ([`super::text_input`]).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    if let Some(field) = super::text_input::json_field_with_nul(bytes) {
+        return Err(super::text_input::nul_refusal(field));
+    }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();

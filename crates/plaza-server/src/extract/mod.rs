@@ -3,10 +3,13 @@
 //! what was wrong.
 
 pub mod documented;
+mod form;
 pub mod json;
 mod path;
 pub mod query;
+pub mod text_input;
 
+pub use form::AppForm;
 pub use json::AppJson;
-pub use path::{IdPath, parse_id};
+pub use path::{IdPath, TextPath, parse_id};
 pub use query::AppQuery;

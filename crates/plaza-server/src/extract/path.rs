@@ -30,6 +30,38 @@ impl crate::extract::documented::DocumentedExtractor for IdPath {
         )];
 }
 
+/// A path parameter that is a name, not an id (a feature flag, a sign-in
+/// provider, a stored file's key): the route's last parameter, percent-
+/// decoded. One holding a NUL byte is refused naming the parameter, as
+/// every text input is ([`super::text_input`]); one that cannot be decoded
+/// (not UTF-8) names nothing, so 404.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for TextPath {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(parameters): axum::extract::Path<Vec<(String, String)>> =
+            axum::extract::Path::from_request_parts(parts, state)
+                .await
+                .map_err(|_| AppError::NotFound("resource"))?;
+        let (name, value) = parameters
+            .into_iter()
+            .next_back()
+            .ok_or(AppError::NotFound("resource"))?;
+        super::text_input::refuse_nul_in_field(&name, value.as_bytes())?;
+        Ok(TextPath(value))
+    }
+}
+
+impl crate::extract::documented::DocumentedExtractor for TextPath {
+    const ANSWERS: &'static [crate::extract::documented::Answer] = &[
+        crate::extract::documented::Answer::new(404, "No such resource"),
+        crate::extract::documented::Answer::new(422, "A path parameter holding a NUL byte"),
+    ];
+}
+
 /// Digits only, fitting in a positive i64.
 pub fn parse_id(raw: &str) -> Option<i64> {
     if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {

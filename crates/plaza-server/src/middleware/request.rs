@@ -1,7 +1,7 @@
 //! The per-request work every route shares, done in one hand-written layer:
-//! request id, tracing span, CORS, the cross-origin write check, the request
-//! timeout, panic recovery, error rendering per surface, hardening headers
-//! and metrics.
+//! request id, tracing span, CORS, the cross-origin write check, the refusal
+//! of a query parameter holding a NUL byte, the request timeout, panic
+//! recovery, error rendering per surface, hardening headers and metrics.
 //!
 //! One layer instead of nine (`tower_http`'s request id, trace, timeout,
 //! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
@@ -32,6 +32,7 @@ use super::cors::CorsPolicy;
 use super::metrics;
 use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
+use crate::extract::text_input::refuse_nul_in_query;
 use crate::settings::ServerSettings;
 
 /// The header that carries a request's id, both ways.
@@ -138,6 +139,9 @@ where
             Answer::Ready(preflight)
         } else if refuse_cross_origin_write(&request, &shared.server) {
             Answer::Ready(AppError::Forbidden.into_response())
+        } else if let Err(refusal) = refuse_nul_in_query(request.uri().query().unwrap_or_default())
+        {
+            Answer::Ready(refusal.into_response())
         } else {
             // The service that was made ready is the one called; a fresh
             // clone takes its place for the next request.

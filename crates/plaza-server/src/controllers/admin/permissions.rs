@@ -8,7 +8,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::permissions::{
-    self, NewPermission, PermissionFilter, PermissionItem, PermissionSort, RISK_LEVELS, STATUSES,
+    self, MAX_DEPENDENCIES, MAX_DEPENDENCY_CHARS, MAX_METADATA_BYTES, MAX_METADATA_DEPTH,
+    NewPermission, PermissionFilter, PermissionItem, PermissionSort, RISK_LEVELS, STATUSES,
 };
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
@@ -229,10 +230,13 @@ pub struct NewPermissionBody {
     /// `low` (default), `medium`, `high` or `critical`.
     #[schema(value_type = Option<String>)]
     risk_level: Option<Value>,
-    /// Names of existing permissions; no cycle. Default empty.
+    /// Names of existing permissions (each at most 100 characters); no
+    /// cycle. At most 32 distinct names; a name given twice counts once.
+    /// Default empty.
     #[schema(value_type = Option<Vec<String>>)]
     dependencies: Option<Value>,
-    /// Default `{}`.
+    /// An object of at most 4096 bytes written as compact JSON, nesting at
+    /// most 4 levels deep (the object itself is level 1). Default `{}`.
     #[schema(value_type = Option<Object>)]
     metadata: Option<Value>,
     /// Recorded in the audit trail.
@@ -396,6 +400,19 @@ fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppEr
         Some(Value::Array(items)) => {
             for (index, item) in items.iter().enumerate() {
                 match item.as_str() {
+                    Some(dependency) if dependency.chars().count() > MAX_DEPENDENCY_CHARS => {
+                        problems.push(
+                            FieldError::new(
+                                format!("dependencies.{index}"),
+                                format!("must be at most {MAX_DEPENDENCY_CHARS} characters"),
+                            )
+                            .with_kind(
+                                "too_big",
+                                format!("<= {MAX_DEPENDENCY_CHARS} characters"),
+                                format!("{} characters", dependency.chars().count()),
+                            ),
+                        );
+                    }
                     Some(dependency) if !dependencies.iter().any(|d| d == dependency) => {
                         dependencies.push(dependency.to_owned());
                     }
@@ -405,6 +422,19 @@ fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppEr
                             .with_kind("invalid_type", "string", type_name(item)),
                     ),
                 }
+            }
+            if dependencies.len() > MAX_DEPENDENCIES {
+                problems.push(
+                    FieldError::new(
+                        "dependencies",
+                        format!("must name at most {MAX_DEPENDENCIES} permissions"),
+                    )
+                    .with_kind(
+                        "too_big",
+                        format!("<= {MAX_DEPENDENCIES} names"),
+                        format!("{} names", dependencies.len()),
+                    ),
+                );
             }
         }
         Some(other) => problems.push(
@@ -417,7 +447,36 @@ fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppEr
     }
     let metadata = match &body.metadata {
         None => Value::Object(Map::new()),
-        Some(object @ Value::Object(_)) => object.clone(),
+        Some(object @ Value::Object(_)) => {
+            let depth = permissions::json_depth(object);
+            let bytes = object.to_string().len();
+            if depth > MAX_METADATA_DEPTH {
+                problems.push(
+                    FieldError::new(
+                        "metadata",
+                        format!("must nest at most {MAX_METADATA_DEPTH} levels deep"),
+                    )
+                    .with_kind(
+                        "too_big",
+                        format!("<= {MAX_METADATA_DEPTH} levels"),
+                        format!("{depth} levels"),
+                    ),
+                );
+            } else if bytes > MAX_METADATA_BYTES {
+                problems.push(
+                    FieldError::new(
+                        "metadata",
+                        format!("must be at most {MAX_METADATA_BYTES} bytes as JSON"),
+                    )
+                    .with_kind(
+                        "too_big",
+                        format!("<= {MAX_METADATA_BYTES} bytes"),
+                        format!("{bytes} bytes"),
+                    ),
+                );
+            }
+            object.clone()
+        }
         Some(other) => {
             problems.push(FieldError::new("metadata", "must be an object").with_kind(
                 "invalid_type",

@@ -3,7 +3,7 @@
 //! database (`plaza_domain::feature_flags`), created or changed by an admin
 //! with the audit entry in the same unit of work.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
@@ -20,7 +20,7 @@ use crate::controllers::params::{self, Pagination, Problems, TextRule, check_tex
 use crate::controllers::users::{double_option, timestamp};
 use crate::error::AppError;
 use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery};
+use crate::extract::{AppJson, AppQuery, TextPath};
 use crate::state::AppState;
 
 /// A feature flag (DECISIONS.md "Shapes the spec leaves out").
@@ -146,7 +146,7 @@ pub async fn put_feature_flag(
     State(state): State<AppState>,
     admin: AdminToken,
     RequestAudit(context): RequestAudit,
-    Path(name): Path<String>,
+    TextPath(name): TextPath,
     AppJson(body): AppJson<FlagWriteBody>,
 ) -> Result<Response, AppError> {
     let changes = checked_write(&name, body)?;
