@@ -20,6 +20,9 @@ pub struct PendingOAuth {
     pub browser_hash: String,
     /// The signed-in user who started it to link a provider to their account.
     pub link_user_id: Option<i64>,
+    /// The nonce an OpenID Connect sign-in sent the provider, which its ID
+    /// token must carry back; `None` for plain OAuth.
+    pub nonce: Option<String>,
 }
 
 /// Keeps an OAuth sign-in this service started until its callback, and
@@ -31,8 +34,8 @@ pub async fn save_oauth_state(
 ) -> Result<(), DomainError> {
     sqlx::query(
         "INSERT INTO oauth_states \
-         (state_hash, provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+         (state_hash, provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id, nonce) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(state_hash)
     .bind(pending.provider.clone())
@@ -41,6 +44,7 @@ pub async fn save_oauth_state(
     .bind(pending.expires_at)
     .bind(pending.browser_hash.clone())
     .bind(pending.link_user_id)
+    .bind(pending.nonce.clone())
     .execute(&mut **tx)
     .await?;
     // Abandoned attempts are cleared as new ones start.
@@ -59,7 +63,7 @@ pub async fn take_oauth_state(
 ) -> Result<Option<PendingOAuth>, DomainError> {
     let pending: Option<PendingOAuth> = sqlx::query_as(
         "DELETE FROM oauth_states WHERE state_hash = $1 \
-         RETURNING provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id",
+         RETURNING provider, pkce_verifier, callback_url, expires_at, browser_hash, link_user_id, nonce",
     )
     .bind(state_hash)
     .fetch_optional(&mut **tx)

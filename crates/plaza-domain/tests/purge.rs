@@ -46,6 +46,7 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
                     expires_at: 1,
                     browser_hash: "b".into(),
                     link_user_id: None,
+                    nonce: None,
                 };
                 auth_state::save_oauth_state(tx, "old", &expired).await?;
                 auth_state::revoke_token(tx, "gone", 1).await?;

@@ -4,7 +4,9 @@
 mod common;
 
 use common::actors::{Cast, Member, assert_statuses, row};
-use common::fake_idp::{self, FakeIdp, begin_provider_sign_in, location, open_callback};
+use common::fake_idp::{
+    self, FakeIdp, IdTokenFault, begin_provider_sign_in, location, open_callback,
+};
 use common::{As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, session_cookie};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -17,6 +19,8 @@ on_both_databases!(
     banning_revokes_sessions_and_tokens_at_once,
     cross_origin_cookie_writes_are_refused,
     provider_sign_in_creates_a_user_and_a_session,
+    invalid_id_tokens_are_refused_and_sign_no_one_in,
+    providers_without_an_issuer_sign_in_from_user_info,
     provider_sign_in_refuses_a_wrong_state,
     provider_codes_cannot_be_replayed,
     provider_errors_send_people_back_to_sign_in,
@@ -194,6 +198,67 @@ async fn provider_sign_in_creates_a_user_and_a_session(backend: Backend) {
         providers["fake"]["callbackUrl"],
         "http://localhost:3000/api/auth/callback/fake"
     );
+}
+
+/// Every way an ID token can fail its checks: signature against the
+/// issuer's published keys, `aud`, `iss`, `exp` and the sign-in's `nonce`.
+const ID_TOKEN_FAULTS: [IdTokenFault; 6] = [
+    IdTokenFault::ForeignKey,
+    IdTokenFault::WrongAudience,
+    IdTokenFault::WrongIssuer,
+    IdTokenFault::Expired,
+    IdTokenFault::WrongNonce,
+    IdTokenFault::NoNonce,
+];
+
+async fn invalid_id_tokens_are_refused_and_sign_no_one_in(backend: Backend) {
+    let (server, idp) = provider_server(backend).await;
+    idp.set_profile(
+        json!({"sub": "forged", "email": "forged@idp.example", "email_verified": true}),
+    );
+    let counts = || async {
+        let mut counts = Vec::new();
+        for table in ["users", "accounts", "sessions"] {
+            let statement = format!("SELECT COUNT(*) FROM {table}");
+            counts.push(server.sql_count(&statement).await);
+        }
+        counts
+    };
+    let before = counts().await;
+    for fault in ID_TOKEN_FAULTS {
+        idp.set_id_token_fault(Some(fault));
+        let done = provider_round_trip(&server).await;
+        assert_eq!(done.status(), 303, "{fault:?}");
+        assert!(
+            location(&done).starts_with("/api/auth/signin?error=invalid_id_token"),
+            "{fault:?}: {}",
+            location(&done)
+        );
+        assert!(session_cookie(&done).is_none(), "{fault:?}");
+    }
+    assert_eq!(
+        counts().await,
+        before,
+        "no user, account or session was made"
+    );
+    // The same provider signs in with a valid token.
+    idp.set_id_token_fault(None);
+    let done = provider_round_trip(&server).await;
+    assert_eq!(location(&done), "/welcome");
+    assert!(session_cookie(&done).is_some());
+}
+
+async fn providers_without_an_issuer_sign_in_from_user_info(backend: Backend) {
+    let idp = FakeIdp::start().await;
+    let server = TestServer::start_with_config(backend, &idp.endpoints_config_toml(), &[]).await;
+    idp.set_profile(json!({"sub": "plain", "email": "plain@idp.example", "email_verified": true}));
+    // No ID token is asked for, so a broken one is no obstacle.
+    idp.set_id_token_fault(Some(IdTokenFault::ForeignKey));
+    let done = provider_round_trip(&server).await;
+    assert_eq!(location(&done), "/welcome");
+    let cookie = session_cookie(&done).expect("signed in");
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
+    assert_eq!(session["user"]["email"], "plain@idp.example");
 }
 
 async fn provider_sign_in_refuses_a_wrong_state(backend: Backend) {

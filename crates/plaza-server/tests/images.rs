@@ -45,6 +45,37 @@ async fn avatars_are_deterministic_uncached_svg() {
     assert!(default.contains("width=\"200\""));
 }
 
+/// The policy every generated SVG is served with: no script runs and
+/// nothing loads should the image be opened as a page.
+const SVG_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'";
+
+#[tokio::test]
+async fn generated_svgs_are_served_with_a_policy_that_runs_nothing() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let avatar = server.get("/api/avatar-image?seed=Alice").await;
+    let share_card = server
+        .client
+        .get(server.url("/api/og-image?seed=abc&quote=Hi&author=Me&type=svg"))
+        .header("user-agent", "Twitterbot/1.0")
+        .send()
+        .await
+        .unwrap();
+    for (route, response) in [("avatar", avatar), ("share card", share_card)] {
+        assert_eq!(response.status(), 200, "{route}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "image/svg+xml",
+            "{route}"
+        );
+        let policies: Vec<_> = response
+            .headers()
+            .get_all("content-security-policy")
+            .iter()
+            .collect();
+        assert_eq!(policies, [SVG_POLICY], "{route}");
+    }
+}
+
 #[tokio::test]
 async fn avatar_errors_use_the_image_error_shape() {
     let server = TestServer::start(Backend::Sqlite).await;

@@ -1,19 +1,28 @@
 //! Sign-in through external identity providers: OAuth 2.0 authorization code
-//! flow with PKCE and `state` (the `oauth2` crate), OpenID Connect discovery
-//! and user info, and presets for GitHub, Google and Discord.
+//! flow with PKCE and `state` (the `oauth2` crate), OpenID Connect with
+//! discovery and a validated ID token (the `openidconnect` crate), user info,
+//! and presets for GitHub, Google and Discord.
 
-use std::time::Duration;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 use oauth2::basic::BasicClient;
 use oauth2::{
-    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet, EndpointSet,
-    HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
-    TokenResponse, TokenUrl,
+    AsyncHttpClient, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, HttpRequest, HttpResponse, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse, TokenUrl,
+};
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreUserInfoClaims,
+};
+use openidconnect::{
+    ClaimsVerificationError, IssuerUrl, Nonce, SignatureVerificationError, TokenResponse as _,
+    UserInfoError, UserInfoUrl,
 };
 use plaza_domain::accounts::ProviderIdentity;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::OnceCell;
 
 /// How a provider's user-info answer is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +47,8 @@ pub struct ProviderSettings {
     pub authorization_url: Option<String>,
     pub token_url: Option<String>,
     pub userinfo_url: Option<String>,
-    /// OpenID Connect issuer: endpoints not given are discovered from it.
+    /// OpenID Connect issuer: its discovery document gives the keys ID
+    /// tokens are checked against and the endpoints not given here.
     pub issuer: Option<String>,
     pub scopes: Option<Vec<String>>,
 }
@@ -88,7 +98,7 @@ fn preset(id: &str) -> Option<Preset> {
 
 impl ProviderSettings {
     /// Checks the entry can work: an id fit for a path, and either every
-    /// endpoint, an issuer, or a preset.
+    /// endpoint, an issuer (kind `oidc`), or a preset.
     pub fn validate(&self) -> Result<(), String> {
         let id_ok = !self.id.is_empty()
             && self.id.len() <= 40
@@ -106,9 +116,9 @@ impl ProviderSettings {
         let has_endpoints = resolved.authorization_url.is_some()
             && resolved.token_url.is_some()
             && resolved.userinfo_url.is_some();
-        if !has_endpoints && resolved.issuer.is_none() {
+        if !has_endpoints && resolved.discovery_issuer().is_none() {
             return Err(format!(
-                "provider {:?} needs authorization_url, token_url and userinfo_url, or an issuer",
+                "provider {:?} needs authorization_url, token_url and userinfo_url, or (kind oidc) an issuer",
                 self.id
             ));
         }
@@ -172,12 +182,43 @@ struct Resolved {
     scopes: Vec<String>,
 }
 
+impl Resolved {
+    /// The issuer of an OpenID Connect provider: such a provider signs in
+    /// through discovery and a validated ID token. Without one, the
+    /// identity comes from the user-info endpoint alone.
+    fn discovery_issuer(&self) -> Option<&str> {
+        self.issuer
+            .as_deref()
+            .filter(|_| self.kind == ProviderKind::Oidc)
+    }
+}
+
+/// The endpoints of a provider signing in with plain OAuth.
 #[derive(Debug, Clone)]
 struct Endpoints {
     authorization: String,
     token: String,
     userinfo: String,
 }
+
+/// An issuer's discovery document with its keys, and when it was read.
+struct Discovered {
+    metadata: CoreProviderMetadata,
+    read_at: Instant,
+}
+
+/// An ID token naming a key the cached key set lacks has the keys read
+/// again (the provider may have rotated them), at most this often.
+const KEY_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+
+type OidcClient = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
 
 /// Why a provider sign-in failed; the code goes to the sign-in page.
 #[derive(Debug, thiserror::Error)]
@@ -188,6 +229,8 @@ pub enum OAuthError {
     CodeRefused(String),
     #[error("the identity provider's user information is unusable: {0}")]
     BadProfile(String),
+    #[error("the identity provider's ID token is not valid: {0}")]
+    InvalidIdToken(String),
 }
 
 impl OAuthError {
@@ -196,6 +239,7 @@ impl OAuthError {
             OAuthError::Unreachable(_) => "provider_unreachable",
             OAuthError::CodeRefused(_) => "code_refused",
             OAuthError::BadProfile(_) => "profile_unusable",
+            OAuthError::InvalidIdToken(_) => "invalid_id_token",
         }
     }
 }
@@ -209,7 +253,8 @@ pub struct Provider {
     client_secret: Option<String>,
     scopes: Vec<String>,
     configured: Resolved,
-    discovered: OnceCell<Endpoints>,
+    /// Read on first use, and again when an ID token names an unknown key.
+    discovered: tokio::sync::Mutex<Option<Discovered>>,
 }
 
 type ConfiguredClient =
@@ -221,6 +266,8 @@ pub struct Authorization {
     pub url: String,
     pub state: String,
     pub pkce_verifier: String,
+    /// The nonce the ID token must carry (OpenID Connect providers only).
+    pub nonce: Option<String>,
 }
 
 impl Provider {
@@ -234,7 +281,7 @@ impl Provider {
             client_secret: settings.client_secret.clone(),
             scopes: configured.scopes.clone(),
             configured,
-            discovered: OnceCell::new(),
+            discovered: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -245,56 +292,82 @@ impl Provider {
         }
     }
 
-    /// The endpoints, discovering missing ones from the issuer once.
-    async fn endpoints(&self, http: &reqwest::Client) -> Result<Endpoints, OAuthError> {
+    /// The endpoints of a plain OAuth provider, all configured.
+    fn endpoints(&self) -> Result<Endpoints, OAuthError> {
         let c = &self.configured;
-        if let (Some(authorization), Some(token), Some(userinfo)) =
-            (&c.authorization_url, &c.token_url, &c.userinfo_url)
-        {
-            return Ok(Endpoints {
+        match (&c.authorization_url, &c.token_url, &c.userinfo_url) {
+            (Some(authorization), Some(token), Some(userinfo)) => Ok(Endpoints {
                 authorization: authorization.clone(),
                 token: token.clone(),
                 userinfo: userinfo.clone(),
-            });
+            }),
+            _ => Err(OAuthError::Unreachable(
+                "no endpoints and no issuer".to_owned(),
+            )),
         }
-        let issuer = c
-            .issuer
-            .clone()
-            .ok_or_else(|| OAuthError::Unreachable("no endpoints and no issuer".to_owned()))?;
-        self.discovered
-            .get_or_try_init(|| async {
-                let url = format!(
-                    "{}/.well-known/openid-configuration",
-                    issuer.trim_end_matches('/')
-                );
-                let document: Value = http
-                    .get(&url)
-                    .send()
-                    .await
-                    .and_then(reqwest::Response::error_for_status)
-                    .map_err(|error| {
-                        OAuthError::Unreachable(format!("discovery at {url}: {error}"))
-                    })?
-                    .json()
-                    .await
-                    .map_err(|error| {
-                        OAuthError::Unreachable(format!("discovery at {url}: {error}"))
-                    })?;
-                let field = |own: &Option<String>, name: &str| {
-                    own.clone()
-                        .or_else(|| document[name].as_str().map(str::to_owned))
-                        .ok_or_else(|| {
-                            OAuthError::Unreachable(format!("discovery document lacks {name}"))
-                        })
-                };
-                Ok(Endpoints {
-                    authorization: field(&c.authorization_url, "authorization_endpoint")?,
-                    token: field(&c.token_url, "token_endpoint")?,
-                    userinfo: field(&c.userinfo_url, "userinfo_endpoint")?,
-                })
-            })
-            .await
-            .cloned()
+    }
+
+    /// The issuer's metadata and keys, with the configured endpoints in
+    /// place of discovered ones: read once, and again when the cached copy
+    /// is older than `stale_after`.
+    async fn metadata(
+        &self,
+        http: &reqwest::Client,
+        issuer: &str,
+        stale_after: Option<Duration>,
+    ) -> Result<CoreProviderMetadata, OAuthError> {
+        let mut cached = self.discovered.lock().await;
+        if let Some(discovered) = cached.as_ref()
+            && stale_after.is_none_or(|age| discovered.read_at.elapsed() < age)
+        {
+            return Ok(discovered.metadata.clone());
+        }
+        let issuer_url = IssuerUrl::new(issuer.to_owned())
+            .map_err(|error| OAuthError::Unreachable(format!("bad issuer URL: {error}")))?;
+        let mut metadata =
+            CoreProviderMetadata::discover_async(issuer_url, &ProviderHttp(http.clone()))
+                .await
+                .map_err(|error| {
+                    OAuthError::Unreachable(format!(
+                        "discovery at {issuer}: {}",
+                        error_chain(&error)
+                    ))
+                })?;
+        let c = &self.configured;
+        let invalid =
+            |error: url::ParseError| OAuthError::Unreachable(format!("bad endpoint URL: {error}"));
+        if let Some(url) = &c.authorization_url {
+            metadata =
+                metadata.set_authorization_endpoint(AuthUrl::new(url.clone()).map_err(invalid)?);
+        }
+        if let Some(url) = &c.token_url {
+            metadata =
+                metadata.set_token_endpoint(Some(TokenUrl::new(url.clone()).map_err(invalid)?));
+        }
+        if let Some(url) = &c.userinfo_url {
+            metadata = metadata
+                .set_userinfo_endpoint(Some(UserInfoUrl::new(url.clone()).map_err(invalid)?));
+        }
+        *cached = Some(Discovered {
+            metadata: metadata.clone(),
+            read_at: Instant::now(),
+        });
+        Ok(metadata)
+    }
+
+    fn oidc_client(
+        &self,
+        metadata: CoreProviderMetadata,
+        redirect: &str,
+    ) -> Result<OidcClient, OAuthError> {
+        let redirect = RedirectUrl::new(redirect.to_owned())
+            .map_err(|error| OAuthError::Unreachable(format!("bad redirect URL: {error}")))?;
+        Ok(CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.client_id.clone()),
+            self.client_secret.clone().map(ClientSecret::new),
+        )
+        .set_redirect_uri(redirect))
     }
 
     fn client(
@@ -314,14 +387,41 @@ impl Provider {
         Ok(client)
     }
 
-    /// Starts a sign-in: the provider URL with a fresh `state` and PKCE challenge.
+    /// Starts a sign-in: the provider URL with a fresh `state` and PKCE
+    /// challenge, and for OpenID Connect a fresh nonce.
     pub async fn authorize(
         &self,
         http: &reqwest::Client,
         redirect: &str,
     ) -> Result<Authorization, OAuthError> {
-        let endpoints = self.endpoints(http).await?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        if let Some(issuer) = self.configured.discovery_issuer() {
+            let metadata = self.metadata(http, issuer, None).await?;
+            let (url, state, nonce) = self
+                .oidc_client(metadata, redirect)?
+                .authorize_url(
+                    CoreAuthenticationFlow::AuthorizationCode,
+                    CsrfToken::new_random,
+                    Nonce::new_random,
+                )
+                // The client asks for `openid` itself.
+                .add_scopes(
+                    self.scopes
+                        .iter()
+                        .filter(|scope| *scope != "openid")
+                        .cloned()
+                        .map(Scope::new),
+                )
+                .set_pkce_challenge(challenge)
+                .url();
+            return Ok(Authorization {
+                url: url.to_string(),
+                state: state.secret().clone(),
+                pkce_verifier: verifier.secret().clone(),
+                nonce: Some(nonce.secret().clone()),
+            });
+        }
+        let endpoints = self.endpoints()?;
         let (url, state) = self
             .client(&endpoints, redirect)?
             .authorize_url(CsrfToken::new_random)
@@ -332,34 +432,38 @@ impl Provider {
             url: url.to_string(),
             state: state.secret().clone(),
             pkce_verifier: verifier.secret().clone(),
+            nonce: None,
         })
     }
 
     /// Finishes a sign-in: trades the code for a token (with the PKCE
-    /// verifier) and reads who signed in.
+    /// verifier) and reads who signed in. An OpenID Connect provider's
+    /// answer must carry an ID token signed with one of the issuer's keys,
+    /// issued by it to this client, unexpired and with the sign-in's `nonce`.
     pub async fn finish(
         &self,
         http: &reqwest::Client,
         redirect: &str,
         code: &str,
         pkce_verifier: &str,
+        nonce: Option<&str>,
     ) -> Result<ProviderIdentity, OAuthError> {
-        let endpoints = self.endpoints(http).await?;
+        if let Some(issuer) = self.configured.discovery_issuer() {
+            let nonce = nonce.ok_or_else(|| {
+                OAuthError::InvalidIdToken("the sign-in kept no nonce".to_owned())
+            })?;
+            return self
+                .finish_oidc(http, issuer, redirect, code, pkce_verifier, nonce)
+                .await;
+        }
+        let endpoints = self.endpoints()?;
         let client = self.client(&endpoints, redirect)?;
-        let request = client
+        let token = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
-            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()));
-        // The client is moved into each request future: a future borrowing
-        // it would not be `Send` for every lifetime oauth2 asks about.
-        let owned_http = http.clone();
-        let send = move |request: HttpRequest| {
-            let http = owned_http.clone();
-            async move { send_request(&http, request).await }
-        };
-        let token = request
-            .request_async(&send)
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&ProviderHttp(http.clone()))
             .await
-            .map_err(|error| OAuthError::CodeRefused(error.to_string()))?;
+            .map_err(|error| OAuthError::CodeRefused(error_chain(&error)))?;
         let access_token = token.access_token().secret();
         let profile = get_json(http, &endpoints.userinfo, access_token).await?;
         let mut identity = self.identity_from(&profile)?;
@@ -368,6 +472,67 @@ impl Provider {
                 .await;
         }
         Ok(identity)
+    }
+
+    async fn finish_oidc(
+        &self,
+        http: &reqwest::Client,
+        issuer: &str,
+        redirect: &str,
+        code: &str,
+        pkce_verifier: &str,
+        nonce: &str,
+    ) -> Result<ProviderIdentity, OAuthError> {
+        let provider_http = ProviderHttp(http.clone());
+        let client = self.oidc_client(self.metadata(http, issuer, None).await?, redirect)?;
+        let token = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|error| OAuthError::Unreachable(error.to_string()))?
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&provider_http)
+            .await
+            .map_err(|error| OAuthError::CodeRefused(error_chain(&error)))?;
+        let id_token = token.id_token().ok_or_else(|| {
+            OAuthError::InvalidIdToken("the token answer has no id_token".to_owned())
+        })?;
+        let nonce = Nonce::new(nonce.to_owned());
+        let claims = match id_token.claims(&client.id_token_verifier(), &nonce) {
+            Err(ClaimsVerificationError::SignatureVerification(
+                SignatureVerificationError::NoMatchingKey,
+            )) => {
+                let refreshed = self
+                    .metadata(http, issuer, Some(KEY_REFRESH_INTERVAL))
+                    .await?;
+                let client = self.oidc_client(refreshed, redirect)?;
+                id_token
+                    .claims(&client.id_token_verifier(), &nonce)
+                    .cloned()
+            }
+            checked => checked.cloned(),
+        }
+        .map_err(|error| OAuthError::InvalidIdToken(error_chain(&error)))?;
+        let mut profile = serde_json::to_value(&claims)
+            .map_err(|error| OAuthError::BadProfile(error.to_string()))?;
+        // The user-info endpoint fills in what the ID token leaves out; its
+        // answer must be about the ID token's subject.
+        if let Ok(request) =
+            client.user_info(token.access_token().clone(), Some(claims.subject().clone()))
+        {
+            let info: CoreUserInfoClaims =
+                request
+                    .request_async(&provider_http)
+                    .await
+                    .map_err(|error| match error {
+                        UserInfoError::Request(_) => {
+                            OAuthError::Unreachable(format!("user info: {}", error_chain(&error)))
+                        }
+                        other => OAuthError::BadProfile(error_chain(&other)),
+                    })?;
+            let info = serde_json::to_value(&info)
+                .map_err(|error| OAuthError::BadProfile(error.to_string()))?;
+            fill_profile(&mut profile, info);
+        }
+        self.identity_from(&profile)
     }
 
     fn identity_from(&self, profile: &Value) -> Result<ProviderIdentity, OAuthError> {
@@ -439,6 +604,34 @@ impl Provider {
     }
 }
 
+/// Adds to `profile` (an ID token's claims) the user-info claims it lacks.
+/// An email and whether it is verified go together: the user info's are
+/// taken only when the ID token names no email.
+fn fill_profile(profile: &mut Value, info: Value) {
+    let (Value::Object(profile), Value::Object(info)) = (profile, info) else {
+        return;
+    };
+    let token_has_email = profile.contains_key("email");
+    for (name, value) in info {
+        let paired_with_email = name == "email" || name == "email_verified";
+        if !(token_has_email && paired_with_email) {
+            profile.entry(name).or_insert(value);
+        }
+    }
+}
+
+/// An error with its sources, for the log.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 async fn get_json(
     http: &reqwest::Client,
     url: &str,
@@ -456,7 +649,19 @@ async fn get_json(
         .map_err(|error| OAuthError::BadProfile(error.to_string()))
 }
 
-/// Runs an `oauth2` request on Plaza's own reqwest client.
+/// Plaza's own reqwest client as the HTTP client of `oauth2` and
+/// `openidconnect`.
+struct ProviderHttp(reqwest::Client);
+
+impl<'c> AsyncHttpClient<'c> for ProviderHttp {
+    type Error = reqwest::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, reqwest::Error>> + Send + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(send_request(&self.0, request))
+    }
+}
+
 async fn send_request(
     http: &reqwest::Client,
     request: HttpRequest,

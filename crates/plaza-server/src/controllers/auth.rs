@@ -206,8 +206,8 @@ pub struct ProviderSigninQuery {
     pub callback_url: Option<String>,
 }
 
-/// Start signing in with an identity provider: redirects to it with `state`
-/// and a PKCE challenge, and sets a short-lived cookie that binds the
+/// Start signing in with an identity provider: redirects to it with `state`,
+/// a PKCE challenge and (OpenID Connect) a nonce, and sets a short-lived cookie that binds the
 /// sign-in to this browser. Started from a signed-in session, the callback
 /// links the provider account to the current user instead.
 #[utoipa::path(
@@ -247,6 +247,7 @@ pub async fn signin_with_provider(
         expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
         browser_hash: hash_token(&binding),
         link_user_id: signed_in.map(|principal| principal.user_id()),
+        nonce: authorization.nonce,
     };
     state
         .db
@@ -277,8 +278,10 @@ pub struct CallbackQuery {
 }
 
 /// Finish a provider sign-in: checks `state`, trades the code (with the PKCE
-/// verifier), links or creates the user, starts the session and redirects to
-/// the callback URL. Failures redirect to the sign-in page with `?error=`.
+/// verifier), validates an OpenID Connect provider's ID token (signature
+/// against the issuer's keys, `iss`, `aud`, `exp`, `nonce`), links or creates
+/// the user, starts the session and redirects to the callback URL. Failures
+/// redirect to the sign-in page with `?error=`.
 #[utoipa::path(
     get,
     path = "/api/auth/callback/{provider}",
@@ -365,6 +368,7 @@ async fn finish_provider_sign_in(
             &callback_url_for(state, provider_id),
             code,
             &pending.pkce_verifier,
+            pending.nonce.as_deref(),
         )
         .await
     {

@@ -192,15 +192,22 @@ where
 
 /// Headers that keep browsers from misusing an answer: no content-type
 /// sniffing on any response (a JSON body or an uploaded file is never run
-/// as a script or page), and for HTML pages (sign-in, sign-out, the share
+/// as a script or page); for HTML pages (sign-in, sign-out, the share
 /// image viewer, Swagger UI) no framing by other sites (clickjacking of
-/// the sign-in form). A page that sets its own `Content-Security-Policy`
-/// keeps it.
+/// the sign-in form); and for SVG images (avatars, share cards) a policy
+/// that runs no script and loads nothing, should one be opened as a page.
+/// A response that sets its own `Content-Security-Policy` keeps it.
 fn harden(headers: &mut HeaderMap) {
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    let html = headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
+    let content_type_is = |prefix: &[u8]| {
+        headers
+            .get(CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(prefix))
+    };
+    let (html, svg) = (
+        content_type_is(b"text/html"),
+        content_type_is(b"image/svg+xml"),
+    );
     if html {
         headers
             .entry(X_FRAME_OPTIONS)
@@ -208,6 +215,12 @@ fn harden(headers: &mut HeaderMap) {
         headers
             .entry(CONTENT_SECURITY_POLICY)
             .or_insert(HeaderValue::from_static("frame-ancestors 'none'"));
+    } else if svg {
+        headers
+            .entry(CONTENT_SECURITY_POLICY)
+            .or_insert(HeaderValue::from_static(
+                "default-src 'none'; style-src 'unsafe-inline'",
+            ));
     }
 }
 
