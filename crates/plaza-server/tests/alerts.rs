@@ -252,7 +252,8 @@ async fn notify_author_alerts_the_author(backend: Backend) {
     let (_, author) = member(&server, "author@example.com", "user").await;
     let (_, bystander) = member(&server, "bystander@example.com", "user").await;
     server.create_user("admin@example.com", PASSWORD, "admin");
-    let token = server.mint("admin@example.com", "admin:write");
+    // `delete` needs `admin:delete` as well.
+    let token = server.mint("admin@example.com", "admin:write,admin:delete");
     let quiet = post(&server, &author, json!({"title": "Quiet", "content": "x"})).await;
     let loud = post(&server, &author, json!({"title": "Loud", "content": "x"})).await;
     let moderate = |id: String, body: Value| {

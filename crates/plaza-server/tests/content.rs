@@ -639,11 +639,14 @@ async fn users_change_themselves_and_admins_change_lower_roles(backend: Backend)
     assert_eq!(session["user"]["roles"], json!(["moderator"]));
     let (status, _) = put(peer_id, &root, json!({"role": "moderator"})).await;
     assert_eq!(status, 200, "a super admin manages admins");
-    let (status, banned) = put(other_id, &admin, json!({"status": "banned"})).await;
+    let (status, refused) = put(other_id, &admin, json!({"status": "banned"})).await;
+    assert_eq!(status, 422, "bans go through the ban operations: {refused}");
+    assert_eq!(refused["error"]["details"]["field"], "status");
+    let (status, deactivated) = put(other_id, &admin, json!({"status": "inactive"})).await;
     assert_eq!(status, 200);
-    assert_eq!(banned["id"], other_id.to_string());
+    assert_eq!(deactivated["id"], other_id.to_string());
     let (_, session) = get(&server, "/api/auth/session", Some(&other)).await;
-    assert_eq!(session, json!({}), "a ban ends the sessions at once");
+    assert_eq!(session, json!({}), "deactivation ends the sessions at once");
     assert_eq!(put(424242, &admin, json!({"bio": "x"})).await.0, 404);
 }
 

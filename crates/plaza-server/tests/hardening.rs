@@ -264,19 +264,26 @@ async fn demoted_admins_tokens_lose_what_the_role_no_longer_allows(backend: Back
         200,
         "admin:super grants admin:read, and the scheme is case-insensitive"
     );
+    // A role changed outside Plaza (in the database) is read at every
+    // check: the token keeps only what the role allows now.
+    server
+        .sql("UPDATE users SET role = 'admin' WHERE email = 'chief@example.com'")
+        .await;
+    let refused = metrics(token.clone()).await;
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+    // Lowered through Plaza, the role revokes the token outright.
     let demoted = server.cli(&[
         "user",
         "role",
         "--email",
         "chief@example.com",
         "--role",
-        "admin",
+        "moderator",
     ]);
     assert!(demoted.status.success());
-    let refused = metrics(token).await;
-    assert_eq!(refused.status(), 403);
-    let body: Value = refused.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+    assert_eq!(metrics(token).await.status(), 401);
 }
 
 async fn concurrent_sign_ups_deriving_one_username_all_succeed(backend: Backend) {

@@ -502,7 +502,7 @@ async fn bad_tokens_are_refused_with_the_spec_codes(backend: Backend) {
     assert_eq!(revoked.status(), 200);
     assert_eq!(metrics_with(&server, &valid).await.status(), 401);
 
-    // Demotion stops a token at once.
+    // Demotion stops a token at once, for good.
     let fresh = server.mint("root@example.com", "admin:read");
     assert_eq!(metrics_with(&server, &fresh).await.status(), 200);
     let output = server.cli(&[
@@ -518,10 +518,11 @@ async fn bad_tokens_are_refused_with_the_spec_codes(backend: Backend) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // A lower role revokes every token issued before it.
     let response = metrics_with(&server, &fresh).await;
-    assert_eq!(response.status(), 403);
+    assert_eq!(response.status(), 401);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "FORBIDDEN");
+    assert_eq!(body["error"]["code"], "UNAUTHORIZED");
 }
 
 /// Who gets what, for every protected route that exists so far: every

@@ -177,7 +177,7 @@ async fn a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape(backend: Backe
         (None, Some(&writer), Carrier::Json("PUT", "/api/v1/admin/feature-flags/new%00flag".into(), json!({"enabled": true})), Shape::VersionedAdmin, "flagName"),
         (None, None, uri("/api/uploads/a%00.png"), Shape::Upload, "key"),
         // Other bodies and surfaces.
-        (Some(&user), None, Carrier::Json("POST", "/api/posts".into(), json!({"title": "t", "content": "c", "tags": ["ok", "a\u{0}"]})), Shape::General(422), "tags[1]"),
+        (Some(&user), None, Carrier::Json("POST", "/api/posts".into(), json!({"title": "t", "content": "c", "tags": ["ok", "a\u{0}"]})), Shape::General(422), "tags.1"),
         (Some(&user), None, Carrier::Json("POST", "/api/analytics/collect".into(), json!({"event_type": "page_view", "event_data": {"path": "/", "note": "x\u{0}"}, "timestamp": now})), Shape::General(400), "event_data.note"),
         (Some(&csrf_cookie), None, Carrier::Form("/api/auth/signin".into(), format!("email=a%00b%40example.com&password=x&csrfToken={csrf_token}")), Shape::General(422), "email"),
         (None, None, uri("/api/avatar-image?seed=%00"), Shape::Image, "seed"),

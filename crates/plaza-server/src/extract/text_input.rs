@@ -69,7 +69,7 @@ pub fn refuse_nul_in_form(encoded: &[u8]) -> Result<(), AppError> {
 }
 
 /// The field of the JSON `body` holding a NUL byte, as parse errors name
-/// fields (`tags[2]`, `metadata.note`; `body` for the whole), if one does:
+/// fields (`tags.2`, `metadata.note`; `body` for the whole), if one does:
 /// a key or a string value. JSON carries a NUL only as the escape `\u0000`
 /// (a raw control character is malformed), so a body without that escape
 /// passes at the cost of one search. A body that does not parse is left to
@@ -110,7 +110,7 @@ fn nul_path(value: &Value, path: &str) -> Option<String> {
         Value::Array(items) => items
             .iter()
             .enumerate()
-            .find_map(|(index, item)| nul_path(item, &format!("{}[{index}]", named(path)))),
+            .find_map(|(index, item)| nul_path(item, &format!("{}.{index}", named(path)))),
         Value::Object(fields) => fields.iter().find_map(|(key, item)| {
             let inner = if path.is_empty() {
                 shown(key)
@@ -151,7 +151,7 @@ mod tests {
         );
         assert_eq!(
             json_field_with_nul(br#"{"a": {"tags": ["x", "\u0000"]}}"#).as_deref(),
-            Some("a.tags[1]")
+            Some("a.tags.1")
         );
         assert_eq!(
             json_field_with_nul(br#"{"k\u0000": 1}"#).as_deref(),
@@ -159,7 +159,7 @@ mod tests {
         );
         assert_eq!(
             json_field_with_nul(br#"["\\\u0000"]"#).as_deref(),
-            Some("body[0]")
+            Some("body.0")
         );
         assert_eq!(json_field_with_nul(br#""\u0000""#).as_deref(), Some("body"));
     }
