@@ -59,7 +59,7 @@ pub struct Platform {
     /// `max_emoji_version` is then a conservative 11.0.
     pub is_supported: bool,
     pub max_emoji_version: EmojiVersion,
-    /// Where the figure comes from (vendor release notes), for the docs and the README.
+    /// Where the figure comes from (vendor release notes), for the documentation.
     pub source: &'static str,
 }
 

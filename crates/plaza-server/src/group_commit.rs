@@ -111,8 +111,7 @@ impl<T: Send + 'static> GroupCommit<T> {
     /// batch's answers go to `requests` (the runtime the requests wait on)
     /// as one task, which wakes the requests from inside it. Sent from the
     /// writer's thread, every answer woke its request across threads: 60
-    /// µs for a batch of 25, a twelfth of the analytics writer's batch
-    /// (README "Analytics ingest", session 23).
+    /// µs for a batch of 25, a twelfth of the analytics writer's batch.
     pub async fn run_answering_on<W, F>(
         &self,
         requests: Option<Handle>,

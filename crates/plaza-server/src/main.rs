@@ -13,7 +13,7 @@ use plaza_server::telemetry::init_logging;
 /// jemalloc instead of the system allocator: its per-thread caches make
 /// the many small, short-lived buffers of a request cheaper (glibc's
 /// `malloc`, `free` and consolidation were 8–10% of a cached read's
-/// samples); measured in the README ("Performance", "Allocator").
+/// samples, measured with `perf`).
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -23,7 +23,8 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// an arena of their own that gives them back to the system when freed.
 /// Left to its defaults, jemalloc kept them for reuse for up to ten
 /// seconds, and 4 uploads at once peaked at 190 MiB instead of 120 MiB
-/// (README, "Uploads"). A C string: jemalloc reads a `const char *`.
+/// (docs/benchmarks.md, "Uploads"). A C string: jemalloc reads a
+/// `const char *`.
 #[cfg(not(target_env = "msvc"))]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static ALLOCATOR_OPTIONS: &[u8; 27] = b"oversize_threshold:1048576\0";

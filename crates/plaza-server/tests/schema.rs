@@ -37,8 +37,8 @@ fn is_bookkeeping(table: &str) -> bool {
     table == "_sqlx_migrations" || table.starts_with("sqlite_")
 }
 
-/// Flags are INTEGER 0/1 on SQLite and BOOLEAN on PostgreSQL (README,
-/// "Architecture"), so both are the integer family.
+/// Flags are INTEGER 0/1 on SQLite and BOOLEAN on PostgreSQL
+/// (docs/architecture.md, "Data"), so both are the integer family.
 fn family(declared: &str) -> &'static str {
     let declared = declared.to_ascii_lowercase();
     if declared.contains("int") || declared == "boolean" {

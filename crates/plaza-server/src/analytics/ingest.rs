@@ -14,10 +14,9 @@
 //! to the database, and on the request runtime each answer waited behind
 //! the requests woken by the batch before, so the writer spent 0.3–0.4 ms
 //! on a `BEGIN` and 1.4 ms per batch while the machine sat a third idle
-//! (README "Analytics ingest", session 22). Its answers go back to the
-//! request runtime as one task per batch: sent from the writer's thread,
-//! each woke its request across threads, 60 µs a batch on the writer's
-//! critical path (session 23).
+//! Its answers go back to the request runtime as one task per batch: sent
+//! from the writer's thread, each woke its request across threads, 60 µs a
+//! batch on the writer's critical path.
 //!
 //! One submission's events never fail another's: a batch the database
 //! refuses is written again in parts until the submission at fault stands

@@ -114,7 +114,7 @@ impl FromRequestParts<AppState> for OptionalUser {
 impl OptionalUser {
     /// The signed-in user as analytics collection sees them: a session a
     /// lookup confirmed within `analytics_session_recheck_ms` counts without
-    /// asking the database again (README, settings).
+    /// asking the database again (docs/operations.md, tuning settings).
     pub async fn for_analytics(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let max_age = Duration::from_millis(state.settings.analytics.analytics_session_recheck_ms);
         OptionalUser::resolve(parts, state, max_age).await

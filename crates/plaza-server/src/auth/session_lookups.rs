@@ -4,7 +4,7 @@
 //! running at once; the hashes that arrive meanwhile form the next one.
 //! Under load this turns a round trip per signed-in request into one per
 //! batch (single analytics events on PostgreSQL: the session statement was
-//! 57 of the database's 93 µs of CPU per event, README "Analytics ingest").
+//! 57 of the database's 93 µs of CPU per event).
 //!
 //! [`SessionLookups::lookup`] caches nothing: each answer comes from a
 //! statement that ran after its request asked, so a sign-out, a ban or a
@@ -165,7 +165,7 @@ impl SessionLookups {
     /// session of `user_id`, whose sessions a ban, a deactivation or a
     /// deletion on this instance just ended: analytics collection stops at
     /// their next event, not a window later. (Other instances still take
-    /// up to the window; README "Analytics".)
+    /// up to the window: docs/api.md, "Analytics".)
     pub fn forget_user(&self, user_id: i64) {
         let mut recent = self.recent();
         let held: Vec<String> = recent

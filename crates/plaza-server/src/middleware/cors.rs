@@ -7,7 +7,7 @@
 //! `CorsLayer`: axum clones a route's whole middleware stack for every
 //! request, and cloning and dropping `CorsLayer` (its origin list and header
 //! values) plus building its `Vary` header was 7% of the CPU time of a cheap
-//! request (README, "Performance"). Here everything is built once.
+//! request. Here everything is built once.
 
 use axum::http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,

@@ -7,7 +7,8 @@
 //! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
 //! middleware stack for every request, each `from_fn` also boxes it, and
 //! `tower_http`'s timeout registers a timer per request; together they cost
-//! Plaza half of its throughput on cheap routes (README, "Performance").
+//! Plaza half of its throughput on cheap routes (docs/benchmarks.md, "HTTP",
+//! measures what the middleware costs today).
 
 use std::any::Any;
 use std::convert::Infallible;

@@ -179,7 +179,8 @@ const FULL_SHARD_RESCAN_MICROS: u64 = 1_000_000;
 /// A key is hashed once per check (keyed SipHash, so clients cannot aim at
 /// one bucket): the hash picks the shard and finds the entry in it. With a
 /// map per shard, a new client's key was hashed four times, a fifth of what
-/// the limiter cost a request (README, "Rate limits").
+/// the limiter cost a request (the cost today: docs/benchmarks.md, "Rate
+/// limits").
 pub struct LocalStore<K> {
     shards: Box<[Mutex<Shard<K>>]>,
     hasher: RandomState,

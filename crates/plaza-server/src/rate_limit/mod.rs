@@ -341,7 +341,8 @@ impl RateLimiter {
 /// `plaza:rl:addr:a:192.0.2.1` or `plaza:rl:user:u:42`. Written piece by
 /// piece into one allocation: `format!` (which grew the string and formats
 /// an IPv4 address through a buffer) was a sixth of the instructions Redis
-/// added to a request in Plaza (README, "Rate limits").
+/// added to a request in Plaza (`bench/rate-limit-instructions.sh` counts
+/// it).
 fn redis_key(bucket: Bucket, subject: Subject) -> String {
     let mut key = String::with_capacity(48);
     key.push_str("plaza:rl:");

@@ -37,7 +37,8 @@ use super::gcra::{Outcome, Quota};
 /// within their period (at least a millisecond: a quota of more than one
 /// request a microsecond has no interval, and `PX 0` is an error).
 ///
-/// What made a check cost Redis most, measured (README, "Rate limits"):
+/// What made a check cost Redis most, measured with
+/// `bench/rate-limit.sh` and `bench/rate-limit-instructions.sh`:
 /// - Most checks are a client's first within its period, so a charge that
 ///   a fresh bucket allows is first offered with `SET … NX GET`: one call
 ///   that stores a new key, or answers the stored arrival time and leaves
@@ -296,7 +297,7 @@ impl Link {
             // The round trip ends by the earliest deadline in the batch, so
             // every check is answered by its own with one timer a batch,
             // not one a check (a tenth of the instructions Redis added to a
-            // request in Plaza, README "Rate limits"). A check queued
+            // request in Plaza, by `bench/rate-limit-instructions.sh`). A check queued
             // behind this batch has a later deadline than its earliest, so
             // it too is answered in time.
             let Some(deadline) = batch.iter().map(|check| check.deadline).min() else {

@@ -1,5 +1,5 @@
 //! `GET /api/admin/stats`: the system statistics (SPEC.md "Unversioned admin
-//! surface"; the body is Plaza's, written in the README's API section).
+//! surface"; the body is Plaza's, described in docs/api.md).
 
 use std::collections::BTreeMap;
 
