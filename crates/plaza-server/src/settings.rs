@@ -882,7 +882,7 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
         if !known.contains_key(key) {
             return Err(SettingsError {
                 setting: format!("`{key}` (in {})", path.display()),
-                problem: "there is no such setting (misspelled?); the README lists them".to_owned(),
+                problem: "there is no such setting (misspelled?); the README and docs/operations.md list them".to_owned(),
             });
         }
     }
