@@ -21,26 +21,8 @@ DURATION="${3:-10}"
 CONNECTIONS="${4:-20}"
 REPORTED="${5:-2}"
 QUERY="${PLAZA_BENCH_QUERY:-reported=true&limit=50}"
-for tool in wrk curl python3 sqlite3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
-done
-
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA="$PLAZA_BIN"
-else
-  cargo build --release -q -p plaza-server
-  PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
-fi
-WORK=$(mktemp -d)
-SERVER_PID=""
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+source bench/lib.sh
+need wrk curl python3 sqlite3
 
 export PLAZA_DATA_DIR="$WORK" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
 export PLAZA_DATABASE_URL="sqlite://$WORK/plaza.db"

@@ -18,26 +18,10 @@ cd "$(dirname "$0")/.."
 EVENTS="${1:-10000000}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
-for tool in curl psql sqlite3 python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
-done
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA="$PLAZA_BIN"
-else
-  cargo build --release -q -p plaza-server
-  PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
-fi
-WORK=$(mktemp -d)
+source bench/lib.sh
+need curl psql sqlite3 python3
 PG_DB="plaza_bench_dashboard_$$"
-SERVER_PID=""
-cleanup() {
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'
 
 NOW_MS=$(($(date +%s) * 1000))
 YEAR_MS=$((365 * 86400000))

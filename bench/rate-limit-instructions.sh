@@ -21,22 +21,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
-for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install valgrind wrk)" >&2; exit 1; }
-done
+source bench/lib.sh
+need valgrind callgrind_control callgrind_annotate wrk curl python3 redis-cli
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA=$PLAZA_BIN
-else
-  cargo build --release -q -p plaza-server
-  PLAZA=target/release/plaza
-fi
-WORK=$(mktemp -d)
-PID=""
-cleanup() { [ -z "$PID" ] || kill "$PID" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 HIGH=1000000000/hour
 
 # measure NAME BINARY SETTINGS...: prints "NAME instructions-per-request".
@@ -49,16 +36,16 @@ measure() {
   "$binary" migrate >/dev/null 2>&1
   env PLAZA_BIND="127.0.0.1:$port" "$@" valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$out" "$binary" serve 2>"$WORK/$name.log" &
-  PID=$!
+  SERVER_PID=$!
   for _ in $(seq 1 600); do curl -sf -o /dev/null "http://127.0.0.1:$port/api/version" && break; sleep 0.1; done
   wrk -t2 -c50 -d3s -s bench/addresses.lua "http://127.0.0.1:$port/api/posts" >/dev/null
-  callgrind_control -i on "$PID" >/dev/null 2>&1
+  callgrind_control -i on "$SERVER_PID" >/dev/null 2>&1
   requests=$(wrk -t2 -c50 -d"${DURATION}s" -s bench/addresses.lua "http://127.0.0.1:$port/api/posts" \
     | awk '/requests in/ {print $1}')
-  callgrind_control -d "$PID" >/dev/null 2>&1
-  kill "$PID"
-  wait "$PID" 2>/dev/null || true
-  PID=""
+  callgrind_control -d "$SERVER_PID" >/dev/null 2>&1
+  kill "$SERVER_PID"
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
   total=$(awk '/^summary:/ {print $2}' "$out".1)
   echo "$requests" > "$WORK/$name.requests"
   echo "$name $((total / requests))"

@@ -31,23 +31,12 @@ cd "$(dirname "$0")/.."
 DURATION="${1:-5}"
 CONNECTIONS="${2:-50}"
 ROUNDS="${ROUNDS:-30}"
-command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
+source bench/lib.sh
+need wrk curl python3 redis-cli
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
-
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA=$PLAZA_BIN
-else
-  [ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server
-  PLAZA=target/release/plaza
-fi
 BASE=${PLAZA_BASE_BIN:-}
-WORK=$(mktemp -d)
 PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
+on_exit 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done'
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 ADDRESSES=bench/addresses.lua

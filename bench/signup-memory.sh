@@ -9,19 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT="${1:-40}"
-PLAZA="${PLAZA_BIN:-target/release/plaza}"
-[ -n "${PLAZA_BIN:-}" ] || [ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release -q -p plaza-server
-WORK=$(mktemp -d)
-PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
+source bench/lib.sh
+need curl python3
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export PLAZA_DATA_DIR="$WORK/data" PLAZA_BIND="127.0.0.1:$PORT" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
-"$PLAZA" >"$WORK/log" 2>&1 &
-PID=$!
-for _ in $(seq 1 200); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/health" && break; sleep 0.05; done
-kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$PID/status"; }
+export PLAZA_DATA_DIR="$WORK/data" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
+start_server
+kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$SERVER_PID/status"; }
 START_RSS=$(kib VmRSS)
 
 python3 - "$PORT" "$COUNT" <<'EOF'

@@ -14,6 +14,8 @@
 //! There is no HTTP here: the server's `GET /api/avatar-image`, the Open Graph
 //! image and the public profile all call this library.
 
+#![forbid(unsafe_code)]
+
 mod parts;
 mod prng;
 

@@ -7,6 +7,8 @@
 //! `$n` placeholders, `RETURNING`, `ON CONFLICT`, and timestamps stored as
 //! Unix milliseconds in `BIGINT` columns.
 
+#![forbid(unsafe_code)]
+
 pub mod accounts;
 pub mod activity;
 pub mod admin_principal;

@@ -9,6 +9,8 @@
 //!   [`EmojiVersion`] that OS draws, from the vendor-sourced table in
 //!   `support.rs`, so `GET /api/emojis` can leave out what would show as boxes.
 
+#![forbid(unsafe_code)]
+
 mod catalog;
 mod platform;
 mod support;

@@ -9,6 +9,7 @@
 //! The crate holds no HTTP server: the server crate maps a
 //! [`PreviewError`] onto `400` or `502` with [`PreviewError::status`].
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod charset;

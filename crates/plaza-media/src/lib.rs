@@ -10,6 +10,8 @@
 //! (EXIF with GPS, XMP, text chunks, comments) behind, along with resized
 //! variants and WebP copies.
 
+#![forbid(unsafe_code)]
+
 mod structure;
 
 use std::io::Cursor;

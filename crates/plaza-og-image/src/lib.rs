@@ -9,6 +9,8 @@
 //! caller has none. There is no HTTP server here: the routes are thin
 //! wrappers in the server crate.
 
+#![forbid(unsafe_code)]
+
 mod background;
 mod fonts;
 pub mod quotes;

@@ -2,6 +2,8 @@
 //! start-up. The domain lives in `plaza-domain`; this crate only parses,
 //! authorizes, calls the domain and renders.
 
+#![forbid(unsafe_code)]
+
 pub mod alert_stream;
 pub mod analytics;
 pub mod app;

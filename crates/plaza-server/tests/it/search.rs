@@ -2,9 +2,7 @@
 //! staying in step with writes, hostile input; and the query plans of every
 //! list and search on seeded data.
 
-mod common;
-
-use common::{Backend, TestServer, call, member, post};
+use crate::common::{Backend, TestServer, call, member, post};
 use plaza_domain::posts::{PostQuery, PostSort, Viewer};
 use plaza_domain::search::SearchTerms;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};

@@ -1,11 +1,9 @@
 //! The connection level, over raw TCP: header-read and idle timeouts, the
 //! connection cap, and answers that survive a client still sending.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Backend, TestServer};
+use crate::common::{Backend, TestServer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

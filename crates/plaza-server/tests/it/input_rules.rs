@@ -4,11 +4,9 @@
 //! date parameters are read in the years 1970–9999 without overflowing;
 //! a permission's metadata and dependencies are bounded.
 
-mod common;
-
 use std::io::Cursor;
 
-use common::{As, Backend, PASSWORD, TestServer, member};
+use crate::common::{As, Backend, PASSWORD, TestServer, member};
 use image::{ImageFormat, RgbaImage};
 use serde_json::{Value, json};
 

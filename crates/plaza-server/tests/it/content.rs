@@ -1,10 +1,8 @@
 //! Content through HTTP: users, public profiles, posts and reports, with who
 //! may see and change what, input limits and paging edges.
 
-mod common;
-
-use common::actors::{Cast, Member, assert_statuses, row};
-use common::{Backend, PASSWORD, TestServer, call, member, post};
+use crate::common::actors::{Cast, Member, assert_statuses, row};
+use crate::common::{Backend, PASSWORD, TestServer, call, member, post};
 use serde_json::{Value, json};
 
 on_both_databases!(

@@ -3,12 +3,12 @@
 //! 429 of every surface, the unlimited probes, and Redis shared by two
 //! processes (over TLS too), stopped and started again.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{As, Backend, PASSWORD, TestServer, member};
+use crate::common::{As, Backend, PASSWORD, TestServer, member};
 use serde_json::{Value, json};
 
 on_both_databases!(

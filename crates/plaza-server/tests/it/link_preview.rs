@@ -1,12 +1,10 @@
 //! Link preview through HTTP, against target pages served on loopback.
 
-mod common;
-
+use crate::common::{Backend, TestServer};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::Html;
 use axum::routing::get;
-use common::{Backend, TestServer};
 use serde_json::Value;
 
 /// Settings that let Plaza reach the loopback target site.

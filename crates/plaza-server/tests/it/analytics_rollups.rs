@@ -3,11 +3,9 @@
 //! with ragged and aligned ends, with and without filters, after the
 //! retention purge has subtracted events, and after a rebuild.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Backend, TestServer};
+use crate::common::{Backend, TestServer};
 use plaza_domain::Database;
 use plaza_domain::analytics::{
     self, CountryCount, DAY_MILLIS, DashboardOverview, EventFilter, HEATMAP_CELL, HeatCell,

@@ -2,7 +2,7 @@
 //! malformed bodies and timeouts get the surface's error shape; and the
 //! hardening headers, in-process and on the real pages.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,11 +4,11 @@
 //! hangs, instances with different stores on one database, and clients
 //! that hang up during processing.
 
-mod common;
+use crate::common;
 
 use std::io::Cursor;
 
-use common::{As, Backend, TestServer, member};
+use crate::common::{As, Backend, TestServer, member};
 use image::{DynamicImage, ImageFormat};
 use serde_json::{Value, json};
 

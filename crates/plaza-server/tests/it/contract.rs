@@ -7,12 +7,10 @@
 //! `target/tools/contract-venv` and Debian's `prometheus` (for `promtool`);
 //! `PLAZA_TEST_SCHEMATHESIS` and `PLAZA_TEST_PROMTOOL` point elsewhere.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Backend, PASSWORD, TestServer, call, skip};
+use crate::common::{Backend, PASSWORD, TestServer, call, skip};
 use serde_json::json;
 
 on_both_databases!(every_operation_keeps_the_documented_contract);

@@ -1,12 +1,12 @@
 //! The API documentation and the HTML pages, checked with real tools: the
 //! OpenAPI 3.1 schema validator and headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Backend, TestServer, skip};
+use crate::common::{Backend, TestServer, skip};
 
 /// Whether a missing external tool fails the test (CI) or skips it.
 fn chromium() -> Option<PathBuf> {

@@ -1,9 +1,7 @@
 //! Cluster-wide jobs run once: two runners (two connection pools, two
 //! owners) on one database, with the clock passed in.
 
-mod common;
-
-use common::{Backend, TestServer};
+use crate::common::{Backend, TestServer};
 use plaza_domain::jobs::Claim;
 
 on_both_databases!(a_job_run_is_claimed_by_one_runner_and_expires_with_its_owner);

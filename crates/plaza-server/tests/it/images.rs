@@ -1,8 +1,6 @@
 //! Generated images through HTTP.
 
-mod common;
-
-use common::{Backend, TestServer};
+use crate::common::{Backend, TestServer};
 use serde_json::Value;
 
 #[tokio::test]

@@ -2,11 +2,11 @@
 //! permission, updates and bans under the policy with their audit entries,
 //! ban expiry, and bulk updates.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{As, Backend, PASSWORD, TestServer, member};
+use crate::common::{As, Backend, PASSWORD, TestServer, member};
 use serde_json::{Value, json};
 
 on_both_databases!(

@@ -1,12 +1,12 @@
 //! Failure behaviour: the database going away and coming back, and a
 //! graceful shutdown that finishes what it started.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use common::{Backend, PASSWORD, PostgresDatabase, TestServer, postgres_enabled};
+use crate::common::{Backend, PASSWORD, PostgresDatabase, TestServer, postgres_enabled};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -3,11 +3,9 @@
 //! paging, custom emoji uploads with their rules, the approval flow, and
 //! usage tracking with the popular sort.
 
-mod common;
-
 use std::io::Cursor;
 
-use common::{Backend, TestServer, call, member};
+use crate::common::{Backend, TestServer, call, member};
 use image::{DynamicImage, ImageFormat};
 use serde_json::{Value, json};
 

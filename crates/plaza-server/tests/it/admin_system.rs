@@ -2,9 +2,9 @@
 //! rate tier `system`), and activity and moderation reports (issue #15,
 //! with the `system` tier of issue #14).
 
-mod common;
+use crate::common;
 
-use common::{As, Backend, PASSWORD, TestServer, member, post};
+use crate::common::{As, Backend, PASSWORD, TestServer, member, post};
 use serde_json::{Value, json};
 
 on_both_databases!(

@@ -3,12 +3,10 @@
 //! hashing, the lockout race, provider profiles and control characters,
 //! demoted admins' tokens, session lifetime and the smaller defences.
 
-mod common;
-
-use common::fake_idp::{
+use crate::common::fake_idp::{
     FakeIdp, begin_provider_sign_in, location, open_callback, provider_round_trip,
 };
-use common::{Backend, PASSWORD, TestServer, session_cookie};
+use crate::common::{Backend, PASSWORD, TestServer, session_cookie};
 use serde_json::{Value, json};
 
 on_both_databases!(

@@ -6,12 +6,12 @@
 //! deletes exactly what is older than its window, and the CSV export's
 //! text cells cannot run as spreadsheet formulas.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{As, Backend, TestServer, call, member, post};
+use crate::common::{As, Backend, TestServer, call, member, post};
 use plaza_domain::analytics::{NewEvent, PURGE_CHUNK};
 use plaza_domain::time::now_millis;
 use serde_json::{Value, json};

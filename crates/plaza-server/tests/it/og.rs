@@ -1,10 +1,8 @@
 //! Share images through HTTP: crawlers, browsers, formats, quotes.
 
-mod common;
-
+use crate::common::{Backend, TestServer};
 use axum::Router;
 use axum::routing::get;
-use common::{Backend, TestServer};
 use serde_json::{Value, json};
 
 const CRAWLER: &str = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";

@@ -1,10 +1,8 @@
 //! The versioned admin surface (issue #15, first part): who may read the
 //! audit trail, its envelope and filters, and the surface's rate tiers.
 
-mod common;
-
-use common::actors::{Cast, assert_statuses, row};
-use common::{As, Backend, PASSWORD, TestServer, call, member};
+use crate::common::actors::{Cast, assert_statuses, row};
+use crate::common::{As, Backend, PASSWORD, TestServer, call, member};
 use serde_json::{Value, json};
 
 on_both_databases!(

@@ -5,11 +5,9 @@
 //! full-text search (FTS5 virtual tables on SQLite; `search_vector` columns
 //! and their GIN indexes on PostgreSQL), left out of the comparison.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Backend, TestServer, postgres_enabled};
+use crate::common::{Backend, TestServer, postgres_enabled};
 use sqlx::Row;
 
 /// What one table is made of, engine-neutral.

@@ -2,9 +2,9 @@
 //! together, a refused request writes nothing, and a unit of work that fails
 //! before its commit leaves neither the change nor the entry.
 
-mod common;
+use crate::common;
 
-use common::{As, Backend, PASSWORD, TestServer, call, member};
+use crate::common::{As, Backend, PASSWORD, TestServer, call, member};
 use plaza_domain::DomainError;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::users::{self, Role};

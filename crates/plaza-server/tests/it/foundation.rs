@@ -1,9 +1,9 @@
 //! The foundation through HTTP: health, version, metrics, documentation,
 //! error shapes, request ids, settings and database failures.
 
-mod common;
+use crate::common;
 
-use common::{As, Backend, TestServer, plaza_command};
+use crate::common::{As, Backend, TestServer, plaza_command};
 use serde_json::Value;
 
 on_both_databases!(

@@ -3,11 +3,9 @@
 //! moderator's `notifyAuthor` reaches the author, and a user dismisses
 //! their own alerts only; `GET /api/alerts/stream` sends them live.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{As, Backend, PASSWORD, TestServer, call, member, post};
+use crate::common::{As, Backend, PASSWORD, TestServer, call, member, post};
 use plaza_domain::time::now_millis;
 use serde_json::{Value, json};
 

@@ -1,13 +1,11 @@
 //! Identity through HTTP: sign-up, credentials and provider sign-in,
 //! sessions, linked accounts, admin tokens, and who may call what.
 
-mod common;
-
-use common::actors::{Cast, Member, assert_statuses, row};
-use common::fake_idp::{
+use crate::common::actors::{Cast, Member, assert_statuses, row};
+use crate::common::fake_idp::{
     self, FakeIdp, IdTokenFault, begin_provider_sign_in, location, open_callback,
 };
-use common::{As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, session_cookie};
+use crate::common::{As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, session_cookie};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -2,11 +2,9 @@
 //! with its filters, every moderation action from every status, the audit
 //! entries of each, and the edit lock that keeps two admins apart.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{As, Backend, PASSWORD, TestServer, call, member, post};
+use crate::common::{As, Backend, PASSWORD, TestServer, call, member, post};
 use plaza_domain::listing::SortOrder;
 use plaza_domain::locks::{self, Resource};
 use plaza_domain::posts::{PostQuery, PostSort, Viewer};

@@ -2,10 +2,10 @@
 //! its validation bodies, query count and rate limit, bans and unbans,
 //! subscriptions, stats, permissions and roles, on both databases.
 
-mod common;
+use crate::common;
 
-use common::actors::{Cast, assert_statuses, row};
-use common::{As, Backend, TestServer, call, member};
+use crate::common::actors::{Cast, assert_statuses, row};
+use crate::common::{As, Backend, TestServer, call, member};
 use serde_json::{Value, json};
 
 /// Signs up `name` <`email`> through the API and answers their id.

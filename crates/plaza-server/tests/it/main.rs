@@ -1,0 +1,35 @@
+//! The integration tests of plaza-server, built as one test binary: one
+//! module per area, each starting the real `plaza` binary through the shared
+//! harness in `common` (which also exports `on_both_databases!`).
+
+#[macro_use]
+mod common;
+
+mod admin_dashboard;
+mod admin_posts;
+mod admin_system;
+mod admin_users;
+mod admin_v1;
+mod alerts;
+mod analytics;
+mod analytics_rollups;
+mod audit;
+mod browser_and_docs;
+mod content;
+mod contract;
+mod emojis;
+mod foundation;
+mod hardening;
+mod identity;
+mod images;
+mod input_rules;
+mod jobs;
+mod link_preview;
+mod middleware;
+mod og;
+mod rate_limits;
+mod resilience;
+mod schema;
+mod search;
+mod transport;
+mod uploads;
