@@ -502,7 +502,7 @@ impl PostQuery {
 }
 
 /// The `post_counts` row counting the posts with at least one report.
-const REPORTED_SCOPE: &str = "reported";
+pub(crate) const REPORTED_SCOPE: &str = "reported";
 
 /// The `post_counts` scope of a (published, moderation) pair, as the
 /// triggers name it.

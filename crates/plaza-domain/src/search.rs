@@ -24,7 +24,9 @@ use sqlx::FromRow;
 
 use crate::dialect::{Dialect, FullTextSearch};
 use crate::listing::{Arg, Args, Page, bind_all};
-use crate::posts::{PUBLIC_SQL, Post, PostJson, Viewer, parse_json_page, post_json};
+use crate::posts::{
+    PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, parse_json_page, post_json,
+};
 use crate::users::{USER_COLUMNS, User, UserRow};
 use crate::{Database, DomainError, Tx};
 
@@ -550,10 +552,11 @@ pub async fn rebuild(tx: &mut Tx<'_>) -> Result<RebuildSummary, DomainError> {
     for statement in Dialect::of(tx).rebuild_full_text() {
         sqlx::query(statement).execute(&mut **tx).await?;
     }
-    let (posts, users): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts), \
-         (SELECT COUNT(*) FROM users)",
-    )
+    // The `reported` row counts posts already counted by their state.
+    let (posts, users): (i64, i64) = sqlx::query_as(&format!(
+        "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts \
+         WHERE scope <> '{REPORTED_SCOPE}'), (SELECT COUNT(*) FROM users)"
+    ))
     .fetch_one(&mut **tx)
     .await?;
     Ok(RebuildSummary { posts, users })

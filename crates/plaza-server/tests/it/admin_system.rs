@@ -277,16 +277,29 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
     let server = TestServer::start(backend).await;
     let admin = admin(&server).await;
     let (_, author) = member(&server, "author@example.com", "user").await;
+    let mut posts = Vec::new();
     for title in ["First", "Second"] {
-        post(
-            &server,
-            &author,
-            json!({"title": title, "content": "words to find"}),
-        )
-        .await;
+        posts.push(
+            post(
+                &server,
+                &author,
+                json!({"title": title, "content": "words to find"}),
+            )
+            .await,
+        );
     }
 
     let (_, other_admin) = member(&server, "other-admin@example.com", "admin").await;
+    // A reported post is still one post to index.
+    let (status, report) = common::call(
+        &server,
+        "POST",
+        &format!("/api/posts/{}/report", posts[0]),
+        Some(&other_admin),
+        Some(json!({"reason": "spam"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{report}");
 
     // Two anonymous answers are cached; clearing reports them.
     for path in ["/api/posts", "/api/search/posts?q=words"] {
