@@ -2,7 +2,7 @@
 //! accounts and admin tokens.
 
 use axum::extract::{FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
@@ -786,22 +786,15 @@ pub async fn admin_token(
     }))
 }
 
-/// Revocation answer.
-#[derive(Serialize, ToSchema)]
-pub struct RevokedView {
-    pub success: bool,
-    pub jti: String,
-}
-
 /// Revoke the admin JWT sent in `Authorization`; it stops working on every
-/// instance at once.
+/// instance at once. Audited as `admin_token.revoke`.
 #[utoipa::path(
     delete,
     path = "/api/auth/token",
     tag = "auth",
     security(("admin_jwt" = [])),
     responses(
-        (status = 200, description = "Revoked", body = RevokedView),
+        (status = 204, description = "Revoked"),
         (status = 401, description = "No valid admin token", body = GeneralError),
     )
 )]
@@ -809,7 +802,7 @@ pub async fn revoke_admin_token(
     State(state): State<AppState>,
     AnyAdminToken(token): AnyAdminToken,
     RequestAudit(context): RequestAudit,
-) -> Result<AppJson<RevokedView>, AppError> {
+) -> Result<StatusCode, AppError> {
     let (jti, expires_at) = (
         token.claims.jti.clone(),
         token.claims.exp.saturating_mul(1000),
@@ -838,10 +831,7 @@ pub async fn revoke_admin_token(
             })
         })
         .await?;
-    Ok(AppJson(RevokedView {
-        success: true,
-        jti: token.claims.jti,
-    }))
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Records an admin token's mint or revocation, as the command line's
