@@ -239,7 +239,11 @@ fn filter_conditions(query: &EmojiQuery, args: &mut Args) -> Vec<String> {
             "%{}%",
             escape_like(&search.to_lowercase())
         )));
-        conditions.push(format!("e.search_text LIKE {pattern} ESCAPE '\\'"));
+        // A custom emoji's search text spells its name with spaces, so its
+        // whole name (`party_parrot`) is matched against the name itself.
+        conditions.push(format!(
+            "(e.search_text LIKE {pattern} ESCAPE '\\' OR LOWER(e.name) LIKE {pattern} ESCAPE '\\')"
+        ));
     }
     conditions
 }

@@ -545,6 +545,7 @@ on_both_databases!(
     custom_emojis_are_personal_until_approved,
     usage_is_counted_and_sorts_by_popularity,
     approvals_are_someone_elses_once_and_names_stay_unique,
+    a_custom_emoji_is_found_by_its_whole_name,
 );
 
 /// A custom emoji waiting for approval as `cookie`'s: its numeric id.
@@ -618,4 +619,29 @@ async fn approvals_are_someone_elses_once_and_names_stay_unique(backend: Backend
         })
         .count();
     assert_eq!(approvals, 1);
+}
+
+/// A search for a custom emoji's whole name, underscores and all, finds it,
+/// as a search for any part of it does.
+async fn a_custom_emoji_is_found_by_its_whole_name(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, owner) = member(&server, "owner@example.com", "user").await;
+    pending_emoji(&server, &owner, "acc_test12").await;
+    for search in ["acc", "test12", "acc_test12", "ACC_TEST12"] {
+        let (status, body) = list_as(
+            &server,
+            &format!("?include_custom=true&search={search}"),
+            &[],
+            Some(&owner),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let names: Vec<&str> = body["emojis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|emoji| emoji["name"].as_str())
+            .collect();
+        assert!(names.contains(&"acc_test12"), "{search}: {names:?}");
+    }
 }
