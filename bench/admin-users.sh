@@ -23,6 +23,7 @@ CONNECTIONS="${3:-10}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
 source bench/lib.sh
+build_plaza
 need wrk curl python3 psql
 PG_DB="plaza_bench_admin_users_$$"
 on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'

@@ -22,6 +22,7 @@ CONNECTIONS="${4:-20}"
 REPORTED="${5:-2}"
 QUERY="${PLAZA_BENCH_QUERY:-reported=true&limit=50}"
 source bench/lib.sh
+build_plaza
 need wrk curl python3 sqlite3
 
 export PLAZA_DATA_DIR="$WORK" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn

@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-5}"
 source bench/lib.sh
+build_plaza
 need curl python3
 cargo run --release -q -p plaza-media --example photo -- "$WORK/photo.jpg"
 
