@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unversioned admin user list on loopback (issue #16): seeds a fresh
+# The unversioned admin user list on loopback: seeds a fresh
 # database on each backend with `plaza dev seed` (users with linked provider
 # accounts, roles, subscriptions and bans, which the list summarises),
 # serves it with the release binary (rate limits off), signs an admin in and

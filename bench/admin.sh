@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Versioned admin lists on loopback (issue #15): seeds a fresh SQLite
+# Versioned admin lists on loopback: seeds a fresh SQLite
 # database with `plaza dev seed` (users, posts, and a share of reported
 # posts), serves it with the release binary (rate limits off), mints an
 # admin token, and measures with wrk at 20 connections:

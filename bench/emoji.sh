@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The emoji list and usage tracking on loopback (issue #18): serves a fresh
+# The emoji list and usage tracking on loopback: serves a fresh
 # database on each backend with the release binary (rate limits off; the
 # catalog is loaded on start) and measures with wrk, 50 connections:
 #   GET /api/emojis?per_page=100   as a Windows 10 browser (the target:

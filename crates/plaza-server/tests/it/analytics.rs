@@ -1,4 +1,4 @@
-//! Analytics collection (issue #17): every schema error of SPEC.md is a 400
+//! Analytics collection: every schema error of SPEC.md is a 400
 //! naming its field, a batch is stored whole or not at all, each event
 //! counts against the per-user limit, an acknowledged event survives a
 //! SIGKILL, shutdown drains the queue, a failed write is 503 with nothing
