@@ -27,6 +27,7 @@ mod jobs;
 mod link_preview;
 mod middleware;
 mod og;
+mod permission_grants;
 mod rate_limits;
 mod resilience;
 mod schema;
