@@ -326,7 +326,13 @@ mod tests {
                     Some(PermissionStatus::Archived),
                 ]
                 .into_iter()
-                .map(|grant| if grant_in_force(*role, grant) { 'Y' } else { 'N' })
+                .map(|grant| {
+                    if grant_in_force(*role, grant) {
+                        'Y'
+                    } else {
+                        'N'
+                    }
+                })
                 .collect()
             })
             .collect();
@@ -405,7 +411,11 @@ mod tests {
         };
         assert_eq!(outcome(&[]), "ok");
         assert_eq!(outcome(&["base", "view", "edit"]), "ok");
-        assert_eq!(outcome(&["off", "needs_off"]), "ok", "disabled is grantable");
+        assert_eq!(
+            outcome(&["off", "needs_off"]),
+            "ok",
+            "disabled is grantable"
+        );
         assert_eq!(
             outcome(&["view", "edit"]),
             "invalid permissions: view depends on base, which the list leaves out"
@@ -452,11 +462,13 @@ mod tests {
     #[test]
     fn new_dependencies_name_stored_permissions_and_close_no_cycle() {
         let stored = graph(&[("base", &[]), ("audit", &["read"])]);
-        let outcome = |name: &str, deps: &[&str]| {
-            match check_new_dependencies(name, &names(deps), stored.clone()) {
-                Ok(()) => "ok".to_owned(),
-                Err(error) => error.to_string(),
-            }
+        let outcome = |name: &str, deps: &[&str]| match check_new_dependencies(
+            name,
+            &names(deps),
+            stored.clone(),
+        ) {
+            Ok(()) => "ok".to_owned(),
+            Err(error) => error.to_string(),
         };
         assert_eq!(outcome("view", &["base"]), "ok");
         assert_eq!(

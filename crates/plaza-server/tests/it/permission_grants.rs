@@ -195,7 +195,11 @@ async fn grant_lists_name_known_permissions_with_their_dependencies(backend: Bac
 
     // Nothing was written by the refusals.
     let (_, roles) = send(&server, root, "GET", "/api/admin/roles", None).await;
-    assert_eq!(roles[1]["permissions"], json!(["posts:moderate"]), "{roles}");
+    assert_eq!(
+        roles[1]["permissions"],
+        json!(["posts:moderate"]),
+        "{roles}"
+    );
 
     let (status, body) = grant(
         &server,
@@ -338,7 +342,11 @@ async fn a_permission_that_is_not_active_grants_nothing(backend: Backend) {
     let (status, body) = patch(&server, root, "users:manage", json!({"status": "disabled"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "disabled");
-    assert_eq!(body["roles"], json!(["admin", "super_admin"]), "still granted");
+    assert_eq!(
+        body["roles"],
+        json!(["admin", "super_admin"]),
+        "still granted"
+    );
     assert_eq!(user_list(&server, As::Session(&admin)).await, 403);
     assert_eq!(user_list(&server, root).await, 200);
     // A disabled permission may still be granted; it gives nothing.
@@ -407,19 +415,23 @@ async fn archived_permissions_change_no_more_and_wait_for_their_dependents(backe
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "archived");
     assert_eq!(body["display_name"], "Export (retired)");
-    assert_eq!(body["roles"], json!([]), "archiving takes it from every role");
+    assert_eq!(
+        body["roles"],
+        json!([]),
+        "archiving takes it from every role"
+    );
     let (_, roles) = send(&server, root, "GET", "/api/admin/roles", None).await;
     assert_eq!(
         roles[1]["permissions"],
         json!(["posts:moderate", "reports.read"])
     );
     let (status, body) = patch(&server, root, "reports.read", json!({"status": "archived"})).await;
-    assert_eq!(status, 200, "only archived permissions depend on it now: {body}");
+    assert_eq!(
+        status, 200,
+        "only archived permissions depend on it now: {body}"
+    );
 
-    for change in [
-        json!({"status": "active"}),
-        json!({"description": "back"}),
-    ] {
+    for change in [json!({"status": "active"}), json!({"description": "back"})] {
         let (status, body) = patch(&server, root, "reports.export", change).await;
         assert_eq!(status, 409, "{body}");
         assert_eq!(body["details"], "an archived permission changes no more");
@@ -474,7 +486,14 @@ async fn roles_carry_their_grants_and_every_change_is_audited_under_its_actor(ba
     let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
     let root_token = server.mint("root@example.com", "admin:super");
 
-    let (status, roles) = send(&server, As::Session(&admin), "GET", "/api/admin/roles", None).await;
+    let (status, roles) = send(
+        &server,
+        As::Session(&admin),
+        "GET",
+        "/api/admin/roles",
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{roles}");
     let grants: Vec<(&str, &Value)> = roles
         .as_array()
@@ -594,8 +613,19 @@ async fn the_edit_lock_of_a_role_refuses_a_second_admin(backend: Backend) {
     let (status, body) = grant(&server, As::Session(&second), "moderator", &[]).await;
     assert_eq!(status, 423, "{body}");
     assert_eq!(body["error"], "Resource locked");
-    let (_, roles) = send(&server, As::Session(&second), "GET", "/api/admin/roles", None).await;
-    assert_eq!(roles[1]["permissions"], json!(["posts:moderate"]), "unchanged");
+    let (_, roles) = send(
+        &server,
+        As::Session(&second),
+        "GET",
+        "/api/admin/roles",
+        None,
+    )
+    .await;
+    assert_eq!(
+        roles[1]["permissions"],
+        json!(["posts:moderate"]),
+        "unchanged"
+    );
     let (status, body) = grant(&server, As::Session(&second), "admin", &ADMIN_DEFAULTS).await;
     assert_eq!(status, 200, "another role's lock is free: {body}");
 }
@@ -642,7 +672,14 @@ async fn upgrading_keeps_each_installs_capabilities(backend: Backend) {
         403,
         "a capability taken away stays away"
     );
-    let (_, roles) = send(&server, As::Session(&admin), "GET", "/api/admin/roles", None).await;
+    let (_, roles) = send(
+        &server,
+        As::Session(&admin),
+        "GET",
+        "/api/admin/roles",
+        None,
+    )
+    .await;
     assert_eq!(
         roles[2]["permissions"],
         json!(["analytics:read", "posts:moderate"])
@@ -680,7 +717,14 @@ async fn the_analytics_dashboard_needs_analytics_read(backend: Backend) {
     )
     .await;
     assert_eq!(status, 403);
-    let (status, _) = send(&server, As::Session(&root), "GET", "/api/admin/analytics", None).await;
+    let (status, _) = send(
+        &server,
+        As::Session(&root),
+        "GET",
+        "/api/admin/analytics",
+        None,
+    )
+    .await;
     assert_eq!(status, 200);
 }
 
@@ -688,8 +732,7 @@ async fn the_analytics_dashboard_needs_analytics_read(backend: Backend) {
 /// are in force on the other within 5 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_through_one_instance_is_in_force_on_another_within_5_s() {
-    if !common::postgres_enabled("a_grant_through_one_instance_is_in_force_on_another_within_5_s")
-    {
+    if !common::postgres_enabled("a_grant_through_one_instance_is_in_force_on_another_within_5_s") {
         return;
     }
     let first = TestServer::start(Backend::Postgres).await;

@@ -621,9 +621,12 @@ pub async fn update_permission(
     let ttl = lock_ttl(&state);
     let permission = state
         .db
-        .write_locked(Resource::Permission(id), admin.actor.user_id, ttl, move |tx| {
-            Box::pin(async move { permissions::update(tx, &context, id, changes).await })
-        })
+        .write_locked(
+            Resource::Permission(id),
+            admin.actor.user_id,
+            ttl,
+            move |tx| Box::pin(async move { permissions::update(tx, &context, id, changes).await }),
+        )
         .await?;
     Ok(AppJson(permission.into()))
 }
@@ -746,11 +749,16 @@ pub async fn grant_role_permissions(
     let ttl = lock_ttl(&state);
     let granted = state
         .db
-        .write_locked(Resource::Role(role_id), admin.actor.user_id, ttl, move |tx| {
-            Box::pin(async move {
-                permissions::grant_to_role(tx, &context, &role, requested, reason).await
-            })
-        })
+        .write_locked(
+            Resource::Role(role_id),
+            admin.actor.user_id,
+            ttl,
+            move |tx| {
+                Box::pin(async move {
+                    permissions::grant_to_role(tx, &context, &role, requested, reason).await
+                })
+            },
+        )
         .await?;
     Ok(AppJson(RoleGrantsView {
         role: granted.role,
@@ -764,17 +772,16 @@ fn check_role_grants(body: &RoleGrantsBody) -> Result<(Vec<String>, Option<Strin
     let reason = text_field(&mut problems, "reason", &body.reason, false, REASON_CHARS);
     let mut names: Vec<String> = Vec::new();
     match &body.permissions {
-        None => problems.push(
-            FieldError::new("permissions", "is required").with_kind(
-                "invalid_type",
-                "array",
-                "undefined",
-            ),
-        ),
+        None => problems.push(FieldError::new("permissions", "is required").with_kind(
+            "invalid_type",
+            "array",
+            "undefined",
+        )),
         Some(Value::Array(items)) => {
             for (index, item) in items.iter().enumerate() {
                 let field = format!("permissions.{index}");
-                let Some(name) = text_field(&mut problems, &field, &Some(item.clone()), true, NAME_CHARS)
+                let Some(name) =
+                    text_field(&mut problems, &field, &Some(item.clone()), true, NAME_CHARS)
                 else {
                     continue;
                 };
