@@ -14,8 +14,8 @@ use crate::{Backend, Database, DomainError, Flag};
 /// as their session or token, so that a route's capability check costs no
 /// statement of its own. Only the grants of the roles in
 /// [`grants::ROLES_READING_GRANTS`] are read, of permissions whose status
-/// [`grants`](PermissionStatus::grants) ([`grants::grant_in_force`]): a
-/// super admin holds every capability and lower roles none.
+/// [`grants`](PermissionStatus::grants): a super admin holds every
+/// capability without them and lower roles none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Capabilities(Option<String>);
 

@@ -3,7 +3,9 @@
 //! lists of grants a role may be given, how a permission's status may
 //! change, and which dependencies a new permission may name. Pure
 //! functions: [`crate::permissions`] applies them inside its units of work,
-//! and [`crate::admin_principal`] reads grants as [`grant_in_force`] says.
+//! and [`crate::admin_principal`] reads the grants of
+//! [`ROLES_READING_GRANTS`] of permissions whose status
+//! [`grants`](PermissionStatus::grants).
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,20 +15,10 @@ use crate::users::Role;
 
 /// The capability of the user list, bans and subscriptions.
 pub const MANAGE_USERS: &str = "users:manage";
-/// The capability of moderating posts.
-pub const MODERATE_POSTS: &str = "posts:moderate";
 /// The capability of creating and changing permissions and of granting them.
 pub const MANAGE_PERMISSIONS: &str = "permissions:manage";
 /// The capability of the analytics dashboard.
 pub const READ_ANALYTICS: &str = "analytics:read";
-
-/// What each role holds on a new install (migrations 0001 and 0029 keep
-/// them): `permissions:manage` is nobody's but the super admin's, who holds
-/// every capability without a grant.
-pub const DEFAULT_GRANTS: [(Role, &[&str]); 2] = [
-    (Role::Moderator, &[MODERATE_POSTS]),
-    (Role::Admin, &[MANAGE_USERS, MODERATE_POSTS, READ_ANALYTICS]),
-];
 
 /// Most permissions one role may be granted.
 pub const MAX_GRANTS_PER_ROLE: usize = 500;
@@ -67,18 +59,10 @@ impl PermissionStatus {
     }
 }
 
-/// The roles whose grants are read, with their direct grants: only an
-/// administrator's. The admin surfaces admit no lower role, and a super
-/// admin holds every capability without a grant.
+/// The roles whose grants (and their holders' direct grants) are read:
+/// only an administrator's. The admin surfaces admit no lower role, and a
+/// super admin holds every capability without a grant.
 pub const ROLES_READING_GRANTS: [Role; 1] = [Role::Admin];
-
-/// Whether a user of `role` holds a capability they were granted (through
-/// their role or directly) with the permission in `grant` status, or that
-/// they were not granted at all (`None`).
-pub fn grant_in_force(role: Role, grant: Option<PermissionStatus>) -> bool {
-    role == Role::SuperAdmin
-        || (ROLES_READING_GRANTS.contains(&role) && grant.is_some_and(PermissionStatus::grants))
-}
 
 /// Changing which permissions `role` holds: any role but `super_admin`,
 /// who holds every capability whatever its grants say.
@@ -250,6 +234,22 @@ mod tests {
     use super::*;
     use crate::policy::{Actor, administer};
 
+    const MODERATE_POSTS: &str = "posts:moderate";
+
+    /// What each role holds on a new install, as migrations 0001 and 0029
+    /// seed it: `permissions:manage` is nobody's but the super admin's.
+    const DEFAULT_GRANTS: [(Role, &[&str]); 2] = [
+        (Role::Moderator, &[MODERATE_POSTS]),
+        (Role::Admin, &[MANAGE_USERS, MODERATE_POSTS, READ_ANALYTICS]),
+    ];
+
+    /// Whether a grant with the permission in `grant` status (`None`: not
+    /// granted) reaches a user's capabilities, as
+    /// `admin_principal::capabilities_sql` reads them.
+    fn held(role: Role, grant: Option<PermissionStatus>) -> bool {
+        ROLES_READING_GRANTS.contains(&role) && grant.is_some_and(PermissionStatus::grants)
+    }
+
     const CAPABILITIES: [&str; 4] = [
         MANAGE_USERS,
         MODERATE_POSTS,
@@ -281,7 +281,7 @@ mod tests {
                 CAPABILITIES
                     .iter()
                     .map(|capability| {
-                        let holds = grant_in_force(*role, default_grant(*role, capability, status));
+                        let holds = held(*role, default_grant(*role, capability, status));
                         let actor = Actor {
                             user_id: 1,
                             role: *role,
@@ -315,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn a_direct_or_role_grant_counts_only_for_administrators() {
+    fn only_an_administrators_grants_of_active_permissions_are_read() {
         let rows: Vec<String> = Role::ALL
             .iter()
             .map(|role| {
@@ -326,17 +326,13 @@ mod tests {
                     Some(PermissionStatus::Archived),
                 ]
                 .into_iter()
-                .map(|grant| {
-                    if grant_in_force(*role, grant) {
-                        'Y'
-                    } else {
-                        'N'
-                    }
-                })
+                .map(|grant| if held(*role, grant) { 'Y' } else { 'N' })
                 .collect()
             })
             .collect();
-        assert_eq!(rows, ["NNNN", "NNNN", "NYNN", "YYYY"]);
+        // A super admin's grants are not read: they hold every capability
+        // without one ([`administer`]).
+        assert_eq!(rows, ["NNNN", "NNNN", "NYNN", "NNNN"]);
     }
 
     #[test]

@@ -210,8 +210,8 @@ pub fn report_post(actor: Actor, post: &Post) -> Decision {
 }
 
 /// The unversioned admin surface: an administrator or higher who holds
-/// the route's capability (`holds_capability`, as
-/// [`crate::grants::grant_in_force`] says); a super admin holds every
+/// the route's capability (`holds_capability`: granted to them or their
+/// role, and active, [`crate::grants`]); a super admin holds every
 /// capability without a grant.
 pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     Decision::allowed_if(

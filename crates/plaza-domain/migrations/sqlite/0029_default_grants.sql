@@ -1,7 +1,7 @@
 -- The default grants (DECISIONS.md "Default grants, kept by the migration";
--- `grants::DEFAULT_GRANTS`): `moderator` holds `posts:moderate`; `admin`
--- holds `users:manage`, `posts:moderate` and `analytics:read`;
--- `permissions:manage` is the super admin's alone. Migration 0001 seeded
+-- the tests of `grants.rs` check the same table): `moderator` holds
+-- `posts:moderate`; `admin` holds `users:manage`, `posts:moderate` and
+-- `analytics:read`; `permissions:manage` is the super admin's alone. Migration 0001 seeded
 -- them. From this version the analytics dashboard needs `analytics:read`,
 -- which it did not before, so an install that lost that grant (or the
 -- default `posts:moderate` ones) gets it back and keeps what its
