@@ -270,13 +270,9 @@ pub fn report_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
-/// Reading the analytics dashboards: administrators.
-pub fn view_analytics(actor: Actor) -> Decision {
-    Decision::allowed_if(actor.role.is_admin())
-}
-
 /// The unversioned admin surface: an administrator or higher who holds
-/// the route's capability (`holds_capability`); a super admin holds every
+/// the route's capability (`holds_capability`: granted to them or their
+/// role, and active, [`crate::grants`]); a super admin holds every
 /// capability without a grant.
 pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     Decision::allowed_if(

@@ -28,6 +28,7 @@ mod layers;
 mod link_preview;
 mod middleware;
 mod og;
+mod permission_grants;
 mod rate_limits;
 mod resilience;
 mod schema;
