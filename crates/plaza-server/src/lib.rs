@@ -16,6 +16,7 @@ pub mod controllers;
 pub mod csv_cells;
 pub mod error;
 pub mod extract;
+pub mod flag_snapshot;
 pub mod group_commit;
 pub mod health;
 pub mod identity;

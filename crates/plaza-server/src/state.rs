@@ -74,6 +74,8 @@ pub struct Shared {
     pub emoji_platforms: plaza_emoji::PlatformDetector,
     /// Whether the database, the upload store and Redis answer.
     pub health: crate::health::HealthProbe,
+    /// The feature flags as last read, for their evaluation.
+    pub flag_snapshot: crate::flag_snapshot::FlagSnapshot,
 }
 
 impl AppState {
@@ -139,6 +141,7 @@ impl AppState {
             uploads: crate::uploads::Uploads::new(&settings_storage)?,
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::health::HealthProbe::default(),
+            flag_snapshot: crate::flag_snapshot::FlagSnapshot::default(),
         })))
     }
 }

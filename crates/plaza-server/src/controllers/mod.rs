@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cache;
 pub mod docs;
 pub mod emojis;
+pub mod feature_flags;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;
