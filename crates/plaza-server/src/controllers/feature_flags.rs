@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::OptionalUser;
-use crate::error::AppError;
-use crate::extract::AppJson;
+use crate::http::error::AppError;
+use crate::http::extract::AppJson;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {

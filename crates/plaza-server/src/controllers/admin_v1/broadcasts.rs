@@ -10,7 +10,7 @@ use plaza_domain::alerts::{
 };
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy::{self, Actor};
-use plaza_domain::time::now_millis;
+use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -20,10 +20,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
 
 /// Most entries in `targets`.
@@ -98,12 +97,12 @@ impl From<&Broadcast> for BroadcastItem {
             alert_type: broadcast.alert_type.as_str().to_owned(),
             targets,
             status: broadcast.status().as_str().to_owned(),
-            schedule: broadcast.schedule().map(timestamp),
+            schedule: broadcast.schedule().map(rfc3339),
             recipients: broadcast.recipient_count,
-            created_at: timestamp(broadcast.created_at),
+            created_at: rfc3339(broadcast.created_at),
             created_by: broadcast.created_by.map(|id| id.to_string()),
-            delivered_at: broadcast.delivered_at.map(timestamp),
-            cancelled_at: broadcast.cancelled_at.map(timestamp),
+            delivered_at: broadcast.delivered_at.map(rfc3339),
+            cancelled_at: broadcast.cancelled_at.map(rfc3339),
         }
     }
 }
@@ -202,7 +201,7 @@ pub async fn cancel_broadcast(
                                 BroadcastStatus::Cancelled.as_str(),
                             ),
                             "title": cancelled.title,
-                            "schedule": cancelled.schedule().map(timestamp),
+                            "schedule": cancelled.schedule().map(rfc3339),
                         }),
                     },
                 )
@@ -319,7 +318,7 @@ pub async fn create_broadcast(
                             "title": broadcast.title,
                             "type": alert_type.as_str(),
                             "targets": targets,
-                            "schedule": deliver_at.map(timestamp),
+                            "schedule": deliver_at.map(rfc3339),
                             "recipients": broadcast.recipient_count,
                         }}),
                     },
@@ -377,7 +376,7 @@ fn audience(problems: &mut Problems, targets: &[String]) -> Audience {
             if !audience.roles.contains(&role) {
                 audience.roles.push(role);
             }
-        } else if let Some(id) = crate::extract::parse_id(target) {
+        } else if let Some(id) = crate::http::extract::parse_id(target) {
             if !audience.user_ids.contains(&id) {
                 audience.user_ids.push(id);
             }
