@@ -259,7 +259,7 @@ async fn broadcast_in(tx: &mut Tx<'_>, id: i64) -> Result<Broadcast, DomainError
     .fetch_optional(&mut **tx)
     .await?;
     let row = row.ok_or(DomainError::NotFound("broadcast"))?;
-    let mut found = with_user_targets(&mut **tx, vec![row]).await?;
+    let mut found = with_user_targets(tx, vec![row]).await?;
     found.pop().ok_or(DomainError::NotFound("broadcast"))
 }
 
@@ -288,7 +288,9 @@ pub async fn cancel_broadcast(
     }
     Err(DomainError::InvalidTransition(
         if broadcast.status() == BroadcastStatus::Delivered {
-            format!("broadcast {id} was delivered already; a delivered broadcast cannot be cancelled")
+            format!(
+                "broadcast {id} was delivered already; a delivered broadcast cannot be cancelled"
+            )
         } else {
             format!("broadcast {id} is cancelled already")
         },

@@ -109,17 +109,13 @@ pub fn is_enabled_for(flag: &FeatureFlag, caller: Option<FlagSubject>) -> bool {
         None => flag.target_roles.is_empty() && flag.rollout_percentage >= 100,
         Some(subject) => {
             (flag.target_roles.is_empty() || flag.target_roles.contains(&subject.role))
-                && rollout_bucket(&flag.name, subject.user_id)
-                    < u64::from(flag.rollout_percentage)
+                && rollout_bucket(&flag.name, subject.user_id) < u64::from(flag.rollout_percentage)
         }
     }
 }
 
 /// Every flag of `flags` evaluated for `caller`, by name.
-pub fn evaluate_all(
-    flags: &[FeatureFlag],
-    caller: Option<FlagSubject>,
-) -> BTreeMap<String, bool> {
+pub fn evaluate_all(flags: &[FeatureFlag], caller: Option<FlagSubject>) -> BTreeMap<String, bool> {
     flags
         .iter()
         .map(|flag| (flag.name.clone(), is_enabled_for(flag, caller)))
@@ -443,7 +439,13 @@ mod tests {
             .map(|(name, caller)| {
                 let row = columns
                     .iter()
-                    .map(|flag| if is_enabled_for(flag, caller) { 'Y' } else { '.' })
+                    .map(|flag| {
+                        if is_enabled_for(flag, caller) {
+                            'Y'
+                        } else {
+                            '.'
+                        }
+                    })
                     .collect();
                 (name, row)
             })

@@ -1068,7 +1068,8 @@ async fn a_cancellation_racing_the_delivery_lets_exactly_one_happen(backend: Bac
             409 => assert_eq!(delivered, 1, "refused, yet not delivered: {body}"),
             other => panic!("{other}: {body}"),
         }
-        let shown = titles(&alerts(&server, &user).await).contains(&format!("Race {round}").as_str());
+        let shown =
+            titles(&alerts(&server, &user).await).contains(&format!("Race {round}").as_str());
         assert_eq!(shown, delivered == 1, "round {round}");
     }
 }

@@ -196,7 +196,10 @@ async fn command_line_actions_are_audited(backend: Backend) {
     assert_eq!(trail["meta"]["pagination"]["total"], 1, "{trail}");
     let entry = &trail["data"][0];
     assert_eq!(entry["surface"], "cli");
-    assert!(entry.get("adminId").is_none_or(|id| id.is_null()), "{entry}");
+    assert!(
+        entry.get("adminId").is_none_or(|id| id.is_null()),
+        "{entry}"
+    );
     assert_eq!(entry["targetType"], "user");
     assert_eq!(entry["targetId"], root_id);
     assert_eq!(

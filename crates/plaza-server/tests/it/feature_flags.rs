@@ -67,7 +67,11 @@ async fn flags_are_evaluated_for_the_caller(backend: Backend) {
     let (user_id, user) = member(&server, "user@example.com", "user").await;
     let (moderator_id, moderator) = member(&server, "mod@example.com", "moderator").await;
 
-    assert_eq!(flags(&server, As::Anonymous).await, json!({}), "no flags yet");
+    assert_eq!(
+        flags(&server, As::Anonymous).await,
+        json!({}),
+        "no flags yet"
+    );
 
     let half_for_user = name_splitting("half-a", user_id, moderator_id);
     let half_for_moderator = name_splitting("half-b", moderator_id, user_id);
@@ -201,7 +205,10 @@ async fn deleting_a_flag_answers_by_permission_and_is_audited(backend: Backend) 
     let path = "/api/v1/admin/feature-flags/new-editor";
 
     let (status, body) = send(&server, As::Anonymous, "DELETE", path, None).await;
-    assert_eq!((status, &body["error"]["code"]), (401, &json!("UNAUTHORIZED")));
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (401, &json!("UNAUTHORIZED"))
+    );
     let (status, body) = send(&server, As::Token(&writer), "DELETE", path, None).await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");

@@ -333,7 +333,10 @@ pub async fn create_broadcast(
     } else {
         StatusCode::ACCEPTED
     };
-    Ok((status, AppJson(Envelope::new(BroadcastItem::from(&broadcast)))))
+    Ok((
+        status,
+        AppJson(Envelope::new(BroadcastItem::from(&broadcast))),
+    ))
 }
 
 /// A required text field, trimmed; its problem recorded when missing,

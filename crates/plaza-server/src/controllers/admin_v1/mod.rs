@@ -67,7 +67,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(ban_admin_user))
         .routes(crate::documented_routes!(bulk_update_users))
         .routes(crate::documented_routes!(list_feature_flags))
-        .routes(crate::documented_routes!(put_feature_flag, delete_feature_flag))
+        .routes(crate::documented_routes!(
+            put_feature_flag,
+            delete_feature_flag
+        ))
         .routes(crate::documented_routes!(user_activity_report))
         .routes(crate::documented_routes!(moderation_report))
         .routes(crate::documented_routes!(list_admin_posts))
