@@ -344,7 +344,7 @@ impl FromRequestParts<AppState> for AdminToken {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let token = admin_token_for(parts, state).await?;
-        let needed = AdminPermission::for_method(&parts.method);
+        let needed = AdminPermission::for_method(parts.method.as_str());
         if !token.claims.grants(needed) {
             return Err(AppError::InsufficientAdminPermissions {
                 required: needed.as_str(),
@@ -378,18 +378,30 @@ impl DocumentedExtractor for AnyAdminToken {
 /// The claims of an `Authorization: Bearer` admin token, when its
 /// signature and lifetime check out; whether it is revoked or still grants
 /// anything is for the route's extractor to decide. Rate limits count by it.
-pub fn bearer_claims(headers: &HeaderMap, state: &AppState) -> Option<AdminClaims> {
-    let bearer = headers
+/// Verified once per request: the limiter and the route's extractor read
+/// the same answer.
+pub fn bearer_claims(parts: &mut Parts, state: &AppState) -> Option<AdminClaims> {
+    if let Some(VerifiedBearer(claims)) = parts.extensions.get::<VerifiedBearer>() {
+        return claims.clone();
+    }
+    let claims = parts
+        .headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(bearer_token)?;
-    state.auth.jwt.verify(bearer).ok()
+        .and_then(bearer_token)
+        .and_then(|bearer| state.auth.jwt.verify(bearer).ok());
+    parts.extensions.insert(VerifiedBearer(claims.clone()));
+    claims
 }
+
+/// The answer of [`bearer_claims`] for this request.
+#[derive(Clone)]
+struct VerifiedBearer(Option<AdminClaims>);
 
 /// Validates the bearer token without the per-method permission check, and
 /// makes its user the request's [`Principal`].
 async fn admin_token_for(parts: &mut Parts, state: &AppState) -> Result<AdminToken, AppError> {
-    let mut claims = bearer_claims(&parts.headers, state).ok_or(AppError::Unauthorized)?;
+    let mut claims = bearer_claims(parts, state).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
         .db

@@ -1,4 +1,4 @@
-//! The versioned admin surface's posts (issue #15): the moderation queue
+//! The versioned admin surface's posts: the moderation queue
 //! with its filters, every moderation action from every status, the audit
 //! entries of each, and the edit lock that keeps two admins apart.
 

@@ -1,4 +1,4 @@
-//! The versioned admin surface's users (issue #15): the list and detail by
+//! The versioned admin surface's users: the list and detail by
 //! permission, updates and bans under the policy with their audit entries,
 //! ban expiry, and bulk updates.
 

@@ -1,4 +1,4 @@
-//! The versioned admin surface (issue #15, first part): who may read the
+//! The versioned admin surface: who may read the
 //! audit trail, its envelope and filters, and the surface's rate tiers.
 
 use crate::common::actors::{Cast, assert_statuses, row};

@@ -1,4 +1,4 @@
-//! Alerts (issue #15): broadcasts reach their audience in `GET /api/alerts`
+//! Alerts: broadcasts reach their audience in `GET /api/alerts`
 //! (now, or once at their scheduled time even with two instances), a
 //! moderator's `notifyAuthor` reaches the author, and a user dismisses
 //! their own alerts only; `GET /api/alerts/stream` sends them live. Admins
