@@ -3,7 +3,7 @@
 //! moderator's `notifyAuthor` reaches the author, and a user dismisses
 //! their own alerts only; `GET /api/alerts/stream` sends them live. Admins
 //! list the broadcasts and withdraw a scheduled one, which is then never
-//! delivered (issue #46).
+//! delivered.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! Feature flags in use (issue #46): `GET /api/feature-flags` evaluates
+//! Feature flags in use: `GET /api/feature-flags` evaluates
 //! every flag for the caller (nobody, a user, a moderator) by enabled,
 //! target roles and rollout bucket, the same on every call and instance, a
 //! change shows on another instance within 5 s, `DELETE
