@@ -252,7 +252,7 @@ pub fn approve_emoji(actor: Actor, owner_id: Option<i64>) -> Decision {
     moderate_emojis(actor)
 }
 
-/// Sending a broadcast to users: administrators.
+/// Sending a broadcast to users, or withdrawing one: administrators.
 pub fn send_broadcast(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_admin())
 }

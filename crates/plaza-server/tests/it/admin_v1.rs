@@ -26,6 +26,8 @@ async fn every_operation_answers_by_permission(backend: Backend) {
     // sessions; the admin:read, :write, :delete and :super tokens.
     const READ: [u16; 9] = [401, 401, 401, 401, 401, 200, 403, 403, 200];
     const WRITE: [u16; 9] = [401, 401, 401, 401, 401, 403, 422, 403, 422];
+    // Deletions name what does not exist, so an allowed one answers 404.
+    const DELETE: [u16; 9] = [401, 401, 401, 401, 401, 403, 403, 404, 404];
     #[rustfmt::skip]
     let rows = vec![
         row("GET", "/api/v1/admin/audit-logs", None, READ),
@@ -36,12 +38,15 @@ async fn every_operation_answers_by_permission(backend: Backend) {
         row("POST", "/api/v1/admin/users/bulk-update", Some(json!({"userIds": [], "updates": {}})), WRITE),
         row("GET", "/api/v1/admin/feature-flags", None, READ),
         row("PUT", "/api/v1/admin/feature-flags/new-search", empty(), WRITE),
+        row("DELETE", "/api/v1/admin/feature-flags/no-such-flag", None, DELETE),
         row("GET", "/api/v1/admin/reports/user-activity", None, READ),
         row("GET", "/api/v1/admin/reports/moderation", None, READ),
         row("POST", "/api/v1/admin/system/maintenance", Some(json!({"action": "nap"})), WRITE),
         row("GET", "/api/v1/admin/posts", None, READ),
         row("POST", "/api/v1/admin/posts/1/moderate", Some(json!({"action": "smite"})), WRITE),
         row("POST", "/api/v1/admin/notifications/broadcast", empty(), WRITE),
+        row("GET", "/api/v1/admin/notifications/broadcasts", None, READ),
+        row("DELETE", "/api/v1/admin/notifications/broadcasts/999999", None, DELETE),
     ];
     assert_statuses(&server, &actors, rows).await;
 }

@@ -18,6 +18,7 @@ mod browser_and_docs;
 mod content;
 mod contract;
 mod emojis;
+mod feature_flags;
 mod foundation;
 mod hardening;
 mod identity;
