@@ -17,7 +17,9 @@ use crate::state::AppState;
 pub enum Surface {
     /// `{error: {code, message, details: {field, reason}}}`
     General,
-    /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`.
+    /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`;
+    /// invalid input adds `field` and `details: {field, reason}` (the first
+    /// problem) and `errors` (every problem, the first included).
     VersionedAdmin,
     /// `{error: string, details: string | array}` under `/api/admin`.
     UnversionedAdmin,
@@ -96,7 +98,11 @@ impl Surface {
                 error.insert("message".into(), json!(report.message));
                 if let Some(field) = first_field {
                     error.insert("field".into(), json!(field.field));
-                    error.insert("details".into(), json!(report.fields));
+                    error.insert(
+                        "details".into(),
+                        json!({"field": field.field, "reason": field.reason}),
+                    );
+                    error.insert("errors".into(), json!(report.fields));
                 }
                 error.extend(report.extra.clone());
                 json!({ "success": false, "error": error })
