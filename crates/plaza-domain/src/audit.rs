@@ -19,8 +19,8 @@ use crate::{Database, DomainError, Tx};
 /// two admin surfaces; Plaza adds `api` for the general one and `cli`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuditSurface {
-    VersionedAdmin,
-    UnversionedAdmin,
+    AdminV1,
+    Admin,
     Api,
     CommandLine,
     /// Plaza's own background jobs (a ban running out).
@@ -30,8 +30,8 @@ pub enum AuditSurface {
 impl AuditSurface {
     pub fn as_str(self) -> &'static str {
         match self {
-            AuditSurface::VersionedAdmin => "v1",
-            AuditSurface::UnversionedAdmin => "admin",
+            AuditSurface::AdminV1 => "v1",
+            AuditSurface::Admin => "admin",
             AuditSurface::Api => "api",
             AuditSurface::CommandLine => "cli",
             AuditSurface::System => "system",

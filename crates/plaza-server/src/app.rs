@@ -60,11 +60,11 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             limited(Limit::Analytics, controllers::analytics::routes()),
         ))
         .merge(on_surface(
-            Surface::UnversionedAdmin,
+            Surface::Admin,
             limited(Limit::General, controllers::admin::routes()),
         ))
         .merge(on_surface(
-            Surface::UnversionedAdmin,
+            Surface::Admin,
             limited(Limit::AdminUserList, controllers::admin::user_list_routes()),
         ))
         .merge(on_surface(
@@ -95,11 +95,11 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             controllers::uploads::file_routes(),
         ))
         .merge(on_surface(
-            Surface::VersionedAdmin,
-            limited(Limit::VersionedAdmin, controllers::admin_v1::routes()),
+            Surface::AdminV1,
+            limited(Limit::AdminV1, controllers::admin_v1::routes()),
         ))
         .merge(on_surface(
-            Surface::VersionedAdmin,
+            Surface::AdminV1,
             limited(Limit::SystemAction, controllers::admin_v1::system_routes()),
         ))
 }

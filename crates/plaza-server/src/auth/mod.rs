@@ -542,8 +542,8 @@ impl FromRequestParts<AppState> for RequestAudit {
             .get::<crate::http::error::Surface>()
             .copied();
         let surface = match declared.unwrap_or(crate::http::error::Surface::General) {
-            crate::http::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
-            crate::http::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
+            crate::http::error::Surface::AdminV1 => AuditSurface::AdminV1,
+            crate::http::error::Surface::Admin => AuditSurface::Admin,
             _ => AuditSurface::Api,
         };
         Ok(RequestAudit(AuditContext {

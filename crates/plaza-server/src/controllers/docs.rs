@@ -39,8 +39,8 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "uploads", description = "Image uploads and the stored files"),
         (name = "emojis", description = "The emoji catalog per platform, custom emojis and usage counts"),
         (name = "feature-flags", description = "The feature flags, evaluated for the caller"),
-        (name = "admin-dashboard", description = "The unversioned admin surface, /api/admin: session or admin JWT of an administrator, `{error, details}` errors"),
-        (name = "admin", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
+        (name = "admin", description = "The unversioned admin surface, /api/admin: session or admin JWT of an administrator, `{error, details}` errors"),
+        (name = "admin-v1", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
     )
 )]
 pub struct ApiDoc;

@@ -21,9 +21,9 @@ enum Shape {
     /// `{error: {code, message, details: {field, reason}}}`, with its status.
     General(u16),
     /// `{success: false, error: {code, field, …}}`, 422.
-    VersionedAdmin,
+    AdminV1,
     /// `{error: string, details: [{path, …}]}`, 400.
-    UnversionedAdmin,
+    Admin,
     /// `{error: string, message, details: [{field, reason}]}`, 422.
     Upload,
     /// `{error: string, details: string}`, 422.
@@ -40,13 +40,13 @@ fn assert_refused(label: &str, shape: Shape, field: &str, status: u16, body: &Va
             assert_eq!(status, expected, "{context}");
             assert_eq!(body["error"]["details"]["field"], field, "{context}");
         }
-        Shape::VersionedAdmin => {
+        Shape::AdminV1 => {
             assert_eq!(status, 422, "{context}");
             assert_eq!(body["success"], false, "{context}");
             assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{context}");
             assert_eq!(body["error"]["field"], field, "{context}");
         }
-        Shape::UnversionedAdmin => {
+        Shape::Admin => {
             assert_eq!(status, 400, "{context}");
             assert!(body["error"].is_string(), "{context}");
             let path: Vec<&str> = field.split('.').collect();
@@ -164,14 +164,14 @@ async fn a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape(backend: Backe
         (None, None, uri("/api/emojis?category=people%00"), Shape::General(422), "category"),
         (None, None, Carrier::Json("POST", "/api/emojis/usage".into(), json!({"emoji_id": "1f\u{0}680", "emoji_type": "windows"})), Shape::General(422), "emoji_id"),
         (Some(&user), None, Carrier::EmojiForm("/api/emojis/custom"), Shape::Upload, "category"),
-        (None, Some(&reader), uri("/api/v1/admin/audit-logs?action=user.%00ban"), Shape::VersionedAdmin, "action"),
-        (Some(&admin), None, uri("/api/admin/users?search=%00"), Shape::UnversionedAdmin, "search"),
-        (Some(&admin), None, uri("/api/admin/permissions?search=users%00"), Shape::UnversionedAdmin, "search"),
-        (Some(&admin), None, uri("/api/admin/permissions?category=%00"), Shape::UnversionedAdmin, "category"),
+        (None, Some(&reader), uri("/api/v1/admin/audit-logs?action=user.%00ban"), Shape::AdminV1, "action"),
+        (Some(&admin), None, uri("/api/admin/users?search=%00"), Shape::Admin, "search"),
+        (Some(&admin), None, uri("/api/admin/permissions?search=users%00"), Shape::Admin, "search"),
+        (Some(&admin), None, uri("/api/admin/permissions?category=%00"), Shape::Admin, "category"),
         // A parameter's name holds the NUL.
         (None, None, uri("/api/posts?tag%00=x"), Shape::General(422), "tag\\0"),
         // Path parameters that are names.
-        (None, Some(&writer), Carrier::Json("PUT", "/api/v1/admin/feature-flags/new%00flag".into(), json!({"enabled": true})), Shape::VersionedAdmin, "flagName"),
+        (None, Some(&writer), Carrier::Json("PUT", "/api/v1/admin/feature-flags/new%00flag".into(), json!({"enabled": true})), Shape::AdminV1, "flagName"),
         (None, None, uri("/api/uploads/a%00.png"), Shape::Upload, "key"),
         // Other bodies and surfaces.
         (Some(&user), None, Carrier::Json("POST", "/api/posts".into(), json!({"title": "t", "content": "c", "tags": ["ok", "a\u{0}"]})), Shape::General(422), "tags.1"),
@@ -272,7 +272,7 @@ async fn date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read(b
             let url = format!("{path}?{query}");
             let (status, body) =
                 answer(server.send(As::Token(&token), "GET", &url, None).await).await;
-            assert_refused(&url, Shape::VersionedAdmin, field, status, &body);
+            assert_refused(&url, Shape::AdminV1, field, status, &body);
         }
     }
     let (status, body) = answer(
@@ -339,7 +339,7 @@ async fn permission_metadata_and_dependencies_are_bounded_and_deduplicated(backe
             .take(200)
             .collect::<String>();
         let (status, body) = post(create("bounded.refused", extra)).await;
-        assert_refused(&label, Shape::UnversionedAdmin, field, status, &body);
+        assert_refused(&label, Shape::Admin, field, status, &body);
     }
     let at_the_bounds = json!({
         "metadata": {"a": {"b": {"c": {}}}, "note": "x".repeat(4000)},

@@ -1,14 +1,13 @@
 //! The integration tests of plaza-server, built as one test binary: one
 //! module per area, each starting the real `plaza` binary through the shared
-//! harness in `common` (which also exports `on_both_databases!`).
+//! harness in `common` (which also exports `on_both_databases!`). The two
+//! admin surfaces' tests are named as their controllers are: `admin` for
+//! `/api/admin`, `admin_v1` for `/api/v1/admin`.
 
 #[macro_use]
 mod common;
 
-mod admin_dashboard;
-mod admin_posts;
-mod admin_system;
-mod admin_users;
+mod admin;
 mod admin_v1;
 mod alerts;
 mod analytics;
@@ -30,7 +29,6 @@ mod layers;
 mod link_preview;
 mod middleware;
 mod og;
-mod permission_grants;
 mod rate_limits;
 mod resilience;
 mod schema;

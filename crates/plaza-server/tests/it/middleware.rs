@@ -21,7 +21,7 @@ struct Echo {
 }
 
 async fn serve(router: Router, settings: ServerSettings) -> String {
-    let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::VersionedAdmin);
+    let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::AdminV1);
     let app = with_middleware(router, &settings, surfaces);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

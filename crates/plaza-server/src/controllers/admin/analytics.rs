@@ -196,7 +196,7 @@ struct DashboardQuery {
 #[utoipa::path(
     get,
     path = "/api/admin/analytics",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(
         ("dateRange" = Option<String>, Query, description = "`7d`, `30d` (default), `90d` or `1y`, ending now"),
         ("metrics" = Option<Vec<String>>, Query, description = "Repeated or comma-separated: sessions, pageviews, clicks, users, geographic, devices, vpn, heatmap, subscriptions; default all"),

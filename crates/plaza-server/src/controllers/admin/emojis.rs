@@ -48,7 +48,7 @@ pub struct EmojiReviewed {
 #[utoipa::path(
     get,
     path = "/api/admin/emojis/pending",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(PendingEmojiQuery),
     responses(
         (status = 200, description = "A page of personal custom emojis", body = PendingEmojis),
@@ -80,7 +80,7 @@ pub async fn pending_emojis(
 #[utoipa::path(
     post,
     path = "/api/admin/emojis/{id}/approve",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "The emoji's numeric `id`")),
     responses(
         (status = 200, description = "Approved", body = EmojiReviewed),
@@ -114,7 +114,7 @@ pub async fn approve_emoji(
 #[utoipa::path(
     post,
     path = "/api/admin/emojis/{id}/reject",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "The emoji's numeric `id`")),
     responses(
         (status = 200, description = "Rejected and removed", body = EmojiReviewed),

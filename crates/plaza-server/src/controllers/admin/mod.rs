@@ -1,7 +1,7 @@
 //! The unversioned admin surface, `/api/admin` (SPEC.md "Unversioned admin
 //! surface"): errors as `{error, details}` with `details` listing each bad
 //! parameter (declared in `app::api_router` with
-//! `on_surface(Surface::UnversionedAdmin, …)`). Callers are administrators
+//! `on_surface(Surface::Admin, …)`). Callers are administrators
 //! by session or admin JWT ([`crate::auth::Administrator`], with the
 //! capability each route needs). The user list has its own rate limit
 //! ([`user_list_routes`], `Limit::AdminUserList`); the rest share the

@@ -115,7 +115,7 @@ pub struct PermissionList {
 #[utoipa::path(
     get,
     path = "/api/admin/permissions",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(
         ("search" = Option<String>, Query, description = "A part of the name, display name or description, any case"),
         ("category" = Option<String>, Query, description = "Only this category"),
@@ -261,7 +261,7 @@ pub struct PermissionCreated {
 #[utoipa::path(
     post,
     path = "/api/admin/permissions",
-    tag = "admin-dashboard",
+    tag = "admin",
     request_body = NewPermissionBody,
     responses(
         (status = 201, description = "Created", body = PermissionCreated),
@@ -548,7 +548,7 @@ pub struct RoleView {
 #[utoipa::path(
     get,
     path = "/api/admin/roles",
-    tag = "admin-dashboard",
+    tag = "admin",
     responses((status = 200, description = "The assignable roles", body = Vec<RoleView>))
 )]
 pub async fn list_roles(
@@ -599,7 +599,7 @@ pub struct PermissionChangeBody {
 #[utoipa::path(
     patch,
     path = "/api/admin/permissions/{id}",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "The permission's numeric `id`")),
     request_body = PermissionChangeBody,
     responses(
@@ -725,7 +725,7 @@ pub struct RoleGrantsView {
 #[utoipa::path(
     put,
     path = "/api/admin/roles/{role}/permissions",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("role" = String, Path, description = "The role's name: `user`, `moderator` or `admin`", example = "moderator")),
     request_body = RoleGrantsBody,
     responses(

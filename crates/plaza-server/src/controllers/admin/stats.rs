@@ -64,7 +64,7 @@ pub struct SystemStatsView {
 #[utoipa::path(
     get,
     path = "/api/admin/stats",
-    tag = "admin-dashboard",
+    tag = "admin",
     responses(
         (status = 200, description = "The statistics", body = SystemStatsView),
         (status = 500, description = "The statistics could not be read", body = AdminError),

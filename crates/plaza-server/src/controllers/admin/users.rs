@@ -230,7 +230,7 @@ pub fn finish(problems: Vec<FieldError>) -> Result<(), AppError> {
     get,
     path = "/api/admin/users",
     operation_id = "admin_list_users",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(
         ("page" = Option<u32>, Query, description = "A positive integer, default 1", minimum = 1),
         ("limit" = Option<u32>, Query, description = "1 to 100, default 20", minimum = 1, maximum = 100),
@@ -412,7 +412,7 @@ pub struct BanOutcome {
     post,
     path = "/api/admin/users/{id}/ban",
     operation_id = "admin_ban_user",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "User id")),
     request_body = AdminBanBody,
     responses(
@@ -467,7 +467,7 @@ pub async fn ban_user(
     post,
     path = "/api/admin/users/{id}/unban",
     operation_id = "admin_unban_user",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "User id")),
     request_body(content = Option<AdminUnbanBody>, description = "Optional: why"),
     responses(
@@ -613,7 +613,7 @@ fn check_time(problems: &mut Problems, field: &str, raw: &str) -> Option<i64> {
 #[utoipa::path(
     post,
     path = "/api/admin/users/{id}/subscriptions",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "User id")),
     request_body = NewSubscriptionBody,
     responses(
@@ -670,7 +670,7 @@ pub async fn create_subscription(
 #[utoipa::path(
     put,
     path = "/api/admin/subscriptions/{id}",
-    tag = "admin-dashboard",
+    tag = "admin",
     params(("id" = i64, Path, description = "Subscription id")),
     request_body = SubscriptionChangesBody,
     responses(

@@ -97,7 +97,7 @@ pub struct PlatformAnalytics {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/analytics",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(
         ("period" = Option<String>, Query, description = "`1d`, `7d` (default), `30d`, `90d` or `1y`: the period ending now", example = "7d"),

@@ -87,7 +87,7 @@ impl From<AuditEntry> for AuditLogItem {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/audit-logs",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(AuditLogQuery),
     responses(

@@ -122,7 +122,7 @@ pub struct BroadcastListQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/notifications/broadcasts",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(BroadcastListQuery),
     responses(
@@ -159,7 +159,7 @@ pub async fn list_broadcasts(
 #[utoipa::path(
     delete,
     path = "/api/v1/admin/notifications/broadcasts/{id}",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:delete"])),
     params(("id" = String, Path, description = "The broadcast's id", example = "5")),
     responses(
@@ -219,7 +219,7 @@ pub async fn cancel_broadcast(
 #[utoipa::path(
     post,
     path = "/api/v1/admin/notifications/broadcast",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     request_body = BroadcastBody,
     responses(

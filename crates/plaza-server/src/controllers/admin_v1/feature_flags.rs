@@ -99,7 +99,7 @@ pub struct FlagWriteBody {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/feature-flags",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(FlagListQuery),
     responses(
@@ -135,7 +135,7 @@ pub async fn list_feature_flags(
 #[utoipa::path(
     put,
     path = "/api/v1/admin/feature-flags/{flagName}",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     params(("flagName" = String, Path, description = "`^[a-z0-9][a-z0-9_.-]{0,99}$`", example = "new-editor")),
     request_body = FlagWriteBody,
@@ -196,7 +196,7 @@ pub async fn put_feature_flag(
 #[utoipa::path(
     delete,
     path = "/api/v1/admin/feature-flags/{flagName}",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:delete"])),
     params(("flagName" = String, Path, description = "The flag's name", example = "new-editor")),
     responses(

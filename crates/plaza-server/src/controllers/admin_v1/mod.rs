@@ -6,9 +6,9 @@
 //!   request's method category (`admin:read` for GET, `admin:write` for
 //!   POST/PUT/PATCH, `admin:delete` for DELETE; `admin:super` covers all).
 //! - **Errors**: `{success: false, error: {code, message, …}}`, declared for
-//!   the group in `app::api_router` (`on_surface(Surface::VersionedAdmin, …)`).
+//!   the group in `app::api_router` (`on_surface(Surface::AdminV1, …)`).
 //! - **Rate limit**: per admin, tier `general` or `super`, declared in
-//!   `app::api_router` with `Limit::VersionedAdmin`; the system actions
+//!   `app::api_router` with `Limit::AdminV1`; the system actions
 //!   ([`system_routes`]) are their own group in tier `system`
 //!   (`Limit::SystemAction`). Every answer carries `X-Admin-Tier` and the
 //!   `X-RateLimit-*` headers.

@@ -134,7 +134,7 @@ impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/posts",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(AdminPostQuery),
     responses(
@@ -250,7 +250,7 @@ pub enum ModerationResult {
 #[utoipa::path(
     post,
     path = "/api/v1/admin/posts/{postId}/moderate",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     params(("postId" = String, Path, description = "Post id (digits)", example = "12")),
     request_body = ModerateBody,

@@ -339,7 +339,7 @@ fn range(
 #[utoipa::path(
     get,
     path = "/api/v1/admin/reports/user-activity",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(UserActivityQuery),
     responses(
@@ -396,7 +396,7 @@ pub async fn user_activity_report(
 #[utoipa::path(
     get,
     path = "/api/v1/admin/reports/moderation",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(ModerationReportQuery),
     responses(

@@ -38,7 +38,7 @@ pub struct MaintenanceBody {
 #[utoipa::path(
     post,
     path = "/api/v1/admin/system/maintenance",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     request_body = MaintenanceBody,
     responses(

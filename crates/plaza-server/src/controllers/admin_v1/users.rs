@@ -174,7 +174,7 @@ impl From<Ban> for BanItem {
 #[utoipa::path(
     get,
     path = "/api/v1/admin/users",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(AdminUserQuery),
     responses(
@@ -256,7 +256,7 @@ pub async fn list_admin_users(
 #[utoipa::path(
     get,
     path = "/api/v1/admin/users/{userId}",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
     params(("userId" = String, Path, description = "User id (digits)", example = "2")),
     responses(
@@ -345,7 +345,7 @@ fn checked_update(body: &AdminUserUpdate, problems: &mut Problems) -> Changes {
 #[utoipa::path(
     put,
     path = "/api/v1/admin/users/{userId}",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     params(("userId" = String, Path, description = "User id (digits)", example = "2")),
     request_body = AdminUserUpdate,
@@ -588,7 +588,7 @@ pub struct BanBody {
 #[utoipa::path(
     post,
     path = "/api/v1/admin/users/{userId}/ban",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     params(("userId" = String, Path, description = "User id (digits)", example = "2")),
     request_body = BanBody,
@@ -703,7 +703,7 @@ pub struct BulkUserResult {
 #[utoipa::path(
     post,
     path = "/api/v1/admin/users/bulk-update",
-    tag = "admin",
+    tag = "admin-v1",
     security(("admin_jwt" = ["admin:write"])),
     request_body = BulkUpdateBody,
     responses(

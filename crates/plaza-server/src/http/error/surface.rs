@@ -20,9 +20,9 @@ pub enum Surface {
     /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`;
     /// invalid input adds `field` and `details: {field, reason}` (the first
     /// problem) and `errors` (every problem, the first included).
-    VersionedAdmin,
+    AdminV1,
     /// `{error: string, details: string | array}` under `/api/admin`.
-    UnversionedAdmin,
+    Admin,
     /// `{error: string, message: string, …extra}` for uploads.
     Upload,
     /// `{error: string, details: string}` for link preview and version.
@@ -37,15 +37,15 @@ impl Surface {
     /// (SPEC.md, DECISIONS.md), so invalid input is 400 there.
     pub fn status_for(self, status: u16) -> u16 {
         match (self, status) {
-            (Surface::Image | Surface::UnversionedAdmin, 422) => 400,
+            (Surface::Image | Surface::Admin, 422) => 400,
             _ => status,
         }
     }
 
     const ALL: [Surface; 6] = [
         Surface::General,
-        Surface::VersionedAdmin,
-        Surface::UnversionedAdmin,
+        Surface::AdminV1,
+        Surface::Admin,
         Surface::Upload,
         Surface::Plain,
         Surface::Image,
@@ -62,8 +62,8 @@ impl Surface {
     pub fn error_schema_name(self) -> &'static str {
         match self {
             Surface::General => "GeneralError",
-            Surface::VersionedAdmin => "AdminV1Error",
-            Surface::UnversionedAdmin => "AdminError",
+            Surface::AdminV1 => "AdminV1Error",
+            Surface::Admin => "AdminError",
             Surface::Upload => "UploadError",
             Surface::Plain => "PlainError",
             Surface::Image => "ImageError",
@@ -92,7 +92,7 @@ impl Surface {
                 error.extend(report.extra.clone());
                 json!({ "error": error })
             }
-            Surface::VersionedAdmin => {
+            Surface::AdminV1 => {
                 let mut error = Map::new();
                 error.insert("code".into(), json!(report.code));
                 error.insert("message".into(), json!(report.message));
@@ -107,7 +107,7 @@ impl Surface {
                 error.extend(report.extra.clone());
                 json!({ "success": false, "error": error })
             }
-            Surface::UnversionedAdmin => {
+            Surface::Admin => {
                 let title = unversioned_admin_title(report);
                 if report.fields.is_empty() {
                     json!({ "error": title, "details": report.message })
@@ -325,7 +325,7 @@ mod tests {
             assert_eq!(surfaces.len(), 1, "{path}: {surfaces:?}");
             assert!(map.0.contains_key(path), "{path}");
         }
-        assert_eq!(map.0["/api/v1/admin/users"], Surface::VersionedAdmin);
+        assert_eq!(map.0["/api/v1/admin/users"], Surface::AdminV1);
         assert_eq!(map.0["/api/version"], Surface::Plain);
         assert_eq!(map.0["/api/og-image"], Surface::Image);
     }
@@ -344,7 +344,7 @@ mod tests {
         let error = AppError::InsufficientAdminPermissions {
             required: "admin:write",
         };
-        let body = Surface::VersionedAdmin.render(&ErrorReport::from(&error));
+        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
         assert_eq!(body["success"], false);
         assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
         assert_eq!(body["error"]["requiredPermission"], "admin:write");
@@ -358,7 +358,7 @@ mod tests {
             locked_at: 1_700_000_000_123,
         });
         assert_eq!(error.status(), StatusCode::LOCKED);
-        let body = Surface::VersionedAdmin.render(&ErrorReport::from(&error));
+        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
         assert_eq!(body["success"], false);
         assert_eq!(body["error"]["code"], "RESOURCE_LOCKED");
         assert_eq!(body["error"]["lockedBy"], "7");
@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn internal_causes_never_reach_the_body() {
         let report = ErrorReport::from(&AppError::internal("password=hunter2 in query"));
-        for surface in [Surface::General, Surface::VersionedAdmin, Surface::Plain] {
+        for surface in [Surface::General, Surface::AdminV1, Surface::Plain] {
             let body = surface.render(&report).to_string();
             assert!(!body.contains("hunter2"), "{body}");
         }
@@ -386,17 +386,17 @@ mod tests {
         });
         let report = ErrorReport::from(&error);
         let response = render_response(
-            Surface::UnversionedAdmin,
+            Surface::Admin,
             &report,
             StatusCode::UNPROCESSABLE_ENTITY.into_response(),
         );
         assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-        let body = Surface::UnversionedAdmin.render(&report);
+        let body = Surface::Admin.render(&report);
         assert_eq!(body["error"], "Validation error");
         assert_eq!(body["details"][0]["path"], json!(["permissions"]));
         let invalid = ErrorReport::from(&AppError::invalid("limit", "too big"));
         let response = render_response(
-            Surface::UnversionedAdmin,
+            Surface::Admin,
             &invalid,
             StatusCode::UNPROCESSABLE_ENTITY.into_response(),
         );
@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn unknown_routes_answer_in_the_general_shape_everywhere() {
         let report = ErrorReport::from(&AppError::RouteNotFound);
-        let body = Surface::VersionedAdmin.render(&report);
+        let body = Surface::AdminV1.render(&report);
         assert_eq!(body["error"]["code"], "NOT_FOUND");
         assert!(body.get("success").is_none());
     }

@@ -437,9 +437,9 @@ mod tests {
         use crate::http::error::Surface;
         let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
         if under("/api/v1/admin") {
-            Surface::VersionedAdmin
+            Surface::AdminV1
         } else if under("/api/admin") {
-            Surface::UnversionedAdmin
+            Surface::Admin
         } else if under("/api/upload") || under("/api/uploads") || under("/api/emojis/custom") {
             Surface::Upload
         } else if under("/api/link-preview") || under("/api/version") {

@@ -294,7 +294,7 @@ fn render_errors(surface: Surface, method: &axum::http::Method, response: Respon
         Some(mut report) => {
             // The unversioned admin surface titles its 400s by what was
             // wrong: the query of a read, the body of a write.
-            if surface == Surface::UnversionedAdmin
+            if surface == Surface::Admin
                 && report.title.is_none()
                 && !report.status_on_every_surface
                 && !method.is_safe()

@@ -56,7 +56,7 @@ pub enum Limit {
     /// (`rate_limit_admin`) or, for a token holding `admin:super`, tier
     /// `super` (`rate_limit_admin_super`); each answer names its tier in
     /// `X-Admin-Tier`. Fails open, like reads elsewhere.
-    VersionedAdmin,
+    AdminV1,
     /// The versioned admin surface's system actions (maintenance), per
     /// admin: tier `system` (`rate_limit_admin_system`) for every token,
     /// `admin:super` included, counted apart from the other tiers. Fails
@@ -96,8 +96,8 @@ impl Limit {
     /// The versioned admin tier of `caller`, on that surface only.
     fn tier(self, caller: &Caller) -> Option<Tier> {
         match self {
-            Limit::VersionedAdmin if caller.super_token => Some(Tier::Super),
-            Limit::VersionedAdmin => Some(Tier::General),
+            Limit::AdminV1 if caller.super_token => Some(Tier::Super),
+            Limit::AdminV1 => Some(Tier::General),
             Limit::SystemAction => Some(Tier::System),
             Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
         }
@@ -141,7 +141,7 @@ impl Limit {
         match self {
             Limit::General => "general",
             Limit::SignIn => "sign_in",
-            Limit::VersionedAdmin => "versioned_admin",
+            Limit::AdminV1 => "versioned_admin",
             Limit::SystemAction => "system_action",
             Limit::Analytics => "analytics",
             Limit::AdminUserList => "admin_user_list",
@@ -374,7 +374,7 @@ fn redis_key(bucket: Bucket, subject: Subject) -> String {
 /// headers) on each of their operations.
 pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let admin_tiers = match limit {
-        Limit::VersionedAdmin => Some("`general`, or `super` for a token holding `admin:super`"),
+        Limit::AdminV1 => Some("`general`, or `super` for a token holding `admin:super`"),
         Limit::SystemAction => Some("`system`"),
         Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
     };
@@ -568,24 +568,24 @@ mod tests {
             Limit::SignIn.bucket(&member)
         );
         assert_ne!(
-            Limit::VersionedAdmin.bucket(&member),
-            Limit::VersionedAdmin.bucket(&caller(user, true))
+            Limit::AdminV1.bucket(&member),
+            Limit::AdminV1.bucket(&caller(user, true))
         );
         assert_ne!(
             Limit::General.bucket(&member),
-            Limit::VersionedAdmin.bucket(&member)
+            Limit::AdminV1.bucket(&member)
         );
         let root = caller(user, true);
         assert_eq!(Limit::SystemAction.tier(&root), Some(Tier::System));
         assert_ne!(
             Limit::SystemAction.bucket(&root),
-            Limit::VersionedAdmin.bucket(&root)
+            Limit::AdminV1.bucket(&root)
         );
         assert_eq!(
             Limit::SystemAction.bucket(&root),
             Limit::SystemAction.bucket(&member)
         );
-        assert!(Limit::SystemAction.fails_closed() && !Limit::VersionedAdmin.fails_closed());
+        assert!(Limit::SystemAction.fails_closed() && !Limit::AdminV1.fails_closed());
         assert_eq!(redis_key(Bucket::User, user), "plaza:rl:user:u:7");
         assert_eq!(
             redis_key(Bucket::Address, address),

@@ -2,6 +2,8 @@
 //! its validation bodies, query count and rate limit, bans and unbans,
 //! subscriptions, stats, permissions and roles, on both databases.
 
+mod permissions;
+
 use crate::common;
 
 use crate::common::actors::{Cast, assert_statuses, row};

@@ -1,6 +1,10 @@
 //! The versioned admin surface: who may read the
 //! audit trail, its envelope and filters, and the surface's rate tiers.
 
+mod posts;
+mod system;
+mod users;
+
 use crate::common::actors::{Cast, assert_statuses, row};
 use crate::common::{As, Backend, PASSWORD, TestServer, call, member};
 use serde_json::{Value, json};
