@@ -23,6 +23,16 @@ impl Problems {
         self.0.push(FieldError::new(field, reason));
     }
 
+    /// Records `problem` as it is (with the issue kind the unversioned
+    /// admin surface lists).
+    pub fn push(&mut self, problem: FieldError) {
+        self.0.push(problem);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The value of `result`, or `None` with its error recorded under `field`.
     pub fn check<T>(&mut self, field: &str, result: Result<T, String>) -> Option<T> {
         result.map_err(|reason| self.add(field, reason)).ok()

@@ -20,8 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::users::{PagePosition, finish, lock_ttl, page_and_limit};
+use super::users::{PagePosition, lock_ttl, page_and_limit};
 use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
+use crate::controllers::params::Problems;
 use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, IdPath, TextPath};
@@ -140,7 +141,7 @@ pub async fn list_permissions(
     for (key, value) in url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes()) {
         raw.insert(key.into_owned(), value.trim().to_owned());
     }
-    let mut problems = Vec::new();
+    let mut problems = Problems::default();
     let (page, limit) = page_and_limit(
         &mut problems,
         raw.get("page").map(String::as_str),
@@ -183,7 +184,7 @@ pub async fn list_permissions(
         sort,
         order,
     };
-    finish(problems)?;
+    problems.finish()?;
     let listed = state
         .db
         .permission_page(
@@ -307,7 +308,7 @@ fn type_name(value: &Value) -> &'static str {
 /// without control characters; otherwise the problem is added to
 /// `problems`. A missing value is a problem only when `required`.
 fn text_field(
-    problems: &mut Vec<FieldError>,
+    problems: &mut Problems,
     field: &str,
     value: &Option<Value>,
     required: bool,
@@ -370,7 +371,7 @@ const RISK_LEVEL_CHARS: (usize, usize) = (1, 20);
 const REASON_CHARS: (usize, usize) = (0, 1000);
 
 /// `risk_level`'s problem, if it is not one of [`RISK_LEVELS`].
-fn check_risk_level(problems: &mut Vec<FieldError>, level: &Option<String>) {
+fn check_risk_level(problems: &mut Problems, level: &Option<String>) {
     if let Some(level) = level
         && !RISK_LEVELS.contains(&level.as_str())
     {
@@ -386,7 +387,7 @@ fn check_risk_level(problems: &mut Vec<FieldError>, level: &Option<String>) {
 
 /// Checks every field of the Permission table, naming each problem.
 fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppError> {
-    let mut problems = Vec::new();
+    let mut problems = Problems::default();
     let mut text = |field: &str, value: &Option<Value>, required: bool, lengths| {
         text_field(&mut problems, field, value, required, lengths)
     };
@@ -517,7 +518,7 @@ fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppEr
             Value::Null
         }
     };
-    finish(problems)?;
+    problems.finish()?;
     Ok(NewPermission {
         name: name.unwrap_or_default(),
         display_name: display_name.unwrap_or_default(),
@@ -633,7 +634,7 @@ pub async fn update_permission(
 
 /// Checks each field of a permission change, naming each problem.
 fn check_permission_change(body: &PermissionChangeBody) -> Result<PermissionChanges, AppError> {
-    let mut problems = Vec::new();
+    let mut problems = Problems::default();
     let status = text_field(&mut problems, "status", &body.status, false, (1, 20));
     let display_name = text_field(
         &mut problems,
@@ -685,7 +686,7 @@ fn check_permission_change(body: &PermissionChangeBody) -> Result<PermissionChan
             .with_kind("custom", "at least one field", "none"),
         );
     }
-    finish(problems)?;
+    problems.finish()?;
     Ok(PermissionChanges {
         status,
         display_name,
@@ -768,7 +769,7 @@ pub async fn grant_role_permissions(
 
 /// Checks a role's new list of grants: the distinct names, and the reason.
 fn check_role_grants(body: &RoleGrantsBody) -> Result<(Vec<String>, Option<String>), AppError> {
-    let mut problems = Vec::new();
+    let mut problems = Problems::default();
     let reason = text_field(&mut problems, "reason", &body.reason, false, REASON_CHARS);
     let mut names: Vec<String> = Vec::new();
     match &body.permissions {
@@ -811,6 +812,6 @@ fn check_role_grants(body: &RoleGrantsBody) -> Result<(Vec<String>, Option<Strin
             ),
         ),
     }
-    finish(problems)?;
+    problems.finish()?;
     Ok((names, reason))
 }

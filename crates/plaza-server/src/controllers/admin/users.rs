@@ -158,7 +158,7 @@ pub struct AdminUserList<'a> {
 /// `page` and `limit` of the unversioned admin lists, each problem in the
 /// issue shape SPEC.md's 400 body lists.
 pub fn page_and_limit(
-    problems: &mut Vec<FieldError>,
+    problems: &mut Problems,
     page: Option<&str>,
     limit: Option<&str>,
 ) -> (i64, i64) {
@@ -212,17 +212,6 @@ pub fn page_and_limit(
     (page, limit)
 }
 
-/// `Ok` without problems, else the 400 listing each.
-pub fn finish(problems: Vec<FieldError>) -> Result<(), AppError> {
-    match problems.first() {
-        None => Ok(()),
-        Some(first) => Err(AppError::Validation {
-            message: format!("invalid {}: {}", first.field, first.reason),
-            fields: problems,
-        }),
-    }
-}
-
 /// The users matching `search`, newest first, each with their provider,
 /// role, subscription and timeout summary. Every call is recorded in the
 /// audit trail (`admin.users.list`).
@@ -257,7 +246,7 @@ pub async fn list_users(
             _ => {}
         }
     }
-    let mut problems = Vec::new();
+    let mut problems = Problems::default();
     let (page, limit) = page_and_limit(&mut problems, page.as_deref(), limit.as_deref());
     let search = search.map(|search| search.trim().to_owned());
     match &search {
@@ -277,7 +266,7 @@ pub async fn list_users(
         ),
         _ => {}
     }
-    finish(problems)?;
+    problems.finish()?;
     let directory = state
         .db
         .user_directory(
