@@ -162,6 +162,7 @@ impl Dialect {
 
     /// The statement that shows the plan of `sql`; its rows are read with
     /// [`Dialect::plan_has_detail_column`].
+    #[cfg(feature = "testing")]
     pub fn explain(self, sql: &str) -> String {
         match self.0 {
             Backend::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
@@ -171,6 +172,7 @@ impl Dialect {
 
     /// SQLite's plan rows are `(id, parent, notused, detail)`; PostgreSQL's
     /// are one text column.
+    #[cfg(feature = "testing")]
     pub fn plan_has_detail_column(self) -> bool {
         self.0 == Backend::Sqlite
     }

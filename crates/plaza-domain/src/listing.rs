@@ -209,6 +209,7 @@ impl Database {
     /// `EXPLAIN QUERY PLAN` (SQLite) or `EXPLAIN` (PostgreSQL) of one
     /// statement, as text lines: how the integration tests check that every
     /// list and search reads an index.
+    #[cfg(feature = "testing")]
     pub(crate) async fn explain(
         &self,
         sql: &str,

@@ -588,6 +588,7 @@ impl Database {
     /// The query plans of both searches for `terms` as `viewer` sees them
     /// (whole words, then the last word as a prefix), for the tests that
     /// check they read the full-text indexes.
+    #[cfg(feature = "testing")]
     pub async fn explain_search(
         &self,
         terms: &SearchTerms,

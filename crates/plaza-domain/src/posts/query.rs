@@ -437,6 +437,7 @@ impl Database {
     /// The query plan of the first-page statement of
     /// [`Database::list_posts`], one line per step, for the tests that check
     /// every list reads an index.
+    #[cfg(feature = "testing")]
     pub async fn explain_list_posts(
         &self,
         query: &PostQuery,

@@ -187,6 +187,7 @@ impl Database {
 
     /// The query plans of [`Database::list_users`], for the tests that
     /// check every list reads an index.
+    #[cfg(feature = "testing")]
     pub async fn explain_list_users(
         &self,
         query: &UserQuery,
