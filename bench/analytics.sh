@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # Analytics ingest benchmark on loopback: one signed-in user's clients post
 # events to POST /api/analytics/collect with wrk, against a fresh SQLite and
-# a fresh PostgreSQL database, first with the group commit (the default: one
-# writer task, one transaction per batch) and then with
-# analytics_group_commit=false (each request commits its own event), in one
-# run so the ratio is measured side by side; then clients that buffer post
-# 10 events per request to POST /api/analytics/collect/batch (group
-# commit). Prints acknowledged events/s, p50, p99, and checks that the
-# database holds the acknowledged events.
+# a fresh PostgreSQL database; then clients that buffer post 10 events per
+# request to POST /api/analytics/collect/batch. With PLAZA_PEER_BIN set, the
+# same runs follow against that binary (a previous build) in the same run,
+# so the two are measured side by side. Prints acknowledged events/s, p50,
+# p99, and checks that the database holds the acknowledged events.
 #
 # Usage: bench/analytics.sh [seconds per run, default 10] [connections, default 50]
 # Environment: PLAZA_BENCH_POSTGRES (server URL without a database, default
 # postgres://postgres@127.0.0.1:5432), PLAZA_BENCH_BACKENDS (default
-# "sqlite postgres"), PLAZA_BIN (a built binary instead of building one).
+# "sqlite postgres"), PLAZA_BIN (a built binary instead of building one),
+# PLAZA_PEER_BIN (a binary to measure beside it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
@@ -40,14 +39,14 @@ wrk_script "$EVENT" >"$WORK/collect.lua"
 wrk_script "{\"events\":[$(printf "$EVENT,%.0s" $(seq 1 "$BATCH_EVENTS") | sed 's/,$//')]}" >"$WORK/batch.lua"
 
 echo "analytics ingest: wrk ${DURATION}s, $CONNECTIONS connections, 2 threads, loopback; $(nproc) cores"
+for binary in "$PLAZA" ${PLAZA_PEER_BIN:+"$PLAZA_PEER_BIN"}; do
 for backend in $BACKENDS; do
-  for mode in group single batch; do
-    group_commit=$([ "$mode" = single ] && echo false || echo true)
+  for mode in single batch; do
     script=$([ "$mode" = batch ] && echo batch || echo collect)
     route=$([ "$mode" = batch ] && echo collect/batch || echo collect)
     per_request=$([ "$mode" = batch ] && echo "$BATCH_EVENTS" || echo 1)
-    export PLAZA_DATA_DIR="$WORK/$backend-$mode" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
-    export PLAZA_ANALYTICS_GROUP_COMMIT=$group_commit
+    run=$((${run:-0} + 1))
+    export PLAZA_DATA_DIR="$WORK/run-$run" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
     mkdir -p "$PLAZA_DATA_DIR"
     case "$backend" in
       sqlite)
@@ -64,9 +63,9 @@ for backend in $BACKENDS; do
     esac
     PORT=$(free_port)
     export PLAZA_BIND="127.0.0.1:$PORT" PLAZA_BASE_URL="http://127.0.0.1:$PORT"
-    "$PLAZA" migrate >/dev/null
-    "$PLAZA" user create --email bench@example.com --password "bench password 1" --role user >/dev/null
-    "$PLAZA" serve >"$WORK/server.log" 2>&1 &
+    "$binary" migrate >/dev/null
+    "$binary" user create --email bench@example.com --password "bench password 1" --role user >/dev/null
+    "$binary" serve >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     wait_http "http://127.0.0.1:$PORT/api/health"
     PLAZA_BENCH_COOKIE=$(curl -s -D - -o /dev/null -H 'content-type: application/json' \
@@ -87,12 +86,13 @@ for backend in $BACKENDS; do
     acknowledged=$(((requests - ${errors:-0}) * per_request))
     stored=$((after - before))
     case "$mode" in
-      group) mode="group commit" ;;
-      single) mode="one insert per event" ;;
+      single) mode="one event a request" ;;
       batch) mode="batches of $BATCH_EVENTS" ;;
     esac
-    printf '  %-8s %-21s %8s events/s acknowledged   p50 %-9s p99 %-9s stored %s of %s acknowledged%s\n' \
-      "$backend" "$mode" "$((acknowledged / DURATION))" "$p50" "$p99" "$stored" "$acknowledged" \
+    [ "$binary" = "$PLAZA" ] && build=this || build=peer
+    printf '  %-4s %-8s %-21s %8s events/s acknowledged   p50 %-9s p99 %-9s stored %s of %s acknowledged%s\n' \
+      "$build" "$backend" "$mode" "$((acknowledged / DURATION))" "$p50" "$p99" "$stored" "$acknowledged" \
       "${errors:+   non-2xx: $errors}"
   done
+done
 done

@@ -157,7 +157,7 @@ for name in $SIDES; do pid_var="${name}_PID"; kill "${!pid_var}"; done
 
 echo
 echo "memory: 1,000,000 distinct client addresses, quota 1/90s, in process"
-start memory PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=1/90s RUST_LOG=warn,plaza_server::jobs=debug
+start memory PLAZA_RATE_LIMITS_ENABLED=true PLAZA_RATE_LIMIT_ANONYMOUS=1/90s RUST_LOG=warn,plaza_server::services::jobs=debug
 before=$(rss_mb "$memory_PID")
 fill_start=$SECONDS
 # Two threads of 500,000 addresses each; the run ends once both are through.

@@ -13,9 +13,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::controllers::{self, docs};
-use crate::error::{AppError, Surface, SurfaceMap, on_surface};
-use crate::middleware::RequestLayer;
-use crate::rate_limit::{Limit, limited};
+use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
+use crate::http::middleware::RequestLayer;
+use crate::http::rate_limit::{Limit, limited};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -159,13 +159,15 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
-        crate::health::log_at_start_up(&state).await;
+        crate::services::health::log_at_start_up(&state).await;
         let stop_background = CancellationToken::new();
-        crate::jobs::spawn_all(&state, stop_background.clone());
-        state.background.spawn(crate::analytics::ingest::run_writer(
-            state.clone(),
-            stop_background.clone(),
-        ));
+        crate::services::jobs::spawn_all(&state, stop_background.clone());
+        state
+            .background
+            .spawn(crate::services::analytics::ingest::run_writer(
+                state.clone(),
+                stop_background.clone(),
+            ));
         let audit_writer = state.clone();
         let stop_audit_writer = stop_background.clone();
         state.background.spawn(async move {
@@ -174,12 +176,14 @@ impl Server {
                 .run(audit_writer.db.clone(), stop_audit_writer)
                 .await;
         });
-        let limits = crate::serve::Limits {
+        let limits = crate::http::serve::Limits {
             header_read_timeout: Duration::from_secs(
                 state.settings.server.header_read_timeout_secs,
             ),
             idle_timeout: Duration::from_secs(state.settings.server.idle_timeout_secs),
-            max_connections: crate::serve::connection_cap(state.settings.server.max_connections),
+            max_connections: crate::http::serve::connection_cap(
+                state.settings.server.max_connections,
+            ),
         };
         let app = Arc::new(build_app(self.state));
         state.link_preview.own_pages.set(&app);
@@ -188,7 +192,7 @@ impl Server {
             shutdown.await;
             streams.alert_streams.stop();
         };
-        crate::serve::serve(self.listener, app, limits, shutdown).await;
+        crate::http::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.server.shutdown_grace_secs);
         stop_background.cancel();
         state.background.close();

@@ -1,16 +1,19 @@
 //! What every handler can reach.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
-use crate::controllers::cache::AnswerCaches;
-use crate::controllers::link_preview::OwnPages;
-use crate::identity::Auth;
+use crate::auth::identity::Auth;
+use crate::http::answer_cache::AnswerCaches;
+use crate::services::own_pages::OwnPages;
 use crate::settings::Settings;
+
+/// How long a share image waits for a rendering slot before 503.
+pub const SHARE_IMAGE_RENDER_WAIT: Duration = Duration::from_secs(2);
 
 /// Shared application state. Cloning (once per extractor per request) is one
 /// atomic increment.
@@ -44,9 +47,9 @@ pub struct Shared {
     /// Quotes for share images, from the configured providers.
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
     /// Slots for share images being rendered to PNG, one per core.
-    pub og_renders: crate::blocking::BlockingSlots,
+    pub og_renders: crate::services::blocking::BlockingSlots,
     /// Counts requests for every limited route group.
-    pub rate_limiter: crate::rate_limit::RateLimiter,
+    pub rate_limiter: crate::http::rate_limit::RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
     pub link_preview: LinkPreviews,
     /// Rendered answers kept for anonymous readers (`cache_clear` empties them).
@@ -63,17 +66,17 @@ pub struct Shared {
     /// waits for it, so nothing accepted is lost.
     pub background: TaskTracker,
     /// The live alert streams of this instance.
-    pub alert_streams: crate::alert_stream::AlertStreams,
+    pub alert_streams: crate::services::alert_stream::AlertStreams,
     /// Analytics collection: the event rules, enrichment and the writer's queue.
-    pub analytics: crate::analytics::Analytics,
+    pub analytics: crate::services::analytics::Analytics,
     /// The audit entries of reads, committed together.
-    pub audit_reads: crate::audit_reads::AuditReads,
+    pub audit_reads: crate::services::audit_reads::AuditReads,
     /// The upload pipeline and the object store of uploads.
-    pub uploads: crate::uploads::Uploads,
+    pub uploads: crate::services::uploads::Uploads,
     /// Tells the platform of an emoji list request.
     pub emoji_platforms: plaza_emoji::PlatformDetector,
     /// Whether the database, the upload store and Redis answer.
-    pub health: crate::health::HealthProbe,
+    pub health: crate::services::health::HealthProbe,
 }
 
 impl AppState {
@@ -111,10 +114,12 @@ impl AppState {
             crate::auth::oauth::http_client(&settings.server.app_name)?,
             providers,
         ));
-        let rate_limiter = crate::rate_limit::RateLimiter::new(&settings.limits)?;
-        let alert_streams = crate::alert_stream::AlertStreams::new(&settings.alerts);
-        let analytics =
-            crate::analytics::Analytics::new(&settings.analytics, &settings.storage.data_dir)?;
+        let rate_limiter = crate::http::rate_limit::RateLimiter::new(&settings.limits)?;
+        let alert_streams = crate::services::alert_stream::AlertStreams::new(&settings.alerts);
+        let analytics = crate::services::analytics::Analytics::new(
+            &settings.analytics,
+            &settings.storage.data_dir,
+        )?;
         let settings_storage = settings.storage.clone();
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
@@ -125,9 +130,9 @@ impl AppState {
             maintenance_running: tokio::sync::Mutex::new(()),
             rate_limiter,
             quotes,
-            og_renders: crate::blocking::BlockingSlots::new(
+            og_renders: crate::services::blocking::BlockingSlots::new(
                 std::thread::available_parallelism().map_or(1, usize::from),
-                crate::controllers::og::RENDER_WAIT,
+                SHARE_IMAGE_RENDER_WAIT,
             ),
             metrics: crate::telemetry::metrics_handle(),
             started_at: Instant::now(),
@@ -135,10 +140,10 @@ impl AppState {
             background: TaskTracker::new(),
             alert_streams,
             analytics,
-            audit_reads: crate::audit_reads::AuditReads::default(),
-            uploads: crate::uploads::Uploads::new(&settings_storage)?,
+            audit_reads: crate::services::audit_reads::AuditReads::default(),
+            uploads: crate::services::uploads::Uploads::new(&settings_storage)?,
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
-            health: crate::health::HealthProbe::default(),
+            health: crate::services::health::HealthProbe::default(),
         })))
     }
 }

@@ -5,6 +5,7 @@
 //! [`MetricsAccess`] — so a route cannot forget its check, and the rules
 //! live here only.
 
+pub mod identity;
 pub mod jwt;
 pub mod oauth;
 pub mod password;
@@ -25,8 +26,8 @@ use plaza_domain::policy::{Actor, Decision};
 use plaza_domain::sessions::SessionUser;
 use plaza_domain::users::{Role, UserStatus};
 
-use crate::error::AppError;
-use crate::extract::documented::{Answer, DocumentedExtractor};
+use crate::http::error::AppError;
+use crate::http::extract::documented::{Answer, DocumentedExtractor};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 use jwt::{AdminClaims, AdminPermission};
@@ -512,14 +513,14 @@ impl DocumentedExtractor for MetricsAccess {
 
 /// The client's address: the peer, or when the peer is a trusted proxy, the
 /// right-most forwarded hop that is not one (`trusted_proxies`; see
-/// [`crate::rate_limit::address`]).
+/// [`crate::http::rate_limit::address`]).
 pub struct ClientAddress(pub Option<IpAddr>);
 
 impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        Ok(ClientAddress(crate::rate_limit::client_address(
+        Ok(ClientAddress(crate::http::rate_limit::client_address(
             parts, state,
         )))
     }
@@ -541,10 +542,13 @@ impl FromRequestParts<AppState> for RequestAudit {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let principal = parts.extensions.get::<Principal>().cloned();
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
-        let declared = parts.extensions.get::<crate::error::Surface>().copied();
-        let surface = match declared.unwrap_or(crate::error::Surface::General) {
-            crate::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
-            crate::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
+        let declared = parts
+            .extensions
+            .get::<crate::http::error::Surface>()
+            .copied();
+        let surface = match declared.unwrap_or(crate::http::error::Surface::General) {
+            crate::http::error::Surface::VersionedAdmin => AuditSurface::VersionedAdmin,
+            crate::http::error::Surface::UnversionedAdmin => AuditSurface::UnversionedAdmin,
             _ => AuditSurface::Api,
         };
         Ok(RequestAudit(AuditContext {

@@ -9,8 +9,8 @@ use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
-use crate::blocking::{BlockingSlots, SlotError};
-use crate::error::AppError;
+use crate::http::error::AppError;
+use crate::services::blocking::{BlockingSlots, SlotError};
 
 /// Hashes and verifies passwords. Work runs on the blocking pool because one
 /// hash takes tens to hundreds of milliseconds of CPU.
@@ -72,6 +72,24 @@ const BUSY_RETRY_AFTER_SECS: u64 = 2;
 pub const MIN_PASSWORD_LENGTH: usize = 8;
 /// Longest accepted: bounds the hashing work one request can cause.
 pub const MAX_PASSWORD_LENGTH: usize = 256;
+
+/// Checks a new password against the length rules.
+pub fn check_password(password: &str) -> Result<(), AppError> {
+    let length = password.chars().count();
+    if length < MIN_PASSWORD_LENGTH {
+        return Err(AppError::invalid(
+            "password",
+            format!("must be at least {MIN_PASSWORD_LENGTH} characters"),
+        ));
+    }
+    if password.len() > MAX_PASSWORD_LENGTH {
+        return Err(AppError::invalid(
+            "password",
+            format!("must be at most {MAX_PASSWORD_LENGTH} bytes"),
+        ));
+    }
+    Ok(())
+}
 
 impl Passwords {
     pub fn new(

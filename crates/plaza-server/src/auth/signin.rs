@@ -11,7 +11,7 @@ use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
 
 use super::password::MAX_PASSWORD_LENGTH;
 use super::tokens::{hash_token, random_token};
-use crate::error::AppError;
+use crate::http::error::AppError;
 use crate::state::AppState;
 
 /// A session that was just created; the token goes into the cookie and is
@@ -77,7 +77,12 @@ pub async fn sign_in_with_password(
         .ip_address
         .as_deref()
         .and_then(|ip| ip.parse().ok())
-        .map(|ip| format!("ip:{}", crate::rate_limit::address::counted_prefix(ip)));
+        .map(|ip| {
+            format!(
+                "ip:{}",
+                crate::http::rate_limit::address::counted_prefix(ip)
+            )
+        });
     let max = i64::from(settings.auth.sign_in_max_failures);
     // Counted in a unit of its own, committed before the password is
     // checked: a failed attempt is never rolled back.

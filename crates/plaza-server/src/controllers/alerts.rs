@@ -6,18 +6,18 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use axum::response::sse::{KeepAlive, Sse};
-use plaza_domain::alerts::{Alert, Reader};
+use plaza_domain::alerts::Reader;
 use plaza_domain::policy;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::alert_stream::Refusal;
 use crate::auth::{CurrentUser, SessionPrincipal, authorize};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::GeneralError;
-use crate::extract::AppJson;
+use crate::http::error::AppError;
+use crate::http::error::schema::GeneralError;
+use crate::http::extract::AppJson;
+use crate::services::alert_stream::AlertItem;
+use crate::services::alert_stream::Refusal;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -25,39 +25,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(list_alerts))
         .routes(crate::documented_routes!(dismiss_alert))
         .routes(crate::documented_routes!(stream_alerts))
-}
-
-/// One alert.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AlertItem {
-    /// The `alertId` to dismiss it with.
-    #[schema(example = 3)]
-    pub id: i64,
-    /// `info`, `success`, `warning` or `error`.
-    #[serde(rename = "type")]
-    #[schema(example = "info")]
-    pub alert_type: String,
-    pub title: String,
-    pub message: String,
-    /// When it was delivered.
-    pub created_at: String,
-    /// `broadcast` or `moderation`.
-    #[schema(example = "broadcast")]
-    pub source: String,
-}
-
-impl From<Alert> for AlertItem {
-    fn from(alert: Alert) -> Self {
-        AlertItem {
-            id: alert.id,
-            alert_type: alert.alert_type,
-            title: alert.title,
-            message: alert.message,
-            created_at: timestamp(alert.delivered_at),
-            source: alert.source,
-        }
-    }
 }
 
 /// The alert list.
@@ -109,7 +76,7 @@ impl UserIdField {
     fn value(&self) -> Option<i64> {
         match self {
             UserIdField::Number(id) => Some(*id),
-            UserIdField::Digits(text) => crate::extract::parse_id(text),
+            UserIdField::Digits(text) => crate::http::extract::parse_id(text),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `POST /api/analytics/collect` and `POST /api/analytics/collect/batch`:
 //! signed-in clients report what their users do (SPEC.md "Analytics event").
 //! Every event is checked before any is stored; the answer comes once the
-//! writer has committed the events ([`crate::analytics::ingest`]), so an
+//! writer has committed the events ([`crate::services::analytics::ingest`]), so an
 //! acknowledged event is never lost.
 
 use axum::body::Bytes;
@@ -17,14 +17,14 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::analytics::ingest::IngestError;
-use crate::analytics::{Origin, RequestFacts};
 use crate::auth::OptionalUser;
-use crate::error::schema::GeneralError;
-use crate::error::{AppError, FieldError};
-use crate::extract::AppJson;
-use crate::extract::documented::{Answer, DocumentedExtractor};
-use crate::rate_limit::{Caller, Limit};
+use crate::http::error::schema::GeneralError;
+use crate::http::error::{AppError, FieldError};
+use crate::http::extract::AppJson;
+use crate::http::extract::documented::{Answer, DocumentedExtractor};
+use crate::http::rate_limit::{Caller, Limit};
+use crate::services::analytics::ingest::IngestError;
+use crate::services::analytics::{Origin, RequestFacts};
 use crate::state::AppState;
 
 /// Events one batch may carry (DECISIONS.md).
@@ -60,7 +60,7 @@ impl FromRequestParts<AppState> for Collector {
             .map(|ConnectInfo(peer)| peer.ip());
         let origin = state.analytics.origin(&RequestFacts {
             user_id: user.user_id(),
-            address: crate::rate_limit::client_address(parts, state),
+            address: crate::http::rate_limit::client_address(parts, state),
             peer_is_trusted_proxy: peer
                 .is_some_and(|peer| state.rate_limiter.trusted_proxies().trusts(peer)),
             headers: &parts.headers,
@@ -86,13 +86,16 @@ impl FromRequest<AppState> for EventsBody {
     type Rejection = AppError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, AppError> {
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection: BytesRejection| crate::extract::json::body_rejection(rejection))?;
-        if let Some(field) = crate::extract::text_input::json_field_with_nul(&bytes) {
-            return Err(AppError::BadField(crate::extract::text_input::nul_field(
-                field,
-            )));
+        let bytes =
+            Bytes::from_request(request, state)
+                .await
+                .map_err(|rejection: BytesRejection| {
+                    crate::http::extract::json::body_rejection(rejection)
+                })?;
+        if let Some(field) = crate::http::extract::text_input::json_field_with_nul(&bytes) {
+            return Err(AppError::BadField(
+                crate::http::extract::text_input::nul_field(field),
+            ));
         }
         serde_json::from_slice(&bytes)
             .map(EventsBody)
@@ -264,7 +267,7 @@ pub async fn collect_batch(
     })
     .into_response();
     if let Some(outcome) = charged {
-        crate::rate_limit::write_headers(
+        crate::http::rate_limit::write_headers(
             response.headers_mut(),
             outcome.limit,
             outcome.remaining,

@@ -8,9 +8,8 @@ use plaza_domain::accounts::{self, LinkedAccount, UnlinkOutcome};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::auth_state::{self, PendingOAuth};
 use plaza_domain::sessions::{self, SessionClient};
-use plaza_domain::time::{from_millis, now_millis};
+use plaza_domain::time::{now_millis, rfc3339};
 use serde::{Deserialize, Serialize};
-use time::format_description::well_known::Rfc3339;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -21,11 +20,11 @@ use crate::auth::{
     AnyAdminToken, CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, RequestAudit,
     SESSION_COOKIE, cookie_value, set_cookie,
 };
-use crate::error::AppError;
-use crate::error::schema::GeneralError;
-use crate::extract::json::parse_json;
-use crate::extract::{AppForm, AppJson, AppQuery, TextPath};
-use crate::pages;
+use crate::http::error::AppError;
+use crate::http::error::schema::GeneralError;
+use crate::http::extract::json::parse_json;
+use crate::http::extract::{AppForm, AppJson, AppQuery, TextPath};
+use crate::http::pages;
 use crate::state::AppState;
 
 /// The routes that start a sign-in: they hash passwords and write rows, so
@@ -88,10 +87,6 @@ fn session_view(user: &plaza_domain::users::User, expires_at: i64) -> SessionVie
         },
         expires: rfc3339(expires_at),
     }
-}
-
-fn rfc3339(millis: i64) -> String {
-    from_millis(millis).format(&Rfc3339).unwrap_or_default()
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -746,7 +741,7 @@ pub async fn admin_token(
     RequestAudit(context): RequestAudit,
     request: Request,
 ) -> Result<AppJson<TokenView>, AppError> {
-    let declared_json = crate::extract::json::is_json_content_type(request.headers());
+    let declared_json = crate::http::extract::json::is_json_content_type(request.headers());
     let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
         .await
         .map_err(|_| AppError::PayloadTooLarge { limit: 64 * 1024 })?;

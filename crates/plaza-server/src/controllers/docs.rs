@@ -6,7 +6,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, OpenApi as OpenApiDocument};
 use utoipa::{Modify, OpenApi};
 
-use crate::error::schema::{
+use crate::http::error::schema::{
     AdminError, AdminV1Error, GeneralError, ImageError, PlainError, UploadError,
 };
 

@@ -19,12 +19,12 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{CurrentUser, OptionalUser};
-use crate::controllers::cache;
 use crate::controllers::params::{self, Problems};
 use crate::controllers::uploads::{file_url, no_file, read_form};
-use crate::error::AppError;
-use crate::error::schema::{GeneralError, UploadError};
-use crate::extract::{AppJson, AppQuery};
+use crate::http::answer_cache;
+use crate::http::error::AppError;
+use crate::http::error::schema::{GeneralError, UploadError};
+use crate::http::extract::{AppJson, AppQuery};
 use crate::state::AppState;
 
 /// How long an anonymous list answer is reused.
@@ -346,7 +346,7 @@ pub async fn list_emojis(
     // Signed-in callers who asked for custom emojis see their own personal
     // ones: rendered for them alone.
     let personal = include_custom && viewer.is_some();
-    let keyed = cache::key(!personal, &headers, "emojis", raw_query.as_deref()).map(|key| {
+    let keyed = answer_cache::key(!personal, &headers, "emojis", raw_query.as_deref()).map(|key| {
         (
             format!(
                 "{}|{}|{}|{key}",
@@ -357,7 +357,7 @@ pub async fn list_emojis(
             plaza_domain::time::now_millis() / ANSWER_SLOT_MILLIS,
         )
     });
-    let mut response = cache::answer_in_slot(&state.answer_caches.emojis, keyed, async {
+    let mut response = answer_cache::answer_in_slot(&state.answer_caches.emojis, keyed, async {
         let listed = state.db.list_emojis(&filter).await?;
         Ok(EmojiList {
             emojis: listed.emojis.into_iter().map(EmojiItem::from).collect(),

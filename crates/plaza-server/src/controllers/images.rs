@@ -7,9 +7,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::controllers::system::no_store_headers;
-use crate::error::AppError;
-use crate::error::schema::ImageError;
-use crate::extract::AppQuery;
+use crate::http::error::AppError;
+use crate::http::error::schema::ImageError;
+use crate::http::extract::AppQuery;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -1,26 +1,21 @@
 //! Link preview: metadata of a URL, fetched through the guarded client of
 //! `plaza-link-preview`; the service's own pages are answered in process by
-//! [`OwnPages`].
+//! [`crate::services::own_pages::OwnPages`].
 
-use std::sync::{OnceLock, Weak};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
-use plaza_link_preview::{InternalFetch, InternalPage, InternalPages, LinkPreview, PreviewError};
+use plaza_link_preview::{LinkPreview, PreviewError};
 use serde::{Deserialize, Serialize};
-use tower::ServiceExt;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::controllers::system::no_store_headers;
-use crate::error::AppError;
-use crate::error::schema::PlainError;
-use crate::extract::{AppJson, AppQuery};
+use crate::http::error::AppError;
+use crate::http::error::schema::PlainError;
+use crate::http::extract::{AppJson, AppQuery};
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -96,7 +91,7 @@ pub async fn link_preview(
     }
     // The fetch is this future's own work, not the blocking pool's: a
     // request dropped when its client hangs up ends its fetch with it, so
-    // the slot may live in the request (unlike `crate::blocking`'s).
+    // the slot may live in the request (unlike `crate::services::blocking`'s).
     let slot = match state.link_preview.slots.try_acquire() {
         Ok(slot) => Ok(slot),
         Err(_) => tokio::time::timeout(SLOT_WAIT, state.link_preview.slots.acquire())
@@ -144,78 +139,6 @@ fn preview_error(error: PreviewError) -> AppError {
         status: StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_GATEWAY),
         title: error.error(),
         details: error.details(),
-    }
-}
-
-/// The service's own pages for link previews, answered by the app's router
-/// in process (through the whole middleware stack, as a request from
-/// outside would be). Holds the router weakly: the router holds the state
-/// that holds this, and a strong reference would keep both alive forever.
-pub struct OwnPages {
-    router: OnceLock<Weak<Router>>,
-    /// Sent with every in-process request, as over the network, so the
-    /// link-preview route refuses it even if it were ever reached.
-    user_agent: HeaderValue,
-}
-
-impl OwnPages {
-    /// Pages asked for with `user_agent`; answered once [`OwnPages::set`]
-    /// has given the router.
-    pub fn new(user_agent: &str) -> Self {
-        OwnPages {
-            router: OnceLock::new(),
-            user_agent: HeaderValue::from_str(user_agent)
-                .unwrap_or(HeaderValue::from_static("Plaza-LinkPreview/1.0")),
-        }
-    }
-
-    /// Makes `router` the one answering; called once the app is built.
-    /// Later calls are ignored.
-    pub fn set(&self, router: &std::sync::Arc<Router>) {
-        let _ = self.router.set(std::sync::Arc::downgrade(router));
-    }
-}
-
-impl InternalPages for OwnPages {
-    fn get<'a>(&'a self, path_and_query: &'a str, max_body: usize) -> InternalFetch<'a> {
-        Box::pin(async move {
-            let router = self.router.get().and_then(Weak::upgrade)?;
-            let request = Request::get(path_and_query)
-                .header(header::USER_AGENT, self.user_agent.clone())
-                .header(
-                    header::ACCEPT,
-                    "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
-                )
-                .body(Body::empty())
-                .ok()?;
-            let response = match (*router).clone().oneshot(request).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            };
-            let (parts, body) = response.into_parts();
-            let header = |name| {
-                parts
-                    .headers
-                    .get(name)
-                    .and_then(|value: &HeaderValue| value.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let mut page = InternalPage {
-                status: parts.status.as_u16(),
-                content_type: header(header::CONTENT_TYPE),
-                location: header(header::LOCATION),
-                body: Vec::new(),
-            };
-            let mut stream = body.into_data_stream();
-            while page.body.len() < max_body {
-                let Some(Ok(chunk)) = stream.next().await else {
-                    break;
-                };
-                let room = max_body - page.body.len();
-                page.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-            Some(page)
-        })
     }
 }
 

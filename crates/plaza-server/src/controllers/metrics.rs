@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::MetricsAccess;
-use crate::error::schema::GeneralError;
+use crate::http::error::schema::GeneralError;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -6,7 +6,6 @@ pub mod admin_v1;
 pub mod alerts;
 pub mod analytics;
 pub mod auth;
-pub mod cache;
 pub mod docs;
 pub mod emojis;
 pub mod images;

@@ -1,7 +1,6 @@
 //! Open Graph share images and their viewer page.
 
 use std::sync::LazyLock;
-use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -10,12 +9,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::blocking::SlotError;
 use crate::controllers::system::no_store_headers;
-use crate::error::AppError;
-use crate::error::schema::ImageError;
-use crate::extract::AppQuery;
-use crate::pages;
+use crate::http::error::AppError;
+use crate::http::error::schema::ImageError;
+use crate::http::extract::AppQuery;
+use crate::http::pages;
+use crate::services::blocking::SlotError;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -42,9 +41,6 @@ pub struct OgQuery {
     /// `true` answers with the image even to a browser.
     pub direct: Option<String>,
 }
-
-/// How long a PNG waits for a rendering slot before 503.
-pub const RENDER_WAIT: Duration = Duration::from_secs(2);
 
 /// Known crawlers and link unfurlers, on top of the `isbot` list.
 const UNFURLERS: [&str; 10] = [
@@ -139,7 +135,7 @@ pub async fn og_image(
         .await
         .map_err(|error| match error {
             SlotError::Busy => AppError::Busy {
-                retry_after_secs: RENDER_WAIT.as_secs(),
+                retry_after_secs: crate::state::SHARE_IMAGE_RENDER_WAIT.as_secs(),
             },
             SlotError::Panicked(error) => AppError::internal(error),
         })?;

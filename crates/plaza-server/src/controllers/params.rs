@@ -7,7 +7,7 @@ use plaza_domain::listing::{Page, SortOrder};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{AppError, FieldError};
+use crate::http::error::{AppError, FieldError};
 
 /// Page size when none is asked for.
 pub const DEFAULT_LIMIT: i64 = 20;

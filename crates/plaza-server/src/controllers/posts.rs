@@ -15,15 +15,15 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
-use crate::controllers::cache;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::GeneralError;
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::answer_cache;
+use crate::http::error::AppError;
+use crate::http::error::schema::GeneralError;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy;
+use plaza_domain::time::rfc3339;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -73,8 +73,8 @@ impl PostView {
             title: post.title.clone(),
             content: post.content.clone(),
             author_id: post.author_id.to_string(),
-            created_at: timestamp(post.created_at),
-            updated_at: timestamp(post.updated_at),
+            created_at: rfc3339(post.created_at),
+            updated_at: rfc3339(post.updated_at),
             published: post.published,
             tags: post.tags.clone(),
             status: sees_status.then(|| post.status().as_str().to_owned()),
@@ -169,8 +169,8 @@ pub async fn list_posts(
         order,
         ..PostQuery::default()
     };
-    let key = cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
-    cache::answer(&state, &state.answer_caches.posts, key, async {
+    let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
+    answer_cache::answer(&state, &state.answer_caches.posts, key, async {
         let listed = state.db.list_posts(&filter, viewer, page).await?;
         Ok(PostList {
             posts: listed
@@ -466,7 +466,7 @@ impl From<&Report> for ReportView {
             id: report.id.to_string(),
             post_id: report.post_id.to_string(),
             reason: report.reason.clone(),
-            created_at: timestamp(report.created_at),
+            created_at: rfc3339(report.created_at),
         }
     }
 }

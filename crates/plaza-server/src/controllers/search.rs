@@ -12,16 +12,17 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
-use crate::controllers::cache;
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::viewer_of;
-use crate::controllers::users::{avatar_url, display_name, timestamp};
-use crate::error::AppError;
-use crate::error::schema::GeneralError;
-use crate::extract::{AppJson, AppQuery};
+use crate::controllers::users::{avatar_url, display_name};
+use crate::http::answer_cache;
+use crate::http::error::AppError;
+use crate::http::error::schema::GeneralError;
+use crate::http::extract::{AppJson, AppQuery};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 use plaza_domain::policy;
+use plaza_domain::time::rfc3339;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -79,8 +80,8 @@ impl From<&PostHit> for PostResult {
             author_id: hit.post.author_id.to_string(),
             tags: hit.post.tags.clone(),
             published: hit.post.published,
-            created_at: timestamp(hit.post.created_at),
-            updated_at: timestamp(hit.post.updated_at),
+            created_at: rfc3339(hit.post.created_at),
+            updated_at: rfc3339(hit.post.updated_at),
             score: hit.score,
         }
     }
@@ -115,7 +116,7 @@ impl UserResult {
             username_highlight: hit.username_html.clone(),
             name_highlight: hit.name_html.clone(),
             snippet: hit.bio_html.clone(),
-            created_at: timestamp(hit.user.row.created_at),
+            created_at: rfc3339(hit.user.row.created_at),
             score: hit.score,
         }
     }
@@ -256,9 +257,9 @@ pub async fn search(
 ) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, None)?;
     let key = (kind == Kind::Posts)
-        .then(|| cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
+        .then(|| answer_cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
         .flatten();
-    cache::answer(
+    answer_cache::answer(
         &state,
         &state.answer_caches.search,
         key,
@@ -288,13 +289,13 @@ pub async fn search_posts(
     AppQuery(params): AppQuery<SearchParams>,
 ) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, Some(Kind::Posts))?;
-    let key = cache::key(
+    let key = answer_cache::key(
         caller.is_none(),
         &headers,
         "search/posts",
         raw_query.as_deref(),
     );
-    cache::answer(
+    answer_cache::answer(
         &state,
         &state.answer_caches.search,
         key,

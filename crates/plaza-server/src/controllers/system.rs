@@ -12,7 +12,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::error::schema::PlainError;
+use crate::http::error::schema::PlainError;
 use crate::state::AppState;
 
 pub fn health_routes() -> OpenApiRouter<AppState> {

@@ -16,11 +16,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::CurrentUser;
-use crate::error::AppError;
-use crate::error::schema::UploadError;
-use crate::extract::{AppJson, TextPath};
+use crate::http::error::AppError;
+use crate::http::error::schema::UploadError;
+use crate::http::extract::{AppJson, TextPath};
+use crate::services::uploads::too_large;
 use crate::state::AppState;
-use crate::uploads::too_large;
 
 /// Bytes of form fields other than `file` read at most.
 const MAX_OTHER_FIELD_BYTES: usize = 64 * 1024;
@@ -286,7 +286,7 @@ pub async fn read_form(
                 text.extend_from_slice(&chunk);
             }
             if text_fields.contains(&name.as_str()) && !form.fields.contains_key(&name) {
-                crate::extract::text_input::refuse_nul_in_field(&name, &text)?;
+                crate::http::extract::text_input::refuse_nul_in_field(&name, &text)?;
                 let text = String::from_utf8(text)
                     .map_err(|_| AppError::invalid(name.clone(), "must be text (UTF-8)"))?;
                 form.fields.insert(name, text);

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
+use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
@@ -16,12 +17,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::password::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH};
+use crate::auth::password::check_password;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::error::schema::GeneralError;
-use crate::error::{AppError, FieldError};
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::error::schema::GeneralError;
+use crate::http::error::{AppError, FieldError};
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -56,11 +57,6 @@ pub struct UserView {
     pub login_count: i64,
 }
 
-/// A stored timestamp as the general schemas write it (RFC 3339, UTC).
-pub fn timestamp(millis: i64) -> String {
-    plaza_domain::time::rfc3339(millis)
-}
-
 impl UserView {
     /// `show_email` is decided by the caller's relation to the user.
     pub fn new(user: &User, show_email: bool) -> Self {
@@ -70,13 +66,13 @@ impl UserView {
             username: row.username.clone(),
             name: row.name.clone(),
             email: show_email.then(|| row.email.clone()),
-            email_verified: row.email_verified_at.map(timestamp),
+            email_verified: row.email_verified_at.map(rfc3339),
             image: row.image.clone(),
             profile_public: row.profile_public.0,
             bio: row.bio.clone(),
             location: row.location.clone(),
-            created_at: timestamp(row.created_at),
-            last_login: row.last_login_at.map(timestamp),
+            created_at: rfc3339(row.created_at),
+            last_login: row.last_login_at.map(rfc3339),
             login_count: row.login_count,
         }
     }
@@ -92,24 +88,6 @@ pub struct SignUpBody {
     /// 3–30 of `a-z 0-9 _ - .`, starting with a letter or digit; derived
     /// from the name or email when missing.
     pub username: Option<String>,
-}
-
-/// Checks a new password against the length rules.
-pub fn check_password(password: &str) -> Result<(), AppError> {
-    let length = password.chars().count();
-    if length < MIN_PASSWORD_LENGTH {
-        return Err(AppError::invalid(
-            "password",
-            format!("must be at least {MIN_PASSWORD_LENGTH} characters"),
-        ));
-    }
-    if password.len() > MAX_PASSWORD_LENGTH {
-        return Err(AppError::invalid(
-            "password",
-            format!("must be at most {MAX_PASSWORD_LENGTH} bytes"),
-        ));
-    }
-    Ok(())
 }
 
 fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
@@ -652,7 +630,7 @@ pub async fn user_profile(
         display_name: display_name(&user),
         avatar_url: avatar_url(&state.settings.server, &user),
         bio: user.row.bio.clone(),
-        created_at: timestamp(user.row.created_at),
+        created_at: rfc3339(user.row.created_at),
         profile_visibility: "public".to_owned(),
     }))
 }

@@ -306,7 +306,7 @@ fn bad_settings_stop_start_up_with_one_line_naming_the_setting() {
         ),
         (
             "PLAZA_ANALYTICS_SESSION_RECHECK_MS",
-            "60001",
+            "1001",
             "PLAZA_ANALYTICS_SESSION_RECHECK_MS",
         ),
     ];

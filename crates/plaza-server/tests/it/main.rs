@@ -24,6 +24,7 @@ mod identity;
 mod images;
 mod input_rules;
 mod jobs;
+mod layers;
 mod link_preview;
 mod middleware;
 mod og;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
-use plaza_server::error::{Surface, SurfaceMap};
-use plaza_server::extract::AppJson;
+use plaza_server::http::error::{Surface, SurfaceMap};
+use plaza_server::http::extract::AppJson;
 use plaza_server::settings::ServerSettings;
 use serde_json::{Value, json};
 

@@ -675,7 +675,7 @@ async fn a_hung_up_upload_keeps_its_slot_until_its_processing_ends() {
             ("PLAZA_UPLOAD_MAX_CONCURRENT", "1"),
             (
                 "RUST_LOG",
-                "info,sqlx=warn,plaza_server::uploads=debug,plaza_server::middleware=debug",
+                "info,sqlx=warn,plaza_server::services::uploads=debug,plaza_server::http::middleware=debug",
             ),
         ],
     )
@@ -722,7 +722,10 @@ fn peak_memory_kib(pid: u32) -> u64 {
 async fn hung_up_uploads_stay_within_the_memory_of_connected_ones() {
     let server = TestServer::start_with(
         Backend::Sqlite,
-        &[("RUST_LOG", "info,sqlx=warn,plaza_server::uploads=debug")],
+        &[(
+            "RUST_LOG",
+            "info,sqlx=warn,plaza_server::services::uploads=debug",
+        )],
     )
     .await;
     let (_, cookie) = member(&server, "uploader@example.com", "user").await;

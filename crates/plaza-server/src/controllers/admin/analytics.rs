@@ -12,12 +12,12 @@ use plaza_domain::time::now_millis;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::analytics::trends::{self, Bucket, Granularity};
 use crate::auth::AnalyticsViewer;
-use crate::csv_cells;
-use crate::error::schema::AdminError;
-use crate::error::{AppError, FieldError};
-use crate::extract::AppJson;
+use crate::http::csv_cells;
+use crate::http::error::schema::AdminError;
+use crate::http::error::{AppError, FieldError};
+use crate::http::extract::AppJson;
+use crate::services::analytics::trends::{self, Bucket, Granularity};
 use crate::state::AppState;
 
 const DAY_MILLIS: i64 = 86_400_000;

@@ -11,9 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::{EmojiModerator, RequestAudit};
 use crate::controllers::emojis::EmojiItem;
 use crate::controllers::params::{self, Pagination, Problems};
-use crate::error::AppError;
-use crate::error::schema::AdminError;
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminError;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
 
 /// Paging of the review queue.

@@ -18,9 +18,9 @@ use utoipa::ToSchema;
 
 use super::users::{PagePosition, finish, page_and_limit};
 use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
-use crate::error::schema::AdminError;
-use crate::error::{AppError, FieldError};
-use crate::extract::AppJson;
+use crate::http::error::schema::AdminError;
+use crate::http::error::{AppError, FieldError};
+use crate::http::extract::AppJson;
 use crate::state::AppState;
 
 /// A permission with who holds it (DECISIONS.md "Permission item").

@@ -8,9 +8,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::{Administrator, AnyAdmin};
-use crate::error::AppError;
-use crate::error::schema::AdminError;
-use crate::extract::AppJson;
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminError;
+use crate::http::extract::AppJson;
 use crate::state::AppState;
 
 /// Users by standing.

@@ -21,10 +21,10 @@ use utoipa::ToSchema;
 use crate::auth::{Administrator, ManageUsers, RequestAudit};
 use crate::controllers::admin_v1::users::BanTerms;
 use crate::controllers::params::{Problems, TextRule, check_text};
-use crate::error::schema::AdminError;
-use crate::error::{AppError, FieldError};
-use crate::extract::json::OptionalJson;
-use crate::extract::{AppJson, IdPath};
+use crate::http::error::schema::AdminError;
+use crate::http::error::{AppError, FieldError};
+use crate::http::extract::json::OptionalJson;
+use crate::http::extract::{AppJson, IdPath};
 use crate::state::AppState;
 
 /// SPEC.md "Limits": page size 20 by default, at most 100.

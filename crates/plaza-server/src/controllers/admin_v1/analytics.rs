@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 use super::Envelope;
 use super::reports::human_duration;
 use crate::auth::AdminToken;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::AppJson;
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::AppJson;
 use crate::state::AppState;
 
 const DAY_MILLIS: i64 = 86_400_000;

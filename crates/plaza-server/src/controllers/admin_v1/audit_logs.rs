@@ -9,11 +9,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::{DEFAULT_LIMIT, ListEnvelope};
 use crate::auth::AdminToken;
 use crate::controllers::params::{self, Pagination, Problems};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery};
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -68,7 +68,7 @@ impl From<AuditEntry> for AuditLogItem {
     fn from(entry: AuditEntry) -> Self {
         AuditLogItem {
             id: entry.id.to_string(),
-            timestamp: timestamp(entry.created_at),
+            timestamp: rfc3339(entry.created_at),
             admin_id: entry.actor_id.map(|id| id.to_string()),
             admin_email: entry.actor_email,
             action: entry.action,

@@ -17,11 +17,11 @@ use utoipa::ToSchema;
 use super::Envelope;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::AppJson;
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::AppJson;
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 /// Most entries in `targets`.
 const MAX_TARGETS: usize = 1000;
@@ -178,7 +178,7 @@ pub async fn create_broadcast(
                             "title": audited_title,
                             "type": alert_type.as_str(),
                             "targets": audited_targets,
-                            "schedule": deliver_at.map(timestamp),
+                            "schedule": deliver_at.map(rfc3339),
                             "recipients": broadcast.recipient_count,
                         }}),
                     },
@@ -205,10 +205,10 @@ pub async fn create_broadcast(
             "scheduled"
         }
         .to_owned(),
-        schedule: deliver_at.map(timestamp),
+        schedule: deliver_at.map(rfc3339),
         recipients: broadcast.recipient_count,
-        created_at: timestamp(broadcast.created_at),
-        delivered_at: broadcast.delivered_at.map(timestamp),
+        created_at: rfc3339(broadcast.created_at),
+        delivered_at: broadcast.delivered_at.map(rfc3339),
     };
     Ok((status, AppJson(Envelope::new(item))))
 }
@@ -253,7 +253,7 @@ fn audience(problems: &mut Problems, targets: &[String]) -> Audience {
             if !audience.roles.contains(&role) {
                 audience.roles.push(role);
             }
-        } else if let Some(id) = crate::extract::parse_id(target) {
+        } else if let Some(id) = crate::http::extract::parse_id(target) {
             if !audience.user_ids.contains(&id) {
                 audience.user_ids.push(id);
             }

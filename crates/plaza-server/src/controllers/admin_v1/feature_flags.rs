@@ -17,11 +17,12 @@ use utoipa::{IntoParams, ToSchema};
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::controllers::users::{double_option, timestamp};
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery, TextPath};
+use crate::controllers::users::double_option;
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery, TextPath};
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 /// A feature flag (DECISIONS.md "Shapes the spec leaves out").
 #[derive(Serialize, ToSchema)]
@@ -56,7 +57,7 @@ impl From<&FeatureFlag> for FeatureFlagItem {
                 .iter()
                 .map(|role| role.as_str().to_owned())
                 .collect(),
-            updated_at: timestamp(flag.updated_at),
+            updated_at: rfc3339(flag.updated_at),
             updated_by: flag.updated_by.map(|id| id.to_string()),
         }
     }

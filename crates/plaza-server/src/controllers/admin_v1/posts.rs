@@ -22,11 +22,11 @@ use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::jwt::AdminPermission;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 /// Most characters in a moderation reason (shown to the author when notified).
 const MAX_REASON_CHARS: usize = 1000;
@@ -117,11 +117,11 @@ impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
                 .map(|report| PostReportItem {
                     reason: report.reason,
                     reported_by: report.reporter_id.to_string(),
-                    reported_at: timestamp(report.created_at),
+                    reported_at: rfc3339(report.created_at),
                 })
                 .collect(),
-            created_at: timestamp(post.created_at),
-            updated_at: timestamp(post.updated_at),
+            created_at: rfc3339(post.created_at),
+            updated_at: rfc3339(post.updated_at),
             title: post.title,
             content: post.content,
         }

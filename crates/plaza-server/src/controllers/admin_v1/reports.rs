@@ -14,11 +14,11 @@ use super::Envelope;
 use super::audit_logs::AuditLogItem;
 use crate::auth::AdminToken;
 use crate::controllers::params::{self, Problems};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery};
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 const DAY_MILLIS: i64 = 24 * 60 * 60 * 1000;
 /// The range when none is given: the last 30 days.
@@ -76,8 +76,8 @@ pub struct Period {
 impl From<TimeRange> for Period {
     fn from(range: TimeRange) -> Self {
         Period {
-            start_date: timestamp(range.since),
-            end_date: timestamp(range.until),
+            start_date: rfc3339(range.since),
+            end_date: rfc3339(range.until),
         }
     }
 }
@@ -106,8 +106,8 @@ impl From<&User> for ReportedUser {
             email: user.row.email.clone(),
             role: user.role.as_str().to_owned(),
             status: user.status.as_str().to_owned(),
-            created_at: timestamp(user.row.created_at),
-            last_login_at: user.row.last_login_at.map(timestamp),
+            created_at: rfc3339(user.row.created_at),
+            last_login_at: user.row.last_login_at.map(rfc3339),
             login_count: user.row.login_count,
         }
     }
@@ -163,7 +163,7 @@ impl From<SignIn> for SignInItem {
     fn from(sign_in: SignIn) -> Self {
         SignInItem {
             user_id: sign_in.user_id.to_string(),
-            timestamp: timestamp(sign_in.created_at),
+            timestamp: rfc3339(sign_in.created_at),
             ip_address: sign_in.ip_address,
             user_agent: sign_in.user_agent,
         }
@@ -188,7 +188,7 @@ impl From<PostSummary> for PostItem {
             author_id: post.author_id.to_string(),
             title: post.title,
             status: post.status.as_str().to_owned(),
-            created_at: timestamp(post.created_at),
+            created_at: rfc3339(post.created_at),
         }
     }
 }
@@ -212,8 +212,8 @@ impl From<Report> for ReportItem {
             post_id: report.post_id.to_string(),
             reporter_id: report.reporter_id.to_string(),
             reason: report.reason,
-            created_at: timestamp(report.created_at),
-            resolved_at: report.resolved_at.map(timestamp),
+            created_at: rfc3339(report.created_at),
+            resolved_at: report.resolved_at.map(rfc3339),
             resolved_by: report.resolved_by.map(|id| id.to_string()),
         }
     }

@@ -1,5 +1,5 @@
 //! `POST /api/v1/admin/system/maintenance`: cache clearing, search index
-//! rebuilds, upload cleanup and database backups (`crate::maintenance`), in
+//! rebuilds, upload cleanup and database backups (`crate::services::maintenance`), in
 //! the rate tier `system` (`app::api_router`).
 
 use axum::extract::State;
@@ -9,10 +9,12 @@ use utoipa::ToSchema;
 use super::Envelope;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Problems, TextRule, check_text};
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::AppJson;
-use crate::maintenance::{self, MaintenanceAction, MaintenanceReport, MaintenanceRequest};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::AppJson;
+use crate::services::maintenance::{
+    self, MaintenanceAction, MaintenanceReport, MaintenanceRequest,
+};
 use crate::state::AppState;
 
 /// Most characters in a maintenance `scope`.

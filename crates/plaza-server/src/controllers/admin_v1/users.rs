@@ -21,11 +21,11 @@ use utoipa::{IntoParams, ToSchema};
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
-use crate::controllers::users::timestamp;
-use crate::error::AppError;
-use crate::error::schema::AdminV1Error;
-use crate::extract::{AppJson, AppQuery, IdPath};
+use crate::http::error::AppError;
+use crate::http::error::schema::AdminV1Error;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
+use plaza_domain::time::rfc3339;
 
 /// Most users one bulk update may name.
 const MAX_BULK_USERS: usize = 100;
@@ -85,8 +85,8 @@ impl AdminUserItem {
             email: user.row.email.clone(),
             status: user.status.as_str().to_owned(),
             role: user.role.as_str().to_owned(),
-            created_at: timestamp(user.row.created_at),
-            last_login_at: user.row.last_login_at.map(timestamp),
+            created_at: rfc3339(user.row.created_at),
+            last_login_at: user.row.last_login_at.map(rfc3339),
             post_count,
             is_verified: user.row.email_verified_at.is_some(),
         }
@@ -126,7 +126,7 @@ impl From<Activity> for ActivityItem {
     fn from(activity: Activity) -> Self {
         ActivityItem {
             kind: activity.kind,
-            at: timestamp(activity.at),
+            at: rfc3339(activity.at),
             detail: activity.detail,
             post_id: activity.post_id.map(|id| id.to_string()),
         }
@@ -160,10 +160,10 @@ impl From<Ban> for BanItem {
             reason: ban.reason,
             notes: ban.notes,
             banned_by: ban.banned_by.map(|id| id.to_string()),
-            banned_at: timestamp(ban.created_at),
-            expires_at: ban.expires_at.map(timestamp),
+            banned_at: rfc3339(ban.created_at),
+            expires_at: ban.expires_at.map(rfc3339),
             active: ban.lifted_at.is_none(),
-            lifted_at: ban.lifted_at.map(timestamp),
+            lifted_at: ban.lifted_at.map(rfc3339),
             lifted_by: ban.lifted_by.map(|id| id.to_string()),
             lift_reason: ban.lift_reason,
         }
@@ -729,7 +729,7 @@ pub async fn bulk_update_users(
     let mut ids = Vec::with_capacity(body.user_ids.len());
     for raw in &body.user_ids {
         let id = match raw {
-            Value::String(text) => crate::extract::parse_id(text),
+            Value::String(text) => crate::http::extract::parse_id(text),
             Value::Number(number) => number.as_i64().filter(|id| *id > 0),
             _ => None,
         };

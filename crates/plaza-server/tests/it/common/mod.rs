@@ -226,7 +226,7 @@ impl TestServer {
             backend,
             &[(
                 "RUST_LOG",
-                "info,sqlx=warn,sqlx::query=debug,plaza_server::middleware=debug",
+                "info,sqlx=warn,sqlx::query=debug,plaza_server::http::middleware=debug",
             )],
         )
         .await

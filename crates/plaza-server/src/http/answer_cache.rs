@@ -1,0 +1,333 @@
+//! Rendered answers of the public post list and post search, kept for
+//! anonymous readers: the front page and popular searches are asked for
+//! over and over with the same parameters.
+//!
+//! An answer is reused only while the database's content generation (bumped
+//! by triggers on every write to posts, by any instance or process) is the
+//! one it was rendered at, so a cached answer is never older than a fresh
+//! one would be: checking costs one single-row read instead of the list or
+//! search query. Signed-in callers see their own drafts and are never served
+//! from here; a request with `Cache-Control: no-cache` is rendered afresh.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
+use serde::Serialize;
+
+use crate::http::error::AppError;
+use crate::state::AppState;
+
+/// Most answers kept.
+const MAX_ENTRIES: usize = 1024;
+/// Largest answer kept (a page of long posts is rendered every time).
+const MAX_ANSWER_BYTES: usize = 256 * 1024;
+/// Most bytes kept in all.
+const MAX_TOTAL_BYTES: usize = 32 * 1024 * 1024;
+
+/// Answers by request key, each with the generation it was rendered at.
+#[derive(Default)]
+pub struct AnswerCache {
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    by_key: HashMap<String, (i64, Bytes)>,
+    bytes: usize,
+    /// Keys whose answer one request is rendering anew (see [`answer_in_slot`]).
+    refreshing: HashSet<String>,
+}
+
+/// Every answer cache of the process, in [`AppState`]: the routes answer
+/// from them and `cache_clear` maintenance empties them all.
+#[derive(Default)]
+pub struct AnswerCaches {
+    /// `GET /api/posts`.
+    pub posts: AnswerCache,
+    /// `GET /api/search` (posts) and `/api/search/posts`.
+    pub search: AnswerCache,
+    /// `GET /api/emojis`, per platform (see `controllers::emojis`).
+    pub emojis: AnswerCache,
+}
+
+impl AnswerCaches {
+    /// Empties every cache; answers each one's name and the entries it held.
+    pub fn clear_all(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("posts", self.posts.clear()),
+            ("search", self.search.clear()),
+            ("emojis", self.emojis.clear()),
+        ]
+    }
+}
+
+impl AnswerCache {
+    /// Drops every answer (the next request renders afresh); answers how
+    /// many there were.
+    pub fn clear(&self) -> usize {
+        let Ok(mut entries) = self.entries.lock() else {
+            return 0;
+        };
+        let cleared = entries.by_key.len();
+        entries.by_key.clear();
+        entries.bytes = 0;
+        cleared
+    }
+
+    /// The answer kept for `key` whatever its stamp, with that stamp.
+    fn get_any(&self, key: &str) -> Option<(i64, Bytes)> {
+        let entries = self.entries.lock().ok()?;
+        entries.by_key.get(key).cloned()
+    }
+
+    /// Marks `key` as being rendered; `None` when another request is on it.
+    fn claim(&self, key: &str) -> Option<RefreshClaim<'_>> {
+        let mut entries = self.entries.lock().ok()?;
+        entries
+            .refreshing
+            .insert(key.to_owned())
+            .then(|| RefreshClaim {
+                cache: self,
+                key: key.to_owned(),
+            })
+    }
+
+    fn get(&self, key: &str, generation: i64) -> Option<Bytes> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .by_key
+            .get(key)
+            .filter(|(rendered_at, _)| *rendered_at == generation)
+            .map(|(_, body)| body.clone())
+    }
+
+    /// Keeps an answer; when full, answers of older generations go first,
+    /// then everything.
+    fn put(&self, key: String, generation: i64, body: Bytes) {
+        if body.len() > MAX_ANSWER_BYTES {
+            return;
+        }
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + body.len() > MAX_TOTAL_BYTES {
+            entries
+                .by_key
+                .retain(|_, (rendered_at, _)| *rendered_at == generation);
+            if entries.by_key.len() >= MAX_ENTRIES {
+                entries.by_key.clear();
+            }
+            entries.bytes = entries.by_key.values().map(|(_, body)| body.len()).sum();
+            if entries.bytes + body.len() > MAX_TOTAL_BYTES {
+                entries.by_key.clear();
+                entries.bytes = 0;
+            }
+        }
+        entries.bytes += body.len();
+        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, body)) {
+            entries.bytes -= replaced.len();
+        }
+    }
+}
+
+/// The cache key of a request, or `None` when it must be rendered for the
+/// caller: signed in, or asking with `Cache-Control: no-cache`.
+pub fn key(
+    anonymous: bool,
+    headers: &HeaderMap,
+    route: &str,
+    query: Option<&str>,
+) -> Option<String> {
+    let no_cache = headers
+        .get_all(header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.to_ascii_lowercase().contains("no-cache"));
+    (anonymous && !no_cache).then(|| format!("{route}?{}", query.unwrap_or_default()))
+}
+
+/// Answers from `cache` when `key` is cached at the current content
+/// generation; otherwise renders with `render` (and keeps the answer when
+/// there is a key). Never older than a fresh answer would be.
+pub async fn answer<T: Serialize>(
+    state: &AppState,
+    cache: &AnswerCache,
+    key: Option<String>,
+    render: impl Future<Output = Result<T, AppError>>,
+) -> Result<Response, AppError> {
+    let generation = match &key {
+        Some(key) => {
+            let generation = state.db.content_generation().await?;
+            if let Some(body) = cache.get(key, generation) {
+                return Ok(json_response(body));
+            }
+            Some(generation)
+        }
+        None => None,
+    };
+    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    if let (Some(key), Some(generation)) = (key, generation) {
+        cache.put(key, generation, body.clone());
+    }
+    Ok(json_response(body))
+}
+
+/// A request rendering a key's answer anew; dropped (rendered, failed or
+/// cancelled), the key is free for the next one.
+struct RefreshClaim<'a> {
+    cache: &'a AnswerCache,
+    key: String,
+}
+
+impl Drop for RefreshClaim<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut entries) = self.cache.entries.lock() {
+            entries.refreshing.remove(&self.key);
+        }
+    }
+}
+
+/// Answers kept for a time slot (`stamp`, such as the current 2 s): an
+/// answer of the current slot is served; once the slot has passed, one
+/// request renders the new answer while the others that arrive meanwhile
+/// get the previous one, so a busy key is rendered once per slot instead
+/// of by every request waiting at the slot's turn. Without a key, renders.
+pub async fn answer_in_slot<T: Serialize>(
+    cache: &AnswerCache,
+    keyed: Option<(String, i64)>,
+    render: impl Future<Output = Result<T, AppError>>,
+) -> Result<Response, AppError> {
+    let mut claim = None;
+    if let Some((key, stamp)) = &keyed
+        && let Some((rendered_in, body)) = cache.get_any(key)
+    {
+        if rendered_in == *stamp {
+            return Ok(json_response(body));
+        }
+        claim = cache.claim(key);
+        if claim.is_none() {
+            return Ok(json_response(body));
+        }
+    }
+    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    if let Some((key, stamp)) = keyed {
+        cache.put(key, stamp, body.clone());
+    }
+    drop(claim);
+    Ok(json_response(body))
+}
+
+/// The answer's header map starts with room for the headers the layers add
+/// on the way out (rate limit, request id, CORS, `nosniff`): one that grows
+/// on the way is allocated and filled twice, a tenth of what the in-process
+/// rate limiter cost a cached answer.
+fn json_response(body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    let headers = response.headers_mut();
+    *headers = HeaderMap::with_capacity(8);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_served_only_at_their_generation() {
+        let cache = AnswerCache::default();
+        cache.put("posts?".into(), 7, Bytes::from_static(b"[1]"));
+        assert_eq!(cache.get("posts?", 7), Some(Bytes::from_static(b"[1]")));
+        assert_eq!(cache.get("posts?", 8), None);
+        assert_eq!(cache.get("posts?limit=1", 7), None);
+    }
+
+    #[tokio::test]
+    async fn a_passed_slot_is_rendered_by_one_request_while_others_get_the_last_answer() {
+        let cache = AnswerCache::default();
+        let first = answer_in_slot(&cache, Some(("k".into(), 1)), async { Ok(1) }).await;
+        assert_eq!(body_of(first.unwrap()).await, "1");
+        let claim = cache.claim("k").expect("free");
+        let rendered = std::sync::atomic::AtomicBool::new(false);
+        let stale = answer_in_slot(&cache, Some(("k".into(), 2)), async {
+            rendered.store(true, std::sync::atomic::Ordering::Relaxed);
+            Ok(9)
+        })
+        .await;
+        assert_eq!(body_of(stale.unwrap()).await, "1", "the previous answer");
+        assert!(
+            !rendered.into_inner(),
+            "not rendered while another request renders"
+        );
+        drop(claim);
+        let fresh = answer_in_slot(&cache, Some(("k".into(), 2)), async { Ok(2) }).await;
+        assert_eq!(body_of(fresh.unwrap()).await, "2");
+        let kept = answer_in_slot(&cache, Some(("k".into(), 2)), async { Ok(3) }).await;
+        assert_eq!(body_of(kept.unwrap()).await, "2", "the slot's answer");
+        assert!(cache.claim("k").is_some(), "released after rendering");
+    }
+
+    async fn body_of(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_cache_stays_bounded() {
+        let cache = AnswerCache::default();
+        for n in 0..(MAX_ENTRIES + 10) {
+            cache.put(format!("k{n}"), 1, Bytes::from_static(b"x"));
+        }
+        let entries = cache.entries.lock().unwrap();
+        assert!(entries.by_key.len() <= MAX_ENTRIES);
+        drop(entries);
+        cache.put("big".into(), 1, Bytes::from(vec![0; MAX_ANSWER_BYTES + 1]));
+        assert_eq!(cache.get("big", 1), None);
+    }
+
+    #[test]
+    fn clearing_drops_every_answer_and_counts_them() {
+        let caches = AnswerCaches::default();
+        caches
+            .posts
+            .put("posts?".into(), 1, Bytes::from_static(b"[1]"));
+        caches
+            .posts
+            .put("posts?limit=1".into(), 1, Bytes::from_static(b"[]"));
+        caches
+            .search
+            .put("search?q=a".into(), 1, Bytes::from_static(b"{}"));
+        caches
+            .emojis
+            .put("windows|10|".into(), 1, Bytes::from_static(b"{}"));
+        assert_eq!(
+            caches.clear_all(),
+            vec![("posts", 2), ("search", 1), ("emojis", 1)]
+        );
+        assert_eq!(caches.posts.get("posts?", 1), None);
+        assert_eq!(
+            caches.clear_all(),
+            vec![("posts", 0), ("search", 0), ("emojis", 0)]
+        );
+    }
+
+    #[test]
+    fn signed_in_and_no_cache_requests_have_no_key() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            key(true, &headers, "posts", Some("limit=20")).as_deref(),
+            Some("posts?limit=20")
+        );
+        assert_eq!(key(false, &headers, "posts", None), None);
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("No-Cache"));
+        assert_eq!(key(true, &headers, "posts", None), None);
+    }
+}

@@ -1,0 +1,403 @@
+//! One error type for the whole service, rendered in the body shape of the
+//! surface that answers (SPEC.md "Errors").
+//!
+//! Handlers and extractors return [`AppError`]. Its `IntoResponse` sets the
+//! status and stores an [`ErrorReport`] in the response extensions; the
+//! [`RequestLayer`](crate::http::middleware::RequestLayer), which knows
+//! the request path, turns the report into the body of the right [`Surface`].
+//! Errors that come from the framework itself (an unknown method, a timeout, a
+//! panic) get the same treatment, so no response leaves without the shape.
+//!
+//! The module is split by concern: this file maps failures to statuses and
+//! codes, [`surface`] renders a report in each surface's body shape, and
+//! [`schema`] declares those bodies for the OpenAPI document.
+
+pub mod schema;
+mod surface;
+
+pub use surface::{ERROR_SHAPE_EXTENSION, Surface, SurfaceMap, on_surface, render_response};
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use plaza_domain::DomainError;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+/// A problem with one input field.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FieldError {
+    /// Dotted path of the field, e.g. `limit` or `tags.2`.
+    pub field: String,
+    /// What is wrong with it, for people.
+    pub reason: String,
+    /// A machine-readable kind (`invalid_type`, `too_small`, `too_big`,
+    /// `invalid_string`, `custom`), as the unversioned admin surface reports it.
+    #[serde(skip)]
+    pub kind: &'static str,
+    #[serde(skip)]
+    pub expected: Option<String>,
+    #[serde(skip)]
+    pub received: Option<String>,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            reason: reason.into(),
+            kind: "custom",
+            expected: None,
+            received: None,
+        }
+    }
+
+    /// Records what type or range was expected and what arrived.
+    pub fn with_kind(
+        mut self,
+        kind: &'static str,
+        expected: impl Into<String>,
+        received: impl Into<String>,
+    ) -> Self {
+        self.kind = kind;
+        self.expected = Some(expected.into());
+        self.received = Some(received.into());
+        self
+    }
+}
+
+/// Every way a request can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("authentication required")]
+    Unauthorized,
+    /// Wrong email or password: one answer for both, so it does not tell
+    /// which accounts exist.
+    #[error("invalid email or password")]
+    InvalidCredentials,
+    #[error("insufficient permissions")]
+    Forbidden,
+    /// Forbidden, with the rule that refused (`FORBIDDEN`).
+    #[error("{0}")]
+    NotAllowed(String),
+    #[error("this token lacks the {required} permission")]
+    InsufficientAdminPermissions { required: &'static str },
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("no route matches this path")]
+    RouteNotFound,
+    #[error("method not allowed on this path")]
+    MethodNotAllowed,
+    /// Well-formed input that breaks a rule (422 on the general surfaces).
+    #[error("{message}")]
+    Validation {
+        message: String,
+        fields: Vec<FieldError>,
+    },
+    /// Input that cannot be read at all, such as malformed JSON (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// A field that breaks a schema its route answers 400 for (SPEC.md's
+    /// analytics collect), named in `details`.
+    #[error("invalid {}: {}", .0.field, .0.reason)]
+    BadField(FieldError),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("{0}")]
+    Conflict(String),
+    /// A state change that makes no sense from the current state (409).
+    #[error("{0}")]
+    InvalidTransition(String),
+    #[error("{resource} is being modified by another admin")]
+    Locked {
+        resource: &'static str,
+        locked_by: String,
+        locked_at: String,
+    },
+    #[error("too many requests")]
+    /// A limit was reached; the client may retry after `retry_after_secs`
+    /// (sent as `Retry-After`). With a `limit` (not 0) the answer carries the
+    /// `X-RateLimit-*` headers too, the quota full again after
+    /// `reset_after_secs`.
+    RateLimited {
+        retry_after_secs: u64,
+        limit: u32,
+        reset_after_secs: u64,
+    },
+    #[error("the request took too long")]
+    Timeout,
+    /// A dependency (the database) is down; the client may retry.
+    #[error("service temporarily unavailable")]
+    Unavailable(String),
+    /// A bounded resource (password hashing) is saturated; the client may
+    /// retry after `retry_after_secs` (sent as `Retry-After`).
+    #[error("the server is busy; retry in {retry_after_secs} seconds")]
+    Busy { retry_after_secs: u64 },
+    /// A failure whose surface names it with a fixed title, such as link
+    /// preview's "Failed to fetch link preview" (502) with the target's answer
+    /// as details.
+    #[error("{details}")]
+    Titled {
+        status: StatusCode,
+        title: &'static str,
+        details: String,
+    },
+    /// An upload the upload table of SPEC.md refuses (400): its `error`
+    /// title, message and extra fields (`allowedTypes`, `maxSize`, …).
+    #[error("{message}")]
+    UploadRefused {
+        title: &'static str,
+        message: String,
+        extra: Map<String, Value>,
+    },
+    /// A byte range outside the file (416).
+    #[error("the range asked for is outside the file")]
+    RangeNotSatisfiable,
+    /// A bug or an unexpected failure. The cause is logged, never sent.
+    #[error("internal server error")]
+    Internal(String),
+}
+
+impl AppError {
+    /// A single-field validation error, the common case.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        let field_error = FieldError::new(field, reason);
+        AppError::Validation {
+            message: format!("invalid {}: {}", field_error.field, field_error.reason),
+            fields: vec![field_error],
+        }
+    }
+
+    /// A refused upload with `extra` fields in its body.
+    pub fn upload_refused<'a>(
+        title: &'static str,
+        message: impl Into<String>,
+        extra: impl IntoIterator<Item = (&'a str, Value)>,
+    ) -> Self {
+        AppError::UploadRefused {
+            title,
+            message: message.into(),
+            extra: extra
+                .into_iter()
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+        }
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        AppError::Internal(cause.to_string())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::Unauthorized | AppError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden
+            | AppError::NotAllowed(_)
+            | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
+            AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
+            AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AppError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            AppError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            AppError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::Conflict(_) | AppError::InvalidTransition(_) => StatusCode::CONFLICT,
+            AppError::Locked { .. } => StatusCode::LOCKED,
+            AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
+            AppError::Unavailable(_) | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Titled { status, .. } => *status,
+            AppError::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
+            AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable code clients switch on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AppError::Unauthorized | AppError::InvalidCredentials => "UNAUTHORIZED",
+            AppError::Forbidden | AppError::NotAllowed(_) => "FORBIDDEN",
+            AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
+            AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
+            AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            AppError::Validation { .. } => "VALIDATION_ERROR",
+            AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
+                "BAD_REQUEST"
+            }
+            AppError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
+            AppError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
+            AppError::Conflict(_) => "CONFLICT",
+            AppError::InvalidTransition(_) => "INVALID_TRANSITION",
+            AppError::Locked { .. } => "RESOURCE_LOCKED",
+            AppError::RateLimited { .. } => "RATE_LIMITED",
+            AppError::Timeout => "REQUEST_TIMEOUT",
+            AppError::Unavailable(_) | AppError::Busy { .. } => "SERVICE_UNAVAILABLE",
+            AppError::Titled { status, .. } if *status == StatusCode::BAD_GATEWAY => {
+                "UPSTREAM_ERROR"
+            }
+            AppError::Titled { status, .. } if status.is_server_error() => "SERVER_ERROR",
+            AppError::Titled { .. } => "BAD_REQUEST",
+            AppError::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
+            AppError::Internal(_) => "SERVER_ERROR",
+        }
+    }
+
+    /// The error a bare framework response with this status stands for.
+    pub fn from_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::NOT_FOUND => AppError::RouteNotFound,
+            StatusCode::METHOD_NOT_ALLOWED => AppError::MethodNotAllowed,
+            StatusCode::REQUEST_TIMEOUT => AppError::Timeout,
+            StatusCode::PAYLOAD_TOO_LARGE => AppError::PayloadTooLarge { limit: 0 },
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                AppError::UnsupportedMediaType("unsupported content type".to_owned())
+            }
+            StatusCode::UNAUTHORIZED => AppError::Unauthorized,
+            StatusCode::FORBIDDEN => AppError::Forbidden,
+            StatusCode::TOO_MANY_REQUESTS => AppError::RateLimited {
+                retry_after_secs: 1,
+                limit: 0,
+                reset_after_secs: 1,
+            },
+            StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable(String::new()),
+            status if status.is_client_error() => AppError::BadRequest(
+                status
+                    .canonical_reason()
+                    .unwrap_or("bad request")
+                    .to_owned(),
+            ),
+            _ => AppError::Internal(format!("framework answered {status}")),
+        }
+    }
+
+    /// The message clients see; internal causes stay in the logs.
+    pub fn public_message(&self) -> String {
+        match self {
+            AppError::PayloadTooLarge { limit: 0 } => "request body is too large".to_owned(),
+            _ => self.to_string(),
+        }
+    }
+}
+
+impl From<DomainError> for AppError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::NotFound(what) => AppError::NotFound(what),
+            DomainError::Conflict(message) => AppError::Conflict(message),
+            DomainError::Forbidden(message) => AppError::NotAllowed(message),
+            DomainError::InvalidTransition(message) => AppError::InvalidTransition(message),
+            DomainError::Invalid { field, reason } => AppError::invalid(field, reason),
+            DomainError::Locked {
+                resource,
+                holder_id,
+                locked_at,
+            } => AppError::Locked {
+                resource,
+                locked_by: holder_id.to_string(),
+                locked_at: plaza_domain::time::rfc3339(locked_at),
+            },
+            DomainError::Unavailable(message) => AppError::Unavailable(message),
+            DomainError::Database(inner) => AppError::Internal(inner.to_string()),
+        }
+    }
+}
+
+/// What [`AppError`] leaves in the response for the renderer: everything a
+/// surface may need, without the internal cause.
+#[derive(Debug, Clone)]
+pub struct ErrorReport {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub fields: Vec<FieldError>,
+    /// Extra fields some codes carry (`requiredPermission`, `lockedBy`, …).
+    pub extra: Map<String, Value>,
+    /// Unknown routes answer in the general shape whatever their prefix.
+    pub general_only: bool,
+    /// The `error` string of the string-shaped surfaces, when the error names it.
+    pub title: Option<&'static str>,
+}
+
+impl From<&AppError> for ErrorReport {
+    fn from(error: &AppError) -> Self {
+        let mut extra = Map::new();
+        match error {
+            AppError::InsufficientAdminPermissions { required } => {
+                extra.insert("requiredPermission".into(), json!(required));
+            }
+            AppError::Locked {
+                locked_by,
+                locked_at,
+                ..
+            } => {
+                extra.insert("lockedBy".into(), json!(locked_by));
+                extra.insert("lockedAt".into(), json!(locked_at));
+            }
+            AppError::UploadRefused { extra: fields, .. } => extra.extend(fields.clone()),
+            _ => {}
+        }
+        ErrorReport {
+            status: error.status(),
+            code: error.code(),
+            message: error.public_message(),
+            fields: match error {
+                AppError::Validation { fields, .. } => fields.clone(),
+                AppError::BadField(field) => vec![field.clone()],
+                _ => Vec::new(),
+            },
+            extra,
+            general_only: matches!(error, AppError::RouteNotFound),
+            title: match error {
+                AppError::Titled { title, .. } | AppError::UploadRefused { title, .. } => {
+                    Some(title)
+                }
+                _ => None,
+            },
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        match &self {
+            AppError::Internal(cause) => tracing::error!(%cause, "request failed"),
+            AppError::Unavailable(cause) => tracing::warn!(%cause, "dependency unavailable"),
+            _ => {}
+        }
+        let report = ErrorReport::from(&self);
+        let mut response = report.status.into_response();
+        match self {
+            AppError::Busy { retry_after_secs } => {
+                response.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(retry_after_secs),
+                );
+            }
+            AppError::RateLimited {
+                retry_after_secs,
+                limit,
+                reset_after_secs,
+            } => {
+                let headers = response.headers_mut();
+                headers.insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(retry_after_secs.max(1)),
+                );
+                if limit > 0 {
+                    crate::http::rate_limit::write_headers(
+                        headers,
+                        limit,
+                        0,
+                        std::time::Duration::from_secs(reset_after_secs),
+                    );
+                }
+            }
+            _ => {}
+        }
+        response.extensions_mut().insert(report);
+        response
+    }
+}

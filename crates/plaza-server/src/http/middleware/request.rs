@@ -1,0 +1,333 @@
+//! The per-request work every route shares, done in one hand-written layer:
+//! request id, tracing span, CORS, the cross-origin write check, the refusal
+//! of a query parameter holding a NUL byte, the request timeout, panic
+//! recovery, error rendering per surface, hardening headers and metrics.
+//!
+//! One layer instead of nine (`tower_http`'s request id, trace, timeout,
+//! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
+//! middleware stack for every request, each `from_fn` also boxes it, and
+//! `tower_http`'s timeout registers a timer per request; together they cost
+//! Plaza half of its throughput on cheap routes (docs/benchmarks.md, "HTTP",
+//! measures what the middleware costs today).
+
+use std::any::Any;
+use std::convert::Infallible;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::header::{
+    CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use rand::RngCore;
+use tower::{Layer, Service};
+use tracing::Instrument;
+
+use super::cors::CorsPolicy;
+use super::metrics;
+use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
+use crate::http::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
+use crate::http::extract::text_input::refuse_nul_in_query;
+use crate::settings::ServerSettings;
+
+/// The header that carries a request's id, both ways.
+static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Longest client-sent request id kept; a longer one is replaced.
+const MAX_CLIENT_ID_LEN: usize = 200;
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct RequestLayer {
+    shared: Arc<Shared>,
+}
+
+/// Everything a request needs from the settings, built once.
+struct Shared {
+    server: ServerSettings,
+    cors: CorsPolicy,
+    timeout: Duration,
+    surfaces: SurfaceMap,
+}
+
+impl RequestLayer {
+    pub fn new(server: &ServerSettings, surfaces: SurfaceMap) -> Self {
+        let shared = Shared {
+            cors: CorsPolicy::new(server),
+            timeout: Duration::from_secs(server.request_timeout_secs),
+            server: server.clone(),
+            surfaces,
+        };
+        RequestLayer {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl<S> Layer<S> for RequestLayer {
+    type Service = RequestService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RequestService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct RequestService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S, B> Service<Request> for RequestService<S>
+where
+    S: Service<Request, Response = axum::http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: axum::body::HttpBody<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        let started = Instant::now();
+        let id = match request.headers().get(&REQUEST_ID) {
+            Some(sent) if !sent.is_empty() && sent.len() <= MAX_CLIENT_ID_LEN => sent.clone(),
+            _ => new_request_id(),
+        };
+        let span = tracing::info_span!(
+            "request",
+            method = %request.method(),
+            path = %request.uri().path(),
+            request_id = id.to_str().unwrap_or_default(),
+        );
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        let shared = self.shared.clone();
+        // This layer runs after routing (it is put on every route), so the
+        // matched route tells the surface its group declared.
+        let surface = shared
+            .surfaces
+            .surface_of(route.as_ref())
+            .unwrap_or(Surface::General);
+        // For the extractors that record it (audit entries); absent means
+        // the general surface.
+        if surface != Surface::General {
+            request.extensions_mut().insert(surface);
+        }
+        let method = request.method().clone();
+        let origin = shared.cors.allowed_origin(request.headers());
+        let answer = if let Some(preflight) =
+            shared
+                .cors
+                .preflight(&method, request.headers(), origin.as_ref())
+        {
+            Answer::Ready(preflight)
+        } else if refuse_cross_origin_write(&request, &shared.server) {
+            Answer::Ready(AppError::Forbidden.into_response())
+        } else if let Err(refusal) = refuse_nul_in_query(request.uri().query().unwrap_or_default())
+        {
+            Answer::Ready(refusal.into_response())
+        } else {
+            // The service that was made ready is the one called; a fresh
+            // clone takes its place for the next request.
+            let clone = self.inner.clone();
+            let mut ready = std::mem::replace(&mut self.inner, clone);
+            match std::panic::catch_unwind(AssertUnwindSafe(|| ready.call(request))) {
+                Ok(answer) => Answer::Pending(answer),
+                Err(panic) => Answer::Ready(panic_response(panic)),
+            }
+        };
+        Box::pin(
+            async move {
+                let response = match answer {
+                    Answer::Pending(answer) => {
+                        match within(shared.timeout, AssertUnwindSafe(answer).catch_unwind()).await
+                        {
+                            Some(Ok(Ok(response))) => response.map(axum::body::Body::new),
+                            Some(Ok(Err(never))) => match never {},
+                            Some(Err(panic)) => panic_response(panic),
+                            None => AppError::Timeout.into_response(),
+                        }
+                    }
+                    Answer::Ready(response) => response,
+                };
+                let mut response = render_errors(surface, &method, response);
+                let headers = response.headers_mut();
+                headers.insert(REQUEST_ID.clone(), id);
+                shared.cors.decorate(headers, origin);
+                harden(headers);
+                let elapsed = started.elapsed();
+                metrics::record(
+                    route.as_ref().map_or("unmatched", MatchedPath::as_str),
+                    &method,
+                    response.status().as_u16(),
+                    elapsed.as_secs_f64(),
+                );
+                tracing::debug!(
+                    status = response.status().as_u16(),
+                    latency_us = elapsed.as_micros(),
+                    "answered"
+                );
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Headers that keep browsers from misusing an answer: no content-type
+/// sniffing on any response (a JSON body or an uploaded file is never run
+/// as a script or page); for HTML pages (sign-in, sign-out, the share
+/// image viewer, Swagger UI) no framing by other sites (clickjacking of
+/// the sign-in form); and for SVG images (avatars, share cards) a policy
+/// that runs no script and loads nothing, should one be opened as a page.
+/// A response that sets its own `Content-Security-Policy` keeps it.
+fn harden(headers: &mut HeaderMap) {
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let content_type_is = |prefix: &[u8]| {
+        headers
+            .get(CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(prefix))
+    };
+    let (html, svg) = (
+        content_type_is(b"text/html"),
+        content_type_is(b"image/svg+xml"),
+    );
+    if html {
+        headers
+            .entry(X_FRAME_OPTIONS)
+            .or_insert(HeaderValue::from_static("DENY"));
+        headers
+            .entry(CONTENT_SECURITY_POLICY)
+            .or_insert(HeaderValue::from_static("frame-ancestors 'none'"));
+    } else if svg {
+        headers
+            .entry(CONTENT_SECURITY_POLICY)
+            .or_insert(HeaderValue::from_static(
+                "default-src 'none'; style-src 'unsafe-inline'",
+            ));
+    }
+}
+
+/// What the inner service answers, or an answer given without it.
+enum Answer<F> {
+    Pending(F),
+    Ready(Response),
+}
+
+/// `None` when `work` is not done within `limit`. The timer is only started
+/// if the first poll leaves the work pending: registering a timer wakes the
+/// runtime's timer driver, which costs more than a whole cheap request
+/// (`tower_http`'s timeout does it for every request).
+async fn within<T>(limit: Duration, work: impl Future<Output = T>) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(done) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(done));
+        }
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
+/// A panic in a handler is logged (by [`AppError::Internal`]) and answered
+/// as a 500 with nothing internal in the body.
+fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    AppError::Internal(format!("handler panicked: {message}")).into_response()
+}
+
+/// Cookie-authenticated writes (POST, PUT, PATCH, DELETE) sent from another
+/// origin are refused, so a page elsewhere cannot act with a visitor's
+/// session. Bearer-token requests carry no ambient credential and pass.
+fn refuse_cross_origin_write(request: &Request, server: &ServerSettings) -> bool {
+    let method = request.method();
+    let is_write = !(method.is_safe() || method == axum::http::Method::OPTIONS);
+    is_write
+        && cookie_value(request.headers(), SESSION_COOKIE).is_some()
+        && !is_same_origin(request.headers(), server)
+}
+
+/// A UUID v4 from the thread-local generator: unique without a system call
+/// per request.
+fn new_request_id() -> HeaderValue {
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    let id = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    let mut text = uuid::Uuid::encode_buffer();
+    HeaderValue::from_str(id.hyphenated().encode_lower(&mut text))
+        .expect("a hyphenated UUID is a valid header value")
+}
+
+/// Gives every error response the body shape of its surface: reports left by
+/// [`AppError`], and bare error statuses from the framework (405, 408, 413, a
+/// caught panic) alike. A handler that already wrote its own JSON error body
+/// (a health check reporting 503) is left alone.
+fn render_errors(surface: Surface, method: &axum::http::Method, response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    match response.extensions().get::<ErrorReport>().cloned() {
+        Some(mut report) => {
+            // The unversioned admin surface titles its 400s by what was
+            // wrong: the query of a read, the body of a write.
+            if surface == Surface::UnversionedAdmin
+                && report.title.is_none()
+                && !method.is_safe()
+                && matches!(report.code, "VALIDATION_ERROR" | "BAD_REQUEST")
+            {
+                report.title = Some("Invalid request body");
+            }
+            render_response(surface, &report, response)
+        }
+        None if is_json(&response) => response,
+        None => {
+            let report = ErrorReport::from(&AppError::from_status(status));
+            render_response(surface, &report, response)
+        }
+    }
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_distinct_uuids() {
+        let first = new_request_id();
+        let second = new_request_id();
+        assert_ne!(first, second);
+        assert!(uuid::Uuid::parse_str(first.to_str().unwrap()).is_ok());
+    }
+}

@@ -1,0 +1,16 @@
+//! The work behind the routes: uploads and the object store, the analytics
+//! writer, the live alert stream, the audit of reads, health probes, the
+//! bounded blocking pool, and the one job runner with the maintenance
+//! actions it and the admins start. Nothing here knows about HTTP routes.
+
+pub mod alert_stream;
+pub mod analytics;
+pub mod audit_reads;
+pub mod blocking;
+pub mod group_commit;
+pub mod health;
+pub mod jobs;
+pub mod maintenance;
+pub mod own_pages;
+pub mod storage;
+pub mod uploads;

@@ -1,0 +1,85 @@
+//! Settings of one section: the data directory and uploaded files.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{SettingsError, at_least_one};
+
+/// Files Plaza keeps: the data directory and uploads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StorageSettings {
+    /// Holds the SQLite database, generated keys, uploads and backups.
+    pub data_dir: PathBuf,
+    /// Where uploads live: `file:///folder` or `s3://bucket/prefix`
+    /// (`AWS_*` variables configure S3); unset: `<data_dir>/uploads`.
+    pub storage_url: Option<String>,
+    /// Largest upload in bytes (SPEC.md: 5 MB).
+    pub upload_max_bytes: usize,
+    /// Smallest upload in bytes (SPEC.md: 1 KB).
+    pub upload_min_bytes: usize,
+    /// Largest width and height of an uploaded image.
+    pub upload_max_dimension: u32,
+    /// Uploads decoded and encoded at once; more wait up to 5 s, then 503.
+    pub upload_max_concurrent: usize,
+    /// `host:port` of a ClamAV `clamd` that scans every upload; unset: the
+    /// built-in structure check only.
+    pub upload_clamd_address: Option<String>,
+    /// How many backups `backup_database` keeps in `<data_dir>/backups`;
+    /// older ones are removed after each new one.
+    pub backup_keep: usize,
+    /// How long one call to the upload store (a write, read, delete or a
+    /// page of a listing) may take before it fails.
+    pub storage_timeout_secs: u64,
+    /// Set once, after the files of every upload were moved to the store
+    /// `storage_url` names: the records then name that store. Without it,
+    /// Plaza refuses to start when the database's uploads name another
+    /// store.
+    pub storage_moved: bool,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings {
+            data_dir: PathBuf::from("./data"),
+            storage_url: None,
+            upload_max_bytes: 5_242_880,
+            upload_min_bytes: 1024,
+            upload_max_dimension: 4096,
+            upload_max_concurrent: 2,
+            upload_clamd_address: None,
+            backup_keep: 7,
+            storage_timeout_secs: 10,
+            storage_moved: false,
+        }
+    }
+}
+
+impl StorageSettings {
+    pub(super) fn validate(&self) -> Result<(), SettingsError> {
+        at_least_one([
+            ("upload_max_concurrent", self.upload_max_concurrent),
+            ("backup_keep", self.backup_keep),
+        ])?;
+        if self.storage_timeout_secs == 0 || self.storage_timeout_secs > 300 {
+            return Err(SettingsError::new(
+                "storage_timeout_secs",
+                "must be 1 to 300",
+            ));
+        }
+        if self.upload_min_bytes > self.upload_max_bytes {
+            return Err(SettingsError::new(
+                "upload_min_bytes",
+                "must not be above upload_max_bytes",
+            ));
+        }
+        if self.upload_max_dimension == 0 || self.upload_max_dimension > 16_384 {
+            return Err(SettingsError::new(
+                "upload_max_dimension",
+                "must be 1 to 16384",
+            ));
+        }
+        Ok(())
+    }
+}
