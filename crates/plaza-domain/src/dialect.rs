@@ -4,9 +4,35 @@
 //! in the SQL both engines understand, in its resource's module; the one
 //! exception is the full-text search statement, which the search module
 //! builds for each engine from a query's words. This module uses no other
-//! module of the domain but [`Backend`], so every module may use it.
+//! module of the domain, so every module may use it.
 
-use crate::Backend;
+/// Which database engine is behind the pool; the few statements that differ
+/// between the two (full-text search, schema introspection) branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// Tells the engine from a database URL, or `None` for one Plaza cannot use.
+    pub fn from_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
 
 /// The engine-specific fragments, for one engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,6 +49,7 @@ pub mod time;
 pub mod uploads;
 pub mod users;
 
-pub use db::{Backend, Database, DatabaseOptions, PoolStats, Tx, TxFuture};
+pub use db::{Database, DatabaseOptions, PoolStats, Tx, TxFuture};
+pub use dialect::Backend;
 pub use error::DomainError;
 pub use flag::Flag;
