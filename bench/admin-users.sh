@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unversioned admin user list on loopback (issue #16): seeds a fresh
+# The unversioned admin user list on loopback: seeds a fresh
 # database on each backend with `plaza dev seed` (users with linked provider
 # accounts, roles, subscriptions and bans, which the list summarises),
 # serves it with the release binary (rate limits off), signs an admin in and
@@ -23,6 +23,7 @@ CONNECTIONS="${3:-10}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
 source bench/lib.sh
+build_plaza
 need wrk curl python3 psql
 PG_DB="plaza_bench_admin_users_$$"
 on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'

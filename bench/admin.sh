@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Versioned admin lists on loopback (issue #15): seeds a fresh SQLite
+# Versioned admin lists on loopback: seeds a fresh SQLite
 # database with `plaza dev seed` (users, posts, and a share of reported
 # posts), serves it with the release binary (rate limits off), mints an
 # admin token, and measures with wrk at 20 connections:
@@ -22,6 +22,7 @@ CONNECTIONS="${4:-20}"
 REPORTED="${5:-2}"
 QUERY="${PLAZA_BENCH_QUERY:-reported=true&limit=50}"
 source bench/lib.sh
+build_plaza
 need wrk curl python3 sqlite3
 
 export PLAZA_DATA_DIR="$WORK" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn

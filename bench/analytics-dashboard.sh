@@ -19,6 +19,7 @@ EVENTS="${1:-10000000}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
 source bench/lib.sh
+build_plaza
 need curl psql sqlite3 python3
 PG_DB="plaza_bench_dashboard_$$"
 on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The emoji list and usage tracking on loopback (issue #18): serves a fresh
+# The emoji list and usage tracking on loopback: serves a fresh
 # database on each backend with the release binary (rate limits off; the
 # catalog is loaded on start) and measures with wrk, 50 connections:
 #   GET /api/emojis?per_page=100   as a Windows 10 browser (the target:
@@ -22,6 +22,7 @@ CONNECTIONS="${2:-50}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 BACKENDS="${PLAZA_BENCH_BACKENDS:-sqlite postgres}"
 source bench/lib.sh
+build_plaza
 need wrk curl psql
 PG_DB="plaza_bench_emoji_$$"
 on_exit 'psql "$PG_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true'

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per request of two builds, counted by valgrind's callgrind:
 # the same figure every run, whatever else the machine is doing, so a
-# refactor that must not cost anything (issue #13) can be checked on a
-# busy machine where wrk's requests per second swing by 20%.
+# refactor that must not cost anything can be checked on a busy machine where wrk's requests per second swing by 20%.
 #
 # Each binary serves its own fresh SQLite database under callgrind (rate
 # limits off). For each route: 20 warm-up requests, counters zeroed, then
@@ -19,15 +18,8 @@ cd "$(dirname "$0")/.."
 BASE="${1:?the base binary}"
 NEW="${2:?the new binary}"
 REQUESTS="${3:-500}"
-for tool in valgrind callgrind_control curl python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
-done
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source bench/lib.sh
+need valgrind callgrind_control curl python3
 
 # requests PORT PATH COUNT [COOKIE]: COUNT GETs on one keep-alive connection.
 requests() {

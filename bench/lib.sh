@@ -1,7 +1,7 @@
 # Shared by the benchmark scripts (source it after `cd` to the repository
-# root): the tools check, the binary to measure, a scratch folder cleaned
-# up on exit with the server it started, free ports, readiness and a
-# session cookie.
+# root): the tools check, the binary to measure (`build_plaza`), a scratch
+# folder cleaned up on exit with the servers it started, free ports,
+# readiness and a session cookie.
 
 # need TOOL... : exits naming the first tool that is missing.
 need() {
@@ -10,22 +10,26 @@ need() {
   done
 }
 
-# PLAZA: $PLAZA_BIN, or a release build made now.
-if [ -n "${PLAZA_BIN:-}" ]; then
-  PLAZA="$PLAZA_BIN"
-else
-  cargo build --release -q -p plaza-server
-  PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
-fi
+# build_plaza: sets PLAZA to $PLAZA_BIN, or to a release build made now.
+build_plaza() {
+  if [ -n "${PLAZA_BIN:-}" ]; then
+    PLAZA="$PLAZA_BIN"
+  else
+    cargo build --release -q -p plaza-server
+    PLAZA="${CARGO_TARGET_DIR:-target}/release/plaza"
+  fi
+}
 
-# WORK: a scratch folder; SERVER_PID: the server to stop on exit; a script
-# adds its own clean-up with `on_exit COMMAND`.
+# WORK: a scratch folder; SERVER_PID and PIDS: the processes to stop on
+# exit; a script adds its own clean-up with `on_exit COMMAND`.
 WORK=$(mktemp -d)
 SERVER_PID=""
+PIDS=()
 EXTRA_CLEANUP=""
 on_exit() { EXTRA_CLEANUP="$1"; }
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   [ -n "$EXTRA_CLEANUP" ] && eval "$EXTRA_CLEANUP"
   rm -rf "$WORK"
 }

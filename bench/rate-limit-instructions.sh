@@ -22,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
 source bench/lib.sh
+build_plaza
 need valgrind callgrind_control callgrind_annotate wrk curl python3 redis-cli
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
 HIGH=1000000000/hour

@@ -32,6 +32,7 @@ DURATION="${1:-5}"
 CONNECTIONS="${2:-50}"
 ROUNDS="${ROUNDS:-30}"
 source bench/lib.sh
+build_plaza
 need wrk curl python3 redis-cli
 redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is needed on 127.0.0.1:6379" >&2; exit 1; }
 BASE=${PLAZA_BASE_BIN:-}

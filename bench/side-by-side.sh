@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds of Plaza side by side on loopback, for changes that must not
-# cost anything (issue #13: "the benchmark figures as before, measured side
-# by side against the previous binary"). Both serve their own fresh SQLite
+# cost anything: the figures of the new binary against the previous one,
+# measured in the same run. Both serve their own fresh SQLite
 # database (same set-up, rate limits off) at the same time; each round runs
 # wrk on every route against the base and then the new binary, rounds
 # interleaved, and the medians are compared:
@@ -18,16 +18,8 @@ NEW="${2:?the new binary}"
 DURATION="${3:-8}"
 CONNECTIONS="${4:-50}"
 ROUNDS="${5:-3}"
-for tool in wrk curl python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 1; }
-done
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 1 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
+source bench/lib.sh
+need wrk curl python3
 
 # start NAME BINARY -> sets PORT_<NAME> and COOKIE_<NAME>
 start() {

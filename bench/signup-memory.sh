@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT="${1:-40}"
 source bench/lib.sh
+build_plaza
 need curl python3
 
 export PLAZA_DATA_DIR="$WORK/data" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn

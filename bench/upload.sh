@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Image upload on loopback (issue #18): a photo-like 3000 × 2000 JPEG of
+# Image upload on loopback: a photo-like 3000 × 2000 JPEG of
 # about 2 MB (plaza-media's `photo` example) is uploaded with every variant
 # made (thumbnail, medium, large, each also as WebP), first alone, then 4 at
 # once, by a signed-in user against the release binary (SQLite, rate limits
@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-5}"
 source bench/lib.sh
+build_plaza
 need curl python3
 cargo run --release -q -p plaza-media --example photo -- "$WORK/photo.jpg"
 

@@ -5,14 +5,17 @@
 use sqlx::FromRow;
 
 use crate::dialect::Dialect;
+use crate::grants::{self, PermissionStatus};
 use crate::users::{Role, UserStatus};
 use crate::{Backend, Database, DomainError, Flag};
 
 /// The capabilities (active permissions, DECISIONS.md) an administrator
 /// holds through their role or a direct grant, read by the same statement
 /// as their session or token, so that a route's capability check costs no
-/// statement of its own. Only the `admin` role's are read: a super admin
-/// holds every capability and lower roles none.
+/// statement of its own. Only the grants of the roles in
+/// [`grants::ROLES_READING_GRANTS`] are read, of permissions whose status
+/// [`grants`](PermissionStatus::grants): a super admin holds every
+/// capability without them and lower roles none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Capabilities(Option<String>);
 
@@ -34,23 +37,37 @@ impl Capabilities {
 const CAPABILITY_SEPARATOR: &str = ", ";
 
 /// An SQL expression of the [`Capabilities`] of the user row `user`: their
-/// active permissions' names, or NULL for anyone but an `admin`. On
-/// PostgreSQL through the function of migration 0025 (see there why).
+/// granted permissions' names, or NULL for a role whose grants are not
+/// read. On PostgreSQL through the function of migration 0025 (see there
+/// why), which reads the grants of active permissions as this does.
 pub(crate) fn capabilities_sql(dialect: Dialect, user: &str) -> String {
+    let roles: Vec<String> = grants::ROLES_READING_GRANTS
+        .iter()
+        .map(|role| format!("'{}'", role.as_str()))
+        .collect();
+    let roles = roles.join(", ");
     match dialect.0 {
         Backend::Postgres => {
             format!(
-                "CASE WHEN {user}.role = 'admin' THEN admin_capabilities({user}.id, {user}.role) END"
+                "CASE WHEN {user}.role IN ({roles}) THEN admin_capabilities({user}.id, {user}.role) END"
             )
         }
-        Backend::Sqlite => format!(
-            "CASE WHEN {user}.role = 'admin' THEN (SELECT {names} FROM permissions p \
-               WHERE p.status = 'active' AND (p.id IN (SELECT rp.permission_id FROM role_permissions rp \
-                 JOIN roles r ON r.id = rp.role_id WHERE r.name = {user}.role) \
-               OR p.id IN (SELECT up.permission_id FROM user_permissions up WHERE up.user_id = {user}.id))) \
-             END",
-            names = dialect.string_agg("p.name", "p.name"),
-        ),
+        Backend::Sqlite => {
+            let granting: Vec<String> = PermissionStatus::ALL
+                .iter()
+                .filter(|status| status.grants())
+                .map(|status| format!("'{}'", status.as_str()))
+                .collect();
+            format!(
+                "CASE WHEN {user}.role IN ({roles}) THEN (SELECT {names} FROM permissions p \
+                   WHERE p.status IN ({granting}) AND (p.id IN (SELECT rp.permission_id FROM role_permissions rp \
+                     JOIN roles r ON r.id = rp.role_id WHERE r.name = {user}.role) \
+                   OR p.id IN (SELECT up.permission_id FROM user_permissions up WHERE up.user_id = {user}.id))) \
+                 END",
+                names = dialect.string_agg("p.name", "p.name"),
+                granting = granting.join(", "),
+            )
+        }
     }
 }
 

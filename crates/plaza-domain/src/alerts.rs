@@ -10,14 +10,17 @@
 //!
 //! An alert shows once `delivered_at` is set. A scheduled broadcast is
 //! delivered by [`deliver`], a conditional UPDATE (`… WHERE delivered_at IS
-//! NULL`): the row itself is the claim, so with several instances, retries
-//! or restarts, each broadcast is delivered exactly once.
+//! NULL AND cancelled_at IS NULL`): the row itself is the claim, so with
+//! several instances, retries or restarts, each broadcast is delivered
+//! exactly once. An admin withdraws a scheduled broadcast with
+//! [`cancel_broadcast`], the mirror UPDATE, so of a delivery and a
+//! cancellation that race, exactly one takes effect.
 
 use sqlx::FromRow;
 
-use crate::listing::{Arg, bind_all};
+use crate::listing::{Arg, Page, bind_all};
 use crate::users::Role;
-use crate::{Database, DomainError, Tx};
+use crate::{Database, DomainError, Flag, Tx};
 
 /// Most alerts `GET /api/alerts` lists (the newest).
 pub const MAX_LISTED: i64 = 100;
@@ -60,6 +63,26 @@ impl AlertType {
     }
 }
 
+/// Where a broadcast stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BroadcastStatus {
+    /// Stored, waiting for its time.
+    Scheduled,
+    Delivered,
+    /// Withdrawn before its delivery; it is never delivered.
+    Cancelled,
+}
+
+impl BroadcastStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BroadcastStatus::Scheduled => "scheduled",
+            BroadcastStatus::Delivered => "delivered",
+            BroadcastStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Who a broadcast is for: the union of its parts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Audience {
@@ -78,6 +101,11 @@ impl Audience {
             stored.push(' ');
         }
         stored
+    }
+
+    /// The roles of [`Audience::stored_roles`]'s text.
+    fn roles_from(stored: &str) -> Vec<Role> {
+        stored.split_whitespace().filter_map(Role::parse).collect()
     }
 }
 
@@ -125,11 +153,155 @@ pub struct NewBroadcast {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broadcast {
     pub id: i64,
+    pub alert_type: AlertType,
+    pub title: String,
+    pub message: String,
+    /// Its targets; user ids of accounts deleted since are gone from it.
+    pub audience: Audience,
+    /// The admin who sent it; `None` once their account is deleted.
+    pub created_by: Option<i64>,
     pub created_at: i64,
+    /// When it is (or was) due; its creation time when sent at once.
     pub deliver_at: i64,
     pub delivered_at: Option<i64>,
+    pub cancelled_at: Option<i64>,
     /// How many active users it reached, once delivered.
     pub recipient_count: Option<i64>,
+}
+
+impl Broadcast {
+    pub fn status(&self) -> BroadcastStatus {
+        if self.delivered_at.is_some() {
+            BroadcastStatus::Delivered
+        } else if self.cancelled_at.is_some() {
+            BroadcastStatus::Cancelled
+        } else {
+            BroadcastStatus::Scheduled
+        }
+    }
+
+    /// The time it was scheduled for, when it was scheduled (due after it
+    /// was sent); `None` for one sent at once.
+    pub fn schedule(&self) -> Option<i64> {
+        (self.deliver_at > self.created_at).then_some(self.deliver_at)
+    }
+}
+
+#[derive(FromRow)]
+struct BroadcastRow {
+    id: i64,
+    #[sqlx(rename = "type")]
+    alert_type: String,
+    title: String,
+    message: String,
+    target_all: Flag,
+    target_roles: String,
+    created_by: Option<i64>,
+    created_at: i64,
+    deliver_at: i64,
+    delivered_at: Option<i64>,
+    cancelled_at: Option<i64>,
+    recipient_count: Option<i64>,
+}
+
+const BROADCAST_COLUMNS: &str = "id, type, title, message, target_all, target_roles, \
+     created_by, created_at, deliver_at, delivered_at, cancelled_at, recipient_count";
+
+/// The broadcasts of `rows` with their user targets, read in one statement.
+async fn with_user_targets(
+    connection: &mut sqlx::AnyConnection,
+    rows: Vec<BroadcastRow>,
+) -> Result<Vec<Broadcast>, DomainError> {
+    let mut targets: std::collections::HashMap<i64, Vec<i64>> = Default::default();
+    if !rows.is_empty() {
+        let placeholders: Vec<String> = (1..=rows.len()).map(|n| format!("${n}")).collect();
+        let sql = format!(
+            "SELECT alert_id, user_id FROM alert_recipients WHERE alert_id IN ({}) \
+             ORDER BY alert_id, user_id",
+            placeholders.join(", ")
+        );
+        let args = rows.iter().map(|row| Arg::Int(row.id)).collect();
+        let found: Vec<(i64, i64)> = bind_all(sqlx::query_as(&sql), args)
+            .fetch_all(&mut *connection)
+            .await?;
+        for (alert_id, user_id) in found {
+            targets.entry(alert_id).or_default().push(user_id);
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|row| Broadcast {
+            id: row.id,
+            alert_type: AlertType::parse(&row.alert_type).unwrap_or_default(),
+            title: row.title,
+            message: row.message,
+            audience: Audience {
+                everyone: row.target_all.0,
+                roles: Audience::roles_from(&row.target_roles),
+                user_ids: targets.remove(&row.id).unwrap_or_default(),
+            },
+            created_by: row.created_by,
+            created_at: row.created_at,
+            deliver_at: row.deliver_at,
+            delivered_at: row.delivered_at,
+            cancelled_at: row.cancelled_at,
+            recipient_count: row.recipient_count,
+        })
+        .collect())
+}
+
+/// Broadcast `id` as stored, read in `tx`.
+async fn broadcast_in(tx: &mut Tx<'_>, id: i64) -> Result<Broadcast, DomainError> {
+    let row: Option<BroadcastRow> = sqlx::query_as(&format!(
+        "SELECT {BROADCAST_COLUMNS} FROM alerts WHERE id = $1 AND source = 'broadcast'"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let row = row.ok_or(DomainError::NotFound("broadcast"))?;
+    let mut found = with_user_targets(tx, vec![row]).await?;
+    found.pop().ok_or(DomainError::NotFound("broadcast"))
+}
+
+/// Withdraws scheduled broadcast `id` at `now`, in `tx`, and answers it as
+/// it now is. A delivered or already cancelled broadcast is
+/// [`DomainError::InvalidTransition`]; anything that is not a broadcast is
+/// [`DomainError::NotFound`]. The UPDATE's condition is what settles a race
+/// with [`deliver`]: whichever commits first makes the other match no row.
+pub async fn cancel_broadcast(
+    tx: &mut Tx<'_>,
+    id: i64,
+    now: i64,
+) -> Result<Broadcast, DomainError> {
+    let cancelled = sqlx::query(
+        "UPDATE alerts SET cancelled_at = $1 WHERE id = $2 AND source = 'broadcast' \
+         AND delivered_at IS NULL AND cancelled_at IS NULL",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    let broadcast = broadcast_in(tx, id).await?;
+    if cancelled == 1 {
+        return Ok(broadcast);
+    }
+    Err(DomainError::InvalidTransition(
+        if broadcast.status() == BroadcastStatus::Delivered {
+            format!(
+                "broadcast {id} was delivered already; a delivered broadcast cannot be cancelled"
+            )
+        } else {
+            format!("broadcast {id} is cancelled already")
+        },
+    ))
+}
+
+/// A page of broadcasts, and how many there are.
+#[derive(Debug, Clone)]
+pub struct BroadcastPage {
+    pub broadcasts: Vec<Broadcast>,
+    pub total: i64,
 }
 
 /// Stores a broadcast, and delivers it in the same transaction unless it
@@ -145,8 +317,8 @@ pub async fn create_broadcast(
          created_at, deliver_at) VALUES ('broadcast', $1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
     )
     .bind(new.alert_type.as_str())
-    .bind(new.title)
-    .bind(new.message)
+    .bind(new.title.clone())
+    .bind(new.message.clone())
     .bind(new.audience.everyone)
     .bind(new.audience.stored_roles())
     .bind(new.created_by)
@@ -175,15 +347,22 @@ pub async fn create_broadcast(
     };
     Ok(Broadcast {
         id,
+        alert_type: new.alert_type,
+        title: new.title,
+        message: new.message,
+        audience: new.audience,
+        created_by: Some(new.created_by),
         created_at: now,
         deliver_at,
         delivered_at: recipient_count.map(|_| now),
+        cancelled_at: None,
         recipient_count,
     })
 }
 
-/// Delivers broadcast `id` at `now` if nobody has: answers how many active
-/// users it reached, or `None` when it was delivered already.
+/// Delivers broadcast `id` at `now` unless it was delivered or cancelled:
+/// answers how many active users it reached, or `None` when it was not
+/// delivered.
 pub async fn deliver(tx: &mut Tx<'_>, id: i64, now: i64) -> Result<Option<i64>, DomainError> {
     let delivered: Option<(i64,)> = sqlx::query_as(
         "UPDATE alerts SET delivered_at = $1, recipient_count = ( \
@@ -192,6 +371,7 @@ pub async fn deliver(tx: &mut Tx<'_>, id: i64, now: i64) -> Result<Option<i64>, 
              OR alerts.target_roles LIKE ('% ' || u.role || ' %') \
              OR u.id IN (SELECT r.user_id FROM alert_recipients r WHERE r.alert_id = alerts.id))) \
          WHERE id = $2 AND source = 'broadcast' AND delivered_at IS NULL \
+           AND cancelled_at IS NULL \
          RETURNING recipient_count",
     )
     .bind(now)
@@ -369,12 +549,12 @@ impl Database {
         .await
     }
 
-    /// Scheduled broadcasts due at `now` and not delivered yet, oldest due
-    /// first, at most `limit`.
+    /// Scheduled broadcasts due at `now`, neither delivered nor cancelled,
+    /// oldest due first, at most `limit`.
     async fn due_broadcasts(&self, now: i64, limit: i64) -> Result<Vec<i64>, DomainError> {
         let due: Vec<(i64,)> = sqlx::query_as(
-            "SELECT id FROM alerts WHERE delivered_at IS NULL AND deliver_at <= $1 \
-             ORDER BY deliver_at LIMIT $2",
+            "SELECT id FROM alerts WHERE delivered_at IS NULL AND cancelled_at IS NULL \
+             AND deliver_at <= $1 ORDER BY deliver_at LIMIT $2",
         )
         .bind(now)
         .bind(limit)
@@ -397,6 +577,33 @@ impl Database {
             }
         }
         Ok(delivered)
+    }
+
+    /// A page of the broadcasts, newest first, and how many there are.
+    pub async fn broadcasts(&self, page: Page) -> Result<BroadcastPage, DomainError> {
+        let mut lease = self.lease().await?;
+        let (total,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM alerts WHERE source = 'broadcast'")
+                .fetch_one(&mut *lease)
+                .await?;
+        if page.offset >= total {
+            return Ok(BroadcastPage {
+                broadcasts: Vec::new(),
+                total,
+            });
+        }
+        let rows: Vec<BroadcastRow> = sqlx::query_as(&format!(
+            "SELECT {BROADCAST_COLUMNS} FROM alerts WHERE source = 'broadcast' \
+             ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2"
+        ))
+        .bind(page.limit)
+        .bind(page.offset)
+        .fetch_all(&mut *lease)
+        .await?;
+        Ok(BroadcastPage {
+            broadcasts: with_user_targets(&mut lease, rows).await?,
+            total,
+        })
     }
 
     /// Which of `ids` name no user (an empty list when all exist).

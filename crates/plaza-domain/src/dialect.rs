@@ -61,6 +61,18 @@ impl Dialect {
         }
     }
 
+    /// A statement that makes every other transaction writing `table`
+    /// wait until this one commits, while readers go on, for a rule over
+    /// the whole table (a cap on its rows): PostgreSQL takes a `SHARE ROW
+    /// EXCLUSIVE` lock; SQLite's units of work already hold the write lock
+    /// (`BEGIN IMMEDIATE`), so it needs none.
+    pub fn queue_writers_of(self, table: &str) -> Option<String> {
+        match self.0 {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(format!("LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")),
+        }
+    }
+
     /// The statement that opens a unit of work. SQLite's plain `BEGIN`
     /// takes the write lock only at the first write, and two units that
     /// both read first then both want it fail at once with `SQLITE_BUSY`

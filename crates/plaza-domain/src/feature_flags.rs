@@ -3,7 +3,10 @@
 //!
 //! Flags are stored in the database, so every instance answers the same;
 //! [`is_enabled_for`] is the one rule deciding whether a flag is on for a
-//! user, and it is pure: callers read a flag once and ask it per user.
+//! caller, and it is pure: callers read the flags once and ask it per
+//! caller. At most [`MAX_FLAGS`] exist, so reading them all is bounded.
+
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 use sqlx::FromRow;
@@ -19,6 +22,9 @@ use crate::{Database, DomainError, Flag, Tx};
 pub const MAX_NAME_CHARS: usize = 100;
 /// Most characters in a description.
 pub const MAX_DESCRIPTION_CHARS: usize = 500;
+/// Most flags that can exist: creating one more is refused, so the
+/// evaluated answer every client reads stays small (at most about 55 KB).
+pub const MAX_FLAGS: i64 = 500;
 
 /// Whether `name` is a valid flag name: a lower-case letter or digit, then
 /// up to 99 of `a-z 0-9 _ . -`.
@@ -81,22 +87,39 @@ impl From<FlagRow> for FeatureFlag {
     }
 }
 
-/// Who a flag is evaluated for.
+/// A signed-in user a flag is evaluated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlagSubject {
     pub user_id: i64,
     pub role: Role,
 }
 
-/// Whether `flag` is on for `subject`: never when disabled; never for a
-/// role outside a non-empty `target_roles`; otherwise for the users whose
-/// bucket (0..100, from [`rollout_bucket`]) is below the rollout
-/// percentage. A user's answer is the same on every instance and across
-/// restarts, and raising the percentage only adds users.
-pub fn is_enabled_for(flag: &FeatureFlag, subject: FlagSubject) -> bool {
-    flag.enabled
-        && (flag.target_roles.is_empty() || flag.target_roles.contains(&subject.role))
-        && rollout_bucket(&flag.name, subject.user_id) < u64::from(flag.rollout_percentage)
+/// Whether `flag` is on for `caller` (`None`: nobody signed in): never when
+/// disabled; never for a role outside a non-empty `target_roles`;
+/// otherwise for the users whose bucket (0..100, from [`rollout_bucket`])
+/// is below the rollout percentage. An anonymous caller has no role and no
+/// bucket, so they get a flag only when it targets every role at 100 %. A
+/// user's answer is the same on every instance and across restarts, and
+/// raising the percentage only adds users.
+pub fn is_enabled_for(flag: &FeatureFlag, caller: Option<FlagSubject>) -> bool {
+    if !flag.enabled {
+        return false;
+    }
+    match caller {
+        None => flag.target_roles.is_empty() && flag.rollout_percentage >= 100,
+        Some(subject) => {
+            (flag.target_roles.is_empty() || flag.target_roles.contains(&subject.role))
+                && rollout_bucket(&flag.name, subject.user_id) < u64::from(flag.rollout_percentage)
+        }
+    }
+}
+
+/// Every flag of `flags` evaluated for `caller`, by name.
+pub fn evaluate_all(flags: &[FeatureFlag], caller: Option<FlagSubject>) -> BTreeMap<String, bool> {
+    flags
+        .iter()
+        .map(|flag| (flag.name.clone(), is_enabled_for(flag, caller)))
+        .collect()
 }
 
 /// The user's bucket for a flag, 0 to 99: FNV-1a over the flag name and the
@@ -149,10 +172,12 @@ fn role_names(roles: &[Role]) -> Value {
     Value::from(roles.iter().map(|role| role.as_str()).collect::<Vec<_>>())
 }
 
-/// Creates the flag `name` or updates it, by `admin_id`, in `tx`. Safe
-/// against a concurrent write of the same name: the insert either creates
-/// the row or finds it, and an update reads the row locked (PostgreSQL) or
-/// within the write lock (SQLite).
+/// Creates the flag `name` or updates it, by `admin_id`, in `tx`. Creating
+/// one more than [`MAX_FLAGS`] is [`DomainError::Conflict`]. Flag writes
+/// queue behind one another (PostgreSQL: a table lock until the commit;
+/// SQLite: the write lock), so the count the cap reads cannot change under
+/// it, and a concurrent write of the same name finds the row the other
+/// created.
 pub async fn put(
     tx: &mut Tx<'_>,
     name: &str,
@@ -161,9 +186,14 @@ pub async fn put(
 ) -> Result<WrittenFlag, DomainError> {
     let now = now_millis();
     let roles = changes.target_roles.clone().unwrap_or_default();
+    let dialect = Dialect::of(tx);
+    if let Some(statement) = dialect.queue_writers_of("feature_flags") {
+        sqlx::query(&statement).execute(&mut **tx).await?;
+    }
     let created: Option<FlagRow> = sqlx::query_as(&format!(
         "INSERT INTO feature_flags (name, enabled, description, rollout_percentage, target_roles, \
-         created_at, updated_at, updated_by) VALUES ($1, $2, $3, $4, $5, $6, $6, $7) \
+         created_at, updated_at, updated_by) SELECT $1, $2, $3, $4, $5, $6, $6, $7 \
+         WHERE (SELECT COUNT(*) FROM feature_flags) < $8 \
          ON CONFLICT (name) DO NOTHING RETURNING {FLAG_COLUMNS}"
     ))
     .bind(name)
@@ -173,6 +203,7 @@ pub async fn put(
     .bind(roles_json(&roles))
     .bind(now)
     .bind(admin_id)
+    .bind(MAX_FLAGS)
     .fetch_optional(&mut **tx)
     .await?;
     if let Some(row) = created {
@@ -189,14 +220,19 @@ pub async fn put(
             changes,
         });
     }
-    let locked = Dialect::of(tx).for_update();
-    let before: FlagRow = sqlx::query_as(&format!(
+    let locked = dialect.for_update();
+    let before: Option<FlagRow> = sqlx::query_as(&format!(
         "SELECT {FLAG_COLUMNS} FROM feature_flags WHERE name = $1{locked}"
     ))
     .bind(name)
-    .fetch_one(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await?;
-    let before = FeatureFlag::from(before);
+    // Neither created nor found: the cap refused the insert.
+    let Some(before) = before.map(FeatureFlag::from) else {
+        return Err(DomainError::Conflict(format!(
+            "at most {MAX_FLAGS} feature flags can exist; delete one first"
+        )));
+    };
     let description = changes
         .description
         .unwrap_or_else(|| before.description.clone());
@@ -253,6 +289,31 @@ pub async fn put(
     })
 }
 
+/// Removes the flag `name` in `tx` and answers it as it was; an unknown
+/// name is [`DomainError::NotFound`].
+pub async fn delete(tx: &mut Tx<'_>, name: &str) -> Result<FeatureFlag, DomainError> {
+    let deleted: Option<FlagRow> = sqlx::query_as(&format!(
+        "DELETE FROM feature_flags WHERE name = $1 RETURNING {FLAG_COLUMNS}"
+    ))
+    .bind(name)
+    .fetch_optional(&mut **tx)
+    .await?;
+    deleted
+        .map(FeatureFlag::from)
+        .ok_or(DomainError::NotFound("feature flag"))
+}
+
+/// A flag as an audit entry's snapshot: `{enabled, description,
+/// rolloutPercentage, targetRoles}`.
+pub fn snapshot(flag: &FeatureFlag) -> Value {
+    serde_json::json!({
+        "enabled": flag.enabled,
+        "description": flag.description,
+        "rolloutPercentage": flag.rollout_percentage,
+        "targetRoles": role_names(&flag.target_roles),
+    })
+}
+
 /// A page of flags by name, and how many there are.
 #[derive(Debug, Clone)]
 pub struct FlagPage {
@@ -261,6 +322,17 @@ pub struct FlagPage {
 }
 
 impl Database {
+    /// Every flag, by name ([`MAX_FLAGS`] at most can exist).
+    pub async fn all_feature_flags(&self) -> Result<Vec<FeatureFlag>, DomainError> {
+        let rows: Vec<FlagRow> = sqlx::query_as(&format!(
+            "SELECT {FLAG_COLUMNS} FROM feature_flags ORDER BY name LIMIT $1"
+        ))
+        .bind(MAX_FLAGS)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(rows.into_iter().map(FeatureFlag::from).collect())
+    }
+
     /// A page of the flags, ordered by name.
     pub async fn feature_flags(&self, page: Page) -> Result<FlagPage, DomainError> {
         let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM feature_flags")
@@ -303,11 +375,11 @@ mod tests {
         }
     }
 
-    fn member(user_id: i64) -> FlagSubject {
-        FlagSubject {
+    fn member(user_id: i64) -> Option<FlagSubject> {
+        Some(FlagSubject {
             user_id,
             role: Role::User,
-        }
+        })
     }
 
     #[test]
@@ -330,24 +402,88 @@ mod tests {
         }
     }
 
+    /// The callers of the table's rows: nobody signed in, then each role
+    /// with a bucket below 50 and with one at 50 or above (for
+    /// `new-editor`: user 1 is in bucket 9, user 3 in bucket 66).
+    fn callers() -> Vec<(&'static str, Option<FlagSubject>)> {
+        let as_role = |user_id, role| Some(FlagSubject { user_id, role });
+        assert_eq!(rollout_bucket("new-editor", 1), 9);
+        assert_eq!(rollout_bucket("new-editor", 3), 66);
+        vec![
+            ("anonymous", None),
+            ("user, bucket 9", as_role(1, Role::User)),
+            ("user, bucket 66", as_role(3, Role::User)),
+            ("moderator, bucket 9", as_role(1, Role::Moderator)),
+            ("moderator, bucket 66", as_role(3, Role::Moderator)),
+            ("admin, bucket 9", as_role(1, Role::Admin)),
+            ("super_admin, bucket 66", as_role(3, Role::SuperAdmin)),
+        ]
+    }
+
+    #[test]
+    fn every_caller_against_every_kind_of_flag() {
+        // Columns: disabled at 100 %; every role at 0, 50 and 100 %;
+        // moderators only at 50 and 100 %; moderators and admins at 100 %.
+        let moderators = || vec![Role::Moderator];
+        let columns = [
+            flag(false, 100, Vec::new()),
+            flag(true, 0, Vec::new()),
+            flag(true, 50, Vec::new()),
+            flag(true, 100, Vec::new()),
+            flag(true, 50, moderators()),
+            flag(true, 100, moderators()),
+            flag(true, 100, vec![Role::Moderator, Role::Admin]),
+        ];
+        let table: Vec<(&str, String)> = callers()
+            .into_iter()
+            .map(|(name, caller)| {
+                let row = columns
+                    .iter()
+                    .map(|flag| {
+                        if is_enabled_for(flag, caller) {
+                            'Y'
+                        } else {
+                            '.'
+                        }
+                    })
+                    .collect();
+                (name, row)
+            })
+            .collect();
+        let expected = [
+            ("anonymous", "...Y..."),
+            ("user, bucket 9", "..YY..."),
+            ("user, bucket 66", "...Y..."),
+            ("moderator, bucket 9", "..YYYYY"),
+            ("moderator, bucket 66", "...Y.YY"),
+            ("admin, bucket 9", "..YY..Y"),
+            ("super_admin, bucket 66", "...Y..."),
+        ];
+        let expected: Vec<(&str, String)> = expected
+            .iter()
+            .map(|(name, row)| (*name, (*row).to_owned()))
+            .collect();
+        assert_eq!(table, expected);
+    }
+
+    #[test]
+    fn evaluating_all_answers_each_flag_by_name() {
+        let mut on = flag(true, 100, Vec::new());
+        on.name = "on".to_owned();
+        let mut off = flag(false, 100, Vec::new());
+        off.name = "off".to_owned();
+        let answers = evaluate_all(&[on, off], None);
+        assert_eq!(
+            answers.into_iter().collect::<Vec<_>>(),
+            [("off".to_owned(), false), ("on".to_owned(), true)]
+        );
+    }
+
     #[test]
     fn a_disabled_flag_is_off_for_everyone() {
         let off = flag(false, 100, Vec::new());
         assert!((1..=1000).all(|id| !is_enabled_for(&off, member(id))));
-    }
-
-    #[test]
-    fn target_roles_limit_who_gets_the_flag() {
-        let moderators = flag(true, 100, vec![Role::Moderator, Role::Admin]);
-        let as_role = |role| FlagSubject { user_id: 7, role };
-        assert!(!is_enabled_for(&moderators, as_role(Role::User)));
-        assert!(is_enabled_for(&moderators, as_role(Role::Moderator)));
-        assert!(is_enabled_for(&moderators, as_role(Role::Admin)));
-        assert!(!is_enabled_for(&moderators, as_role(Role::SuperAdmin)));
-        assert!(is_enabled_for(
-            &flag(true, 100, Vec::new()),
-            as_role(Role::User)
-        ));
+        assert!(!is_enabled_for(&off, None));
     }
 
     #[test]

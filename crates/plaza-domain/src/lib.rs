@@ -30,6 +30,7 @@ pub mod emojis;
 pub mod error;
 pub mod feature_flags;
 pub mod flag;
+pub mod grants;
 pub mod jobs;
 pub mod listing;
 pub mod locks;

@@ -38,6 +38,9 @@ use crate::{Database, DomainError, Tx, TxFuture};
 pub enum Resource {
     User(i64),
     Post(i64),
+    /// A role's grants.
+    Role(i64),
+    Permission(i64),
 }
 
 impl Resource {
@@ -46,12 +49,17 @@ impl Resource {
         match self {
             Resource::User(_) => "user",
             Resource::Post(_) => "post",
+            Resource::Role(_) => "role",
+            Resource::Permission(_) => "permission",
         }
     }
 
     pub fn id(self) -> i64 {
         match self {
-            Resource::User(id) | Resource::Post(id) => id,
+            Resource::User(id)
+            | Resource::Post(id)
+            | Resource::Role(id)
+            | Resource::Permission(id) => id,
         }
     }
 }

@@ -1,15 +1,19 @@
 //! Permissions (capabilities such as `users:manage`) and the roles they are
 //! granted to (SPEC.md "Permission", "Role"): the admin list with its
-//! statistics, creation with the dependency rules, and the assignable roles.
+//! statistics, creation, changes of a permission, the assignable roles with
+//! their grants, and replacing a role's grants, each change applying the
+//! rules of [`crate::grants`] in its unit of work.
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{Value, json};
-use sqlx::FromRow;
+use serde_json::{Map, Value, json};
+use sqlx::{AnyConnection, FromRow};
 
 use crate::audit::{self, AuditAction, AuditContext};
+use crate::grants::{self, Grantable, PermissionStatus};
 use crate::listing::{Arg, Args, Page, SortOrder, bind_all, escape_like, where_clause};
 use crate::time::now_millis;
+use crate::users::Role;
 use crate::{Database, DomainError, Flag, Tx};
 
 /// The risk levels, lowest first.
@@ -315,14 +319,39 @@ impl Database {
     }
 
     /// The roles the API may assign (SPEC.md "Role"): every role but those
-    /// granted only in the data store (`super_admin`), lowest first.
+    /// granted only in the data store (`super_admin`), lowest first, each
+    /// with the names of the permissions it is granted, whatever their
+    /// status.
     pub async fn assignable_roles(&self) -> Result<Vec<RoleItem>, DomainError> {
-        Ok(sqlx::query_as(
+        let mut connection = self.lease().await?;
+        let mut roles: Vec<RoleItem> = sqlx::query_as(
             "SELECT id, name, display_name, description FROM roles \
              WHERE assignable = TRUE ORDER BY rank",
         )
-        .fetch_all(&mut *self.lease().await?)
-        .await?)
+        .fetch_all(&mut *connection)
+        .await?;
+        let granted: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT rp.role_id, p.name FROM role_permissions rp \
+             JOIN permissions p ON p.id = rp.permission_id ORDER BY p.name",
+        )
+        .fetch_all(&mut *connection)
+        .await?;
+        for (role_id, name) in granted {
+            if let Some(role) = roles.iter_mut().find(|role| role.id == role_id) {
+                role.permissions.push(name);
+            }
+        }
+        Ok(roles)
+    }
+
+    /// The id of the role named `name`; [`DomainError::NotFound`] for a
+    /// name no role has.
+    pub async fn role_id(&self, name: &str) -> Result<i64, DomainError> {
+        let found: Option<(i64,)> = sqlx::query_as("SELECT id FROM roles WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut *self.lease().await?)
+            .await?;
+        found.map(|(id,)| id).ok_or(DomainError::NotFound("role"))
     }
 }
 
@@ -333,6 +362,9 @@ pub struct RoleItem {
     pub name: String,
     pub display_name: String,
     pub description: String,
+    /// Names of the permissions granted to the role, by name.
+    #[sqlx(skip)]
+    pub permissions: Vec<String>,
 }
 
 /// A permission to create, its fields already checked one by one.
@@ -350,9 +382,9 @@ pub struct NewPermission {
 }
 
 /// Creates a permission in `tx`, audited as `permission.create`. Its
-/// dependencies must name existing permissions and, with the dependencies
-/// already stored, form no cycle ([`DomainError::Invalid`] on
-/// `dependencies`); a taken name is a [`DomainError::Conflict`].
+/// dependencies follow [`grants::check_new_dependencies`]
+/// ([`DomainError::Invalid`] on `dependencies`); a taken name is a
+/// [`DomainError::Conflict`].
 pub async fn create(
     tx: &mut Tx<'_>,
     context: &AuditContext,
@@ -368,7 +400,7 @@ pub async fn create(
             new.name
         )));
     }
-    let mut graph: HashMap<String, Vec<String>> = existing
+    let graph: HashMap<String, Vec<String>> = existing
         .into_iter()
         .map(|(name, dependencies)| {
             (
@@ -377,28 +409,7 @@ pub async fn create(
             )
         })
         .collect();
-    let missing: Vec<&str> = new
-        .dependencies
-        .iter()
-        .filter(|dependency| **dependency != new.name && !graph.contains_key(*dependency))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        return Err(DomainError::Invalid {
-            field: "dependencies",
-            reason: format!(
-                "names permissions that do not exist: {}",
-                missing.join(", ")
-            ),
-        });
-    }
-    graph.insert(new.name.clone(), new.dependencies.clone());
-    if let Some(cycle) = cycle_from(&graph, &new.name) {
-        return Err(DomainError::Invalid {
-            field: "dependencies",
-            reason: format!("would form a cycle: {}", cycle.join(" → ")),
-        });
-    }
+    grants::check_new_dependencies(&new.name, &new.dependencies, graph)?;
     let now = now_millis();
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO permissions (name, display_name, description, category, is_inheritable, \
@@ -459,58 +470,259 @@ pub async fn create(
     })
 }
 
-/// A cycle of dependencies reachable from `start`, as the names along it
-/// (the first repeated at the end), if there is one.
-fn cycle_from(graph: &HashMap<String, Vec<String>>, start: &str) -> Option<Vec<String>> {
-    /// Depth-first, with the path so far; `done` holds names whose
-    /// dependencies were searched in full without finding a cycle.
-    fn visit<'a>(
-        graph: &'a HashMap<String, Vec<String>>,
-        name: &'a str,
-        path: &mut Vec<&'a str>,
-        done: &mut std::collections::HashSet<&'a str>,
-    ) -> Option<Vec<String>> {
-        if let Some(at) = path.iter().position(|seen| *seen == name) {
-            let mut cycle: Vec<String> = path[at..].iter().map(|s| (*s).to_owned()).collect();
-            cycle.push(name.to_owned());
-            return Some(cycle);
-        }
-        if done.contains(name) {
-            return None;
-        }
-        path.push(name);
-        for dependency in graph.get(name).into_iter().flatten() {
-            if let Some(cycle) = visit(graph, dependency, path, done) {
-                return Some(cycle);
-            }
-        }
-        path.pop();
-        done.insert(name);
-        None
-    }
-    visit(
-        graph,
-        start,
-        &mut Vec::new(),
-        &mut std::collections::HashSet::new(),
+/// The permission `id` with who holds it, read in `connection` (inside a
+/// unit of work, it sees the work's changes).
+async fn item_in(connection: &mut AnyConnection, id: i64) -> Result<PermissionItem, DomainError> {
+    let row: PermissionRow = sqlx::query_as(&format!(
+        "{ROLE_SIZES}SELECT listed.* FROM {LISTED} WHERE listed.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut *connection)
+    .await?
+    .ok_or(DomainError::NotFound("permission"))?;
+    let roles: Vec<(String,)> = sqlx::query_as(
+        "SELECT r.name FROM role_permissions rp JOIN roles r ON r.id = rp.role_id \
+         WHERE rp.permission_id = $1 ORDER BY r.rank, r.name",
     )
+    .bind(id)
+    .fetch_all(&mut *connection)
+    .await?;
+    Ok(row.into_item(roles.into_iter().map(|(name,)| name).collect()))
+}
+
+/// Changes to a permission, each field already checked; `None` leaves a
+/// field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionChanges {
+    pub status: Option<PermissionStatus>,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    /// One of [`RISK_LEVELS`].
+    pub risk_level: Option<String>,
+    /// Recorded in the audit trail.
+    pub reason: Option<String>,
+}
+
+/// Changes the permission `id` in `tx`, audited as `permission.update` with
+/// each changed field's `{before, after}`. An archived permission changes
+/// no more, and archiving waits for the permissions depending on it
+/// ([`grants::change_permission`], [`grants::archive`]:
+/// [`DomainError::InvalidTransition`]); archiving also takes the
+/// permission from every role and user that held it (named in the entry's
+/// `revokedFrom`), since it can never be granted again.
+pub async fn update(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    id: i64,
+    changes: PermissionChanges,
+) -> Result<PermissionItem, DomainError> {
+    let stored: Option<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT name, display_name, description, risk_level, status FROM permissions WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let (name, display_name, description, risk_level, status) =
+        stored.ok_or(DomainError::NotFound("permission"))?;
+    // The column's CHECK holds it to the three statuses; an unreadable one
+    // is treated as archived, which changes nothing.
+    let from = PermissionStatus::parse(&status).unwrap_or(PermissionStatus::Archived);
+    grants::change_permission(from)?;
+    let to = changes.status.unwrap_or(from);
+    let mut diff = Map::new();
+    let mut record = |field: &str, before: &str, after: &Option<String>| -> String {
+        match after {
+            Some(after) if after != before => {
+                diff.insert(field.to_owned(), json!({"before": before, "after": after}));
+                after.clone()
+            }
+            _ => before.to_owned(),
+        }
+    };
+    let new_status = record("status", from.as_str(), &Some(to.as_str().to_owned()));
+    let new_display_name = record("displayName", &display_name, &changes.display_name);
+    let new_description = record("description", &description, &changes.description);
+    let new_risk_level = record("riskLevel", &risk_level, &changes.risk_level);
+    if to == PermissionStatus::Archived && from != PermissionStatus::Archived {
+        let revoked = archive_in(tx, id, &name).await?;
+        diff.insert("revokedFrom".to_owned(), revoked);
+    }
+    if !diff.is_empty() {
+        sqlx::query(
+            "UPDATE permissions SET status = $2, display_name = $3, description = $4, \
+             risk_level = $5, updated_at = $6 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(new_status)
+        .bind(new_display_name)
+        .bind(new_description)
+        .bind(new_risk_level)
+        .bind(now_millis())
+        .execute(&mut **tx)
+        .await?;
+    }
+    diff.insert("name".to_owned(), json!(name));
+    diff.insert("reason".to_owned(), json!(changes.reason));
+    audit::record(
+        tx,
+        context,
+        AuditAction {
+            action: "permission.update",
+            target_type: "permission",
+            target_id: Some(id.to_string()),
+            changes: Value::Object(diff),
+        },
+    )
+    .await?;
+    item_in(tx, id).await
+}
+
+/// Archives the permission `id` named `name` in `tx`, once no permission
+/// that is not archived depends on it: removes its grants, and answers
+/// whom it was taken from (`{roles: [names], users: count}`).
+async fn archive_in(tx: &mut Tx<'_>, id: i64, name: &str) -> Result<Value, DomainError> {
+    let others: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT name, status, dependencies FROM permissions WHERE id <> $1")
+            .bind(id)
+            .fetch_all(&mut **tx)
+            .await?;
+    let dependents: Vec<(String, PermissionStatus)> = others
+        .into_iter()
+        .filter(|(_, _, dependencies)| {
+            serde_json::from_str::<Vec<String>>(dependencies)
+                .unwrap_or_default()
+                .iter()
+                .any(|dependency| dependency == name)
+        })
+        .map(|(dependent, status, _)| {
+            let status = PermissionStatus::parse(&status).unwrap_or(PermissionStatus::Active);
+            (dependent, status)
+        })
+        .collect();
+    grants::archive(name, &dependents)?;
+    let roles: Vec<(String,)> = sqlx::query_as(
+        "SELECT r.name FROM role_permissions rp JOIN roles r ON r.id = rp.role_id \
+         WHERE rp.permission_id = $1 ORDER BY r.rank",
+    )
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM role_permissions WHERE permission_id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    let users = sqlx::query("DELETE FROM user_permissions WHERE permission_id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    let roles: Vec<String> = roles.into_iter().map(|(role,)| role).collect();
+    Ok(json!({"roles": roles, "users": users}))
+}
+
+/// A role's grants after they were replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleGrants {
+    pub role: String,
+    /// Names of the permissions the role now holds, by name.
+    pub permissions: Vec<String>,
+}
+
+/// Replaces the grants of `role` with `requested` (distinct names) in
+/// `tx`, audited as `role.permissions.update` with the lists before and
+/// after. `super_admin`'s grants are fixed ([`grants::edit_grants_of`]:
+/// [`DomainError::Forbidden`]); the list follows
+/// [`grants::check_grant_list`] ([`DomainError::Invalid`] on
+/// `permissions`).
+pub async fn grant_to_role(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    role: &str,
+    requested: Vec<String>,
+    reason: Option<String>,
+) -> Result<RoleGrants, DomainError> {
+    let stored: Option<(i64,)> = sqlx::query_as("SELECT id FROM roles WHERE name = $1")
+        .bind(role)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let (role_id,) = stored.ok_or(DomainError::NotFound("role"))?;
+    let fixed = Role::parse(role).map_or(crate::policy::Decision::Allowed, grants::edit_grants_of);
+    fixed.check(
+        "role",
+        "super_admin holds every capability; its grants cannot be changed",
+    )?;
+    let stored: Vec<(i64, String, String, String)> =
+        sqlx::query_as("SELECT id, name, status, dependencies FROM permissions")
+            .fetch_all(&mut **tx)
+            .await?;
+    let mut ids: HashMap<String, i64> = HashMap::with_capacity(stored.len());
+    let mut catalog: HashMap<String, Grantable> = HashMap::with_capacity(stored.len());
+    for (id, name, status, dependencies) in stored {
+        ids.insert(name.clone(), id);
+        catalog.insert(
+            name,
+            Grantable {
+                status: PermissionStatus::parse(&status).unwrap_or(PermissionStatus::Archived),
+                dependencies: serde_json::from_str(&dependencies).unwrap_or_default(),
+            },
+        );
+    }
+    grants::check_grant_list(&requested, &catalog)?;
+    let before: Vec<(String,)> = sqlx::query_as(
+        "SELECT p.name FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id \
+         WHERE rp.role_id = $1 ORDER BY p.name",
+    )
+    .bind(role_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let before: Vec<String> = before.into_iter().map(|(name,)| name).collect();
+    sqlx::query("DELETE FROM role_permissions WHERE role_id = $1")
+        .bind(role_id)
+        .execute(&mut **tx)
+        .await?;
+    let mut after = requested;
+    after.sort();
+    if !after.is_empty() {
+        let rows: Vec<String> = (0..after.len())
+            .map(|index| format!("($1, ${})", index + 2))
+            .collect();
+        let statement = format!(
+            "INSERT INTO role_permissions (role_id, permission_id) VALUES {}",
+            rows.join(", ")
+        );
+        let mut insert = sqlx::query(&statement).bind(role_id);
+        for name in &after {
+            insert = insert.bind(ids[name]);
+        }
+        insert.execute(&mut **tx).await?;
+    }
+    let added: Vec<&String> = after.iter().filter(|name| !before.contains(name)).collect();
+    let removed: Vec<&String> = before.iter().filter(|name| !after.contains(name)).collect();
+    audit::record(
+        tx,
+        context,
+        AuditAction {
+            action: "role.permissions.update",
+            target_type: "role",
+            target_id: Some(role.to_owned()),
+            changes: json!({
+                "permissions": {"before": before, "after": after},
+                "added": added,
+                "removed": removed,
+                "reason": reason,
+            }),
+        },
+    )
+    .await?;
+    Ok(RoleGrants {
+        role: role.to_owned(),
+        permissions: after,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn graph(edges: &[(&str, &[&str])]) -> HashMap<String, Vec<String>> {
-        edges
-            .iter()
-            .map(|(name, deps)| {
-                (
-                    (*name).to_owned(),
-                    deps.iter().map(|d| (*d).to_owned()).collect(),
-                )
-            })
-            .collect()
-    }
 
     #[test]
     fn depth_counts_each_level_of_objects_and_arrays() {
@@ -518,23 +730,5 @@ mod tests {
         assert_eq!(json_depth(&json!({})), 1);
         assert_eq!(json_depth(&json!({"a": [1, {"b": {}}]})), 4);
         assert_eq!(json_depth(&json!([[[[[]]]]])), 5);
-    }
-
-    #[test]
-    fn a_self_dependency_is_a_cycle() {
-        let cycle = cycle_from(&graph(&[("a", &["a"])]), "a").unwrap();
-        assert_eq!(cycle, ["a", "a"]);
-    }
-
-    #[test]
-    fn a_longer_cycle_is_named_in_order() {
-        let graph = graph(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"]), ("d", &[])]);
-        assert_eq!(cycle_from(&graph, "a").unwrap(), ["a", "b", "c", "a"]);
-    }
-
-    #[test]
-    fn shared_dependencies_are_not_a_cycle() {
-        let graph = graph(&[("a", &["b", "c"]), ("b", &["d"]), ("c", &["d"]), ("d", &[])]);
-        assert_eq!(cycle_from(&graph, "a"), None);
     }
 }

@@ -5,6 +5,8 @@
 //! rules; they never compare roles themselves, so the general API and the
 //! admin surfaces cannot drift apart.
 
+use serde::{Deserialize, Serialize};
+
 use crate::DomainError;
 use crate::posts::{Post, Viewer};
 use crate::users::{Role, User, UserStatus};
@@ -27,6 +29,11 @@ pub enum Decision {
 }
 
 impl Decision {
+    #[cfg(test)]
+    pub fn is_allowed(self) -> bool {
+        self == Decision::Allowed
+    }
+
     /// The decision as a result inside a unit of work: forbidden with
     /// `message`, or `what` not found.
     pub fn check(self, what: &'static str, message: &str) -> Result<(), DomainError> {
@@ -55,6 +62,65 @@ impl Actor {
     /// anyone, other super admins included).
     fn outranks(self, target: Role) -> bool {
         self.role == Role::SuperAdmin || self.role > target
+    }
+}
+
+/// The admin permissions a token can carry (SPEC.md "Admin permission levels").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum AdminPermission {
+    #[serde(rename = "admin:read")]
+    Read,
+    #[serde(rename = "admin:write")]
+    Write,
+    #[serde(rename = "admin:delete")]
+    Delete,
+    #[serde(rename = "admin:super")]
+    Super,
+}
+
+impl AdminPermission {
+    pub const ALL: [AdminPermission; 4] = [
+        AdminPermission::Read,
+        AdminPermission::Write,
+        AdminPermission::Delete,
+        AdminPermission::Super,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdminPermission::Read => "admin:read",
+            AdminPermission::Write => "admin:write",
+            AdminPermission::Delete => "admin:delete",
+            AdminPermission::Super => "admin:super",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|permission| permission.as_str() == name.trim())
+    }
+
+    /// The permission a request with the HTTP method `method` needs on the
+    /// admin surfaces: reads need `admin:read`, deletions `admin:delete`,
+    /// every other change `admin:write`.
+    pub fn for_method(method: &str) -> Self {
+        match method {
+            "GET" | "HEAD" | "OPTIONS" => AdminPermission::Read,
+            "DELETE" => AdminPermission::Delete,
+            _ => AdminPermission::Write,
+        }
+    }
+
+    /// The permissions a role may put in a token: admins everything but
+    /// `admin:super`, super admins everything.
+    pub fn allowed_for(role: Role) -> &'static [AdminPermission] {
+        match role {
+            Role::SuperAdmin => &Self::ALL,
+            Role::Admin => &Self::ALL[..3],
+            Role::User | Role::Moderator => &[],
+        }
     }
 }
 
@@ -187,7 +253,7 @@ pub fn approve_emoji(actor: Actor, owner_id: Option<i64>) -> Decision {
     moderate_emojis(actor)
 }
 
-/// Sending a broadcast to users: administrators.
+/// Sending a broadcast to users, or withdrawing one: administrators.
 pub fn send_broadcast(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_admin())
 }
@@ -205,13 +271,9 @@ pub fn report_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
-/// Reading the analytics dashboards: administrators.
-pub fn view_analytics(actor: Actor) -> Decision {
-    Decision::allowed_if(actor.role.is_admin())
-}
-
 /// The unversioned admin surface: an administrator or higher who holds
-/// the route's capability (`holds_capability`); a super admin holds every
+/// the route's capability (`holds_capability`: granted to them or their
+/// role, and active, [`crate::grants`]); a super admin holds every
 /// capability without a grant.
 pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     Decision::allowed_if(
@@ -282,6 +344,33 @@ mod tests {
                 row
             })
             .collect()
+    }
+
+    #[test]
+    fn admin_token_permissions_by_method_and_role() {
+        for (method, needed) in [
+            ("GET", AdminPermission::Read),
+            ("HEAD", AdminPermission::Read),
+            ("OPTIONS", AdminPermission::Read),
+            ("POST", AdminPermission::Write),
+            ("PUT", AdminPermission::Write),
+            ("PATCH", AdminPermission::Write),
+            ("DELETE", AdminPermission::Delete),
+        ] {
+            assert_eq!(AdminPermission::for_method(method), needed, "{method}");
+        }
+        let allowed = |role| AdminPermission::allowed_for(role).to_vec();
+        assert_eq!(allowed(Role::User), []);
+        assert_eq!(allowed(Role::Moderator), []);
+        assert_eq!(
+            allowed(Role::Admin),
+            [
+                AdminPermission::Read,
+                AdminPermission::Write,
+                AdminPermission::Delete
+            ]
+        );
+        assert_eq!(allowed(Role::SuperAdmin), AdminPermission::ALL);
     }
 
     #[test]

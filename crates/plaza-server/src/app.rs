@@ -51,7 +51,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::posts::routes())
                     .merge(controllers::search::routes())
                     .merge(controllers::alerts::routes())
-                    .merge(controllers::emojis::routes()),
+                    .merge(controllers::emojis::routes())
+                    .merge(controllers::feature_flags::routes()),
             ),
         ))
         .merge(on_surface(

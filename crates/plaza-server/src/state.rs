@@ -77,6 +77,8 @@ pub struct Shared {
     pub emoji_platforms: plaza_emoji::PlatformDetector,
     /// Whether the database, the upload store and Redis answer.
     pub health: crate::services::health::HealthProbe,
+    /// The feature flags as last read, for their evaluation.
+    pub flag_snapshot: crate::services::flag_snapshot::FlagSnapshot,
 }
 
 impl AppState {
@@ -144,6 +146,7 @@ impl AppState {
             uploads: crate::services::uploads::Uploads::new(&settings_storage)?,
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
+            flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
         })))
     }
 }

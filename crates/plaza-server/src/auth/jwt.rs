@@ -4,67 +4,10 @@ use std::path::Path;
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::tokens::random_token;
 
-/// The admin permissions a token can carry (SPEC.md "Admin permission levels").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub enum AdminPermission {
-    #[serde(rename = "admin:read")]
-    Read,
-    #[serde(rename = "admin:write")]
-    Write,
-    #[serde(rename = "admin:delete")]
-    Delete,
-    #[serde(rename = "admin:super")]
-    Super,
-}
-
-impl AdminPermission {
-    pub const ALL: [AdminPermission; 4] = [
-        AdminPermission::Read,
-        AdminPermission::Write,
-        AdminPermission::Delete,
-        AdminPermission::Super,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AdminPermission::Read => "admin:read",
-            AdminPermission::Write => "admin:write",
-            AdminPermission::Delete => "admin:delete",
-            AdminPermission::Super => "admin:super",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|permission| permission.as_str() == name.trim())
-    }
-
-    /// The permission an HTTP method needs on the admin surface.
-    pub fn for_method(method: &axum::http::Method) -> Self {
-        use axum::http::Method;
-        match *method {
-            Method::GET | Method::HEAD | Method::OPTIONS => AdminPermission::Read,
-            Method::DELETE => AdminPermission::Delete,
-            _ => AdminPermission::Write,
-        }
-    }
-
-    /// The permissions a role may put in a token: admins everything but
-    /// `admin:super`, super admins everything.
-    pub fn allowed_for(role: plaza_domain::users::Role) -> &'static [AdminPermission] {
-        use plaza_domain::users::Role;
-        match role {
-            Role::SuperAdmin => &Self::ALL,
-            Role::Admin => &Self::ALL[..3],
-            Role::User | Role::Moderator => &[],
-        }
-    }
-}
+pub use plaza_domain::policy::AdminPermission;
 
 /// The claims of an admin JWT (DECISIONS.md).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -22,6 +22,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use plaza_domain::admin_principal::Capabilities;
 use plaza_domain::audit::{AuditContext, AuditSurface};
+use plaza_domain::grants;
 use plaza_domain::policy::{Actor, Decision};
 use plaza_domain::sessions::SessionUser;
 use plaza_domain::users::{Role, UserStatus};
@@ -182,23 +183,6 @@ impl DocumentedExtractor for CurrentUser {
     const ANSWERS: &'static [Answer] = &[Answer::new(401, "Not signed in")];
 }
 
-/// An administrator reading the analytics dashboard: a Bearer admin JWT
-/// (checked as on the versioned surface), or else a session whose user is
-/// an administrator. Nobody signed in is 401, anyone else 403.
-#[derive(Debug, Clone, Copy)]
-pub struct AnalyticsViewer(pub Actor);
-
-impl FromRequestParts<AppState> for AnalyticsViewer {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let actor = session_or_token_actor(parts, state).await?;
-        plaza_domain::policy::view_analytics(actor)
-            .check("user", "the analytics dashboard is for administrators")?;
-        Ok(AnalyticsViewer(actor))
-    }
-}
-
 /// A moderator or higher reviewing custom emojis on the unversioned admin
 /// surface, by session or admin JWT. Nobody signed in is 401, anyone else
 /// 403.
@@ -261,17 +245,23 @@ pub trait Capability: Send + Sync + 'static {
 pub struct AnyAdmin;
 /// `users:manage`: the user list, bans, subscriptions.
 pub struct ManageUsers;
-/// `permissions:manage`: creating permissions.
+/// `permissions:manage`: creating and changing permissions, granting them
+/// to roles.
 pub struct ManagePermissions;
+/// `analytics:read`: the analytics dashboard.
+pub struct ReadAnalytics;
 
 impl Capability for AnyAdmin {
     const NAME: Option<&'static str> = None;
 }
 impl Capability for ManageUsers {
-    const NAME: Option<&'static str> = Some("users:manage");
+    const NAME: Option<&'static str> = Some(grants::MANAGE_USERS);
 }
 impl Capability for ManagePermissions {
-    const NAME: Option<&'static str> = Some("permissions:manage");
+    const NAME: Option<&'static str> = Some(grants::MANAGE_PERMISSIONS);
+}
+impl Capability for ReadAnalytics {
+    const NAME: Option<&'static str> = Some(grants::READ_ANALYTICS);
 }
 
 /// An administrator or higher on the unversioned admin surface (session or
@@ -308,13 +298,6 @@ impl<C: Capability> DocumentedExtractor for Administrator<C> {
     ];
 }
 
-impl DocumentedExtractor for AnalyticsViewer {
-    const ANSWERS: &'static [Answer] = &[
-        Answer::new(401, "Not signed in, and no valid admin token"),
-        Answer::new(403, "Not an administrator"),
-    ];
-}
-
 /// Answers of the admin token checks.
 const ADMIN_TOKEN_ANSWERS: &[Answer] = &[
     Answer::new(
@@ -344,7 +327,7 @@ impl FromRequestParts<AppState> for AdminToken {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let token = admin_token_for(parts, state).await?;
-        let needed = AdminPermission::for_method(&parts.method);
+        let needed = AdminPermission::for_method(parts.method.as_str());
         if !token.claims.grants(needed) {
             return Err(AppError::InsufficientAdminPermissions {
                 required: needed.as_str(),
@@ -378,18 +361,30 @@ impl DocumentedExtractor for AnyAdminToken {
 /// The claims of an `Authorization: Bearer` admin token, when its
 /// signature and lifetime check out; whether it is revoked or still grants
 /// anything is for the route's extractor to decide. Rate limits count by it.
-pub fn bearer_claims(headers: &HeaderMap, state: &AppState) -> Option<AdminClaims> {
-    let bearer = headers
+/// Verified once per request: the limiter and the route's extractor read
+/// the same answer.
+pub fn bearer_claims(parts: &mut Parts, state: &AppState) -> Option<AdminClaims> {
+    if let Some(VerifiedBearer(claims)) = parts.extensions.get::<VerifiedBearer>() {
+        return claims.clone();
+    }
+    let claims = parts
+        .headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(bearer_token)?;
-    state.auth.jwt.verify(bearer).ok()
+        .and_then(bearer_token)
+        .and_then(|bearer| state.auth.jwt.verify(bearer).ok());
+    parts.extensions.insert(VerifiedBearer(claims.clone()));
+    claims
 }
+
+/// The answer of [`bearer_claims`] for this request.
+#[derive(Clone)]
+struct VerifiedBearer(Option<AdminClaims>);
 
 /// Validates the bearer token without the per-method permission check, and
 /// makes its user the request's [`Principal`].
 async fn admin_token_for(parts: &mut Parts, state: &AppState) -> Result<AdminToken, AppError> {
-    let mut claims = bearer_claims(&parts.headers, state).ok_or(AppError::Unauthorized)?;
+    let mut claims = bearer_claims(parts, state).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
         .db

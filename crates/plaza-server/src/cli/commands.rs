@@ -45,7 +45,27 @@ pub async fn create_user(state: &AppState, args: CreateUserArgs) -> Result<(), S
     };
     let user = state
         .db
-        .write(|tx| Box::pin(async move { plaza_domain::users::create(tx, new).await }))
+        .write(|tx| {
+            Box::pin(async move {
+                let user = plaza_domain::users::create(tx, new).await?;
+                audit::record(
+                    tx,
+                    &command_context(),
+                    AuditAction {
+                        action: "user.create",
+                        target_type: "user",
+                        target_id: Some(user.id().to_string()),
+                        changes: json!({"after": {
+                            "email": user.row.email,
+                            "username": user.row.username,
+                            "role": user.role.as_str(),
+                        }}),
+                    },
+                )
+                .await?;
+                Ok(user)
+            })
+        })
         .await
         .map_err(|error| error.to_string())?;
     println!("{}", user.id());
@@ -203,6 +223,28 @@ enum CommandChange {
     Nothing,
 }
 
+/// Who a command's audit entry names. The command line has no actor: who
+/// can run it against the database administers the install, whatever
+/// account they hold in Plaza. The entry's surface is `cli`, and its user
+/// agent names the command and, when the environment tells (`USER`, else
+/// `LOGNAME`; its first 64 characters), the operating-system account that
+/// ran it.
+fn command_context() -> AuditContext {
+    let os_user = ["USER", "LOGNAME"]
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .map(|user| user.trim().chars().take(64).collect::<String>())
+        .find(|user| !user.is_empty() && !user.chars().any(char::is_control));
+    let command = concat!("plaza-cli/", env!("CARGO_PKG_VERSION"));
+    AuditContext {
+        user_agent: Some(match os_user {
+            Some(user) => format!("{command} (os user {user})"),
+            None => command.to_owned(),
+        }),
+        ..AuditContext::command_line()
+    }
+}
+
 /// Applies `change` to the user and records it (actor: the command line) in
 /// one unit of work.
 async fn apply_audited(
@@ -243,7 +285,7 @@ async fn apply_audited(
                 }
                 audit::record(
                     tx,
-                    &AuditContext::command_line(),
+                    &command_context(),
                     AuditAction {
                         action,
                         target_type: "user",

@@ -2,9 +2,10 @@
 
 use utoipa::openapi::path::{HttpMethod, OperationBuilder};
 use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as OpenApiDocument};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::http::error::schema::{
     AdminError, AdminV1Error, GeneralError, ImageError, PlainError, UploadError,
@@ -37,11 +38,19 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "analytics", description = "Interaction events from signed-in clients"),
         (name = "uploads", description = "Image uploads and the stored files"),
         (name = "emojis", description = "The emoji catalog per platform, custom emojis and usage counts"),
+        (name = "feature-flags", description = "The feature flags, evaluated for the caller"),
         (name = "admin-dashboard", description = "The unversioned admin surface, /api/admin: session or admin JWT of an administrator, `{error, details}` errors"),
         (name = "admin", description = "The versioned admin surface, /api/v1/admin: Bearer admin JWT, permission by method, `{success, data}` envelopes, tiered rate limits"),
     )
 )]
 pub struct ApiDoc;
+
+/// The raw bytes of a file, such as an image.
+// The document's `type: string, format: binary`, which client generators
+// type as a file; handlers answer the bytes themselves.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct Binary(pub Vec<u8>);
 
 struct SecuritySchemes;
 
@@ -72,7 +81,14 @@ impl Modify for SecuritySchemes {
 /// Swagger UI router serves itself.
 pub fn finish(mut document: OpenApiDocument) -> OpenApiDocument {
     document.info.version = env!("CARGO_PKG_VERSION").to_owned();
-    let json = ContentBuilder::new().build();
+    // The document is a JSON object; its own schema is OpenAPI's.
+    let json = ContentBuilder::new()
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .additional_properties(Some(AdditionalProperties::FreeForm(true))),
+        ))
+        .build();
     document.paths.add_path_operation(
         OPENAPI_PATH,
         vec![HttpMethod::Get],

@@ -495,6 +495,20 @@ pub struct CustomEmojiCreated {
     pub emoji: EmojiItem,
 }
 
+/// The multipart form of `POST /api/emojis/custom`.
+// The document's description of the form; `read_form` reads it as it streams.
+#[derive(ToSchema)]
+pub struct CustomEmojiForm {
+    /// The image: PNG, JPEG or GIF.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+    /// 2 to 32 of `a-z 0-9 _`, without colons.
+    pub name: String,
+    /// A catalog category; `custom` when left out.
+    #[schema(nullable = false)]
+    pub category: Option<String>,
+}
+
 /// Add a custom emoji: multipart `file` (PNG, JPEG or GIF, 1 KB to 256 KB,
 /// at most 128×128, still), `name` (2 to 32 of `a-z 0-9 _`, without
 /// colons, unique among yours) and `category` (default `custom`). It is
@@ -504,7 +518,7 @@ pub struct CustomEmojiCreated {
     post,
     path = "/api/emojis/custom",
     tag = "emojis",
-    request_body(content_type = "multipart/form-data", description = "`file`, `name`, `category`"),
+    request_body(content = CustomEmojiForm, content_type = "multipart/form-data", description = "`file`, `name`, `category`"),
     responses(
         (status = 200, description = "Stored, personal and waiting for approval", body = CustomEmojiCreated),
         (status = 400, description = "A file error, as the upload table answers (`No file provided`, `Invalid file type` with `allowedTypes`, also for an animation or a polyglot, `File too large` with `maxSize` and `receivedSize`, `File too small`, `Image too large`, `File rejected` by the malware scan)", body = UploadError),

@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod auth;
 pub mod docs;
 pub mod emojis;
+pub mod feature_flags;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::controllers::docs::Binary;
 use crate::controllers::system::no_store_headers;
 use crate::http::error::AppError;
 use crate::http::error::schema::ImageError;
@@ -82,7 +83,8 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
     tag = "images",
     params(OgQuery),
     responses(
-        (status = 200, description = "The image", content_type = "image/png", body = Vec<u8>),
+        (status = 200, description = "The image: PNG, or SVG with `type=svg` and when rendering fails",
+            content((inline(Binary) = "image/png"), (String = "image/svg+xml"))),
         (status = 302, description = "A browser: redirected to the viewer page with the same query"),
         (status = 400, description = "`type` is not png or svg", body = ImageError),
         (status = 503, description = "Every rendering slot is busy; retry after `Retry-After`", body = ImageError,

@@ -54,6 +54,9 @@ pub struct SearchParams {
 /// matches in `<mark>`, safe to insert as HTML.
 #[derive(Serialize, ToSchema)]
 pub struct PostResult {
+    #[serde(rename = "type")]
+    #[schema(inline)]
+    pub kind: PostResultType,
     #[schema(example = "17")]
     pub id: String,
     pub title: String,
@@ -73,6 +76,7 @@ pub struct PostResult {
 impl From<&PostHit> for PostResult {
     fn from(hit: &PostHit) -> Self {
         PostResult {
+            kind: PostResultType::Post,
             id: hit.post.id.to_string(),
             title: hit.post.title.clone(),
             title_highlight: hit.title_html.clone(),
@@ -91,6 +95,9 @@ impl From<&PostHit> for PostResult {
 /// Highlights are HTML-escaped with matches in `<mark>`.
 #[derive(Serialize, ToSchema)]
 pub struct UserResult {
+    #[serde(rename = "type")]
+    #[schema(inline)]
+    pub kind: UserResultType,
     #[schema(example = "42")]
     pub id: String,
     pub username: String,
@@ -108,6 +115,7 @@ pub struct UserResult {
 impl UserResult {
     fn new(hit: &UserHit, server: &ServerSettings) -> Self {
         UserResult {
+            kind: UserResultType::User,
             id: hit.user.id().to_string(),
             username: hit.user.row.username.clone(),
             display_name: display_name(&hit.user),
@@ -122,9 +130,27 @@ impl UserResult {
     }
 }
 
-/// One result, tagged with its `type`.
+/// `post`: the result is a post.
 #[derive(Serialize, ToSchema)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(rename_all = "lowercase")]
+pub enum PostResultType {
+    Post,
+}
+
+/// `user`: the result is a user.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UserResultType {
+    User,
+}
+
+/// One result; its `type` says which kind (the document's discriminator).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[schema(discriminator(property_name = "type", mapping(
+    ("post" = "#/components/schemas/PostResult"),
+    ("user" = "#/components/schemas/UserResult"),
+)))]
 pub enum SearchResult {
     Post(PostResult),
     User(UserResult),

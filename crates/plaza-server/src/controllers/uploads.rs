@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::CurrentUser;
+use crate::controllers::docs::Binary;
 use crate::http::error::AppError;
 use crate::http::error::schema::UploadError;
 use crate::http::extract::{AppJson, TextPath};
@@ -164,6 +165,15 @@ fn record(state: &AppState, upload: &Upload) -> ImageUploaded {
     }
 }
 
+/// The multipart form of `POST /api/upload/image` and `POST /api/upload`.
+// The document's description of the form; `read_form` reads it as it streams.
+#[derive(ToSchema)]
+pub struct ImageForm {
+    /// The image: JPEG, PNG, WebP or GIF.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+}
+
 /// Upload an image: multipart form data with one `file` field (JPEG, PNG,
 /// WebP or GIF, decided from the bytes; 1 KB to 5 MB; at most 4096×4096).
 /// The stored image is re-encoded without metadata, with thumbnail, medium
@@ -172,7 +182,7 @@ fn record(state: &AppState, upload: &Upload) -> ImageUploaded {
     post,
     path = "/api/upload/image",
     tag = "uploads",
-    request_body(content_type = "multipart/form-data", description = "`file`: the image"),
+    request_body(content = ImageForm, content_type = "multipart/form-data", description = "`file`: the image"),
     responses(
         (status = 200, description = "Stored", body = ImageUploaded),
         (status = 400, description = "`No file provided`, `Invalid file type` (with `allowedTypes`; also for a polyglot, an animation or a damaged image), `File too large` (with `maxSize`, `receivedSize`), `File too small`, `Image too large` (dimensions), `File rejected` (the malware scan)", body = UploadError),
@@ -196,7 +206,7 @@ pub async fn upload_image(
     post,
     path = "/api/upload",
     tag = "uploads",
-    request_body(content_type = "multipart/form-data", description = "`file`: the image"),
+    request_body(content = ImageForm, content_type = "multipart/form-data", description = "`file`: the image"),
     responses(
         (status = 200, description = "Stored", body = Uploaded),
         (status = 400, description = "As `POST /api/upload/image`", body = UploadError),
@@ -392,8 +402,8 @@ fn requested_range(headers: &HeaderMap) -> Option<GetRange> {
         ("Range" = Option<String>, Header, description = "One byte range, `bytes=0-1023`"),
     ),
     responses(
-        (status = 200, description = "The file", content_type = "image/*"),
-        (status = 206, description = "The range asked for, with `Content-Range`", content_type = "image/*"),
+        (status = 200, description = "The file", content_type = "image/*", body = inline(Binary)),
+        (status = 206, description = "The range asked for, with `Content-Range`", content_type = "image/*", body = inline(Binary)),
         (status = 404, description = "No such file", body = UploadError),
         (status = 416, description = "The range is outside the file", body = UploadError),
     )

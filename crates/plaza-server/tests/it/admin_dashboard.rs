@@ -988,7 +988,7 @@ async fn permission_creation_checks_every_rule(backend: Backend) {
         json!({"name": "reports.view", "display_name": "View", "category": "reports", "dependencies": ["reports.base"]}),
     )
     .await;
-    assert_eq!(code, 400, "{body}");
+    assert_eq!(code, 422, "{body}");
     assert_eq!(body["details"][0]["path"], json!(["dependencies"]));
     assert_eq!(
         body["details"][0]["message"],
@@ -1000,7 +1000,7 @@ async fn permission_creation_checks_every_rule(backend: Backend) {
         json!({"name": "reports.self", "display_name": "Self", "category": "reports", "dependencies": ["reports.self"]}),
     )
     .await;
-    assert_eq!(code, 400, "{body}");
+    assert_eq!(code, 422, "{body}");
     assert_eq!(
         body["details"][0]["message"],
         "would form a cycle: reports.self → reports.self"
@@ -1020,7 +1020,7 @@ async fn permission_creation_checks_every_rule(backend: Backend) {
         json!({"name": "reports.read", "display_name": "Read", "category": "reports", "dependencies": ["reports.audit"]}),
     )
     .await;
-    assert_eq!(code, 400, "{body}");
+    assert_eq!(code, 422, "{body}");
     assert_eq!(
         body["details"][0]["message"],
         "would form a cycle: reports.read → reports.audit → reports.read"

@@ -1,4 +1,4 @@
-//! The versioned admin surface's posts (issue #15): the moderation queue
+//! The versioned admin surface's posts: the moderation queue
 //! with its filters, every moderation action from every status, the audit
 //! entries of each, and the edit lock that keeps two admins apart.
 
@@ -221,7 +221,8 @@ async fn the_queue_refuses_unknown_filters(backend: Backend) {
         assert_eq!(body["success"], false);
         assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{query}: {body}");
         assert_eq!(body["error"]["field"], field, "{query}: {body}");
-        assert!(body["error"]["details"][0]["reason"].is_string(), "{body}");
+        assert_eq!(body["error"]["details"]["field"], field, "{body}");
+        assert!(body["error"]["details"]["reason"].is_string(), "{body}");
     }
     let (status, body) = send(
         &server,

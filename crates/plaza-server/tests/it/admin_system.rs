@@ -1,6 +1,5 @@
 //! The versioned admin surface's feature flags, system maintenance (and its
-//! rate tier `system`), and activity and moderation reports (issue #15,
-//! with the `system` tier of issue #14).
+//! rate tier `system`), and activity and moderation reports.
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! The versioned admin surface's users (issue #15): the list and detail by
+//! The versioned admin surface's users: the list and detail by
 //! permission, updates and bans under the policy with their audit entries,
 //! ban expiry, and bulk updates.
 
@@ -177,7 +177,8 @@ async fn the_user_list_answers_by_permission_and_filters(backend: Backend) {
         assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{bad}: {body}");
         let field = bad.split('=').next().unwrap();
         assert_eq!(body["error"]["field"], field, "{bad}: {body}");
-        assert!(body["error"]["details"][0]["reason"].is_string(), "{body}");
+        assert_eq!(body["error"]["details"]["field"], field, "{body}");
+        assert!(body["error"]["details"]["reason"].is_string(), "{body}");
     }
 
     let (status, detail) = request(

@@ -1,4 +1,4 @@
-//! The versioned admin surface (issue #15, first part): who may read the
+//! The versioned admin surface: who may read the
 //! audit trail, its envelope and filters, and the surface's rate tiers.
 
 use crate::common::actors::{Cast, assert_statuses, row};
@@ -10,6 +10,7 @@ on_both_databases!(
     the_audit_trail_answers_by_permission,
     the_audit_trail_filters_and_pages,
     each_admin_is_counted_in_their_tier,
+    validation_errors_name_the_first_problem_and_list_all,
 );
 
 /// Every operation of the surface against every actor: sessions never
@@ -26,6 +27,8 @@ async fn every_operation_answers_by_permission(backend: Backend) {
     // sessions; the admin:read, :write, :delete and :super tokens.
     const READ: [u16; 9] = [401, 401, 401, 401, 401, 200, 403, 403, 200];
     const WRITE: [u16; 9] = [401, 401, 401, 401, 401, 403, 422, 403, 422];
+    // Deletions name what does not exist, so an allowed one answers 404.
+    const DELETE: [u16; 9] = [401, 401, 401, 401, 401, 403, 403, 404, 404];
     #[rustfmt::skip]
     let rows = vec![
         row("GET", "/api/v1/admin/audit-logs", None, READ),
@@ -36,12 +39,15 @@ async fn every_operation_answers_by_permission(backend: Backend) {
         row("POST", "/api/v1/admin/users/bulk-update", Some(json!({"userIds": [], "updates": {}})), WRITE),
         row("GET", "/api/v1/admin/feature-flags", None, READ),
         row("PUT", "/api/v1/admin/feature-flags/new-search", empty(), WRITE),
+        row("DELETE", "/api/v1/admin/feature-flags/no-such-flag", None, DELETE),
         row("GET", "/api/v1/admin/reports/user-activity", None, READ),
         row("GET", "/api/v1/admin/reports/moderation", None, READ),
         row("POST", "/api/v1/admin/system/maintenance", Some(json!({"action": "nap"})), WRITE),
         row("GET", "/api/v1/admin/posts", None, READ),
         row("POST", "/api/v1/admin/posts/1/moderate", Some(json!({"action": "smite"})), WRITE),
         row("POST", "/api/v1/admin/notifications/broadcast", empty(), WRITE),
+        row("GET", "/api/v1/admin/notifications/broadcasts", None, READ),
+        row("DELETE", "/api/v1/admin/notifications/broadcasts/999999", None, DELETE),
     ];
     assert_statuses(&server, &actors, rows).await;
 }
@@ -199,6 +205,40 @@ async fn the_audit_trail_filters_and_pages(backend: Backend) {
         assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{bad}: {body}");
         assert!(body["error"]["field"].is_string(), "{bad}: {body}");
     }
+}
+
+/// A `VALIDATION_ERROR` carries `details` as one object, the first
+/// problem, and `errors` with every problem (DECISIONS.md, "Closing the
+/// loops").
+async fn validation_errors_name_the_first_problem_and_list_all(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let token = server.mint("admin@example.com", "admin:read");
+    let (status, body) = read(
+        &server,
+        As::Token(&token),
+        "/api/v1/admin/audit-logs?limit=0&offset=-1",
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["success"], false, "{body}");
+    let error = &body["error"];
+    assert_eq!(error["code"], "VALIDATION_ERROR", "{body}");
+    assert_eq!(error["details"]["field"], "limit", "{body}");
+    assert!(error["details"]["reason"].is_string(), "{body}");
+    assert_eq!(
+        error["details"].as_object().map(|details| details.len()),
+        Some(2),
+        "details holds only field and reason: {body}"
+    );
+    let errors = error["errors"].as_array().expect("an errors array");
+    let fields: Vec<&Value> = errors.iter().map(|problem| &problem["field"]).collect();
+    assert_eq!(fields, [&json!("limit"), &json!("offset")], "{body}");
+    assert!(
+        errors.iter().all(|problem| problem["reason"].is_string()),
+        "{body}"
+    );
+    assert_eq!(errors[0], error["details"], "{body}");
 }
 
 async fn each_admin_is_counted_in_their_tier(backend: Backend) {

@@ -1,7 +1,9 @@
-//! Alerts (issue #15): broadcasts reach their audience in `GET /api/alerts`
+//! Alerts: broadcasts reach their audience in `GET /api/alerts`
 //! (now, or once at their scheduled time even with two instances), a
 //! moderator's `notifyAuthor` reaches the author, and a user dismisses
-//! their own alerts only; `GET /api/alerts/stream` sends them live.
+//! their own alerts only; `GET /api/alerts/stream` sends them live. Admins
+//! list the broadcasts and withdraw a scheduled one, which is then never
+//! delivered.
 
 use std::time::{Duration, Instant};
 
@@ -26,6 +28,10 @@ on_both_databases!(
     a_ban_through_one_instance_ends_a_stream_open_on_another,
     a_demoted_admins_stream_gets_no_later_admin_broadcast,
     one_user_holds_at_most_five_streams_even_without_rate_limits,
+    broadcasts_are_listed_newest_first_with_their_status,
+    a_cancelled_broadcast_is_never_delivered,
+    a_delivered_broadcast_cannot_be_cancelled,
+    a_cancellation_racing_the_delivery_lets_exactly_one_happen,
 );
 
 async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
@@ -802,5 +808,268 @@ async fn one_user_holds_at_most_five_streams_even_without_rate_limits(backend: B
         }
         let (status, body) = try_open_stream(&server, &second_device).await;
         assert_eq!(status, 200, "{env:?}: {body}");
+    }
+}
+
+/// An RFC 3339 time `days` from now.
+fn days_ahead(days: i64) -> String {
+    (time::OffsetDateTime::now_utc() + time::Duration::days(days))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+/// `DELETE /api/v1/admin/notifications/broadcasts/{id}` as `token`.
+async fn cancel(server: &TestServer, token: &str, id: &str) -> (u16, Value) {
+    let response = server
+        .send(
+            As::Token(token),
+            "DELETE",
+            &format!("/api/v1/admin/notifications/broadcasts/{id}"),
+            None,
+        )
+        .await;
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON body"))
+}
+
+async fn broadcast_list(server: &TestServer, token: &str, query: &str) -> Value {
+    let response = server
+        .send(
+            As::Token(token),
+            "GET",
+            &format!("/api/v1/admin/notifications/broadcasts{query}"),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("a JSON body")
+}
+
+/// A scheduled broadcast to everyone, due in a day: its id.
+async fn scheduled(server: &TestServer, token: &str, title: &str) -> String {
+    let (status, body) = broadcast(
+        server,
+        token,
+        json!({"title": title, "message": "Later", "schedule": days_ahead(1)}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+async fn broadcasts_are_listed_newest_first_with_their_status(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let admin_id = server.create_user("admin@example.com", PASSWORD, "admin");
+    let (user_id, _) = member(&server, "user@example.com", "user").await;
+    let writer = server.mint("admin@example.com", "admin:write");
+    let reader = server.mint("admin@example.com", "admin:read");
+    let deleter = server.mint("admin@example.com", "admin:delete");
+
+    let (status, body) = broadcast(
+        &server,
+        &writer,
+        json!({"title": "Now", "message": "Hello all", "type": "warning"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let delivered = body["data"]["id"].as_str().unwrap().to_owned();
+    let schedule = days_ahead(2);
+    let (status, body) = broadcast(
+        &server,
+        &writer,
+        json!({"title": "Later", "message": "Soon", "targets": [user_id.to_string(), "moderator", "all"], "schedule": schedule}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let waiting = body["data"]["id"].as_str().unwrap().to_owned();
+    let withdrawn = scheduled(&server, &writer, "Withdrawn").await;
+    assert_eq!(cancel(&server, &deleter, &withdrawn).await.0, 200);
+    // A moderator's note to one user is an alert, not a broadcast.
+    let db = server.domain().await;
+    db.write(|tx| {
+        Box::pin(async move {
+            plaza_domain::alerts::notify_user(
+                tx,
+                user_id,
+                plaza_domain::alerts::AlertType::Info,
+                "Note",
+                "About your post",
+                user_id,
+                now_millis(),
+            )
+            .await
+        })
+    })
+    .await
+    .unwrap();
+
+    let list = broadcast_list(&server, &reader, "").await;
+    assert_eq!(list["success"], true);
+    assert_eq!(
+        list["meta"]["pagination"],
+        json!({"total": 3, "limit": 50, "offset": 0, "hasMore": false})
+    );
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [&withdrawn, &waiting, &delivered], "newest first");
+    let [cancelled_item, waiting_item, delivered_item] = [0, 1, 2].map(|i| &list["data"][i]);
+    assert_eq!(cancelled_item["status"], "cancelled");
+    assert!(cancelled_item["recipients"].is_null());
+    assert!(cancelled_item["cancelledAt"].is_string());
+    assert_eq!(waiting_item["status"], "scheduled");
+    assert_eq!(waiting_item["title"], "Later");
+    assert_eq!(waiting_item["message"], "Soon");
+    assert_eq!(waiting_item["type"], "info");
+    assert_eq!(
+        waiting_item["targets"],
+        json!(["all", "moderator", user_id.to_string()])
+    );
+    let due = |text: &Value| {
+        time::OffsetDateTime::parse(
+            text.as_str().expect("a time"),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+        .unix_timestamp()
+    };
+    assert_eq!(due(&waiting_item["schedule"]), due(&json!(schedule)));
+    assert!(waiting_item["recipients"].is_null() && waiting_item["deliveredAt"].is_null());
+    assert_eq!(delivered_item["status"], "delivered");
+    assert_eq!(delivered_item["type"], "warning");
+    assert_eq!(delivered_item["targets"], json!(["all"]));
+    assert_eq!(delivered_item["recipients"], 2, "the admin and the user");
+    assert!(delivered_item["schedule"].is_null());
+    for item in list["data"].as_array().unwrap() {
+        assert_eq!(item["createdBy"], admin_id.to_string(), "{item}");
+        assert!(item["createdAt"].is_string(), "{item}");
+    }
+
+    let page = broadcast_list(&server, &reader, "?limit=1&offset=1").await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 1);
+    assert_eq!(page["data"][0]["id"], waiting);
+    assert_eq!(page["meta"]["pagination"]["hasMore"], true);
+    let response = server
+        .send(
+            As::Token(&reader),
+            "GET",
+            "/api/v1/admin/notifications/broadcasts?limit=0",
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 422);
+}
+
+async fn a_cancelled_broadcast_is_never_delivered(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let admin_id = server.create_user("admin@example.com", PASSWORD, "admin");
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let writer = server.mint("admin@example.com", "admin:write");
+    let deleter = server.mint("admin@example.com", "admin:delete");
+    let reader = server.mint("admin@example.com", "admin:read");
+    let id = scheduled(&server, &writer, "Withdrawn").await;
+
+    let (status, body) = cancel(&server, &writer, &id).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["requiredPermission"], "admin:delete");
+    let (status, body) = cancel(&server, &deleter, &id).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["data"]["id"], id);
+    assert_eq!(body["data"]["status"], "cancelled");
+    assert_eq!(body["data"]["title"], "Withdrawn");
+
+    let later = now_millis() + 2 * 86_400_000;
+    let db = server.domain().await;
+    assert_eq!(
+        db.deliver_due_broadcasts(later).await.unwrap(),
+        0,
+        "the delivery job passes it by"
+    );
+    assert!(alerts(&server, &user).await.is_empty());
+    let list = broadcast_list(&server, &reader, "").await;
+    assert_eq!(list["data"][0]["status"], "cancelled");
+
+    let (status, body) = cancel(&server, &deleter, &id).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "INVALID_TRANSITION");
+    let (status, body) = cancel(&server, &deleter, "999999").await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+
+    let trail = server
+        .send(
+            As::Token(&reader),
+            "GET",
+            "/api/v1/admin/audit-logs?action=broadcast.cancel",
+            None,
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(trail["meta"]["pagination"]["total"], 1, "{trail}");
+    let entry = &trail["data"][0];
+    assert_eq!(entry["adminId"], admin_id.to_string());
+    assert_eq!(entry["surface"], "v1");
+    assert_eq!(entry["targetType"], "broadcast");
+    assert_eq!(entry["targetId"], id);
+    assert_eq!(
+        entry["changes"]["status"],
+        json!({"before": "scheduled", "after": "cancelled"})
+    );
+}
+
+async fn a_delivered_broadcast_cannot_be_cancelled(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let writer = server.mint("admin@example.com", "admin:write");
+    let deleter = server.mint("admin@example.com", "admin:delete");
+    let (status, body) = broadcast(
+        &server,
+        &writer,
+        json!({"title": "Sent", "message": "Already out"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["data"]["id"].as_str().unwrap().to_owned();
+
+    let (status, body) = cancel(&server, &deleter, &id).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["success"], false);
+    assert_eq!(body["error"]["code"], "INVALID_TRANSITION");
+    assert_eq!(titles(&alerts(&server, &user).await), ["Sent"]);
+    let reader = server.mint("admin@example.com", "admin:read");
+    let list = broadcast_list(&server, &reader, "").await;
+    assert_eq!(list["data"][0]["status"], "delivered");
+}
+
+async fn a_cancellation_racing_the_delivery_lets_exactly_one_happen(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let writer = server.mint("admin@example.com", "admin:write");
+    let deleter = server.mint("admin@example.com", "admin:delete");
+    let db = server.domain().await;
+    let later = now_millis() + 2 * 86_400_000;
+    for round in 0..5 {
+        let id = scheduled(&server, &writer, &format!("Race {round}")).await;
+        let ((status, body), delivered) = tokio::join!(
+            cancel(&server, &deleter, &id),
+            db.deliver_due_broadcasts(later)
+        );
+        let delivered = delivered.unwrap();
+        match status {
+            200 => assert_eq!(delivered, 0, "cancelled, yet delivered: {body}"),
+            409 => assert_eq!(delivered, 1, "refused, yet not delivered: {body}"),
+            other => panic!("{other}: {body}"),
+        }
+        let shown =
+            titles(&alerts(&server, &user).await).contains(&format!("Race {round}").as_str());
+        assert_eq!(shown, delivered == 1, "round {round}");
     }
 }

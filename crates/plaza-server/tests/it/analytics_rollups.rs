@@ -1,4 +1,4 @@
-//! The analytics rollups (issue #17): every dashboard figure read through
+//! The analytics rollups: every dashboard figure read through
 //! the rollups equals the same figure counted event by event, over periods
 //! with ragged and aligned ends, with and without filters, after the
 //! retention purge has subtracted events, and after a rebuild.

@@ -130,7 +130,23 @@ async fn refused_and_unchanged_requests_leave_no_entry(backend: Backend) {
 
 async fn command_line_actions_are_audited(backend: Backend) {
     let server = TestServer::start(backend).await;
-    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let output = server.cli_with_env(
+        &[("USER", "operator")],
+        &[
+            "user",
+            "create",
+            "--email",
+            "root@example.com",
+            "--password",
+            PASSWORD,
+            "--role",
+            "super_admin",
+            "--username",
+            "root",
+        ],
+    );
+    assert!(output.status.success());
+    let root_id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let output = server.cli(&[
         "token",
         "--email",
@@ -146,9 +162,55 @@ async fn command_line_actions_are_audited(backend: Backend) {
         .iter()
         .map(|entry| (entry.action.as_str(), entry.surface.as_str()))
         .collect();
-    assert_eq!(actions, [("user.ban", "cli"), ("admin_token.mint", "cli")]);
+    assert_eq!(
+        actions,
+        [
+            ("user.ban", "cli"),
+            ("admin_token.mint", "cli"),
+            ("user.create", "cli")
+        ]
+    );
     let minted: serde_json::Value = serde_json::from_str(&recorded[1].changes).unwrap();
     assert_eq!(minted["permissions"], json!(["admin:read"]));
+
+    // The creation, as the audit trail shows it: no Plaza account acted
+    // (the command line's operator is whoever can run it); the user agent
+    // names the command and the operating-system account.
+    assert!(
+        server
+            .cli(&["user", "unban", "--email", "root@example.com"])
+            .status
+            .success()
+    );
+    let token = server.mint("root@example.com", "admin:read");
+    let response = server
+        .send(
+            As::Token(&token),
+            "GET",
+            "/api/v1/admin/audit-logs?action=user.create",
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let trail: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(trail["meta"]["pagination"]["total"], 1, "{trail}");
+    let entry = &trail["data"][0];
+    assert_eq!(entry["surface"], "cli");
+    assert!(
+        entry.get("adminId").is_none_or(|id| id.is_null()),
+        "{entry}"
+    );
+    assert_eq!(entry["targetType"], "user");
+    assert_eq!(entry["targetId"], root_id);
+    assert_eq!(
+        entry["changes"],
+        json!({"after": {"email": "root@example.com", "username": "root", "role": "super_admin"}})
+    );
+    let agent = entry["userAgent"].as_str().unwrap_or_default();
+    assert!(
+        agent.starts_with("plaza-cli/") && agent.ends_with("(os user operator)"),
+        "{entry}"
+    );
 }
 
 async fn a_unit_of_work_failing_before_its_commit_leaves_nothing(backend: Backend) {

@@ -1,5 +1,4 @@
-//! Rules every client input keeps, whatever route it takes (issue 44,
-//! findings 12, 13 and 22): a NUL byte in a query parameter, a path
+//! Rules every client input keeps, whatever route it takes: a NUL byte in a query parameter, a path
 //! parameter or a body field is refused in the answering surface's shape;
 //! date parameters are read in the years 1970–9999 without overflowing;
 //! a permission's metadata and dependencies are bounded.
@@ -144,7 +143,7 @@ fn emoji_form_with_nul_category() -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-/// Every route finding 12 named, a path parameter, and each other carrier
+/// Every route that reads text a client sends, a path parameter, and each other carrier
 /// of text (forms, multipart, the analytics body, the image and plain
 /// surfaces), each with a NUL byte: refused naming the field, in the
 /// surface's shape, never a 500. On PostgreSQL most of these reached a

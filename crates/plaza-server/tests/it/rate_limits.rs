@@ -1,4 +1,4 @@
-//! Rate limits (SPEC.md "Limits", issue #14): each limit's boundary, per-user
+//! Rate limits (SPEC.md "Limits"): each limit's boundary, per-user
 //! against per-address counting, trusted proxies, IPv6 /64 grouping, the
 //! 429 of every surface, the unlimited probes, and Redis shared by two
 //! processes (over TLS too), stopped and started again.

@@ -11,7 +11,7 @@ use plaza_domain::time::now_millis;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::auth::AnalyticsViewer;
+use crate::auth::{Administrator, ReadAnalytics};
 use crate::http::csv_cells;
 use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
@@ -210,12 +210,12 @@ struct DashboardQuery {
         (status = 200, description = "The dashboard (`format=csv`: `text/csv` with a header row)", body = Dashboard),
         (status = 400, description = "A bad parameter; `details` lists each", body = AdminError),
         (status = 401, description = "Not signed in, and no valid admin token", body = AdminError),
-        (status = 403, description = "Not an administrator", body = AdminError),
+        (status = 403, description = "Not an administrator holding `analytics:read`", body = AdminError),
     )
 )]
 pub async fn analytics_dashboard(
     State(state): State<AppState>,
-    _viewer: AnalyticsViewer,
+    _viewer: Administrator<ReadAnalytics>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, AppError> {
     let query = parse_query(query.as_deref().unwrap_or(""))?;

@@ -19,8 +19,9 @@ use emojis::{
     pending_emojis, reject_emoji,
 };
 use permissions::{
-    __path_create_permission, __path_list_permissions, __path_list_roles, create_permission,
-    list_permissions, list_roles,
+    __path_create_permission, __path_grant_role_permissions, __path_list_permissions,
+    __path_list_roles, __path_update_permission, create_permission, grant_role_permissions,
+    list_permissions, list_roles, update_permission,
 };
 use stats::{__path_system_stats, system_stats};
 use users::{
@@ -44,7 +45,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
             list_permissions,
             create_permission
         ))
+        .routes(crate::documented_routes!(update_permission))
         .routes(crate::documented_routes!(list_roles))
+        .routes(crate::documented_routes!(grant_role_permissions))
         .routes(crate::documented_routes!(pending_emojis))
         .routes(crate::documented_routes!(approve_emoji))
         .routes(crate::documented_routes!(reject_emoji))

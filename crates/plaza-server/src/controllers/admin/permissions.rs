@@ -1,26 +1,30 @@
 //! `/api/admin/permissions` and `/api/admin/roles` (SPEC.md "Permission",
 //! "Role", and the permission and role operations whose paths DECISIONS.md
-//! gives).
+//! gives): the lists, creating and changing a permission, and replacing a
+//! role's grants, the writes under `permissions:manage`.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
+use plaza_domain::grants::{MAX_GRANTS_PER_ROLE, PermissionStatus};
 use plaza_domain::listing::{Page, SortOrder};
+use plaza_domain::locks::Resource;
 use plaza_domain::permissions::{
     self, MAX_DEPENDENCIES, MAX_DEPENDENCY_CHARS, MAX_METADATA_BYTES, MAX_METADATA_DEPTH,
-    NewPermission, PermissionFilter, PermissionItem, PermissionSort, RISK_LEVELS, STATUSES,
+    NewPermission, PermissionChanges, PermissionFilter, PermissionItem, PermissionSort,
+    RISK_LEVELS, STATUSES,
 };
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::users::{PagePosition, finish, page_and_limit};
+use super::users::{PagePosition, finish, lock_ttl, page_and_limit};
 use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
 use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, IdPath, TextPath};
 use crate::state::AppState;
 
 /// A permission with who holds it (DECISIONS.md "Permission item").
@@ -261,8 +265,9 @@ pub struct PermissionCreated {
     request_body = NewPermissionBody,
     responses(
         (status = 201, description = "Created", body = PermissionCreated),
-        (status = 400, description = "`Invalid request body`; `details` lists each problem (a dependency that does not exist or would form a cycle among them)", body = AdminError),
+        (status = 400, description = "`Invalid request body`; `details` lists each problem", body = AdminError),
         (status = 409, description = "A permission with this name exists", body = AdminError),
+        (status = 422, description = "`Validation error`: a dependency that does not exist, or dependencies that would form a cycle (named in `details`)", body = AdminError),
     )
 )]
 pub async fn create_permission(
@@ -298,63 +303,99 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// The text in `value` if it is a string of `min` to `max` characters
+/// without control characters; otherwise the problem is added to
+/// `problems`. A missing value is a problem only when `required`.
+fn text_field(
+    problems: &mut Vec<FieldError>,
+    field: &str,
+    value: &Option<Value>,
+    required: bool,
+    (min, max): (usize, usize),
+) -> Option<String> {
+    let value = match value {
+        None if !required => return None,
+        None => {
+            problems.push(FieldError::new(field, "is required").with_kind(
+                "invalid_type",
+                "string",
+                "undefined",
+            ));
+            return None;
+        }
+        Some(value) => value,
+    };
+    let Some(text) = value.as_str() else {
+        problems.push(
+            FieldError::new(field, format!("must be a string, not {}", type_name(value)))
+                .with_kind("invalid_type", "string", type_name(value)),
+        );
+        return None;
+    };
+    let length = text.chars().count();
+    if length < min {
+        problems.push(
+            FieldError::new(field, format!("must be at least {min} characters")).with_kind(
+                "too_small",
+                format!(">= {min} characters"),
+                format!("{length} characters"),
+            ),
+        );
+    } else if length > max {
+        problems.push(
+            FieldError::new(field, format!("must be at most {max} characters")).with_kind(
+                "too_big",
+                format!("<= {max} characters"),
+                format!("{length} characters"),
+            ),
+        );
+    } else if text.chars().any(char::is_control) {
+        problems.push(
+            FieldError::new(field, "must not hold control characters").with_kind(
+                "invalid_string",
+                "printable text",
+                "control characters",
+            ),
+        );
+    }
+    Some(text.to_owned())
+}
+
+/// Lengths of the texts of a permission, in characters.
+const NAME_CHARS: (usize, usize) = (1, 100);
+const DISPLAY_NAME_CHARS: (usize, usize) = (1, 200);
+const DESCRIPTION_CHARS: (usize, usize) = (0, 2000);
+const CATEGORY_CHARS: (usize, usize) = (1, 50);
+const RISK_LEVEL_CHARS: (usize, usize) = (1, 20);
+const REASON_CHARS: (usize, usize) = (0, 1000);
+
+/// `risk_level`'s problem, if it is not one of [`RISK_LEVELS`].
+fn check_risk_level(problems: &mut Vec<FieldError>, level: &Option<String>) {
+    if let Some(level) = level
+        && !RISK_LEVELS.contains(&level.as_str())
+    {
+        problems.push(
+            FieldError::new("risk_level", "must be low, medium, high or critical").with_kind(
+                "invalid_enum_value",
+                "low | medium | high | critical",
+                level.clone(),
+            ),
+        );
+    }
+}
+
 /// Checks every field of the Permission table, naming each problem.
 fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppError> {
     let mut problems = Vec::new();
-    let mut text = |field: &str, value: &Option<Value>, required: bool, min: usize, max: usize| {
-        let value = match value {
-            None if !required => return None,
-            None => {
-                problems.push(FieldError::new(field, "is required").with_kind(
-                    "invalid_type",
-                    "string",
-                    "undefined",
-                ));
-                return None;
-            }
-            Some(value) => value,
-        };
-        let Some(text) = value.as_str() else {
-            problems.push(
-                FieldError::new(field, format!("must be a string, not {}", type_name(value)))
-                    .with_kind("invalid_type", "string", type_name(value)),
-            );
-            return None;
-        };
-        let length = text.chars().count();
-        if length < min {
-            problems.push(
-                FieldError::new(field, format!("must be at least {min} characters")).with_kind(
-                    "too_small",
-                    format!(">= {min} characters"),
-                    format!("{length} characters"),
-                ),
-            );
-        } else if length > max {
-            problems.push(
-                FieldError::new(field, format!("must be at most {max} characters")).with_kind(
-                    "too_big",
-                    format!("<= {max} characters"),
-                    format!("{length} characters"),
-                ),
-            );
-        } else if text.chars().any(char::is_control) {
-            problems.push(
-                FieldError::new(field, "must not hold control characters").with_kind(
-                    "invalid_string",
-                    "printable text",
-                    "control characters",
-                ),
-            );
-        }
-        Some(text.to_owned())
+    let mut text = |field: &str, value: &Option<Value>, required: bool, lengths| {
+        text_field(&mut problems, field, value, required, lengths)
     };
-    let name = text("name", &body.name, true, 1, 100);
-    let display_name = text("display_name", &body.display_name, true, 1, 200);
-    let description = text("description", &body.description, false, 0, 2000);
-    let category = text("category", &body.category, true, 1, 50);
-    let risk_level = text("risk_level", &body.risk_level, false, 1, 20);
-    let reason = text("reason", &body.reason, false, 0, 1000);
+    let name = text("name", &body.name, true, NAME_CHARS);
+    let display_name = text("display_name", &body.display_name, true, DISPLAY_NAME_CHARS);
+    let description = text("description", &body.description, false, DESCRIPTION_CHARS);
+    let category = text("category", &body.category, true, CATEGORY_CHARS);
+    let risk_level = text("risk_level", &body.risk_level, false, RISK_LEVEL_CHARS);
+    let reason = text("reason", &body.reason, false, REASON_CHARS);
     if let Some(name) = &name
         && !name.is_empty()
         && !name
@@ -369,17 +410,7 @@ fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppEr
             ),
         );
     }
-    if let Some(level) = &risk_level
-        && !RISK_LEVELS.contains(&level.as_str())
-    {
-        problems.push(
-            FieldError::new("risk_level", "must be low, medium, high or critical").with_kind(
-                "invalid_enum_value",
-                "low | medium | high | critical",
-                level.clone(),
-            ),
-        );
-    }
+    check_risk_level(&mut problems, &risk_level);
     let is_inheritable = match &body.is_inheritable {
         None => false,
         Some(Value::Bool(flag)) => *flag,
@@ -507,10 +538,13 @@ pub struct RoleView {
     pub name: String,
     pub display_name: String,
     pub description: String,
+    /// Names of the permissions granted to the role (whatever their
+    /// status), by name.
+    pub permissions: Vec<String>,
 }
 
-/// The assignable roles, lowest first; `super_admin` is granted only from
-/// the command line or the database and is left out.
+/// The assignable roles, lowest first, each with its grants; `super_admin`
+/// is granted only from the command line or the database and is left out.
 #[utoipa::path(
     get,
     path = "/api/admin/roles",
@@ -530,7 +564,253 @@ pub async fn list_roles(
                 name: role.name,
                 display_name: role.display_name,
                 description: role.description,
+                permissions: role.permissions,
             })
             .collect(),
     ))
+}
+
+/// A change of a permission: any of its fields. Fields are read as any
+/// JSON, so a wrong type is one of the problems listed.
+#[derive(Deserialize, ToSchema)]
+pub struct PermissionChangeBody {
+    /// `active`, `disabled` or `archived`. Only an active permission gives
+    /// its holders anything; an archived one changes no more.
+    #[schema(value_type = Option<String>)]
+    status: Option<Value>,
+    /// 1 to 200 characters.
+    #[schema(value_type = Option<String>)]
+    display_name: Option<Value>,
+    /// At most 2000 characters.
+    #[schema(value_type = Option<String>)]
+    description: Option<Value>,
+    /// `low`, `medium`, `high` or `critical`.
+    #[schema(value_type = Option<String>)]
+    risk_level: Option<Value>,
+    /// Recorded in the audit trail; at most 1000 characters.
+    #[schema(value_type = Option<String>)]
+    reason: Option<Value>,
+}
+
+/// Change a permission's status, display name, description or risk level
+/// (audited as `permission.update`). An archived permission changes no
+/// more; archiving waits for the permissions that depend on it and takes
+/// the permission from every role and user holding it.
+#[utoipa::path(
+    patch,
+    path = "/api/admin/permissions/{id}",
+    tag = "admin-dashboard",
+    params(("id" = i64, Path, description = "The permission's numeric `id`")),
+    request_body = PermissionChangeBody,
+    responses(
+        (status = 200, description = "The permission as it is now", body = PermissionView),
+        (status = 400, description = "`Invalid request body`; `details` lists each problem (nothing to change is one)", body = AdminError),
+        (status = 404, description = "No such permission", body = AdminError),
+        (status = 409, description = "The permission is archived, or archiving it waits for permissions that depend on it", body = AdminError),
+        (status = 423, description = "Another admin is changing this permission", body = AdminError),
+    )
+)]
+pub async fn update_permission(
+    State(state): State<AppState>,
+    admin: Administrator<ManagePermissions>,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    AppJson(body): AppJson<PermissionChangeBody>,
+) -> Result<AppJson<PermissionView>, AppError> {
+    let changes = check_permission_change(&body)?;
+    let ttl = lock_ttl(&state);
+    let permission = state
+        .db
+        .write_locked(
+            Resource::Permission(id),
+            admin.actor.user_id,
+            ttl,
+            move |tx| Box::pin(async move { permissions::update(tx, &context, id, changes).await }),
+        )
+        .await?;
+    Ok(AppJson(permission.into()))
+}
+
+/// Checks each field of a permission change, naming each problem.
+fn check_permission_change(body: &PermissionChangeBody) -> Result<PermissionChanges, AppError> {
+    let mut problems = Vec::new();
+    let status = text_field(&mut problems, "status", &body.status, false, (1, 20));
+    let display_name = text_field(
+        &mut problems,
+        "display_name",
+        &body.display_name,
+        false,
+        DISPLAY_NAME_CHARS,
+    );
+    let description = text_field(
+        &mut problems,
+        "description",
+        &body.description,
+        false,
+        DESCRIPTION_CHARS,
+    );
+    let risk_level = text_field(
+        &mut problems,
+        "risk_level",
+        &body.risk_level,
+        false,
+        RISK_LEVEL_CHARS,
+    );
+    let reason = text_field(&mut problems, "reason", &body.reason, false, REASON_CHARS);
+    check_risk_level(&mut problems, &risk_level);
+    let status = status.and_then(|status| {
+        let parsed = PermissionStatus::parse(&status);
+        if parsed.is_none() {
+            problems.push(
+                FieldError::new("status", "must be active, disabled or archived").with_kind(
+                    "invalid_enum_value",
+                    STATUSES.join(" | "),
+                    status,
+                ),
+            );
+        }
+        parsed
+    });
+    if problems.is_empty()
+        && status.is_none()
+        && display_name.is_none()
+        && description.is_none()
+        && risk_level.is_none()
+    {
+        problems.push(
+            FieldError::new(
+                "body",
+                "nothing to change: give status, display_name, description or risk_level",
+            )
+            .with_kind("custom", "at least one field", "none"),
+        );
+    }
+    finish(problems)?;
+    Ok(PermissionChanges {
+        status,
+        display_name,
+        description,
+        risk_level,
+        reason,
+    })
+}
+
+/// A role's new list of grants. Fields are read as any JSON, so a wrong
+/// type is one of the problems listed.
+#[derive(Deserialize, ToSchema)]
+pub struct RoleGrantsBody {
+    /// Names of every permission the role is to hold (each at most 100
+    /// characters; a name given twice counts once; at most 500). The
+    /// dependencies of each must be in the list too.
+    #[schema(value_type = Vec<String>)]
+    permissions: Option<Value>,
+    /// Recorded in the audit trail; at most 1000 characters.
+    #[schema(value_type = Option<String>)]
+    reason: Option<Value>,
+}
+
+/// A role's grants.
+#[derive(Serialize, ToSchema)]
+pub struct RoleGrantsView {
+    /// The role's name.
+    pub role: String,
+    /// Names of the permissions the role holds, by name.
+    pub permissions: Vec<String>,
+}
+
+/// Replace the permissions granted to a role (audited as
+/// `role.permissions.update` with the lists before and after). Every
+/// holder of the role has the new grants on the next request, on every
+/// instance.
+#[utoipa::path(
+    put,
+    path = "/api/admin/roles/{role}/permissions",
+    tag = "admin-dashboard",
+    params(("role" = String, Path, description = "The role's name: `user`, `moderator` or `admin`", example = "moderator")),
+    request_body = RoleGrantsBody,
+    responses(
+        (status = 200, description = "The role's grants as they are now", body = RoleGrantsView),
+        (status = 400, description = "`Invalid request body`; `details` lists each problem", body = AdminError),
+        (status = 403, description = "Without `permissions:manage`, or the role is `super_admin`, whose grants cannot be changed", body = AdminError),
+        (status = 404, description = "No such role", body = AdminError),
+        (status = 422, description = "`Validation error`: a name no permission has, an archived permission, or a permission whose dependency the list leaves out (named in `details`)", body = AdminError),
+        (status = 423, description = "Another admin is changing this role's grants", body = AdminError),
+    )
+)]
+pub async fn grant_role_permissions(
+    State(state): State<AppState>,
+    admin: Administrator<ManagePermissions>,
+    RequestAudit(context): RequestAudit,
+    TextPath(role): TextPath,
+    AppJson(body): AppJson<RoleGrantsBody>,
+) -> Result<AppJson<RoleGrantsView>, AppError> {
+    let (requested, reason) = check_role_grants(&body)?;
+    let role_id = state.db.role_id(&role).await?;
+    let ttl = lock_ttl(&state);
+    let granted = state
+        .db
+        .write_locked(
+            Resource::Role(role_id),
+            admin.actor.user_id,
+            ttl,
+            move |tx| {
+                Box::pin(async move {
+                    permissions::grant_to_role(tx, &context, &role, requested, reason).await
+                })
+            },
+        )
+        .await?;
+    Ok(AppJson(RoleGrantsView {
+        role: granted.role,
+        permissions: granted.permissions,
+    }))
+}
+
+/// Checks a role's new list of grants: the distinct names, and the reason.
+fn check_role_grants(body: &RoleGrantsBody) -> Result<(Vec<String>, Option<String>), AppError> {
+    let mut problems = Vec::new();
+    let reason = text_field(&mut problems, "reason", &body.reason, false, REASON_CHARS);
+    let mut names: Vec<String> = Vec::new();
+    match &body.permissions {
+        None => problems.push(FieldError::new("permissions", "is required").with_kind(
+            "invalid_type",
+            "array",
+            "undefined",
+        )),
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                let field = format!("permissions.{index}");
+                let Some(name) =
+                    text_field(&mut problems, &field, &Some(item.clone()), true, NAME_CHARS)
+                else {
+                    continue;
+                };
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            if names.len() > MAX_GRANTS_PER_ROLE {
+                problems.push(
+                    FieldError::new(
+                        "permissions",
+                        format!("must name at most {MAX_GRANTS_PER_ROLE} permissions"),
+                    )
+                    .with_kind(
+                        "too_big",
+                        format!("<= {MAX_GRANTS_PER_ROLE} names"),
+                        format!("{} names", names.len()),
+                    ),
+                );
+            }
+        }
+        Some(other) => problems.push(
+            FieldError::new("permissions", "must be an array of permission names").with_kind(
+                "invalid_type",
+                "array",
+                type_name(other),
+            ),
+        ),
+    }
+    finish(problems)?;
+    Ok((names, reason))
 }

@@ -512,7 +512,8 @@ pub async fn unban_user(
     }))
 }
 
-fn lock_ttl(state: &AppState) -> std::time::Duration {
+/// How long an admin's edit lock lasts (`admin_lock_ttl_secs`).
+pub(super) fn lock_ttl(state: &AppState) -> std::time::Duration {
     std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
 }
 

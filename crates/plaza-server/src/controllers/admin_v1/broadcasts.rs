@@ -1,27 +1,29 @@
 //! `POST /api/v1/admin/notifications/broadcast`: an admin's message to
 //! every user, some roles or some users, shown in their `GET /api/alerts`,
-//! now or at a scheduled time.
+//! now or at a scheduled time; `GET /api/v1/admin/notifications/broadcasts`
+//! lists them, and `DELETE …/broadcasts/{id}` withdraws a scheduled one.
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use plaza_domain::alerts::{self, AlertType, Audience, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS};
+use plaza_domain::alerts::{
+    self, AlertType, Audience, Broadcast, BroadcastStatus, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS,
+};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy::{self, Actor};
-use plaza_domain::time::now_millis;
+use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
-use super::Envelope;
+use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit, authorize};
-use crate::controllers::params::{Problems, TextRule, check_text};
+use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
-use crate::http::extract::AppJson;
+use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
-use plaza_domain::time::rfc3339;
 
 /// Most entries in `targets`.
 const MAX_TARGETS: usize = 1000;
@@ -59,16 +61,156 @@ pub struct BroadcastItem {
     pub message: String,
     #[serde(rename = "type")]
     pub alert_type: String,
+    /// `"all"`, then role names, then user ids (a deleted user's id leaves
+    /// the list).
+    #[schema(example = json!(["all"]))]
     pub targets: Vec<String>,
-    /// `delivered` or `scheduled`.
+    /// `scheduled`, `delivered` or `cancelled`.
     #[schema(example = "delivered")]
     pub status: String,
-    /// When it is due (scheduled broadcasts).
+    /// When it is due (scheduled broadcasts); null for one sent at once.
     pub schedule: Option<String>,
     /// Active users it reached, once delivered.
     pub recipients: Option<i64>,
     pub created_at: String,
+    /// The id of the admin who sent it; null once their account is deleted.
+    #[schema(example = "1")]
+    pub created_by: Option<String>,
     pub delivered_at: Option<String>,
+    pub cancelled_at: Option<String>,
+}
+
+impl From<&Broadcast> for BroadcastItem {
+    fn from(broadcast: &Broadcast) -> Self {
+        let audience = &broadcast.audience;
+        let targets = audience
+            .everyone
+            .then(|| "all".to_owned())
+            .into_iter()
+            .chain(audience.roles.iter().map(|role| role.as_str().to_owned()))
+            .chain(audience.user_ids.iter().map(i64::to_string))
+            .collect();
+        BroadcastItem {
+            id: broadcast.id.to_string(),
+            title: broadcast.title.clone(),
+            message: broadcast.message.clone(),
+            alert_type: broadcast.alert_type.as_str().to_owned(),
+            targets,
+            status: broadcast.status().as_str().to_owned(),
+            schedule: broadcast.schedule().map(rfc3339),
+            recipients: broadcast.recipient_count,
+            created_at: rfc3339(broadcast.created_at),
+            created_by: broadcast.created_by.map(|id| id.to_string()),
+            delivered_at: broadcast.delivered_at.map(rfc3339),
+            cancelled_at: broadcast.cancelled_at.map(rfc3339),
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BroadcastListQuery {
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Broadcasts to skip, default 0.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+}
+
+/// The broadcasts, newest first, whatever their status.
+#[utoipa::path(
+    get,
+    path = "/api/v1/admin/notifications/broadcasts",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:read"])),
+    params(BroadcastListQuery),
+    responses(
+        (status = 200, description = "A page of broadcasts, newest first", body = ListEnvelope<BroadcastItem>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:read` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 422, description = "`limit` or `offset` is invalid", body = AdminV1Error),
+    )
+)]
+pub async fn list_broadcasts(
+    State(state): State<AppState>,
+    _admin: AdminToken,
+    AppQuery(query): AppQuery<BroadcastListQuery>,
+) -> Result<AppJson<ListEnvelope<BroadcastItem>>, AppError> {
+    let mut problems = Problems::default();
+    let page = params::page_or(
+        &mut problems,
+        query.limit.as_deref(),
+        query.offset.as_deref(),
+        DEFAULT_LIMIT,
+    );
+    problems.finish()?;
+    let found = state.db.broadcasts(page).await?;
+    Ok(AppJson(ListEnvelope::new(
+        found.broadcasts.iter().map(BroadcastItem::from).collect(),
+        Pagination::new(found.total, page),
+    )))
+}
+
+/// Withdraw a scheduled broadcast: it is never delivered. Answers it with
+/// status `cancelled`; audited as `broadcast.cancel`. One delivered (or
+/// cancelled) already is 409 `INVALID_TRANSITION`; when the delivery job
+/// and the cancellation race, exactly one of them takes effect.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/admin/notifications/broadcasts/{id}",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:delete"])),
+    params(("id" = String, Path, description = "The broadcast's id", example = "5")),
+    responses(
+        (status = 200, description = "The broadcast, cancelled", body = Envelope<BroadcastItem>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:delete` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 404, description = "No broadcast has this id (`NOT_FOUND`)", body = AdminV1Error),
+        (status = 409, description = "Delivered or cancelled already (`INVALID_TRANSITION`)", body = AdminV1Error),
+    )
+)]
+pub async fn cancel_broadcast(
+    State(state): State<AppState>,
+    admin: AdminToken,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+) -> Result<AppJson<Envelope<BroadcastItem>>, AppError> {
+    authorize(
+        policy::send_broadcast(Actor {
+            user_id: admin.user_id,
+            role: admin.role,
+        }),
+        "broadcast",
+    )?;
+    let cancelled = state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let cancelled = alerts::cancel_broadcast(tx, id, now_millis()).await?;
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: "broadcast.cancel",
+                        target_type: "broadcast",
+                        target_id: Some(id.to_string()),
+                        changes: json!({
+                            "status": audit::change(
+                                BroadcastStatus::Scheduled.as_str(),
+                                BroadcastStatus::Cancelled.as_str(),
+                            ),
+                            "title": cancelled.title,
+                            "schedule": cancelled.schedule().map(rfc3339),
+                        }),
+                    },
+                )
+                .await?;
+                Ok(cancelled)
+            })
+        })
+        .await?;
+    Ok(AppJson(Envelope::new(BroadcastItem::from(&cancelled))))
 }
 
 /// Send a broadcast: delivered before the answer (201), or stored and
@@ -153,15 +295,13 @@ pub async fn create_broadcast(
         "broadcast",
     )?;
     let new = alerts::NewBroadcast {
-        title: title.clone(),
-        message: message.clone(),
+        title,
+        message,
         alert_type,
         audience,
         created_by: admin.user_id,
         deliver_at,
     };
-    let audited_targets = targets.clone();
-    let audited_title = title.clone();
     let broadcast = state
         .db
         .write(|tx| {
@@ -175,9 +315,9 @@ pub async fn create_broadcast(
                         target_type: "broadcast",
                         target_id: Some(broadcast.id.to_string()),
                         changes: json!({"after": {
-                            "title": audited_title,
+                            "title": broadcast.title,
                             "type": alert_type.as_str(),
-                            "targets": audited_targets,
+                            "targets": targets,
                             "schedule": deliver_at.map(rfc3339),
                             "recipients": broadcast.recipient_count,
                         }}),
@@ -193,24 +333,10 @@ pub async fn create_broadcast(
     } else {
         StatusCode::ACCEPTED
     };
-    let item = BroadcastItem {
-        id: broadcast.id.to_string(),
-        title,
-        message,
-        alert_type: alert_type.as_str().to_owned(),
-        targets,
-        status: if broadcast.delivered_at.is_some() {
-            "delivered"
-        } else {
-            "scheduled"
-        }
-        .to_owned(),
-        schedule: deliver_at.map(rfc3339),
-        recipients: broadcast.recipient_count,
-        created_at: rfc3339(broadcast.created_at),
-        delivered_at: broadcast.delivered_at.map(rfc3339),
-    };
-    Ok((status, AppJson(Envelope::new(item))))
+    Ok((
+        status,
+        AppJson(Envelope::new(BroadcastItem::from(&broadcast))),
+    ))
 }
 
 /// A required text field, trimmed; its problem recorded when missing,

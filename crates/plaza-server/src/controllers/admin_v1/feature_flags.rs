@@ -1,7 +1,10 @@
-//! `GET /api/v1/admin/feature-flags` and `PUT
+//! `GET /api/v1/admin/feature-flags`, `PUT` and `DELETE
 //! /api/v1/admin/feature-flags/{flagName}`: the flags stored in the
-//! database (`plaza_domain::feature_flags`), created or changed by an admin
-//! with the audit entry in the same unit of work.
+//! database (`plaza_domain::feature_flags`), created, changed or removed by
+//! an admin with the audit entry in the same unit of work. A flag is one
+//! row written in one statement, so these writes take no edit lock (edit
+//! locks guard users and posts); the writes of flags queue behind one
+//! another in the database.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -128,6 +131,7 @@ pub async fn list_feature_flags(
 
 /// Creates the flag (201) or updates it (200); audited as
 /// `feature_flag.create` or `feature_flag.update` with before and after.
+/// At most 500 flags exist: creating another is 409.
 #[utoipa::path(
     put,
     path = "/api/v1/admin/feature-flags/{flagName}",
@@ -140,6 +144,7 @@ pub async fn list_feature_flags(
         (status = 201, description = "The flag, created", body = Envelope<FeatureFlagItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
         (status = 403, description = "Not an admin, or no `admin:write` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 409, description = "The flag is new and 500 flags exist already (`CONFLICT`)", body = AdminV1Error),
         (status = 422, description = "A bad flag name, a missing `enabled`, a percentage outside 0..100 or an unknown role", body = AdminV1Error),
     )
 )]
@@ -175,6 +180,7 @@ pub async fn put_feature_flag(
             })
         })
         .await?;
+    state.flag_snapshot.forget();
     let status = if written.created {
         StatusCode::CREATED
     } else {
@@ -182,6 +188,52 @@ pub async fn put_feature_flag(
     };
     let envelope = Envelope::new(FeatureFlagItem::from(&written.flag));
     Ok((status, AppJson(envelope)).into_response())
+}
+
+/// Removes the flag and answers it as it was; audited as
+/// `feature_flag.delete` with the flag's last state. Every caller's answer
+/// from `GET /api/feature-flags` loses it within 5 s.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/admin/feature-flags/{flagName}",
+    tag = "admin",
+    security(("admin_jwt" = ["admin:delete"])),
+    params(("flagName" = String, Path, description = "The flag's name", example = "new-editor")),
+    responses(
+        (status = 200, description = "The flag, removed", body = Envelope<FeatureFlagItem>),
+        (status = 401, description = "No valid admin token", body = AdminV1Error),
+        (status = 403, description = "Not an admin, or no `admin:delete` (`INSUFFICIENT_ADMIN_PERMISSIONS`)", body = AdminV1Error),
+        (status = 404, description = "No flag has this name (`NOT_FOUND`)", body = AdminV1Error),
+    )
+)]
+pub async fn delete_feature_flag(
+    State(state): State<AppState>,
+    _admin: AdminToken,
+    RequestAudit(context): RequestAudit,
+    TextPath(name): TextPath,
+) -> Result<AppJson<Envelope<FeatureFlagItem>>, AppError> {
+    let deleted = state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let deleted = feature_flags::delete(tx, &name).await?;
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: "feature_flag.delete",
+                        target_type: "feature_flag",
+                        target_id: Some(name),
+                        changes: serde_json::json!({"before": feature_flags::snapshot(&deleted)}),
+                    },
+                )
+                .await?;
+                Ok(deleted)
+            })
+        })
+        .await?;
+    state.flag_snapshot.forget();
+    Ok(AppJson(Envelope::new(FeatureFlagItem::from(&deleted))))
 }
 
 /// The flag name and body as the domain takes them, or a 422 naming every

@@ -30,9 +30,13 @@ pub mod users;
 
 use analytics::{__path_platform_analytics, platform_analytics};
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
-use broadcasts::{__path_create_broadcast, create_broadcast};
+use broadcasts::{
+    __path_cancel_broadcast, __path_create_broadcast, __path_list_broadcasts, cancel_broadcast,
+    create_broadcast, list_broadcasts,
+};
 use feature_flags::{
-    __path_list_feature_flags, __path_put_feature_flag, list_feature_flags, put_feature_flag,
+    __path_delete_feature_flag, __path_list_feature_flags, __path_put_feature_flag,
+    delete_feature_flag, list_feature_flags, put_feature_flag,
 };
 use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
 use reports::{
@@ -63,12 +67,17 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(ban_admin_user))
         .routes(crate::documented_routes!(bulk_update_users))
         .routes(crate::documented_routes!(list_feature_flags))
-        .routes(crate::documented_routes!(put_feature_flag))
+        .routes(crate::documented_routes!(
+            put_feature_flag,
+            delete_feature_flag
+        ))
         .routes(crate::documented_routes!(user_activity_report))
         .routes(crate::documented_routes!(moderation_report))
         .routes(crate::documented_routes!(list_admin_posts))
         .routes(crate::documented_routes!(moderate_post))
         .routes(crate::documented_routes!(create_broadcast))
+        .routes(crate::documented_routes!(list_broadcasts))
+        .routes(crate::documented_routes!(cancel_broadcast))
         .routes(crate::documented_routes!(platform_analytics))
 }
 

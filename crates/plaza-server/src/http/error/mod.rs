@@ -94,6 +94,15 @@ pub enum AppError {
         message: String,
         fields: Vec<FieldError>,
     },
+    /// A field breaks a rule that needs the stored data to check (a name no
+    /// permission has, a dependency left out, a dependency cycle): 422 on
+    /// every surface, the unversioned admin one included, whose other
+    /// invalid input is 400 (DECISIONS.md "Closing the loops").
+    #[error("{message}")]
+    BrokenRule {
+        message: String,
+        fields: Vec<FieldError>,
+    },
     /// Input that cannot be read at all, such as malformed JSON (400).
     #[error("{0}")]
     BadRequest(String),
@@ -198,7 +207,9 @@ impl AppError {
             | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            AppError::Validation { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Validation { .. } | AppError::BrokenRule { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
                 StatusCode::BAD_REQUEST
             }
@@ -223,7 +234,7 @@ impl AppError {
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            AppError::Validation { .. } => "VALIDATION_ERROR",
+            AppError::Validation { .. } | AppError::BrokenRule { .. } => "VALIDATION_ERROR",
             AppError::BadRequest(_) | AppError::BadField(_) | AppError::UploadRefused { .. } => {
                 "BAD_REQUEST"
             }
@@ -289,7 +300,13 @@ impl From<DomainError> for AppError {
             DomainError::Conflict(message) => AppError::Conflict(message),
             DomainError::Forbidden(message) => AppError::NotAllowed(message),
             DomainError::InvalidTransition(message) => AppError::InvalidTransition(message),
-            DomainError::Invalid { field, reason } => AppError::invalid(field, reason),
+            DomainError::Invalid { field, reason } => {
+                let field_error = FieldError::new(field, reason);
+                AppError::BrokenRule {
+                    message: format!("invalid {}: {}", field_error.field, field_error.reason),
+                    fields: vec![field_error],
+                }
+            }
             DomainError::Locked {
                 resource,
                 holder_id,
@@ -317,6 +334,8 @@ pub struct ErrorReport {
     pub extra: Map<String, Value>,
     /// Unknown routes answer in the general shape whatever their prefix.
     pub general_only: bool,
+    /// The status stands on every surface ([`AppError::BrokenRule`]).
+    pub status_on_every_surface: bool,
     /// The `error` string of the string-shaped surfaces, when the error names it.
     pub title: Option<&'static str>,
 }
@@ -344,12 +363,15 @@ impl From<&AppError> for ErrorReport {
             code: error.code(),
             message: error.public_message(),
             fields: match error {
-                AppError::Validation { fields, .. } => fields.clone(),
+                AppError::Validation { fields, .. } | AppError::BrokenRule { fields, .. } => {
+                    fields.clone()
+                }
                 AppError::BadField(field) => vec![field.clone()],
                 _ => Vec::new(),
             },
             extra,
             general_only: matches!(error, AppError::RouteNotFound),
+            status_on_every_surface: matches!(error, AppError::BrokenRule { .. }),
             title: match error {
                 AppError::Titled { title, .. } | AppError::UploadRefused { title, .. } => {
                     Some(title)

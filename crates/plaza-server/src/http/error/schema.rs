@@ -37,6 +37,18 @@ pub struct AdminV1Error {
 pub struct AdminV1ErrorBody {
     pub code: String,
     pub message: String,
+    /// With `VALIDATION_ERROR`: the first bad field.
+    #[schema(nullable = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// With `VALIDATION_ERROR`: the first problem.
+    #[schema(nullable = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<FieldDetails>,
+    /// With `VALIDATION_ERROR`: every problem, the first included.
+    #[schema(nullable = false)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<FieldDetails>>,
     /// With `INSUFFICIENT_ADMIN_PERMISSIONS`.
     #[serde(rename = "requiredPermission")]
     pub required_permission: Option<String>,

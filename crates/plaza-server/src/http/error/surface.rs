@@ -17,7 +17,9 @@ use crate::state::AppState;
 pub enum Surface {
     /// `{error: {code, message, details: {field, reason}}}`
     General,
-    /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`.
+    /// `{success: false, error: {code, message, …extra}}` under `/api/v1/admin`;
+    /// invalid input adds `field` and `details: {field, reason}` (the first
+    /// problem) and `errors` (every problem, the first included).
     VersionedAdmin,
     /// `{error: string, details: string | array}` under `/api/admin`.
     UnversionedAdmin,
@@ -96,7 +98,11 @@ impl Surface {
                 error.insert("message".into(), json!(report.message));
                 if let Some(field) = first_field {
                     error.insert("field".into(), json!(field.field));
-                    error.insert("details".into(), json!(report.fields));
+                    error.insert(
+                        "details".into(),
+                        json!({"field": field.field, "reason": field.reason}),
+                    );
+                    error.insert("errors".into(), json!(report.fields));
                 }
                 error.extend(report.extra.clone());
                 json!({ "success": false, "error": error })
@@ -153,6 +159,7 @@ fn unversioned_admin_title(report: &ErrorReport) -> &'static str {
         return title;
     }
     match report.code {
+        "VALIDATION_ERROR" if report.status_on_every_surface => "Validation error",
         "VALIDATION_ERROR" | "BAD_REQUEST" => "Invalid query parameters",
         "UNAUTHORIZED" => "Unauthorized",
         "FORBIDDEN" | "INSUFFICIENT_ADMIN_PERMISSIONS" => "Insufficient permissions",
@@ -260,7 +267,7 @@ impl SurfaceMap {
 /// Renders `report` for `surface` into a complete response.
 pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Response) -> Response {
     let body = surface.render(report);
-    let status = if report.general_only {
+    let status = if report.general_only || report.status_on_every_surface {
         report.status
     } else {
         StatusCode::from_u16(surface.status_for(report.status.as_u16())).unwrap_or(report.status)
@@ -369,6 +376,31 @@ mod tests {
             let body = surface.render(&report).to_string();
             assert!(!body.contains("hunter2"), "{body}");
         }
+    }
+
+    #[test]
+    fn a_broken_rule_is_422_even_where_invalid_input_is_400() {
+        let error = AppError::from(plaza_domain::DomainError::Invalid {
+            field: "permissions",
+            reason: "posts.pin depends on posts:moderate".to_owned(),
+        });
+        let report = ErrorReport::from(&error);
+        let response = render_response(
+            Surface::UnversionedAdmin,
+            &report,
+            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
+        );
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let body = Surface::UnversionedAdmin.render(&report);
+        assert_eq!(body["error"], "Validation error");
+        assert_eq!(body["details"][0]["path"], json!(["permissions"]));
+        let invalid = ErrorReport::from(&AppError::invalid("limit", "too big"));
+        let response = render_response(
+            Surface::UnversionedAdmin,
+            &invalid,
+            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
+        );
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

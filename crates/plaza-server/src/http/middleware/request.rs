@@ -296,6 +296,7 @@ fn render_errors(surface: Surface, method: &axum::http::Method, response: Respon
             // wrong: the query of a read, the body of a write.
             if surface == Surface::UnversionedAdmin
                 && report.title.is_none()
+                && !report.status_on_every_surface
                 && !method.is_safe()
                 && matches!(report.code, "VALIDATION_ERROR" | "BAD_REQUEST")
             {

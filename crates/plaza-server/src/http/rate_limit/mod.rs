@@ -494,7 +494,7 @@ async fn caller_of(
     parts: &mut axum::http::request::Parts,
     state: &AppState,
 ) -> Option<Caller> {
-    if let Some(claims) = crate::auth::bearer_claims(&parts.headers, state)
+    if let Some(claims) = crate::auth::bearer_claims(parts, state)
         && let Ok(user_id) = claims.sub.parse()
     {
         return Some(Caller {

@@ -360,6 +360,18 @@ impl TestServer {
             .expect("run plaza")
     }
 
+    /// Runs a `plaza` subcommand as [`TestServer::cli`] does, with `extra`
+    /// variables in its environment as well.
+    pub fn cli_with_env(&self, extra: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+        let mut env = self.env.clone();
+        env.extend(
+            extra
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned())),
+        );
+        plaza_command(&env).args(args).output().expect("run plaza")
+    }
+
     /// Runs one SQL statement on this server's database, behind its back.
     pub async fn sql(&self, statement: &str) {
         sqlx::any::install_default_drivers();

@@ -1,0 +1,192 @@
+//! The `/api/auth/*` surface: sign-in pages and flows, sessions, linked
+//! accounts and admin tokens.
+
+mod linked_accounts;
+mod providers;
+mod sign_in;
+mod tokens;
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use plaza_domain::sessions::SessionClient;
+use plaza_domain::time::{now_millis, rfc3339};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::auth::signin::StartedSession;
+use crate::auth::tokens::random_token;
+use crate::auth::{CSRF_COOKIE, SESSION_COOKIE, cookie_value, set_cookie};
+use crate::http::error::AppError;
+use crate::state::AppState;
+
+pub use linked_accounts::*;
+pub use providers::*;
+pub use sign_in::*;
+pub use tokens::*;
+
+/// The routes that start a sign-in: they hash passwords and write rows, so
+/// their limit fails closed.
+pub fn sign_in_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(
+            signin_page,
+            signin_with_credentials
+        ))
+        .routes(crate::documented_routes!(signin_with_provider))
+        .routes(crate::documented_routes!(provider_callback))
+}
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(signout_page, signout))
+        .routes(crate::documented_routes!(session))
+        .routes(crate::documented_routes!(providers))
+        .routes(crate::documented_routes!(csrf))
+        .routes(crate::documented_routes!(accounts))
+        .routes(crate::documented_routes!(unlink_account))
+        .routes(crate::documented_routes!(admin_token, revoke_admin_token))
+}
+
+/// The user part of a session answer.
+#[derive(Serialize, ToSchema)]
+pub struct SessionUserView {
+    #[schema(example = "42")]
+    pub id: String,
+    pub name: Option<String>,
+    pub email: String,
+    pub image: Option<String>,
+    /// The user's roles, e.g. `["admin"]`.
+    pub roles: Vec<String>,
+}
+
+/// A signed-in session.
+#[derive(Serialize, ToSchema)]
+pub struct SessionView {
+    pub user: SessionUserView,
+    /// When the session ends unless used again.
+    pub expires: String,
+}
+
+fn session_view(user: &plaza_domain::users::User, expires_at: i64) -> SessionView {
+    SessionView {
+        user: SessionUserView {
+            id: user.id().to_string(),
+            name: user.row.name.clone(),
+            email: user.row.email.clone(),
+            image: user.row.image.clone(),
+            roles: vec![user.role.as_str().to_owned()],
+        },
+        expires: rfc3339(expires_at),
+    }
+}
+
+fn with_session_cookie(
+    state: &AppState,
+    started: &StartedSession,
+    mut response: Response,
+) -> Response {
+    let max_age = (started.expires_at - now_millis()) / 1000;
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(
+            &state.settings.server,
+            SESSION_COOKIE,
+            &started.token,
+            max_age,
+        ),
+    );
+    response
+}
+
+fn session_client(headers: &HeaderMap, address: Option<std::net::IpAddr>) -> SessionClient {
+    SessionClient {
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|value| value.to_str().ok())
+            .map(|agent| agent.chars().take(512).collect()),
+        ip_address: address.map(|ip| ip.to_string()),
+    }
+}
+
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// The CSRF token in the request's cookie, or a new one with its cookie.
+fn csrf_token_for(state: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
+    match cookie_value(headers, CSRF_COOKIE) {
+        Some(token) => (token, None),
+        None => {
+            let token = random_token();
+            let cookie = set_cookie(&state.settings.server, CSRF_COOKIE, &token, 24 * 3600);
+            (token, Some(cookie))
+        }
+    }
+}
+
+/// Double-submit check for form posts.
+fn check_csrf(cookie: Option<&str>, submitted: Option<&str>) -> Result<(), AppError> {
+    match (cookie, submitted) {
+        (Some(cookie), Some(submitted)) if !cookie.is_empty() && cookie == submitted => Ok(()),
+        _ => Err(AppError::Forbidden),
+    }
+}
+
+/// The provider callback address registered with the provider.
+fn callback_url_for(state: &AppState, provider_id: &str) -> String {
+    format!(
+        "{}/api/auth/callback/{provider_id}",
+        state
+            .settings
+            .server
+            .base_url
+            .as_str()
+            .trim_end_matches('/')
+    )
+}
+
+/// Where to send the browser after sign-in: `requested` resolved against
+/// the base URL by the WHATWG URL parser (the one browsers use, so a tab or
+/// backslash in `/\t/evil.example` is read as the browser will read it),
+/// kept only when its origin is the base URL's, and sent in its serialized
+/// form. Control characters refuse it outright. Anything refused is `/`:
+/// sign-in must not become an open redirect.
+fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
+    let Some(requested) = requested.filter(|value| !value.trim().is_empty()) else {
+        return "/".to_owned();
+    };
+    if requested.chars().any(char::is_control) {
+        return "/".to_owned();
+    }
+    let base = &state.settings.server.base_url;
+    match base.join(requested.trim()) {
+        Ok(url) if url.origin() == base.origin() => {
+            // The path and what follows, unless the path itself starts with
+            // `//`, which a browser would read as another host.
+            let local = &url[url::Position::BeforePath..];
+            if local.starts_with("//") {
+                url.to_string()
+            } else {
+                local.to_owned()
+            }
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+/// Back to the sign-in page with an error code.
+fn refused(code: &str) -> Response {
+    Redirect::to(&signin_error_url("/", code)).into_response()
+}
+
+fn signin_error_url(callback: &str, code: &str) -> String {
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("error", code)
+        .append_pair("callbackUrl", callback)
+        .finish();
+    format!("/api/auth/signin?{query}")
+}

@@ -1,0 +1,335 @@
+//! Signing in with a password, the sign-in and sign-out pages, the session
+//! answer, the list of configured providers and the CSRF token of the forms.
+
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use plaza_domain::sessions;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::signin;
+use crate::auth::tokens::hash_token;
+use crate::auth::{
+    CSRF_COOKIE, ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie,
+};
+use crate::http::error::AppError;
+use crate::http::error::schema::GeneralError;
+use crate::http::extract::{AppForm, AppJson, AppQuery};
+use crate::http::pages;
+use crate::state::AppState;
+
+use super::{
+    SessionView, callback_url_for, check_csrf, csrf_token_for, is_form, safe_callback,
+    session_client, session_view, signin_error_url, with_session_cookie,
+};
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SigninPageQuery {
+    /// Where to go after signing in (same origin only).
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+    /// An error code from a failed attempt, shown on the page.
+    pub error: Option<String>,
+}
+
+/// The sign-in page: configured providers and a credentials form.
+#[utoipa::path(
+    get,
+    path = "/api/auth/signin",
+    tag = "auth",
+    params(SigninPageQuery),
+    responses((status = 200, description = "HTML sign-in page", content_type = "text/html", body = String))
+)]
+pub async fn signin_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppQuery(query): AppQuery<SigninPageQuery>,
+) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let callback = safe_callback(&state, query.callback_url.as_deref());
+    let html = pages::signin(&state, &csrf_token, &callback, query.error.as_deref());
+    let mut response = Html(html).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Credentials sign-in body (JSON, or the sign-in page's form).
+#[derive(Deserialize, ToSchema)]
+pub struct CredentialsBody {
+    pub email: String,
+    pub password: String,
+    /// Form posts only: the token from `GET /api/auth/csrf` or the page.
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: Option<String>,
+    /// Form posts only: where to go afterwards.
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+}
+
+/// Sign in with email and password. JSON gets `200 {user, expires}`; a form
+/// post gets a redirect. Wrong credentials are 401, the same for unknown
+/// emails; repeated failures are 429 for a while.
+#[utoipa::path(
+    post,
+    path = "/api/auth/signin",
+    tag = "auth",
+    request_body(content = CredentialsBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Signed in; the session cookie is set", body = SessionView),
+        (status = 303, description = "Form post: signed in, or back to the page with an error"),
+        (status = 401, description = "Wrong email or password", body = GeneralError),
+        (status = 403, description = "Form post without a valid CSRF token", body = GeneralError),
+        (status = 422, description = "Missing or malformed fields", body = GeneralError),
+        (status = 429, description = "Too many failures for this account or address", body = GeneralError),
+    )
+)]
+pub async fn signin_with_credentials(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    request: Request,
+) -> Result<Response, AppError> {
+    let client = session_client(request.headers(), address);
+    if is_form(request.headers()) {
+        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let AppForm(body): AppForm<CredentialsBody> =
+            AppForm::from_request(request, &state).await?;
+        check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        let callback = safe_callback(&state, body.callback_url.as_deref());
+        return Ok(
+            match signin::sign_in_with_password(&state, &body.email, &body.password, client).await {
+                Ok(started) => {
+                    with_session_cookie(&state, &started, Redirect::to(&callback).into_response())
+                }
+                Err(AppError::InvalidCredentials) => {
+                    Redirect::to(&signin_error_url(&callback, "credentials")).into_response()
+                }
+                Err(AppError::RateLimited { .. }) => {
+                    Redirect::to(&signin_error_url(&callback, "too_many_attempts")).into_response()
+                }
+                Err(other) => return Err(other),
+            },
+        );
+    }
+    let AppJson(body) = AppJson::<CredentialsBody>::from_request(request, &state).await?;
+    if body.email.trim().is_empty() {
+        return Err(AppError::invalid("email", "is required"));
+    }
+    let started =
+        signin::sign_in_with_password(&state, &body.email, &body.password, client).await?;
+    let view = session_view(&started.user, started.expires_at);
+    Ok(with_session_cookie(
+        &state,
+        &started,
+        AppJson(view).into_response(),
+    ))
+}
+
+/// The sign-out page: a button that posts the sign-out form.
+#[utoipa::path(
+    get,
+    path = "/api/auth/signout",
+    tag = "auth",
+    responses((status = 200, description = "HTML sign-out page", content_type = "text/html", body = String))
+)]
+pub async fn signout_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let mut response = Html(pages::signout(&state, &csrf_token)).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Sign-out answer.
+#[derive(Serialize, ToSchema)]
+pub struct SignedOut {
+    pub success: bool,
+}
+
+/// Sign out: ends the session and clears the cookie. JSON callers get
+/// `{success}`; form posts are redirected home.
+#[utoipa::path(
+    post,
+    path = "/api/auth/signout",
+    tag = "auth",
+    responses(
+        (status = 200, description = "Signed out", body = SignedOut),
+        (status = 303, description = "Form post: signed out, redirected home"),
+        (status = 403, description = "Cross-origin request or a form without a valid CSRF token", body = GeneralError),
+    )
+)]
+pub async fn signout(
+    State(state): State<AppState>,
+    OptionalUser(user): OptionalUser,
+    request: Request,
+) -> Result<Response, AppError> {
+    let form = is_form(request.headers());
+    let signed_out =
+        cookie_value(request.headers(), SESSION_COOKIE).map(|token| hash_token(&token));
+    if form {
+        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let AppForm(fields): AppForm<std::collections::HashMap<String, String>> =
+            AppForm::from_request(request, &state).await?;
+        check_csrf(
+            csrf_cookie.as_deref(),
+            fields.get("csrfToken").map(String::as_str),
+        )?;
+    }
+    if let Some(principal) = user {
+        let token_hash = principal.token_hash.clone();
+        state
+            .db
+            .write(|tx| Box::pin(async move { sessions::delete(tx, &token_hash).await }))
+            .await?;
+    }
+    if let Some(token_hash) = signed_out {
+        state.auth.session_lookups.forget(&token_hash);
+    }
+    let mut response = if form {
+        Redirect::to("/").into_response()
+    } else {
+        AppJson(SignedOut { success: true }).into_response()
+    };
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state.settings.server, SESSION_COOKIE, "", 0),
+    );
+    Ok(response)
+}
+
+/// No session: an empty object, as NextAuth clients expect.
+#[derive(Serialize)]
+pub struct NoSession {}
+
+impl utoipa::PartialSchema for NoSession {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .description(Some("No session: an empty object"))
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for NoSession {}
+
+/// The answer of `GET /api/auth/session`: one shape or the other.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SessionAnswer {
+    SignedIn(SessionView),
+    SignedOut(NoSession),
+}
+
+/// The current session: `{user, expires}`, or `{}` when signed out.
+#[utoipa::path(
+    get,
+    path = "/api/auth/session",
+    tag = "auth",
+    responses((status = 200, description = "The session, or an empty object without one", body = SessionAnswer))
+)]
+pub async fn session(OptionalUser(user): OptionalUser) -> Response {
+    let answer = match user {
+        Some(principal) => SessionAnswer::SignedIn(session_view(
+            &principal.session.user,
+            principal.session.expires_at,
+        )),
+        None => SessionAnswer::SignedOut(NoSession {}),
+    };
+    let mut response = AppJson(answer).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A configured way to sign in.
+#[derive(Serialize, ToSchema)]
+pub struct ProviderView {
+    pub id: String,
+    pub name: String,
+    /// `oidc`, `oauth` or `credentials`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(rename = "signinUrl")]
+    pub signin_url: String,
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: String,
+}
+
+/// The configured identity providers, keyed by id (as NextAuth clients
+/// expect), including `credentials`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/providers",
+    tag = "auth",
+    responses((status = 200, description = "Providers by id", body = std::collections::BTreeMap<String, ProviderView>))
+)]
+pub async fn providers(
+    State(state): State<AppState>,
+) -> AppJson<std::collections::BTreeMap<String, ProviderView>> {
+    let base = state
+        .settings
+        .server
+        .base_url
+        .as_str()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut all: std::collections::BTreeMap<String, ProviderView> = state
+        .auth
+        .providers
+        .iter()
+        .map(|provider| {
+            (
+                provider.id.clone(),
+                ProviderView {
+                    id: provider.id.clone(),
+                    name: provider.name.clone(),
+                    kind: provider.kind_name().to_owned(),
+                    signin_url: format!("{base}/api/auth/signin/{}", provider.id),
+                    callback_url: callback_url_for(&state, &provider.id),
+                },
+            )
+        })
+        .collect();
+    all.insert(
+        "credentials".to_owned(),
+        ProviderView {
+            id: "credentials".to_owned(),
+            name: "Email and password".to_owned(),
+            kind: "credentials".to_owned(),
+            signin_url: format!("{base}/api/auth/signin"),
+            callback_url: format!("{base}/api/auth/signin"),
+        },
+    );
+    AppJson(all)
+}
+
+/// A CSRF token for form posts.
+#[derive(Serialize, ToSchema)]
+pub struct CsrfView {
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: String,
+}
+
+/// A CSRF token for the sign-in and sign-out forms (double-submit: the same
+/// value is set in a cookie).
+#[utoipa::path(
+    get,
+    path = "/api/auth/csrf",
+    tag = "auth",
+    responses((status = 200, description = "The token", body = CsrfView))
+)]
+pub async fn csrf(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let mut response = AppJson(CsrfView { csrf_token }).into_response();
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
