@@ -9,9 +9,10 @@ use serde::Deserialize;
 use sqlx::any::AnyRow;
 use sqlx::{FromRow, Row};
 
-use crate::listing::{Arg, Args, JsonFlag, Page, bind_all, optional_text, where_clause};
+use crate::listing::{
+    Arg, Args, JsonFlag, Page, bind_all, escape_like, optional_text, parse_json_page, where_clause,
+};
 use crate::time::now_millis;
-use crate::users::escape_like;
 use crate::{Database, DomainError};
 
 /// One user as the list shows them. Times are Unix milliseconds. Read in
@@ -100,7 +101,7 @@ impl Directory {
     /// The page's users, borrowing from it.
     pub fn users(&self) -> Result<Cow<'_, [DirectoryUser<'_>]>, DomainError> {
         match &self.page {
-            DirectoryPage::Json(json) => crate::posts::parse_json_page(json).map(Cow::Owned),
+            DirectoryPage::Json(json) => parse_json_page(json).map(Cow::Owned),
             DirectoryPage::Rows(rows) => Ok(Cow::Borrowed(rows.as_slice())),
         }
     }

@@ -352,6 +352,7 @@ impl Database {
     }
 
     /// The newest entries first, at most `limit`.
+    #[cfg(feature = "testing")]
     pub async fn audit_entries(&self, limit: i64) -> Result<Vec<AuditEntry>, DomainError> {
         Ok(sqlx::query_as(&format!(
             "SELECT {ENTRY_COLUMNS} FROM audit_log ORDER BY id DESC LIMIT $1"

@@ -1,7 +1,6 @@
 //! The connection pool, shared by every domain module, and start-up migration.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,8 @@ use sqlx::migrate::Migrator;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Executor};
 
-use crate::DomainError;
+use crate::dialect::{Backend, Dialect};
+use crate::error::{DomainError, connection_faults};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -21,34 +21,6 @@ static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 /// instead of copying pages into its own cache: with 16 connections, a
 /// search over a large full-text index was otherwise copied into 16 caches.
 const SQLITE_MMAP_BYTES: u64 = 1 << 30;
-
-/// Which database engine is behind the pool; the few statements that differ
-/// between the two (full-text search, schema introspection) branch on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    /// Tells the engine from a database URL, or `None` for one Plaza cannot use.
-    pub fn from_url(url: &str) -> Option<Self> {
-        if url.starts_with("sqlite:") {
-            Some(Backend::Sqlite)
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Some(Backend::Postgres)
-        } else {
-            None
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
-    }
-}
 
 /// Pool sizing and timeouts; the server fills these from its settings.
 #[derive(Debug, Clone)]
@@ -83,37 +55,6 @@ pub struct PoolStats {
 /// used without a test: one idle longer is pinged first, as the pool would
 /// (a restart or a proxy may have dropped it meanwhile).
 const POSTGRES_UNTESTED_IDLE: Duration = Duration::from_secs(1);
-
-/// How many errors that can mean a lost connection (see
-/// [`note_connection_fault`]) this process has seen; a [`Lease`] that saw
-/// it change does not keep its connection warm.
-static CONNECTION_FAULTS: AtomicU64 = AtomicU64::new(0);
-
-/// Counts `error` in [`CONNECTION_FAULTS`] when it can mean that the
-/// connection it came from is gone, and says whether it did: an I/O or
-/// protocol failure, or a PostgreSQL error of `FATAL` severity (the server
-/// ends the session after one, as when it shuts down).
-pub(crate) fn note_connection_fault(error: &sqlx::Error) -> bool {
-    let lost = match error {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(database) => database
-            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-            .is_some_and(|error| {
-                matches!(
-                    error.severity(),
-                    sqlx::postgres::PgSeverity::Fatal | sqlx::postgres::PgSeverity::Panic
-                )
-            }),
-        _ => false,
-    };
-    if lost {
-        CONNECTION_FAULTS.fetch_add(1, Ordering::Relaxed);
-    }
-    lost
-}
 
 /// A handle to the database; cheap to clone, shared by every request.
 #[derive(Clone, Debug)]
@@ -325,7 +266,7 @@ impl Database {
             .map_err(|_| sqlx::Error::PoolTimedOut)?
             .map_err(|_| sqlx::Error::PoolClosed)?,
         };
-        let faults = CONNECTION_FAULTS.load(Ordering::Relaxed);
+        let faults = connection_faults();
         let reused = warm.idle().pop();
         let connection = match reused {
             Some(mut idle) => {
@@ -356,8 +297,8 @@ impl Database {
     }
 
     /// The SQL fragments that differ between the engines.
-    pub(crate) fn dialect(&self) -> crate::dialect::Dialect {
-        crate::dialect::Dialect(self.backend)
+    pub(crate) fn dialect(&self) -> Dialect {
+        Dialect(self.backend)
     }
 
     pub fn pool_stats(&self) -> PoolStats {
@@ -395,7 +336,7 @@ pub(crate) struct Lease {
     /// Released when the lease's fields drop, after `Lease::drop` has put
     /// the connection back, so the next lease finds it.
     _permit: OwnedSemaphorePermit,
-    /// [`CONNECTION_FAULTS`] when the lease began.
+    /// [`connection_faults`] when the lease began.
     faults: u64,
     /// A unit of work began on this connection and has not ended cleanly.
     unit_of_work_open: bool,
@@ -455,7 +396,7 @@ impl Drop for Lease {
                 return;
             }
             let mut idle = warm.idle();
-            if CONNECTION_FAULTS.load(Ordering::Relaxed) != self.faults {
+            if connection_faults() != self.faults {
                 // A connection may have been lost meanwhile: this one and
                 // the idle ones go back through the pool, which tests them.
                 let suspect = std::mem::take(&mut *idle);

@@ -1,36 +1,42 @@
 //! The SQL that differs between SQLite and PostgreSQL, in one place: JSON
-//! pages, query plans, full-text search (FTS5 against `tsvector`), index
-//! maintenance and bulk-load tuning. Every other statement is written once
-//! in the SQL both engines understand, in its resource's module.
+//! pages, query plans, full-text index maintenance (FTS5 against
+//! `tsvector`) and bulk-load tuning. Every other statement is written once
+//! in the SQL both engines understand, in its resource's module; the one
+//! exception is the full-text search statement, which the search module
+//! builds for each engine from a query's words. This module uses no other
+//! module of the domain, so every module may use it.
 
-use crate::Backend;
-use crate::listing::{Arg, Args};
-use crate::search::{SEARCH_WINDOW, SearchTerms};
+/// Which database engine is behind the pool; the few statements that differ
+/// between the two (full-text search, schema introspection) branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
 
-/// Words of a query whose presence in a title or name is scored on SQLite.
-const SCORED_WORDS: usize = 4;
+impl Backend {
+    /// Tells the engine from a database URL, or `None` for one Plaza cannot use.
+    pub fn from_url(url: &str) -> Option<Self> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
 
 /// The engine-specific fragments, for one engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dialect(pub Backend);
-
-/// What a full-text search of one table looks for; see
-/// [`Dialect::full_text_hits`].
-pub(crate) struct FullTextSearch<'a> {
-    /// `posts` or `users`; its index is `<table>_fts` on SQLite and its
-    /// `search_vector` column on PostgreSQL.
-    pub table: &'static str,
-    /// The alias of `table` in `visibility` and `exact`.
-    pub alias: &'static str,
-    /// FTS5 columns whose matches earn the per-word bonus (SQLite).
-    pub bonus_columns: &'static str,
-    /// `tags` earn a bonus too (posts).
-    pub tag_bonus: bool,
-    /// ` AND …` conditions on `alias` that the viewer may see.
-    pub visibility: &'a str,
-    /// A boolean expression on `alias`: an exact match, ranked first.
-    pub exact: &'a str,
-}
 
 impl Dialect {
     /// The dialect of an open connection or transaction (domain functions
@@ -140,9 +146,8 @@ impl Dialect {
     /// Whether a page of wide rows (the admin user list's 100 rows of 24
     /// columns) is best read as one JSON text ([`Dialect::json_rows`]) or
     /// as rows. SQLite hands each row across from its worker thread, so one
-    /// value is cheaper; PostgreSQL streams rows in one reply, and the page
-    /// took it 1.17 ms as JSON against 0.90 ms as rows (pgbench, one client,
-    /// prepared).
+    /// value is cheaper; PostgreSQL streams rows in one reply, so building
+    /// the JSON text costs more than it saves.
     pub fn rows_as_json(self) -> bool {
         self.0 == Backend::Sqlite
     }
@@ -195,6 +200,7 @@ impl Dialect {
 
     /// The statement that shows the plan of `sql`; its rows are read with
     /// [`Dialect::plan_has_detail_column`].
+    #[cfg(feature = "testing")]
     pub fn explain(self, sql: &str) -> String {
         match self.0 {
             Backend::Sqlite => format!("EXPLAIN QUERY PLAN {sql}"),
@@ -204,74 +210,9 @@ impl Dialect {
 
     /// SQLite's plan rows are `(id, parent, notused, detail)`; PostgreSQL's
     /// are one text column.
+    #[cfg(feature = "testing")]
     pub fn plan_has_detail_column(self) -> bool {
         self.0 == Backend::Sqlite
-    }
-
-    /// The `hits` common table expression of a full-text search (with a
-    /// `recent` one before it on SQLite): `(id, exact, score)` of the
-    /// [`SEARCH_WINDOW`] newest matches the viewer may see. The query's
-    /// values are pushed to `args` after those `visibility` and `exact`
-    /// already hold.
-    pub fn full_text_hits(
-        self,
-        search: &FullTextSearch<'_>,
-        terms: &SearchTerms,
-        prefix: bool,
-        args: &mut Args,
-    ) -> String {
-        let FullTextSearch {
-            table,
-            alias,
-            visibility,
-            exact,
-            ..
-        } = search;
-        match self.0 {
-            Backend::Sqlite => {
-                let index = format!("{table}_fts");
-                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
-                let mut score = vec!["0".to_owned()];
-                for word in terms.words.iter().take(SCORED_WORDS) {
-                    let bonus = args.push(Arg::Text(terms.fts5(
-                        std::slice::from_ref(word),
-                        prefix,
-                        Some(search.bonus_columns),
-                    )));
-                    score.push(format!(
-                        "2 * (r.id IN (SELECT rowid FROM {index} \
-                         WHERE {index} MATCH {bonus} AND rowid >= (SELECT MIN(id) FROM recent)))"
-                    ));
-                    if search.tag_bonus {
-                        let tag = args.push(Arg::Text(format!("% {word} %")));
-                        score.push(format!("((' ' || {alias}.tags || ' ') LIKE {tag})"));
-                    }
-                }
-                format!(
-                    "recent AS ( \
-                       SELECT {index}.rowid AS id FROM {index} \
-                       JOIN {table} {alias} ON {alias}.id = {index}.rowid \
-                       WHERE {index} MATCH {query}{visibility} \
-                       ORDER BY {index}.rowid DESC LIMIT {SEARCH_WINDOW}), \
-                     hits AS ( \
-                       SELECT r.id AS id, {exact} AS exact, \
-                         CAST({} AS DOUBLE PRECISION) AS score \
-                       FROM recent r JOIN {table} {alias} ON {alias}.id = r.id)",
-                    score.join(" + ")
-                )
-            }
-            Backend::Postgres => {
-                let query = args.push(Arg::Text(terms.tsquery(prefix)));
-                let tsquery = format!("to_tsquery('simple', {query})");
-                format!(
-                    "hits AS ( \
-                       SELECT {alias}.id, {exact} AS exact, \
-                         CAST(ts_rank({alias}.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
-                       FROM {table} {alias} WHERE {alias}.search_vector @@ {tsquery}{visibility} \
-                       ORDER BY {alias}.id DESC LIMIT {SEARCH_WINDOW})"
-                )
-            }
-        }
     }
 
     /// Rebuilds the full-text indexes from the rows: FTS5 `rebuild` (which

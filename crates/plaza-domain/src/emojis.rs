@@ -14,11 +14,10 @@ use sqlx::FromRow;
 
 use crate::audit::{self, AuditAction, AuditContext};
 use crate::flag::Flag;
-use crate::listing::{Arg, Args, Page, bind_all, where_clause};
+use crate::listing::{Arg, Args, Page, bind_all, escape_like, where_clause};
 use crate::policy::{self, Actor};
 use crate::time::now_millis;
 use crate::uploads::NewUpload;
-use crate::users::escape_like;
 use crate::{Database, DomainError, Tx};
 
 /// How a list is ordered.

@@ -1,4 +1,7 @@
-//! The error every domain function returns.
+//! The error every domain function returns, and the count of database
+//! errors that can mean a lost connection, which the pool reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What went wrong below the HTTP layer, in terms the HTTP layer can map to a
 /// status without knowing SQL.
@@ -39,9 +42,45 @@ pub enum DomainError {
     Database(sqlx::Error),
 }
 
+/// How many errors that can mean a lost connection (see
+/// [`note_connection_fault`]) this process has seen.
+static CONNECTION_FAULTS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `error` in [`CONNECTION_FAULTS`] when it can mean that the
+/// connection it came from is gone, and says whether it did: an I/O or
+/// protocol failure, or a PostgreSQL error of `FATAL` severity (the server
+/// ends the session after one, as when it shuts down).
+fn note_connection_fault(error: &sqlx::Error) -> bool {
+    let lost = match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database) => database
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|error| {
+                matches!(
+                    error.severity(),
+                    sqlx::postgres::PgSeverity::Fatal | sqlx::postgres::PgSeverity::Panic
+                )
+            }),
+        _ => false,
+    };
+    if lost {
+        CONNECTION_FAULTS.fetch_add(1, Ordering::Relaxed);
+    }
+    lost
+}
+
+/// The number of errors so far that can mean a lost connection: a lease
+/// of the pool that saw it change does not keep its connection warm.
+pub(crate) fn connection_faults() -> u64 {
+    CONNECTION_FAULTS.load(Ordering::Relaxed)
+}
+
 impl From<sqlx::Error> for DomainError {
     fn from(error: sqlx::Error) -> Self {
-        if crate::db::note_connection_fault(&error) {
+        if note_connection_fault(&error) {
             return DomainError::Unavailable(error.to_string());
         }
         match error {

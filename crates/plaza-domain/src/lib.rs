@@ -6,6 +6,12 @@
 //! through sqlx's `Any` driver, so they stick to the SQL both understand:
 //! `$n` placeholders, `RETURNING`, `ON CONFLICT`, and timestamps stored as
 //! Unix milliseconds in `BIGINT` columns.
+//!
+//! Functions that only the integration tests call (reading the audit log
+//! whole, a lock's state, the stored analytics events, the query plans of
+//! lists and searches) exist only with the cargo feature `testing`, which
+//! `plaza-server` turns on for its tests alone: the shipped binary has
+//! none of them.
 
 #![forbid(unsafe_code)]
 
@@ -44,6 +50,7 @@ pub mod time;
 pub mod uploads;
 pub mod users;
 
-pub use db::{Backend, Database, DatabaseOptions, PoolStats, Tx, TxFuture};
+pub use db::{Database, DatabaseOptions, PoolStats, Tx, TxFuture};
+pub use dialect::Backend;
 pub use error::DomainError;
 pub use flag::Flag;

@@ -1,6 +1,6 @@
 //! Building blocks of list queries: sort direction, paging, numbered
 //! placeholders for values (so user input only ever travels bound), and
-//! JSON aggregation of a page into one value.
+//! JSON aggregation of a page into one value and reading it back.
 
 use std::borrow::Cow;
 
@@ -78,6 +78,18 @@ pub(crate) fn where_clause(conditions: &[String]) -> String {
     }
 }
 
+/// `LIKE` pattern text matching `text` literally (`\` escapes).
+pub(crate) fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// Binds owned values in order (owned, so the future stays `Send`).
 pub(crate) fn bind_all<'q, O>(
     mut query: QueryAs<'q, Any, O, AnyArguments<'q>>,
@@ -138,6 +150,16 @@ impl<'de> Deserialize<'de> for JsonFlag {
 #[derive(Debug, Deserialize)]
 pub(crate) struct BorrowedText<'a>(#[serde(borrow)] pub Cow<'a, str>);
 
+/// Reads a page written by [`crate::dialect::Dialect::json_rows`], its
+/// elements borrowing from `json` where they can; a page that does not
+/// parse is a bug, reported as a decoding error.
+pub(crate) fn parse_json_page<'a, T: Deserialize<'a>>(
+    json: &'a str,
+) -> Result<Vec<T>, DomainError> {
+    serde_json::from_str(json)
+        .map_err(|error| DomainError::Database(sqlx::Error::Decode(Box::new(error))))
+}
+
 /// An optional string of JSON built by the database, borrowed where it can
 /// be (see [`BorrowedText`]).
 pub(crate) fn optional_text<'de: 'a, 'a, D: serde::Deserializer<'de>>(
@@ -182,5 +204,30 @@ impl Database {
             .fetch_one(&mut *self.lease().await?)
             .await?;
         Ok((total, Some(json)))
+    }
+
+    /// `EXPLAIN QUERY PLAN` (SQLite) or `EXPLAIN` (PostgreSQL) of one
+    /// statement, as text lines: how the integration tests check that every
+    /// list and search reads an index.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn explain(
+        &self,
+        sql: &str,
+        args: Vec<Arg>,
+    ) -> Result<Vec<String>, DomainError> {
+        let dialect = self.dialect();
+        let explain = dialect.explain(sql);
+        let mut lease = self.lease().await?;
+        if dialect.plan_has_detail_column() {
+            let rows: Vec<(i64, i64, i64, String)> = bind_all(sqlx::query_as(&explain), args)
+                .fetch_all(&mut *lease)
+                .await?;
+            Ok(rows.into_iter().map(|(_, _, _, detail)| detail).collect())
+        } else {
+            let rows: Vec<(String,)> = bind_all(sqlx::query_as(&explain), args)
+                .fetch_all(&mut *lease)
+                .await?;
+            Ok(rows.into_iter().map(|(line,)| line).collect())
+        }
     }
 }

@@ -204,6 +204,7 @@ impl Database {
     }
 
     /// The live lock on `resource`, if any.
+    #[cfg(feature = "testing")]
     pub async fn edit_lock(&self, resource: Resource) -> Result<Option<Lock>, DomainError> {
         let row: Option<(i64, i64, i64)> = sqlx::query_as(
             "SELECT holder_id, locked_at, expires_at FROM edit_locks \

@@ -11,10 +11,9 @@ use sqlx::{AnyConnection, FromRow};
 
 use crate::audit::{self, AuditAction, AuditContext};
 use crate::grants::{self, Grantable, PermissionStatus};
-use crate::listing::{Arg, Args, Page, SortOrder, bind_all, where_clause};
+use crate::listing::{Arg, Args, Page, SortOrder, bind_all, escape_like, where_clause};
 use crate::time::now_millis;
 use crate::users::Role;
-use crate::users::escape_like;
 use crate::{Database, DomainError, Flag, Tx};
 
 /// The risk levels, lowest first.

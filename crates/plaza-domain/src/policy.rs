@@ -29,6 +29,7 @@ pub enum Decision {
 }
 
 impl Decision {
+    #[cfg(test)]
     pub fn is_allowed(self) -> bool {
         self == Decision::Allowed
     }
@@ -280,11 +281,6 @@ pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     )
 }
 
-/// Resolving reports: moderators and above.
-pub fn resolve_report(actor: Actor) -> Decision {
-    moderate_post(actor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,7 +480,6 @@ mod tests {
             assert_eq!(report_post(me, &others_public), Decision::Allowed);
             assert_eq!(report_post(me, &post(1, true)), Decision::Forbidden);
             assert_eq!(moderate_post(me), expect(moderator, false));
-            assert_eq!(resolve_report(me), expect(moderator, false));
             assert_eq!(send_broadcast(me), expect(role.is_admin(), false));
             assert_eq!(dismiss_alerts_of(me, 1), Decision::Allowed);
             assert_eq!(dismiss_alerts_of(me, 2), Decision::Forbidden);

@@ -2,8 +2,6 @@
 //! rules, once per post. Reports feed the admin surface's `reportCount`,
 //! `reports`, `reported` filter and moderation report.
 
-use std::collections::HashMap;
-
 use sqlx::FromRow;
 
 use crate::time::now_millis;
@@ -47,11 +45,12 @@ pub struct ModerationStats {
 impl Database {
     /// The reports on each of `post_ids`, oldest first (the admin post
     /// items' `reports`).
+    #[cfg(feature = "testing")]
     pub async fn reports_for_posts(
         &self,
         post_ids: &[i64],
-    ) -> Result<HashMap<i64, Vec<Report>>, DomainError> {
-        let mut by_post: HashMap<i64, Vec<Report>> = HashMap::new();
+    ) -> Result<std::collections::HashMap<i64, Vec<Report>>, DomainError> {
+        let mut by_post: std::collections::HashMap<i64, Vec<Report>> = Default::default();
         if post_ids.is_empty() {
             return Ok(by_post);
         }
@@ -74,6 +73,7 @@ impl Database {
 
     /// The moderation report's figures for the period starting at `since`
     /// (Unix milliseconds).
+    #[cfg(feature = "testing")]
     pub async fn moderation_stats(&self, since: i64) -> Result<ModerationStats, DomainError> {
         self.moderation_stats_between(since, i64::MAX).await
     }

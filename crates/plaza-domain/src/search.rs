@@ -22,13 +22,11 @@
 
 use sqlx::FromRow;
 
-use crate::dialect::{Dialect, FullTextSearch};
-use crate::listing::{Arg, Args, Page, bind_all};
-use crate::posts::{
-    PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, parse_json_page, post_json,
-};
+use crate::dialect::Dialect;
+use crate::listing::{Arg, Args, Page, bind_all, parse_json_page};
+use crate::posts::{PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, post_json};
 use crate::users::{USER_COLUMNS, User, UserRow};
-use crate::{Database, DomainError, Tx};
+use crate::{Backend, Database, DomainError, Tx};
 
 /// Most characters in a query.
 pub const MAX_QUERY_CHARS: usize = 200;
@@ -134,6 +132,89 @@ impl SearchTerms {
             token == *word
                 || (prefix && Some(word) == self.words.last() && token.starts_with(word.as_str()))
         })
+    }
+}
+
+/// Words of a query whose presence in a title or name is scored on SQLite.
+const SCORED_WORDS: usize = 4;
+
+/// What a full-text search of one table looks for; see
+/// [`FullTextSearch::hits`].
+struct FullTextSearch<'a> {
+    /// `posts` or `users`; its index is `<table>_fts` on SQLite and its
+    /// `search_vector` column on PostgreSQL.
+    table: &'static str,
+    /// The alias of `table` in `visibility` and `exact`.
+    alias: &'static str,
+    /// FTS5 columns whose matches earn the per-word bonus (SQLite).
+    bonus_columns: &'static str,
+    /// `tags` earn a bonus too (posts).
+    tag_bonus: bool,
+    /// ` AND …` conditions on `alias` that the viewer may see.
+    visibility: &'a str,
+    /// A boolean expression on `alias`: an exact match, ranked first.
+    exact: &'a str,
+}
+
+impl FullTextSearch<'_> {
+    /// The `hits` common table expression of a full-text search (with a
+    /// `recent` one before it on SQLite): `(id, exact, score)` of the
+    /// [`SEARCH_WINDOW`] newest matches the viewer may see. The query's
+    /// values are pushed to `args` after those `visibility` and `exact`
+    /// already hold.
+    fn hits(&self, backend: Backend, terms: &SearchTerms, prefix: bool, args: &mut Args) -> String {
+        let FullTextSearch {
+            table,
+            alias,
+            visibility,
+            exact,
+            ..
+        } = self;
+        match backend {
+            Backend::Sqlite => {
+                let index = format!("{table}_fts");
+                let query = args.push(Arg::Text(terms.fts5(&terms.words, prefix, None)));
+                let mut score = vec!["0".to_owned()];
+                for word in terms.words.iter().take(SCORED_WORDS) {
+                    let bonus = args.push(Arg::Text(terms.fts5(
+                        std::slice::from_ref(word),
+                        prefix,
+                        Some(self.bonus_columns),
+                    )));
+                    score.push(format!(
+                        "2 * (r.id IN (SELECT rowid FROM {index} \
+                         WHERE {index} MATCH {bonus} AND rowid >= (SELECT MIN(id) FROM recent)))"
+                    ));
+                    if self.tag_bonus {
+                        let tag = args.push(Arg::Text(format!("% {word} %")));
+                        score.push(format!("((' ' || {alias}.tags || ' ') LIKE {tag})"));
+                    }
+                }
+                format!(
+                    "recent AS ( \
+                       SELECT {index}.rowid AS id FROM {index} \
+                       JOIN {table} {alias} ON {alias}.id = {index}.rowid \
+                       WHERE {index} MATCH {query}{visibility} \
+                       ORDER BY {index}.rowid DESC LIMIT {SEARCH_WINDOW}), \
+                     hits AS ( \
+                       SELECT r.id AS id, {exact} AS exact, \
+                         CAST({} AS DOUBLE PRECISION) AS score \
+                       FROM recent r JOIN {table} {alias} ON {alias}.id = r.id)",
+                    score.join(" + ")
+                )
+            }
+            Backend::Postgres => {
+                let query = args.push(Arg::Text(terms.tsquery(prefix)));
+                let tsquery = format!("to_tsquery('simple', {query})");
+                format!(
+                    "hits AS ( \
+                       SELECT {alias}.id, {exact} AS exact, \
+                         CAST(ts_rank({alias}.search_vector, {tsquery}) AS DOUBLE PRECISION) AS score \
+                       FROM {table} {alias} WHERE {alias}.search_vector @@ {tsquery}{visibility} \
+                       ORDER BY {alias}.id DESC LIMIT {SEARCH_WINDOW})"
+                )
+            }
+        }
     }
 }
 
@@ -373,19 +454,15 @@ impl Database {
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact = format!("lower(p.title) = {exact}");
-        let hits = self.dialect().full_text_hits(
-            &FullTextSearch {
-                table: "posts",
-                alias: "p",
-                bonus_columns: "title",
-                tag_bonus: true,
-                visibility: &visibility,
-                exact: &exact,
-            },
-            terms,
-            prefix,
-            &mut args,
-        );
+        let hits = FullTextSearch {
+            table: "posts",
+            alias: "p",
+            bonus_columns: "title",
+            tag_bonus: true,
+            visibility: &visibility,
+            exact: &exact,
+        }
+        .hits(backend, terms, prefix, &mut args);
         let limit = args.push(Arg::Int(page.limit + 1));
         let offset = args.push(Arg::Int(page.offset));
         let dialect = self.dialect();
@@ -481,19 +558,15 @@ impl Database {
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact_sql =
             format!("(lower(u.username) = {exact} OR lower(coalesce(u.name, '')) = {exact})");
-        let hits = self.dialect().full_text_hits(
-            &FullTextSearch {
-                table: "users",
-                alias: "u",
-                bonus_columns: "username name",
-                tag_bonus: false,
-                visibility,
-                exact: &exact_sql,
-            },
-            terms,
-            prefix,
-            &mut args,
-        );
+        let hits = FullTextSearch {
+            table: "users",
+            alias: "u",
+            bonus_columns: "username name",
+            tag_bonus: false,
+            visibility,
+            exact: &exact_sql,
+        }
+        .hits(self.backend(), terms, prefix, &mut args);
         let limit = args.push(Arg::Int(page.limit + 1));
         let offset = args.push(Arg::Int(page.offset));
         let columns = USER_COLUMNS
@@ -513,8 +586,9 @@ impl Database {
     }
 
     /// The query plans of both searches for `terms` as `viewer` sees them
-    /// (whole words, then the last word as a prefix), for tests and
-    /// benchmarks that check they read the full-text indexes.
+    /// (whole words, then the last word as a prefix), for the tests that
+    /// check they read the full-text indexes.
+    #[cfg(feature = "testing")]
     pub async fn explain_search(
         &self,
         terms: &SearchTerms,

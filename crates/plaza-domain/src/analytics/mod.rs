@@ -438,6 +438,7 @@ impl crate::Database {
     }
 
     /// Events stored now.
+    #[cfg(feature = "testing")]
     pub async fn analytics_event_count(&self) -> Result<i64, DomainError> {
         let mut lease = self.lease().await?;
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM analytics_events")
@@ -447,6 +448,7 @@ impl crate::Database {
 
     /// Which of `event_ids` are stored: how a client (or the durability
     /// test) checks that acknowledged events were kept.
+    #[cfg(feature = "testing")]
     pub async fn stored_event_ids(
         &self,
         event_ids: &[String],

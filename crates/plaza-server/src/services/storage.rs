@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
+use plaza_domain::time::now_millis;
 
 /// A file younger than this is never swept: an upload may be between
 /// writing its files and committing its record.
@@ -199,8 +200,8 @@ impl Storage {
         referenced: &HashSet<String>,
         grace: Duration,
     ) -> Result<Sweep, object_store::Error> {
-        let cutoff = chrono::Utc::now()
-            - chrono::Duration::from_std(grace).unwrap_or(chrono::Duration::hours(1));
+        let grace_millis = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = now_millis().saturating_sub(grace_millis);
         let mut sweep = Sweep::default();
         let mut listing = self.store.list(None);
         let mut orphans = Vec::new();
@@ -208,7 +209,9 @@ impl Storage {
             let meta = meta?;
             sweep.files_found += 1;
             sweep.bytes_found += meta.size;
-            if !referenced.contains(meta.location.as_ref()) && meta.last_modified < cutoff {
+            if !referenced.contains(meta.location.as_ref())
+                && meta.last_modified.timestamp_millis() < cutoff
+            {
                 orphans.push((meta.location, meta.size));
             }
         }

@@ -770,43 +770,43 @@ async fn the_dashboard_is_for_administrators_and_names_each_bad_parameter(backen
     );
 }
 
+/// New York's offset from UTC at `millis`, in seconds.
+fn new_york_offset(millis: i64) -> i32 {
+    tzdb_data::time_zone::america::NEW_YORK
+        .find_local_time_type(millis.div_euclid(1000))
+        .expect("New York has an offset at every instant")
+        .ut_offset()
+}
+
 /// The latest moment, two days or more ago, at which New York's offset
 /// changed (so the rest of that local day is past too).
 fn latest_new_york_change() -> i64 {
-    use chrono::{Offset, TimeZone};
-    let zone = chrono_tz::America::New_York;
-    let offset = |millis: i64| {
-        zone.timestamp_millis_opt(millis)
-            .unwrap()
-            .offset()
-            .fix()
-            .local_minus_utc()
-    };
     let hour = 3_600_000;
     let mut at = (now_millis() - 48 * hour) / hour * hour;
-    while offset(at) == offset(at - hour) {
+    while new_york_offset(at) == new_york_offset(at - hour) {
         at -= hour;
     }
     at
 }
 
 async fn dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change(backend: Backend) {
-    use chrono::TimeZone;
     let server = TestServer::start(backend).await;
     let (_, admin) = member(&server, "admin@example.com", "admin").await;
     let change = latest_new_york_change();
-    let zone = chrono_tz::America::New_York;
-    let local_day = zone.timestamp_millis_opt(change).unwrap().date_naive();
-    // The last half hour of that local day, already the next day in UTC.
-    let next_midnight = zone
-        .from_local_datetime(
-            &(local_day + chrono::Days::new(1))
-                .and_hms_opt(0, 0, 0)
-                .unwrap(),
-        )
-        .earliest()
+    // The offset New York keeps from the change to the end of that day.
+    let offset = time::UtcOffset::from_whole_seconds(new_york_offset(change)).unwrap();
+    let local_day = time::OffsetDateTime::from_unix_timestamp(change / 1000)
         .unwrap()
-        .timestamp_millis();
+        .to_offset(offset)
+        .date();
+    // The last half hour of that local day, already the next day in UTC.
+    let next_midnight = local_day
+        .next_day()
+        .unwrap()
+        .midnight()
+        .assume_offset(offset)
+        .unix_timestamp()
+        * 1000;
     let times = [
         change - 1_800_000,
         change + 1_800_000,
@@ -825,7 +825,7 @@ async fn dashboard_days_are_the_time_zones_days_across_a_daylight_saving_change(
         })
         .await
         .expect("insert");
-    let day = local_day.format("%Y-%m-%d").to_string();
+    let day = local_day.to_string();
     let (status, body) = dashboard(
         &server,
         As::Session(&admin),

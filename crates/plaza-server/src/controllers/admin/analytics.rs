@@ -5,7 +5,6 @@
 use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use chrono_tz::Tz;
 use plaza_domain::DomainError;
 use plaza_domain::analytics::{self, DashboardOverview, EventFilter, HEATMAP_CELL, TrendSlice};
 use plaza_domain::time::now_millis;
@@ -17,7 +16,7 @@ use crate::http::csv_cells;
 use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::AppJson;
-use crate::services::analytics::trends::{self, Bucket, Granularity};
+use crate::services::analytics::trends::{self, Bucket, Granularity, Zone};
 use crate::state::AppState;
 
 const DAY_MILLIS: i64 = 86_400_000;
@@ -184,7 +183,7 @@ struct DashboardQuery {
     days: i64,
     metrics: Vec<String>,
     granularity: Granularity,
-    zone: Tz,
+    zone: Zone,
     filter_country: Option<String>,
     filter_device: Option<String>,
     include_vpn: bool,
@@ -392,7 +391,7 @@ fn parse_query(query: &str) -> Result<DashboardQuery, AppError> {
     let mut days = 30;
     let mut metrics = Vec::new();
     let mut granularity = Granularity::Daily;
-    let mut zone = Tz::UTC;
+    let mut zone = Zone::UTC;
     let mut filter_country = None;
     let mut filter_device = None;
     let mut include_vpn = true;
@@ -421,9 +420,9 @@ fn parse_query(query: &str) -> Result<DashboardQuery, AppError> {
                     value,
                 ),
             },
-            "timezone" => match value.parse::<Tz>() {
-                Ok(parsed) => zone = parsed,
-                Err(_) => wrong("timezone", "an IANA time zone such as Europe/Berlin", value),
+            "timezone" => match Zone::named(value) {
+                Some(named) => zone = named,
+                None => wrong("timezone", "an IANA time zone such as Europe/Berlin", value),
             },
             "country" => {
                 if value.len() == 2 && value.bytes().all(|b| b.is_ascii_alphabetic()) {

@@ -1,0 +1,200 @@
+//! Moderating posts: the actions a moderator takes (approve, hide, flag,
+//! delete), the state machine that says what each does from each status,
+//! and the unit of work that records the decision and resolves the reports.
+
+use super::model::{Moderation, POST_COLUMNS, Post, PostRow, PostStatus, RETURNING_COLUMNS};
+use super::writes::delete;
+use crate::time::now_millis;
+use crate::{DomainError, Tx};
+
+/// Records a moderator's decision (the admin surface's approve, hide and
+/// flag actions: approve is [`Moderation::None`]).
+pub async fn set_moderation(
+    tx: &mut Tx<'_>,
+    id: i64,
+    moderation: Moderation,
+) -> Result<Post, DomainError> {
+    let row: Option<PostRow> = sqlx::query_as(&format!(
+        "UPDATE posts SET moderation = $1, updated_at = $2 WHERE id = $3 \
+         RETURNING {RETURNING_COLUMNS}"
+    ))
+    .bind(moderation.as_str())
+    .bind(now_millis())
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(DomainError::NotFound("post"))?.try_into()
+}
+
+/// A moderator's action on a post (SPEC.md "States and transitions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModerationAction {
+    /// Clears a flag or a hide (the author's switch decides between
+    /// published and draft) and marks open reports resolved.
+    Approve,
+    Hide,
+    /// Permanent: the post and its reports are removed.
+    Delete,
+    Flag,
+}
+
+impl ModerationAction {
+    pub const ALL: [ModerationAction; 4] = [
+        ModerationAction::Approve,
+        ModerationAction::Hide,
+        ModerationAction::Delete,
+        ModerationAction::Flag,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModerationAction::Approve => "approve",
+            ModerationAction::Hide => "hide",
+            ModerationAction::Delete => "delete",
+            ModerationAction::Flag => "flag",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ModerationAction> {
+        ModerationAction::ALL
+            .into_iter()
+            .find(|action| action.as_str() == name)
+    }
+}
+
+/// What a moderation action does to a post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModerationStep {
+    /// Records this decision (the status follows from it and the author's
+    /// switch, see [`PostStatus::of`]).
+    Decide(Moderation),
+    Delete,
+}
+
+/// The moderation state machine: from each status, what each action does,
+/// or why it makes no sense (the caller answers 409 with that reason).
+pub fn moderation_step(
+    status: PostStatus,
+    action: ModerationAction,
+) -> Result<ModerationStep, &'static str> {
+    use ModerationAction as A;
+    use PostStatus as S;
+    match (status, action) {
+        (_, A::Delete) => Ok(ModerationStep::Delete),
+        (S::Published | S::Flagged | S::Hidden, A::Approve) => {
+            Ok(ModerationStep::Decide(Moderation::None))
+        }
+        (S::Draft, A::Approve) => Err(
+            "a draft is not public, so there is nothing to approve until its author publishes it",
+        ),
+        (S::Hidden, A::Hide) => Err("the post is already hidden"),
+        (S::Published | S::Flagged | S::Draft, A::Hide) => {
+            Ok(ModerationStep::Decide(Moderation::Hidden))
+        }
+        (S::Published, A::Flag) => Ok(ModerationStep::Decide(Moderation::Flagged)),
+        (S::Flagged, A::Flag) => Err("the post is already flagged"),
+        (S::Hidden, A::Flag) => {
+            Err("a hidden post is out of view already; approve it first to flag it instead")
+        }
+        (S::Draft, A::Flag) => Err("a draft is not public, so there is nothing to flag yet"),
+    }
+}
+
+/// The result of [`moderate`].
+#[derive(Debug, Clone)]
+pub enum Moderated {
+    /// The decision was recorded; `reports_resolved` open reports were
+    /// marked resolved.
+    Changed {
+        before: Post,
+        after: Post,
+        reports_resolved: u64,
+    },
+    /// The post and `reports_removed` reports are gone.
+    Deleted { before: Post, reports_removed: i64 },
+}
+
+/// Applies `action` to post `id` by `moderator_id` following
+/// [`moderation_step`]: [`DomainError::InvalidTransition`] when it makes
+/// no sense from the post's status, and nothing is written then.
+pub async fn moderate(
+    tx: &mut Tx<'_>,
+    id: i64,
+    action: ModerationAction,
+    moderator_id: i64,
+) -> Result<Moderated, DomainError> {
+    let row: Option<PostRow> = sqlx::query_as(&format!(
+        "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let before = Post::try_from(row.ok_or(DomainError::NotFound("post"))?)?;
+    let step = moderation_step(before.status(), action).map_err(|reason| {
+        DomainError::InvalidTransition(format!(
+            "cannot {} a {} post: {reason}",
+            action.as_str(),
+            before.status().as_str()
+        ))
+    })?;
+    match step {
+        ModerationStep::Decide(moderation) => {
+            let after = set_moderation(tx, id, moderation).await?;
+            let reports_resolved = crate::reports::resolve(tx, id, moderator_id).await?;
+            Ok(Moderated::Changed {
+                before,
+                after,
+                reports_resolved,
+            })
+        }
+        ModerationStep::Delete => {
+            let reports_removed = before.report_count;
+            delete(tx, id).await?;
+            Ok(Moderated::Deleted {
+                before,
+                reports_removed,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_moderation_action_from_every_status() {
+        use ModerationAction as A;
+        use ModerationStep::{Decide, Delete};
+        // Rows: published, draft, hidden, flagged; columns: approve, hide,
+        // delete, flag. `-` is a refusal.
+        let expected = [
+            [
+                Some(Decide(Moderation::None)),
+                Some(Decide(Moderation::Hidden)),
+                Some(Delete),
+                Some(Decide(Moderation::Flagged)),
+            ],
+            [None, Some(Decide(Moderation::Hidden)), Some(Delete), None],
+            [Some(Decide(Moderation::None)), None, Some(Delete), None],
+            [
+                Some(Decide(Moderation::None)),
+                Some(Decide(Moderation::Hidden)),
+                Some(Delete),
+                None,
+            ],
+        ];
+        for (status, row) in PostStatus::ALL.into_iter().zip(expected) {
+            for (action, want) in [A::Approve, A::Hide, A::Delete, A::Flag]
+                .into_iter()
+                .zip(row)
+            {
+                assert_eq!(
+                    moderation_step(status, action).ok(),
+                    want,
+                    "{status:?} {action:?}"
+                );
+            }
+        }
+    }
+}

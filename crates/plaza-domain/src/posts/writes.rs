@@ -1,0 +1,106 @@
+//! Writing posts: creating, changing and deleting one, with its
+//! `post_tags` rows kept in the same unit of work.
+
+use super::model::{NewPost, Post, PostChanges, PostRow, RETURNING_COLUMNS, join_tags};
+use crate::listing::{Arg, bind_all};
+use crate::time::now_millis;
+use crate::{DomainError, Tx};
+
+/// Inserts one `post_tags` row per tag, in one statement.
+async fn insert_tags(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    post_id: i64,
+    tags: &[String],
+    created_at: i64,
+) -> Result<(), DomainError> {
+    if tags.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<String> = (0..tags.len())
+        .map(|index| format!("($1, $2, ${})", index + 3))
+        .collect();
+    let sql = format!(
+        "INSERT INTO post_tags (post_id, created_at, tag) VALUES {} ON CONFLICT DO NOTHING",
+        values.join(", ")
+    );
+    let mut statement = sqlx::query(&sql).bind(post_id).bind(created_at);
+    for tag in tags {
+        statement = statement.bind(tag.clone());
+    }
+    statement.execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Creates a post and its tag rows.
+pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<Post, DomainError> {
+    let now = now_millis();
+    let row: PostRow = sqlx::query_as(&format!(
+        "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {RETURNING_COLUMNS}"
+    ))
+    .bind(new.author_id)
+    .bind(new.title)
+    .bind(new.content)
+    .bind(join_tags(&new.tags))
+    .bind(new.published)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    let post = Post::try_from(row)?;
+    insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    Ok(post)
+}
+
+/// Applies `changes` (title, content, tags, published switch) and bumps
+/// `updated_at`; tag rows are replaced in the same transaction.
+pub async fn update(tx: &mut Tx<'_>, id: i64, changes: PostChanges) -> Result<Post, DomainError> {
+    let mut sets = Vec::new();
+    let mut args = Vec::new();
+    let mut set = |column: &str, value: Arg| {
+        args.push(value);
+        sets.push(format!("{column} = ${}", args.len()));
+    };
+    if let Some(title) = changes.title {
+        set("title", Arg::Text(title));
+    }
+    if let Some(content) = changes.content {
+        set("content", Arg::Text(content));
+    }
+    if let Some(tags) = &changes.tags {
+        set("tags", Arg::Text(join_tags(tags)));
+    }
+    if let Some(published) = changes.published {
+        set("published", Arg::Bool(published));
+    }
+    set("updated_at", Arg::Int(now_millis()));
+    args.push(Arg::Int(id));
+    let sql = format!(
+        "UPDATE posts SET {} WHERE id = ${} RETURNING {RETURNING_COLUMNS}",
+        sets.join(", "),
+        args.len()
+    );
+    let row: Option<PostRow> = bind_all(sqlx::query_as(&sql), args)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let post = Post::try_from(row.ok_or(DomainError::NotFound("post"))?)?;
+    if changes.tags.is_some() {
+        sqlx::query("DELETE FROM post_tags WHERE post_id = $1")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    }
+    Ok(post)
+}
+
+/// Deletes a post for good; its tags and reports go with it.
+pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<(), DomainError> {
+    let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    if deleted.rows_affected() == 0 {
+        return Err(DomainError::NotFound("post"));
+    }
+    Ok(())
+}
