@@ -84,7 +84,7 @@ pub struct MaintenanceReport {
     pub action: String,
     #[schema(example = "all")]
     pub scope: String,
-    /// Recorded with the audit entry; Plaza sends no notification itself.
+    /// Whether every administrator was sent an alert of the result.
     pub notify: bool,
     /// How long the action took.
     pub duration_ms: u64,
