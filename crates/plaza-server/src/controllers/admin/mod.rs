@@ -10,6 +10,7 @@
 pub mod analytics;
 pub mod emojis;
 pub mod permissions;
+pub mod roles;
 pub mod stats;
 pub mod users;
 
@@ -19,10 +20,10 @@ use emojis::{
     pending_emojis, reject_emoji,
 };
 use permissions::{
-    __path_create_permission, __path_grant_role_permissions, __path_list_permissions,
-    __path_list_roles, __path_update_permission, create_permission, grant_role_permissions,
-    list_permissions, list_roles, update_permission,
+    __path_create_permission, __path_list_permissions, __path_update_permission, create_permission,
+    list_permissions, update_permission,
 };
+use roles::{__path_grant_role_permissions, __path_list_roles, grant_role_permissions, list_roles};
 use stats::{__path_system_stats, system_stats};
 use users::{
     __path_ban_user, __path_create_subscription, __path_list_users, __path_unban_user,
