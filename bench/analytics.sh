@@ -65,7 +65,7 @@ for backend in $BACKENDS; do
     PORT=$(free_port)
     export PLAZA_BIND="127.0.0.1:$PORT" PLAZA_BASE_URL="http://127.0.0.1:$PORT"
     "$binary" migrate >/dev/null
-    "$binary" user create --email bench@example.com --password "bench password 1" --role user >/dev/null
+    "$binary" user create --email bench@example.com --password "bench password 1" --role user >/dev/null 2>&1
     "$binary" serve >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     wait_http "http://127.0.0.1:$PORT/api/health"
