@@ -287,3 +287,58 @@ pub async fn delete(tx: &mut Tx<'_>, token_hash: &str) -> Result<(), DomainError
         .await?;
     Ok(())
 }
+
+/// Most sessions a user's own list shows: the most recently used.
+pub const MAX_LISTED_SESSIONS: i64 = 100;
+
+/// One of a user's live sessions, as its owner sees it.
+#[derive(Debug, Clone, FromRow)]
+pub struct OwnSession {
+    pub id: i64,
+    /// To tell the caller's own session; never shown.
+    pub token_hash: String,
+    pub created_at: i64,
+    pub last_seen_at: i64,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+impl Database {
+    /// The live sessions of `user_id` (neither expired nor past their
+    /// longest lifetime), most recently used first, at most
+    /// [`MAX_LISTED_SESSIONS`].
+    pub async fn sessions_of_user(
+        &self,
+        user_id: i64,
+        lifetime: SessionLifetime,
+    ) -> Result<Vec<OwnSession>, DomainError> {
+        let now = now_millis();
+        Ok(sqlx::query_as(
+            "SELECT id, token_hash, created_at, last_seen_at, ip_address, user_agent \
+             FROM sessions WHERE user_id = $1 AND expires_at > $2 AND created_at > $3 \
+             ORDER BY last_seen_at DESC, id DESC LIMIT $4",
+        )
+        .bind(user_id)
+        .bind(now)
+        .bind(now.saturating_sub(lifetime.max_lifetime_millis))
+        .bind(MAX_LISTED_SESSIONS)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+}
+
+/// Ends, in `tx`, the session `session_id` if it is one of `user_id`'s;
+/// answers its token hash, or `None` when `user_id` has no such session.
+pub async fn end_own(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    session_id: i64,
+) -> Result<Option<String>, DomainError> {
+    let ended: Option<(String,)> =
+        sqlx::query_as("DELETE FROM sessions WHERE id = $1 AND user_id = $2 RETURNING token_hash")
+            .bind(session_id)
+            .bind(user_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    Ok(ended.map(|(token_hash,)| token_hash))
+}

@@ -5,12 +5,16 @@ use crate::common::actors::{Cast, Member, assert_statuses, row};
 use crate::common::fake_idp::{
     self, FakeIdp, IdTokenFault, begin_provider_sign_in, location, open_callback,
 };
-use crate::common::{As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, session_cookie};
+use crate::common::{
+    As, Backend, PASSWORD, TEST_JWT_SECRET, TestServer, call, member, session_cookie,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 on_both_databases!(
     sign_up_sign_in_session_and_sign_out,
+    a_user_lists_their_sessions_and_ends_one,
+    nobody_ends_a_session_of_someone_else,
     wrong_password_and_unknown_email_answer_alike,
     repeated_failures_are_refused_for_a_while,
     expired_sessions_end,
@@ -707,4 +711,62 @@ async fn one_lookup_statement_answers_each_token_hash_in_order(backend: Backend)
             None,
         ]
     );
+}
+
+async fn a_user_lists_their_sessions_and_ends_one(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, laptop) = member(&server, "owner@example.com", "user").await;
+    let phone = server.sign_in("owner@example.com", PASSWORD).await;
+
+    let (status, body) = call(&server, "GET", "/api/auth/sessions", Some(&laptop), None).await;
+    assert_eq!(status, 200, "{body}");
+    let sessions = body["sessions"].as_array().expect("sessions").clone();
+    assert_eq!(sessions.len(), 2, "{body}");
+    let current: Vec<bool> = sessions
+        .iter()
+        .map(|session| session["current"].as_bool().expect("current"))
+        .collect();
+    assert_eq!(
+        current.iter().filter(|current| **current).count(),
+        1,
+        "{body}"
+    );
+    for session in &sessions {
+        assert!(session["createdAt"].is_string() && session["lastSeenAt"].is_string());
+        assert!(session.get("tokenHash").is_none(), "{session}");
+    }
+    let phone_id = sessions
+        .iter()
+        .find(|session| session["current"] == false)
+        .and_then(|session| session["id"].as_str())
+        .expect("the other session's id")
+        .to_owned();
+
+    let path = format!("/api/auth/sessions/{phone_id}");
+    let (status, body) = call(&server, "DELETE", &path, Some(&laptop), None).await;
+    assert_eq!((status, body), (204, Value::Null));
+    let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(&phone), None).await;
+    assert_eq!(status, 401, "the ended session no longer signs in");
+    let (status, body) = call(&server, "GET", "/api/auth/sessions", Some(&laptop), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["sessions"].as_array().map(Vec::len), Some(1), "{body}");
+    let (status, _) = call(&server, "DELETE", &path, Some(&laptop), None).await;
+    assert_eq!(status, 404, "an ended session is gone");
+}
+
+async fn nobody_ends_a_session_of_someone_else(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, owner) = member(&server, "owner@example.com", "user").await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, body) = call(&server, "GET", "/api/auth/sessions", Some(&owner), None).await;
+    let owner_session = body["sessions"][0]["id"].as_str().expect("id").to_owned();
+    let path = format!("/api/auth/sessions/{owner_session}");
+
+    let (status, _) = call(&server, "DELETE", &path, None, None).await;
+    assert_eq!(status, 401);
+    let (status, body) = call(&server, "DELETE", &path, Some(&admin), None).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "NOT_FOUND");
+    let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(&owner), None).await;
+    assert_eq!(status, 200, "the owner's session still signs in");
 }

@@ -2,6 +2,7 @@
 //! accounts and admin tokens.
 
 mod linked_accounts;
+mod own_sessions;
 mod providers;
 mod sign_in;
 mod tokens;
@@ -21,6 +22,7 @@ use crate::http::error::AppError;
 use crate::state::AppState;
 
 pub use linked_accounts::*;
+pub use own_sessions::*;
 pub use providers::*;
 pub use sign_in::*;
 pub use tokens::*;
@@ -45,6 +47,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(csrf))
         .routes(crate::documented_routes!(accounts))
         .routes(crate::documented_routes!(unlink_account))
+        .routes(crate::documented_routes!(list_sessions))
+        .routes(crate::documented_routes!(end_session))
         .routes(crate::documented_routes!(admin_token, revoke_admin_token))
 }
 
