@@ -342,3 +342,14 @@ pub async fn end_own(
             .await?;
     Ok(ended.map(|(token_hash,)| token_hash))
 }
+
+/// Ends, in `tx`, every session of `user_id` but the one whose token hash
+/// is `kept`.
+pub async fn end_others(tx: &mut Tx<'_>, user_id: i64, kept: &str) -> Result<(), DomainError> {
+    sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2")
+        .bind(user_id)
+        .bind(kept)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

@@ -19,4 +19,6 @@ pub use model::{
 pub(crate) use query::ALL_USERS_TOTAL;
 pub use query::{UserPage, UserQuery, UserSort};
 pub(crate) use writes::revoke_credentials;
-pub use writes::{create, delete, record_login, set_role, set_status, update, user_in};
+pub use writes::{
+    create, delete, record_login, set_password, set_role, set_status, update, user_in,
+};

@@ -129,6 +129,21 @@ pub async fn set_status(
     revoke_credentials_if_lowered(tx, &before, before.role, status).await
 }
 
+/// Sets a user's password hash.
+pub async fn set_password(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    password_hash: &str,
+) -> Result<(), DomainError> {
+    sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
+        .bind(password_hash)
+        .bind(now_millis())
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Changes a user's role; a lower role ends the user's admin tokens
 /// ([`revoke_credentials_if_lowered`]).
 pub async fn set_role(tx: &mut Tx<'_>, user_id: i64, role: Role) -> Result<(), DomainError> {

@@ -75,16 +75,21 @@ pub const MAX_PASSWORD_LENGTH: usize = 256;
 
 /// Checks a new password against the length rules.
 pub fn check_password(password: &str) -> Result<(), AppError> {
+    check_new_password("password", password)
+}
+
+/// Checks the new password in `field` against the length rules.
+pub fn check_new_password(field: &str, password: &str) -> Result<(), AppError> {
     let length = password.chars().count();
     if length < MIN_PASSWORD_LENGTH {
         return Err(AppError::invalid(
-            "password",
+            field,
             format!("must be at least {MIN_PASSWORD_LENGTH} characters"),
         ));
     }
     if password.len() > MAX_PASSWORD_LENGTH {
         return Err(AppError::invalid(
-            "password",
+            field,
             format!("must be at most {MAX_PASSWORD_LENGTH} bytes"),
         ));
     }

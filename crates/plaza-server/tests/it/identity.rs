@@ -15,6 +15,8 @@ on_both_databases!(
     sign_up_sign_in_session_and_sign_out,
     a_user_lists_their_sessions_and_ends_one,
     nobody_ends_a_session_of_someone_else,
+    a_password_change_needs_the_current_one_and_ends_the_other_sessions,
+    a_user_without_a_password_sets_one,
     wrong_password_and_unknown_email_answer_alike,
     repeated_failures_are_refused_for_a_while,
     expired_sessions_end,
@@ -769,4 +771,64 @@ async fn nobody_ends_a_session_of_someone_else(backend: Backend) {
     assert_eq!(body["error"]["code"], "NOT_FOUND");
     let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(&owner), None).await;
     assert_eq!(status, 200, "the owner's session still signs in");
+}
+
+async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, laptop) = member(&server, "owner@example.com", "user").await;
+    let phone = server.sign_in("owner@example.com", PASSWORD).await;
+    let change = |current: Option<&str>, new: &str| {
+        let mut body = json!({"newPassword": new});
+        if let Some(current) = current {
+            body["currentPassword"] = json!(current);
+        }
+        Some(body)
+    };
+
+    for current in [None, Some("not the password")] {
+        let body = change(current, "a new long password");
+        let (status, body) = call(&server, "PUT", "/api/auth/password", Some(&laptop), body).await;
+        assert_eq!(status, 403, "{current:?}: {body}");
+        assert_eq!(body["error"]["code"], "FORBIDDEN");
+    }
+    let body = change(Some(PASSWORD), "short");
+    let (status, body) = call(&server, "PUT", "/api/auth/password", Some(&laptop), body).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["details"]["field"], "newPassword");
+    let (status, _) = call(
+        &server,
+        "PUT",
+        "/api/auth/password",
+        None,
+        change(None, "x"),
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    let body = change(Some(PASSWORD), "a new long password");
+    let (status, body) = call(&server, "PUT", "/api/auth/password", Some(&laptop), body).await;
+    assert_eq!((status, body), (200, json!({"success": true})));
+    let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(&phone), None).await;
+    assert_eq!(status, 401, "the other session ended");
+    let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(&laptop), None).await;
+    assert_eq!(status, 200, "this session stays");
+    let old = server.try_sign_in("owner@example.com", PASSWORD).await;
+    assert_eq!(old.status(), StatusCode::UNAUTHORIZED);
+    server
+        .sign_in("owner@example.com", "a new long password")
+        .await;
+}
+
+async fn a_user_without_a_password_sets_one(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, cookie) = member(&server, "provider@example.com", "user").await;
+    server
+        .sql("UPDATE users SET password_hash = NULL WHERE email = 'provider@example.com'")
+        .await;
+    let body = Some(json!({"newPassword": "a first password"}));
+    let (status, body) = call(&server, "PUT", "/api/auth/password", Some(&cookie), body).await;
+    assert_eq!(status, 200, "{body}");
+    server
+        .sign_in("provider@example.com", "a first password")
+        .await;
 }

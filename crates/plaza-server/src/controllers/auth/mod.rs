@@ -3,6 +3,7 @@
 
 mod linked_accounts;
 mod own_sessions;
+mod password;
 mod providers;
 mod sign_in;
 mod tokens;
@@ -23,6 +24,7 @@ use crate::state::AppState;
 
 pub use linked_accounts::*;
 pub use own_sessions::*;
+pub use password::*;
 pub use providers::*;
 pub use sign_in::*;
 pub use tokens::*;
@@ -49,6 +51,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(unlink_account))
         .routes(crate::documented_routes!(list_sessions))
         .routes(crate::documented_routes!(end_session))
+        .routes(crate::documented_routes!(change_password))
         .routes(crate::documented_routes!(admin_token, revoke_admin_token))
 }
 
