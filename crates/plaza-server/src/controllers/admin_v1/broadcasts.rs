@@ -15,11 +15,11 @@ use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit, authorize};
-use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
@@ -107,24 +107,13 @@ impl From<&Broadcast> for BroadcastItem {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct BroadcastListQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Broadcasts to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
-}
-
 /// The broadcasts, newest first, whatever their status.
 #[utoipa::path(
     get,
     path = "/api/v1/admin/notifications/broadcasts",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(BroadcastListQuery),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of broadcasts, newest first", body = ListEnvelope<BroadcastItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -135,16 +124,9 @@ pub struct BroadcastListQuery {
 pub async fn list_broadcasts(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<BroadcastListQuery>,
+    AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<AppJson<ListEnvelope<BroadcastItem>>, AppError> {
-    let mut problems = Problems::default();
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
-    problems.finish()?;
+    let page = query.page()?;
     let found = state.db.broadcasts(page).await?;
     Ok(AppJson(ListEnvelope::new(
         found.broadcasts.iter().map(BroadcastItem::from).collect(),

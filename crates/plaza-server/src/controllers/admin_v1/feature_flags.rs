@@ -15,11 +15,11 @@ use plaza_domain::feature_flags::{
 };
 use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit};
-use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::double_option;
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
@@ -66,17 +66,6 @@ impl From<&FeatureFlag> for FeatureFlagItem {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct FlagListQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Flags to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
-}
-
 /// The body of a flag write (DECISIONS.md). Absent optional fields keep
 /// their current value (a new flag: no description, 100 %, every role).
 #[derive(Deserialize, ToSchema)]
@@ -101,7 +90,7 @@ pub struct FlagWriteBody {
     path = "/api/v1/admin/feature-flags",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(FlagListQuery),
+    params(PageQuery),
     responses(
         (status = 200, description = "A page of flags, by name", body = ListEnvelope<FeatureFlagItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -112,16 +101,9 @@ pub struct FlagWriteBody {
 pub async fn list_feature_flags(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<FlagListQuery>,
+    AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<AppJson<ListEnvelope<FeatureFlagItem>>, AppError> {
-    let mut problems = Problems::default();
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
-    problems.finish()?;
+    let page = query.page()?;
     let found = state.db.feature_flags(page).await?;
     Ok(AppJson(ListEnvelope::new(
         found.flags.iter().map(FeatureFlagItem::from).collect(),

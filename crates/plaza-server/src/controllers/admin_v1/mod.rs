@@ -49,15 +49,44 @@ use users::{
     get_admin_user, list_admin_users, update_admin_user,
 };
 
-use serde::Serialize;
-use utoipa::ToSchema;
+use plaza_domain::listing::Page;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::controllers::params::Pagination;
+use crate::controllers::params::{self, Pagination, Problems};
+use crate::http::error::AppError;
 use crate::state::AppState;
 
 /// The default page size of the surface's lists (SPEC.md "Limits").
 pub const DEFAULT_LIMIT: i64 = 50;
+
+/// The query of a list that has no filter: its page.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// 1 to 100, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// Items to skip, default 0.
+    #[param(value_type = Option<u64>, minimum = 0)]
+    pub offset: Option<String>,
+}
+
+impl PageQuery {
+    /// The page asked for; 422 naming each bad field.
+    pub fn page(&self) -> Result<Page, AppError> {
+        let mut problems = Problems::default();
+        let page = params::page_or(
+            &mut problems,
+            self.limit.as_deref(),
+            self.offset.as_deref(),
+            DEFAULT_LIMIT,
+        );
+        problems.finish()?;
+        Ok(page)
+    }
+}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
