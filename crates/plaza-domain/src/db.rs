@@ -1,5 +1,6 @@
 //! The connection pool, shared by every domain module, and start-up migration.
 
+use std::collections::HashSet;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::migrate::Migrator;
+use sqlx::migrate::{Migrate, Migrator};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Executor};
 
@@ -21,6 +22,15 @@ static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 /// instead of copying pages into its own cache: with 16 connections, a
 /// search over a large full-text index was otherwise copied into 16 caches.
 const SQLITE_MMAP_BYTES: u64 = 1 << 30;
+
+/// What bringing the schema up to date did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The migrations this run applied, as `0031_name`, oldest first.
+    pub applied: Vec<String>,
+    /// The schema version the database is at now.
+    pub version: i64,
+}
 
 /// Pool sizing and timeouts; the server fills these from its settings.
 #[derive(Debug, Clone)]
@@ -182,15 +192,33 @@ impl Database {
         })
     }
 
-    /// Brings the schema up to date. Safe to run from several instances at
-    /// once: on PostgreSQL the migrator holds an advisory lock.
-    pub async fn migrate(&self) -> Result<(), DomainError> {
+    /// Brings the schema up to date and says what that took. Safe to run
+    /// from several instances at once: on PostgreSQL the migrator holds an
+    /// advisory lock.
+    pub async fn migrate(&self) -> Result<MigrationReport, DomainError> {
         let migrator = match self.backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator.run(&mut *self.lease().await?).await?;
-        Ok(())
+        let mut connection = self.lease().await?;
+        connection.ensure_migrations_table().await?;
+        let before: HashSet<i64> = connection
+            .list_applied_migrations()
+            .await?
+            .into_iter()
+            .map(|migration| migration.version)
+            .collect();
+        migrator.run(&mut *connection).await?;
+        let applied = migrator
+            .iter()
+            .filter(|migration| !before.contains(&migration.version))
+            .map(|migration| format!("{:04}_{}", migration.version, migration.description))
+            .collect();
+        let version = migrator.iter().map(|migration| migration.version).max();
+        Ok(MigrationReport {
+            applied,
+            version: version.unwrap_or_default(),
+        })
     }
 
     /// Runs `work` as one unit of work: one transaction on one connection,

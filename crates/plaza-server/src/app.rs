@@ -15,6 +15,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::controllers::{self, docs};
 use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
 use crate::http::middleware::RequestLayer;
+use crate::http::rate_limit::address::TrustedProxies;
 use crate::http::rate_limit::{Limit, limited};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
@@ -114,6 +115,7 @@ pub fn build_app(state: AppState) -> Router {
     let (router, document) = api_router().split_for_parts();
     let surfaces = SurfaceMap::from_document(&document);
     let server = state.settings.server.clone();
+    let proxies = state.rate_limiter.trusted_proxies().clone();
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
         .fallback(|| async { AppError::RouteNotFound })
@@ -121,16 +123,21 @@ pub fn build_app(state: AppState) -> Router {
         // The rate limiter's layers find the state here: they are put on
         // route groups before there is a state to hand them.
         .layer(Extension(state));
-    with_middleware(router, &server, surfaces)
+    with_middleware(router, &server, proxies, surfaces)
 }
 
 /// Wraps routes in Plaza's middleware stack ([`RequestLayer`] and the body
 /// limit), answering errors in the shape `surfaces` gives each route.
 /// Public so tests can put test-only routes behind the same stack.
-pub fn with_middleware(router: Router, server: &ServerSettings, surfaces: SurfaceMap) -> Router {
+pub fn with_middleware(
+    router: Router,
+    server: &ServerSettings,
+    proxies: TrustedProxies,
+    surfaces: SurfaceMap,
+) -> Router {
     router.layer(
         ServiceBuilder::new()
-            .layer(RequestLayer::new(server, surfaces))
+            .layer(RequestLayer::new(server, proxies, surfaces))
             .layer(DefaultBodyLimit::max(server.body_limit_bytes)),
     )
 }

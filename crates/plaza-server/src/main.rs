@@ -6,7 +6,7 @@ use plaza_server::app::{Server, shutdown_signal};
 use plaza_server::cli::commands;
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
 use plaza_server::settings::Settings;
-use plaza_server::startup::open_database;
+use plaza_server::startup::{lock_embedded_database, open_database};
 use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
 
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             Command::Serve => serve(settings).await,
             Command::Migrate => open_database(&settings)
                 .await
-                .map(|_| tracing::info!("schema is up to date"))
+                .map(drop)
                 .map_err(|error| error.to_string()),
             Command::User(command) => {
                 let state = offline_state(settings).await?;
@@ -106,6 +106,7 @@ async fn offline_state(settings: Settings) -> Result<AppState, String> {
 
 async fn serve(settings: Settings) -> Result<(), String> {
     let bind = settings.server.bind;
+    let _serving = lock_embedded_database(&settings).map_err(|error| error.to_string())?;
     let database = open_database(&settings)
         .await
         .map_err(|error| error.to_string())?;
@@ -116,7 +117,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .map_err(|error| format!("cannot listen on {bind}: {error}"))?;
     let address = server.local_addr().map_err(|error| error.to_string())?;
     let shutdown = shutdown_signal();
-    tracing::info!(%address, "listening on http://{address}");
+    tracing::info!(%address, version = env!("CARGO_PKG_VERSION"), "listening on http://{address}");
     server
         .run(shutdown)
         .await

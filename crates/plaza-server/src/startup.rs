@@ -1,5 +1,6 @@
 //! Opening the database at start-up: create the data directory, connect with
-//! retries while the database is not up yet, and migrate.
+//! retries while the database is not up yet, and migrate; and the lock that
+//! keeps a second server off an embedded database.
 //!
 //! The data directory is created 0700 and SQLite's files are kept 0600:
 //! they hold password hashes, emails and session hashes. SQLite gives its
@@ -32,6 +33,20 @@ pub enum StartupError {
         url: String,
         seconds: u64,
         cause: DomainError,
+    },
+    #[error(
+        "another Plaza server (pid {holder}) serves the database {database} in {directory}; \
+         stop it first, or give this one its own data directory"
+    )]
+    DatabaseServed {
+        database: String,
+        directory: String,
+        holder: String,
+    },
+    #[error("cannot lock the database {path}: {source}")]
+    DatabaseLock {
+        path: String,
+        source: std::io::Error,
     },
     #[error("database migration failed: {0}")]
     Migration(DomainError),
@@ -82,7 +97,16 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
             }
         }
     };
-    database.migrate().await.map_err(StartupError::Migration)?;
+    let migration = database.migrate().await.map_err(StartupError::Migration)?;
+    if migration.applied.is_empty() {
+        tracing::info!(version = migration.version, "schema is up to date");
+    } else {
+        tracing::info!(
+            version = migration.version,
+            applied = migration.applied.join(", "),
+            "schema migrated"
+        );
+    }
     if database
         .load_emoji_catalog()
         .await
@@ -102,6 +126,69 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
+}
+
+/// Held for as long as this process serves its SQLite database: an exclusive
+/// lock on `<database>.lock`, which the operating system releases when the
+/// process ends, also by a crash. The file holds the holder's pid.
+#[derive(Debug)]
+pub struct ServeLock {
+    _file: std::fs::File,
+}
+
+/// Takes the serve lock of the SQLite database `settings` name, so a second
+/// server on the same file stops at once instead of serving it with caches
+/// and counters of its own. PostgreSQL and in-memory databases take none.
+pub fn lock_embedded_database(settings: &Settings) -> Result<Option<ServeLock>, StartupError> {
+    use std::io::{Read, Seek, Write};
+    let Some(database) = sqlite_file(&settings.effective_database_url()) else {
+        return Ok(None);
+    };
+    let mut name = database.as_os_str().to_owned();
+    name.push(".lock");
+    let path = PathBuf::from(name);
+    let failed = |source| StartupError::DatabaseLock {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        create_private_dir(parent).map_err(failed)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let directory = database
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            return Err(StartupError::DatabaseServed {
+                database: database.display().to_string(),
+                directory: directory.display().to_string(),
+                holder: Some(holder.trim())
+                    .filter(|pid| !pid.is_empty())
+                    .unwrap_or("unknown")
+                    .to_owned(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(source)) => return Err(failed(source)),
+    }
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .map_err(failed)?;
+    Ok(Some(ServeLock { _file: file }))
 }
 
 /// The file of a `sqlite:` URL, as sqlx reads it (the part before `?`);

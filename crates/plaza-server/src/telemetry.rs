@@ -1,5 +1,6 @@
 //! Logs and metrics set-up.
 
+use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -8,12 +9,14 @@ use tracing_subscriber::EnvFilter;
 use crate::settings::LogFormat;
 
 /// Installs the log subscriber once; later calls (tests starting several
-/// servers in one process) keep the first.
+/// servers in one process) keep the first. Text logs are coloured only on a
+/// terminal, so files and journals get no escape codes.
 pub fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

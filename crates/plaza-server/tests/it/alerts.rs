@@ -16,22 +16,25 @@ on_both_databases!(
     broadcasts_refuse_bad_input,
     users_dismiss_their_own_alerts,
     notify_author_alerts_the_author,
-    a_scheduled_broadcast_is_delivered_once_by_two_instances,
     racing_deliveries_deliver_once,
-    the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses,
     a_resumed_stream_sends_only_what_came_after_its_last_event,
     streams_need_a_session_and_a_free_slot,
     a_zero_lifetime_stream_sends_the_current_alerts_and_ends,
     shutdown_ends_open_streams,
     a_stream_ends_within_a_second_of_sign_out,
     a_ban_or_deletion_ends_the_users_stream_within_a_second,
-    a_ban_through_one_instance_ends_a_stream_open_on_another,
     a_demoted_admins_stream_gets_no_later_admin_broadcast,
     one_user_holds_at_most_five_streams_even_without_rate_limits,
     broadcasts_are_listed_newest_first_with_their_status,
     a_cancelled_broadcast_is_never_delivered,
     a_delivered_broadcast_cannot_be_cancelled,
     a_cancellation_racing_the_delivery_lets_exactly_one_happen,
+);
+
+on_postgres!(
+    a_scheduled_broadcast_is_delivered_once_by_two_instances,
+    the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses,
+    a_ban_through_one_instance_ends_a_stream_open_on_another,
 );
 
 async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
@@ -333,7 +336,8 @@ async fn wait_for_alert(
     }
 }
 
-async fn a_scheduled_broadcast_is_delivered_once_by_two_instances(backend: Backend) {
+async fn a_scheduled_broadcast_is_delivered_once_by_two_instances() {
+    let backend = Backend::Postgres;
     let fast = [("PLAZA_BROADCAST_DELIVERY_PERIOD_SECS", "1")];
     let first = TestServer::start_with(backend, &fast).await;
     let shared = [
@@ -522,9 +526,8 @@ const WITHIN_A_SECOND: Duration = Duration::from_secs(1);
 
 const FAST_STREAMS: (&str, &str) = ("PLAZA_ALERT_STREAM_POLL_MS", "50");
 
-async fn the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses(
-    backend: Backend,
-) {
+async fn the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses() {
+    let backend = Backend::Postgres;
     let first = TestServer::start_with(backend, &[FAST_STREAMS]).await;
     let second = TestServer::start_with(
         backend,
@@ -714,7 +717,8 @@ async fn a_ban_or_deletion_ends_the_users_stream_within_a_second(backend: Backen
     );
 }
 
-async fn a_ban_through_one_instance_ends_a_stream_open_on_another(backend: Backend) {
+async fn a_ban_through_one_instance_ends_a_stream_open_on_another() {
+    let backend = Backend::Postgres;
     let first = TestServer::start(backend).await;
     let second = TestServer::start_with(
         backend,

@@ -29,6 +29,7 @@ mod layers;
 mod link_preview;
 mod middleware;
 mod og;
+mod operations;
 mod rate_limits;
 mod resilience;
 mod schema;

@@ -11,6 +11,7 @@ use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
 use plaza_server::http::error::{Surface, SurfaceMap};
 use plaza_server::http::extract::AppJson;
+use plaza_server::http::rate_limit::address::TrustedProxies;
 use plaza_server::settings::ServerSettings;
 use serde_json::{Value, json};
 
@@ -22,7 +23,7 @@ struct Echo {
 
 async fn serve(router: Router, settings: ServerSettings) -> String {
     let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::AdminV1);
-    let app = with_middleware(router, &settings, surfaces);
+    let app = with_middleware(router, &settings, TrustedProxies::default(), surfaces);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {

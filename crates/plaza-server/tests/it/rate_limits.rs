@@ -19,14 +19,17 @@ on_both_databases!(
     every_surface_answers_429_in_its_own_shape,
     probes_are_never_limited,
     the_sign_in_throttle_answers_with_the_limit_headers,
-    two_instances_share_one_count_through_redis,
     concurrent_requests_through_redis_are_each_counted_once,
     a_quota_finer_than_a_microsecond_is_counted_through_redis,
     without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back,
     a_stalled_redis_fails_each_check_in_its_direction_and_recovers,
-    counts_are_shared_over_tls_with_a_redis_whose_ca_is_given,
     a_guesser_behind_a_shared_address_locks_out_nobody_who_knows_their_password,
     health_names_each_dependency_and_is_503_while_redis_is_down,
+);
+
+on_postgres!(
+    two_instances_share_one_count_through_redis,
+    counts_are_shared_over_tls_with_a_redis_whose_ca_is_given,
 );
 
 /// Limits on, the anonymous quota `anonymous`, plus `extra` settings.
@@ -429,7 +432,8 @@ impl Drop for PrivateRedis {
     }
 }
 
-async fn two_instances_share_one_count_through_redis(backend: Backend) {
+async fn two_instances_share_one_count_through_redis() {
+    let backend = Backend::Postgres;
     let Some(redis) = PrivateRedis::start("two_instances_share_one_count_through_redis") else {
         return;
     };
@@ -467,7 +471,8 @@ async fn two_instances_share_one_count_through_redis(backend: Backend) {
 /// Over TLS, two instances that trust the test's CA share one count; one
 /// that does not (the system's trust store only) never talks to that
 /// Redis, so it fails open: answered, uncounted.
-async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given(backend: Backend) {
+async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given() {
+    let backend = Backend::Postgres;
     let test = "counts_are_shared_over_tls_with_a_redis_whose_ca_is_given";
     let Some(redis) = PrivateRedis::start_tls(test) else {
         return;

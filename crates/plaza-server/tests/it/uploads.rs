@@ -927,7 +927,8 @@ async fn cleanup_uploads(server: &TestServer, token: &str) -> Value {
 
 /// Two instances on one database, each with a store of its own (two local
 /// folders): the sweep of one never removes the other's records.
-async fn an_instance_with_another_store_sweeps_nothing_of_the_others(backend: Backend) {
+async fn an_instance_with_another_store_sweeps_nothing_of_the_others() {
+    let backend = Backend::Postgres;
     let first = TestServer::start(backend).await;
     let second = TestServer::start_with(
         backend,
@@ -992,7 +993,8 @@ fn refused_start(env: &[(String, String)]) -> (std::process::ExitStatus, String)
     (status, stderr)
 }
 
-async fn an_instance_with_another_store_refuses_to_start(backend: Backend) {
+async fn an_instance_with_another_store_refuses_to_start() {
+    let backend = Backend::Postgres;
     let first = TestServer::start(backend).await;
     let (_, cookie) = member(&first, "uploader@example.com", "user").await;
     let (status, body) = upload(
@@ -1050,8 +1052,6 @@ async fn an_instance_with_another_store_refuses_to_start(backend: Backend) {
 on_both_databases!(
     a_hung_store_fails_the_upload_in_time_and_keeps_no_record,
     a_write_committed_after_the_upload_gave_up_is_deleted,
-    an_instance_with_another_store_sweeps_nothing_of_the_others,
-    an_instance_with_another_store_refuses_to_start,
     every_row_of_the_upload_error_table,
     a_store_that_fails_answers_upload_failed,
     the_type_comes_from_the_bytes_not_the_name,
@@ -1059,4 +1059,9 @@ on_both_databases!(
     cleanup_removes_what_a_crash_left_behind,
     uploads_are_rate_limited_in_the_upload_shape,
     an_s3_compatible_store_round_trips,
+);
+
+on_postgres!(
+    an_instance_with_another_store_sweeps_nothing_of_the_others,
+    an_instance_with_another_store_refuses_to_start,
 );

@@ -1,7 +1,8 @@
 //! The per-request work every route shares, done in one hand-written layer:
 //! request id, tracing span, CORS, the cross-origin write check, the refusal
 //! of a query parameter holding a NUL byte, the request timeout, panic
-//! recovery, error rendering per surface, hardening headers and metrics.
+//! recovery, error rendering per surface, hardening headers, metrics and the
+//! access log line.
 //!
 //! One layer instead of nine (`tower_http`'s request id, trace, timeout,
 //! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
@@ -18,7 +19,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request};
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::http::header::{
     CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
@@ -34,6 +38,7 @@ use super::metrics;
 use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::http::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
 use crate::http::extract::text_input::refuse_nul_in_query;
+use crate::http::rate_limit::address::TrustedProxies;
 use crate::settings::ServerSettings;
 
 /// The header that carries a request's id, both ways.
@@ -54,15 +59,18 @@ struct Shared {
     cors: CorsPolicy,
     timeout: Duration,
     surfaces: SurfaceMap,
+    /// Whose forwarding headers name the client of the access log line.
+    proxies: TrustedProxies,
 }
 
 impl RequestLayer {
-    pub fn new(server: &ServerSettings, surfaces: SurfaceMap) -> Self {
+    pub fn new(server: &ServerSettings, proxies: TrustedProxies, surfaces: SurfaceMap) -> Self {
         let shared = Shared {
             cors: CorsPolicy::new(server),
             timeout: Duration::from_secs(server.request_timeout_secs),
             server: server.clone(),
             surfaces,
+            proxies,
         };
         RequestLayer {
             shared: Arc::new(shared),
@@ -119,6 +127,11 @@ where
         );
         let route = request.extensions().get::<MatchedPath>().cloned();
         let shared = self.shared.clone();
+        let uri = request.uri().clone();
+        let client = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| shared.proxies.client_address(peer.ip(), request.headers()));
         // This layer runs after routing (it is put on every route), so the
         // matched route tells the surface its group declared.
         let surface = shared
@@ -153,8 +166,11 @@ where
                 Err(panic) => Answer::Ready(panic_response(panic)),
             }
         };
-        Box::pin(
-            async move {
+        Box::pin(async move {
+            // The request's span covers the handler and the rendering of its
+            // errors; the access line below stands outside it, so its fields
+            // are the line's own in text and JSON alike.
+            let mut response = async {
                 let response = match answer {
                     Answer::Pending(answer) => {
                         match within(shared.timeout, AssertUnwindSafe(answer).catch_unwind()).await
@@ -167,27 +183,33 @@ where
                     }
                     Answer::Ready(response) => response,
                 };
-                let mut response = render_errors(surface, &method, response);
-                let headers = response.headers_mut();
-                headers.insert(REQUEST_ID.clone(), id);
-                shared.cors.decorate(headers, origin);
-                harden(headers);
-                let elapsed = started.elapsed();
-                metrics::record(
-                    route.as_ref().map_or("unmatched", MatchedPath::as_str),
-                    &method,
-                    response.status().as_u16(),
-                    elapsed.as_secs_f64(),
-                );
-                tracing::debug!(
-                    status = response.status().as_u16(),
-                    latency_us = elapsed.as_micros(),
-                    "answered"
-                );
-                Ok(response)
+                render_errors(surface, &method, response)
             }
-            .instrument(span),
-        )
+            .instrument(span)
+            .await;
+            let headers = response.headers_mut();
+            headers.insert(REQUEST_ID.clone(), id);
+            shared.cors.decorate(headers, origin);
+            harden(headers);
+            let elapsed = started.elapsed();
+            metrics::record(
+                route.as_ref().map_or("unmatched", MatchedPath::as_str),
+                &method,
+                response.status().as_u16(),
+                elapsed.as_secs_f64(),
+            );
+            tracing::info!(
+                target: "plaza::access",
+                method = %method,
+                path = uri.path(),
+                status = response.status().as_u16(),
+                duration_ms = elapsed.as_micros() as f64 / 1000.0,
+                request_id = response.headers().get(&REQUEST_ID).and_then(|id| id.to_str().ok()),
+                client = %Client(client),
+                "answered"
+            );
+            Ok(response)
+        })
     }
 }
 
@@ -222,6 +244,18 @@ fn harden(headers: &mut HeaderMap) {
             .or_insert(HeaderValue::from_static(
                 "default-src 'none'; style-src 'unsafe-inline'",
             ));
+    }
+}
+
+/// The client's address in the access log, `-` off a socket.
+struct Client(Option<IpAddr>);
+
+impl fmt::Display for Client {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(address) => address.fmt(formatter),
+            None => formatter.write_str("-"),
+        }
     }
 }
 

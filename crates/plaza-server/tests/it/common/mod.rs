@@ -117,6 +117,21 @@ macro_rules! on_both_databases {
     )*};
 }
 
+/// Tests of several instances on one database, which need PostgreSQL: an
+/// embedded (SQLite) database is served by one server only.
+macro_rules! on_postgres {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if $crate::common::postgres_enabled(stringify!($name)) {
+                    super::$name().await;
+                }
+            }
+        }
+    )*};
+}
+
 /// A fresh PostgreSQL database, dropped with the test.
 pub struct PostgresDatabase {
     pub url: String,
@@ -358,6 +373,12 @@ impl TestServer {
             .args(args)
             .output()
             .expect("run plaza")
+    }
+
+    /// A `plaza` command with this server's settings, to spawn as the test
+    /// needs.
+    pub fn command(&self) -> Command {
+        plaza_command(&self.env)
     }
 
     /// Runs a `plaza` subcommand as [`TestServer::cli`] does, with `extra`
@@ -689,7 +710,7 @@ pub fn spawn_plaza(
             if let Some(address) = line
                 .split("listening on http://")
                 .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '"').next())
             {
                 let _ = address_tx.send(address.to_owned());
             }

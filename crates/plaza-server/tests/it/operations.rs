@@ -1,0 +1,136 @@
+//! What an operator sees and relies on: the access line of every answer,
+//! logs without colour codes in files, the start-up line naming the
+//! migrations it ran, and one server per embedded database.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Backend, TestServer};
+
+on_both_databases!(
+    every_answer_is_logged_at_info_with_its_fields,
+    text_logs_carry_no_colour_codes_off_a_terminal,
+    the_start_up_line_names_the_migrations_it_ran,
+);
+
+/// The access line of `request_id`, as JSON.
+fn access_line(server: &TestServer, request_id: &str) -> Value {
+    server.wait_for_log(request_id);
+    let logs = server.logs();
+    let line = logs
+        .lines()
+        .find(|line| line.contains("plaza::access") && line.contains(request_id))
+        .unwrap_or_else(|| panic!("no access line for {request_id}:\n{logs}"));
+    serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}"))
+}
+
+async fn every_answer_is_logged_at_info_with_its_fields(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_LOG_FORMAT", "json")]).await;
+    for (path, status) in [("/api/version", 200), ("/api/no-such-route", 404)] {
+        let request_id = format!("access-{status}");
+        let answer = server
+            .client
+            .get(server.url(&format!("{path}?token=secret")))
+            .header("x-request-id", &request_id)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), status);
+        assert_eq!(answer.headers()["x-request-id"], request_id.as_str());
+        let line = access_line(&server, &request_id);
+        assert_eq!(line["level"], "INFO", "{line}");
+        assert_eq!(line["method"], "GET", "{line}");
+        assert_eq!(line["path"], path, "the query string stays out: {line}");
+        assert_eq!(line["status"], status, "{line}");
+        assert!(line["duration_ms"].as_f64().is_some(), "{line}");
+        assert_eq!(line["request_id"], request_id.as_str(), "{line}");
+        assert_eq!(line["client"], "127.0.0.1", "{line}");
+        assert!(!line.to_string().contains("secret"), "{line}");
+    }
+}
+
+async fn text_logs_carry_no_colour_codes_off_a_terminal(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let answer = server
+        .client
+        .get(server.url("/api/version"))
+        .header("x-request-id", "plain-text-line")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    server.wait_for_log("plain-text-line");
+    let logs = server.logs();
+    let line = logs
+        .lines()
+        .find(|line| line.contains("plain-text-line"))
+        .unwrap();
+    assert!(line.contains(" INFO plaza::access: "), "{line}");
+    assert!(line.contains("status=200"), "{line}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "escape codes in the logs:\n{logs:?}"
+    );
+}
+
+async fn the_start_up_line_names_the_migrations_it_ran(backend: Backend) {
+    let mut first = TestServer::start(backend).await;
+    let logs = first.logs();
+    let migrated = logs
+        .lines()
+        .find(|line| line.contains("schema migrated"))
+        .unwrap_or_else(|| panic!("no migration line:\n{logs}"));
+    assert!(migrated.contains("0001_identity"), "{migrated}");
+    first.wait_for_log("listening on http://127.0.0.1:");
+    first.terminate();
+    let again =
+        TestServer::start_with(backend, &[("PLAZA_DATABASE_URL", &first.database_url)]).await;
+    let logs = again.logs();
+    assert!(logs.contains("schema is up to date"), "{logs}");
+    assert!(!logs.contains("schema migrated"), "{logs}");
+}
+
+/// Waits until `child` exits, at most 30 s; kills it and fails if it runs on.
+fn exit_of(mut child: std::process::Child) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "a second server kept running:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_an_embedded_database_stops_at_once() {
+    let mut first = TestServer::start(Backend::Sqlite).await;
+    let second = first
+        .command()
+        .arg("serve")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = exit_of(second);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let directory = first.data_dir.path().display().to_string();
+    assert!(stderr.contains(&directory), "{stderr}");
+    assert!(stderr.contains(&format!("pid {}", first.pid())), "{stderr}");
+
+    // A crash leaves no lock behind: the next server starts.
+    first.kill();
+    let next = TestServer::start_with(
+        Backend::Sqlite,
+        &[("PLAZA_DATABASE_URL", &first.database_url)],
+    )
+    .await;
+    assert_eq!(next.get("/api/version").await.status(), 200);
+}
