@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,10 @@ pub struct PoolStats {
     pub size: u32,
     pub idle: u32,
     pub max: u32,
+    /// Leases that found every connection busy and waited, since start.
+    pub waits: u64,
+    /// Leases that waited `acquire_timeout` in vain, since start.
+    pub timeouts: u64,
 }
 
 /// How long a PostgreSQL connection may sit in the warm stack and still be
@@ -97,6 +102,9 @@ struct WarmConnections {
     /// the lock over at once (admin user list at 10 clients, each request
     /// writing its audit entry: p99 360 ms without the queue).
     writers: Option<tokio::sync::Mutex<()>>,
+    /// How often leases waited for a connection, and in vain.
+    waits: AtomicU64,
+    timeouts: AtomicU64,
 }
 
 /// A connection in the warm stack, and since when.
@@ -188,6 +196,8 @@ impl Database {
                 acquire_timeout: options.acquire_timeout,
                 untested_idle: (backend == Backend::Postgres).then_some(POSTGRES_UNTESTED_IDLE),
                 writers: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
+                waits: AtomicU64::new(0),
+                timeouts: AtomicU64::new(0),
             }),
         })
     }
@@ -286,13 +296,20 @@ impl Database {
         let permit = match Arc::clone(&warm.permits).try_acquire_owned() {
             Ok(permit) => permit,
             // A timer only when every connection is busy.
-            Err(_) => tokio::time::timeout(
-                warm.acquire_timeout,
-                Arc::clone(&warm.permits).acquire_owned(),
-            )
-            .await
-            .map_err(|_| sqlx::Error::PoolTimedOut)?
-            .map_err(|_| sqlx::Error::PoolClosed)?,
+            Err(_) => {
+                let waited = tokio::time::timeout(
+                    warm.acquire_timeout,
+                    Arc::clone(&warm.permits).acquire_owned(),
+                )
+                .await;
+                warm.waits.fetch_add(1, Ordering::Relaxed);
+                if waited.is_err() {
+                    warm.timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                waited
+                    .map_err(|_| sqlx::Error::PoolTimedOut)?
+                    .map_err(|_| sqlx::Error::PoolClosed)?
+            }
         };
         let faults = connection_faults();
         let reused = warm.idle().pop();
@@ -334,6 +351,8 @@ impl Database {
             size: self.pool.size(),
             idle: u32::try_from(self.pool.num_idle() + self.warm.idle().len()).unwrap_or(u32::MAX),
             max: self.max_connections,
+            waits: self.warm.waits.load(Ordering::Relaxed),
+            timeouts: self.warm.timeouts.load(Ordering::Relaxed),
         }
     }
 

@@ -1,4 +1,5 @@
-//! Logs and metrics set-up.
+//! Logs and metrics set-up, and the figures read when metrics are scraped:
+//! the process (memory, open files, CPU), the database pool and the queues.
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -7,6 +8,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 use crate::settings::LogFormat;
+use crate::state::AppState;
 
 /// Installs the log subscriber once; later calls (tests starting several
 /// servers in one process) keep the first. Text logs are coloured only on a
@@ -50,11 +52,53 @@ pub fn metrics_handle() -> PrometheusHandle {
         .clone()
 }
 
+/// The process figures' collector, set up once per process.
+fn process_collector() -> &'static metrics_process::Collector {
+    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(metrics_process::Collector::default)
+}
+
+/// Reads the figures that are states rather than events, just before a
+/// scrape renders them: the process, the database pool, the queues.
+pub fn record_current_figures(state: &AppState) {
+    process_collector().collect();
+    let pool = state.db.pool_stats();
+    metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(pool.size));
+    metrics::gauge!("db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
+    metrics::gauge!("db_pool_max_connections").set(f64::from(pool.max));
+    metrics::counter!("db_pool_waits_total").absolute(pool.waits);
+    metrics::counter!("db_pool_timeouts_total").absolute(pool.timeouts);
+    metrics::gauge!("plaza_queue_depth", "queue" => "analytics")
+        .set(state.analytics.ingest.queued() as f64);
+}
+
 /// Every metric Plaza records, with its `# HELP` text: the one list to
 /// extend when a metric is added (`promtool check metrics` in the tests
 /// fails on a metric without one).
 fn describe_metrics() {
     use metrics::Unit;
+    process_collector().describe();
+    metrics::describe_counter!(
+        "db_pool_waits_total",
+        "Database leases that found every connection busy and waited"
+    );
+    metrics::describe_counter!(
+        "db_pool_timeouts_total",
+        "Database leases that waited the acquire timeout in vain (answered 503)"
+    );
+    metrics::describe_gauge!(
+        "plaza_queue_depth",
+        "Items waiting in an in-process queue, by queue"
+    );
+    metrics::describe_counter!(
+        "plaza_job_runs_total",
+        "Runs of each background job, by job and outcome (success, failure)"
+    );
+    metrics::describe_gauge!(
+        "plaza_job_last_success_timestamp_seconds",
+        Unit::Seconds,
+        "When each background job last ran successfully on this instance, as a Unix time"
+    );
     metrics::describe_counter!(
         "http_requests_total",
         "HTTP requests answered, by method, route template and status"

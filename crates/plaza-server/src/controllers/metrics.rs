@@ -13,8 +13,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(crate::documented_routes!(metrics))
 }
 
-/// Request counts and latency histograms by route template and status, and
-/// database pool figures, in the Prometheus text format. Open to an admin
+/// Request counts and latency histograms by route template and status, the
+/// process (memory, open files, CPU), the database pool, queue depths and
+/// background job runs, in the Prometheus text format. Open to an admin
 /// token with `admin:read`, or to anyone when `metrics_public` is on.
 #[utoipa::path(
     get,
@@ -28,10 +29,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     )
 )]
 pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> Response {
-    let pool = state.db.pool_stats();
-    metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(pool.size));
-    metrics::gauge!("db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
-    metrics::gauge!("db_pool_max_connections").set(f64::from(pool.max));
+    crate::telemetry::record_current_figures(&state);
     state.metrics.run_upkeep();
     (
         [(

@@ -56,6 +56,8 @@ pub struct GroupCommit<T> {
     sender: mpsc::UnboundedSender<Submission<T>>,
     receiver: Mutex<Option<mpsc::UnboundedReceiver<Submission<T>>>>,
     places: Arc<Semaphore>,
+    /// Places in the queue in all.
+    max_queued: usize,
     /// Rows per transaction at most (a submission is never split).
     max_batch: usize,
 }
@@ -67,8 +69,15 @@ impl<T: Send + 'static> GroupCommit<T> {
             sender,
             receiver: Mutex::new(Some(receiver)),
             places: Arc::new(Semaphore::new(max_queued)),
+            max_queued,
             max_batch: max_batch.max(1),
         }
+    }
+
+    /// Rows queued or being written now.
+    pub fn queued(&self) -> usize {
+        self.max_queued
+            .saturating_sub(self.places.available_permits())
     }
 
     /// Takes places in the queue for `count` rows, or refuses when it is full.

@@ -239,9 +239,20 @@ async fn run_once(state: &AppState, job: &Job) {
         }
     }
     match (job.run)(state.clone()).await {
-        Ok(outcome) if !outcome.is_empty() => tracing::debug!(job = job.name, outcome, "job ran"),
-        Ok(_) => {}
-        Err(error) => tracing::warn!(job = job.name, %error, "job failed"),
+        Ok(outcome) => {
+            if !outcome.is_empty() {
+                tracing::debug!(job = job.name, outcome, "job ran");
+            }
+            metrics::counter!("plaza_job_runs_total", "job" => job.name, "outcome" => "success")
+                .increment(1);
+            metrics::gauge!("plaza_job_last_success_timestamp_seconds", "job" => job.name)
+                .set(now_millis() as f64 / 1000.0);
+        }
+        Err(error) => {
+            tracing::warn!(job = job.name, %error, "job failed");
+            metrics::counter!("plaza_job_runs_total", "job" => job.name, "outcome" => "failure")
+                .increment(1);
+        }
     }
     if let Scope::Cluster { .. } = job.scope
         && let Err(error) = state

@@ -1,6 +1,7 @@
 //! What an operator sees and relies on: the access line of every answer,
 //! logs without colour codes in files, the start-up line naming the
-//! migrations it ran, and one server per embedded database.
+//! migrations it ran, the process, pool, queue and job figures of the
+//! metrics, and one server per embedded database.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ on_both_databases!(
     every_answer_is_logged_at_info_with_its_fields,
     text_logs_carry_no_colour_codes_off_a_terminal,
     the_start_up_line_names_the_migrations_it_ran,
+    metrics_show_the_process_the_pool_the_queues_and_each_job,
 );
 
 /// The access line of `request_id`, as JSON.
@@ -89,6 +91,52 @@ async fn the_start_up_line_names_the_migrations_it_ran(backend: Backend) {
     let logs = again.logs();
     assert!(logs.contains("schema is up to date"), "{logs}");
     assert!(!logs.contains("schema migrated"), "{logs}");
+}
+
+/// The value of the sample `name` (with its labels, as rendered) in `text`.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+async fn metrics_show_the_process_the_pool_the_queues_and_each_job(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_METRICS_PUBLIC", "true")]).await;
+    // The job that folds latencies runs every second on each instance.
+    let job = r#"{job="metrics_upkeep",outcome="success"}"#;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let text = server.get("/api/metrics").await.text().await.unwrap();
+        if sample(&text, &format!("plaza_job_runs_total{job}")).is_some() {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no job runs counted:\n{text}");
+    };
+    let resident = sample(&text, "process_resident_memory_bytes").unwrap_or_default();
+    assert!(resident > 1_000_000.0, "{text}");
+    assert!(
+        sample(&text, "process_open_fds").unwrap_or_default() > 0.0,
+        "{text}"
+    );
+    assert!(
+        sample(&text, "process_cpu_seconds_total").is_some(),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            r#"plaza_job_last_success_timestamp_seconds{job="metrics_upkeep"}"#
+        )
+        .unwrap_or_default()
+            > 1.7e9,
+        "{text}"
+    );
+    assert_eq!(sample(&text, "db_pool_waits_total"), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "db_pool_timeouts_total"), Some(0.0), "{text}");
+    assert_eq!(
+        sample(&text, r#"plaza_queue_depth{queue="analytics"}"#),
+        Some(0.0),
+        "{text}"
+    );
 }
 
 /// Waits until `child` exits, at most 30 s; kills it and fails if it runs on.

@@ -70,6 +70,11 @@ impl Ingest {
         }
     }
 
+    /// Events queued or being written now.
+    pub fn queued(&self) -> usize {
+        self.queue.queued()
+    }
+
     /// Queues `events` and waits until they are committed.
     pub async fn submit(&self, _db: &Database, events: Vec<NewEvent>) -> Result<(), IngestError> {
         let places = self.queue.reserve(events.len())?;
