@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the Debian package from an already built binary, installs it with
+# dpkg, checks the unit with systemd-analyze, runs the installed binary as
+# the `plaza` user against a fresh data directory until it answers
+# /api/health, and removes the package again.
+# Usage: packaging/check-deb.sh [cargo profile, default release]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE="${1:-release}"
+target_dir="${CARGO_TARGET_DIR:-target}"
+out="$target_dir/debian"
+rm -rf "$out"
+cargo deb -p plaza-server --no-build --profile "$PROFILE" --output "$out/" >/dev/null
+package=$(ls "$out"/plaza_*.deb)
+echo "package: $package ($(stat -c %s "$package") bytes)"
+work=$(mktemp -d)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  dpkg --purge plaza >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+dpkg -i "$package"
+test -x /usr/bin/plaza
+test -f /etc/plaza/plaza.toml
+getent passwd plaza >/dev/null
+systemd-analyze verify /lib/systemd/system/plaza.service
+
+install -d -o plaza -g plaza -m 0700 "$work/data"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+runuser -u plaza -- env PLAZA_DATA_DIR="$work/data" PLAZA_BIND="127.0.0.1:$port" \
+  /usr/bin/plaza --config /etc/plaza/plaza.toml serve 2>"$work/log" &
+pid=$!
+for _ in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$port/api/health" >/dev/null 2>&1 && break
+  kill -0 "$pid" 2>/dev/null || { cat "$work/log"; exit 1; }
+  sleep 0.2
+done
+curl -fsS "http://127.0.0.1:$port/api/health"
+echo
+test -f "$work/data/plaza.db"
+kill "$pid"
+wait "$pid" || true
+pid=
+dpkg --purge plaza
+! test -e /usr/bin/plaza
+echo "the package installs, serves and purges cleanly"
