@@ -9,6 +9,9 @@
 #   GET /api/health                 (one database round trip)
 #   GET /api/auth/session signed in (session lookup)
 #   GET /api/posts                  (the cached public list)
+# Both log as shipped (INFO, so an access line per request, into a file);
+# BASE_RUST_LOG / NEW_RUST_LOG set another filter for one of them, e.g.
+# NEW_RUST_LOG=info,plaza::access=warn to measure the access log itself.
 # Usage: bench/side-by-side.sh BASE_BINARY NEW_BINARY [seconds per run, default 8]
 #                              [connections, default 50] [rounds, default 3]
 set -euo pipefail
@@ -21,11 +24,11 @@ ROUNDS="${5:-3}"
 source bench/lib.sh
 need wrk curl python3
 
-# start NAME BINARY -> sets PORT_<NAME> and COOKIE_<NAME>
+# start NAME BINARY LOG_FILTER -> sets PORT_<NAME> and COOKIE_<NAME>
 start() {
   local name=$1 binary=$2 port cookie
   port=$(free_port)
-  export PLAZA_DATA_DIR="$WORK/$name" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
+  export PLAZA_DATA_DIR="$WORK/$name" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=$3
   "$binary" migrate >/dev/null 2>&1
   "$binary" user create --email bench@example.com --password bench-password >/dev/null 2>&1
   PLAZA_BIND="127.0.0.1:$port" "$binary" serve 2>"$WORK/$name.log" &
@@ -38,8 +41,8 @@ start() {
   printf -v "PORT_$name" '%s' "$port"
   printf -v "COOKIE_$name" '%s' "$cookie"
 }
-start base "$BASE"
-start new "$NEW"
+start base "$BASE" "${BASE_RUST_LOG:-info}"
+start new "$NEW" "${NEW_RUST_LOG:-info}"
 
 ROUTES=(version health session posts)
 path_of() {
