@@ -37,7 +37,7 @@ on_postgres!(
     a_ban_through_one_instance_ends_a_stream_open_on_another,
 );
 
-async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn broadcast(server: &TestServer, token: &str, body: Value) -> (u16, Value) {
     let response = server
         .send(
             As::Token(token),
@@ -414,14 +414,14 @@ async fn racing_deliveries_deliver_once(backend: Backend) {
 
 /// One Server-Sent Event.
 #[derive(Debug)]
-struct StreamEvent {
-    name: String,
+pub(crate) struct StreamEvent {
+    pub(crate) name: String,
     id: String,
-    data: Value,
+    pub(crate) data: Value,
 }
 
 /// An open `GET /api/alerts/stream`, read event by event.
-struct AlertStream {
+pub(crate) struct AlertStream {
     body: std::pin::Pin<
         Box<dyn futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>,
     >,
@@ -429,7 +429,11 @@ struct AlertStream {
 }
 
 impl AlertStream {
-    async fn open(server: &TestServer, cookie: &str, last_event_id: Option<&str>) -> AlertStream {
+    pub(crate) async fn open(
+        server: &TestServer,
+        cookie: &str,
+        last_event_id: Option<&str>,
+    ) -> AlertStream {
         let mut request = server
             .client
             .get(server.url("/api/alerts/stream"))
@@ -451,7 +455,7 @@ impl AlertStream {
 
     /// The next event (keep-alive comments skipped), or `None` when the
     /// server ended the stream; a test that waits 10 s for one fails.
-    async fn next(&mut self) -> Option<StreamEvent> {
+    pub(crate) async fn next(&mut self) -> Option<StreamEvent> {
         use futures_util::StreamExt;
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
@@ -491,7 +495,7 @@ impl AlertStream {
 impl AlertStream {
     /// Whether the server ends the stream within `limit` (what it still
     /// sends meanwhile is read and dropped).
-    async fn ends_within(&mut self, limit: Duration) -> bool {
+    pub(crate) async fn ends_within(&mut self, limit: Duration) -> bool {
         use futures_util::StreamExt;
         let deadline = tokio::time::Instant::now() + limit;
         loop {
@@ -522,9 +526,9 @@ async fn try_open_stream(server: &TestServer, cookie: &str) -> (u16, Value) {
 }
 
 /// How soon a stream must end after its session or user stops standing.
-const WITHIN_A_SECOND: Duration = Duration::from_secs(1);
+pub(crate) const WITHIN_A_SECOND: Duration = Duration::from_secs(1);
 
-const FAST_STREAMS: (&str, &str) = ("PLAZA_ALERT_STREAM_POLL_MS", "50");
+pub(crate) const FAST_STREAMS: (&str, &str) = ("PLAZA_ALERT_STREAM_POLL_MS", "50");
 
 async fn the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses() {
     let backend = Backend::Postgres;

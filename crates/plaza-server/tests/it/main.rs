@@ -32,6 +32,7 @@ mod og;
 mod operations;
 mod rate_limits;
 mod resilience;
+mod scale_out;
 mod schema;
 mod search;
 mod transport;

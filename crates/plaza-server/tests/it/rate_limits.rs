@@ -288,7 +288,7 @@ async fn the_sign_in_throttle_answers_with_the_limit_headers(backend: Backend) {
 const TLS_PASSWORD: &str = "plaza-test";
 
 /// A private Redis on a free loopback port, stopped with the test.
-struct PrivateRedis {
+pub(crate) struct PrivateRedis {
     port: u16,
     child: Option<Child>,
     /// With TLS: the folder of its CA's and its own certificate and key.
@@ -296,7 +296,7 @@ struct PrivateRedis {
 }
 
 impl PrivateRedis {
-    fn start(test: &str) -> Option<Self> {
+    pub(crate) fn start(test: &str) -> Option<Self> {
         Self::start_with(test, None)
     }
 
@@ -363,7 +363,7 @@ impl PrivateRedis {
         Some(redis)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self.tls {
             None => format!("redis://127.0.0.1:{}", self.port),
             Some(_) => format!("rediss://:{TLS_PASSWORD}@127.0.0.1:{}", self.port),

@@ -12,7 +12,7 @@ use crate::common::{As, Backend, TestServer, member};
 use image::{DynamicImage, ImageFormat};
 use serde_json::{Value, json};
 
-fn picture(width: u32, height: u32) -> DynamicImage {
+pub(crate) fn picture(width: u32, height: u32) -> DynamicImage {
     DynamicImage::ImageRgb8(image::RgbImage::from_fn(width, height, |x, y| {
         image::Rgb([
             (x % 251) as u8,
@@ -22,7 +22,7 @@ fn picture(width: u32, height: u32) -> DynamicImage {
     }))
 }
 
-fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
+pub(crate) fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
     let mut bytes = Vec::new();
     image
         .write_to(&mut Cursor::new(&mut bytes), format)
@@ -75,7 +75,12 @@ async fn send_form(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn upload(server: &TestServer, cookie: &str, name: &str, bytes: &[u8]) -> (u16, Value) {
+pub(crate) async fn upload(
+    server: &TestServer,
+    cookie: &str,
+    name: &str,
+    bytes: &[u8],
+) -> (u16, Value) {
     send_form(
         server,
         "/api/upload/image",
@@ -563,13 +568,13 @@ async fn an_s3_compatible_store_round_trips(backend: Backend) {
 }
 
 /// A moto S3 server on a free loopback port, stopped when dropped.
-struct Moto {
+pub(crate) struct Moto {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Moto {
-    fn start() -> Option<Moto> {
+    pub(crate) fn start() -> Option<Moto> {
         let installed = std::process::Command::new("python3")
             .args(["-c", "import moto.server"])
             .status()
@@ -777,7 +782,7 @@ async fn hung_up_uploads_stay_within_the_memory_of_connected_ones() {
 
 /// Plaza's S3 settings for the store at `endpoint`, every call limited to
 /// `timeout_secs`.
-fn s3_env(endpoint: &str, timeout_secs: &'static str) -> Vec<(&'static str, String)> {
+pub(crate) fn s3_env(endpoint: &str, timeout_secs: &'static str) -> Vec<(&'static str, String)> {
     vec![
         ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads".to_owned()),
         ("PLAZA_STORAGE_TIMEOUT_SECS", timeout_secs.to_owned()),
@@ -789,7 +794,7 @@ fn s3_env(endpoint: &str, timeout_secs: &'static str) -> Vec<(&'static str, Stri
     ]
 }
 
-fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+pub(crate) fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter()
         .map(|(key, value)| (*key, value.as_str()))
         .collect()
@@ -903,7 +908,7 @@ async fn a_write_committed_after_the_upload_gave_up_is_deleted(backend: Backend)
     }
 }
 
-fn create_bucket(endpoint: &str) {
+pub(crate) fn create_bucket(endpoint: &str) {
     let created = std::process::Command::new("python3")
         .args(["-c", &format!("import urllib.request as r; r.urlopen(r.Request('{endpoint}/plaza-test', method='PUT'))")])
         .status()
