@@ -93,8 +93,9 @@ pub async fn revoke_token(
 pub const SIGN_IN_PURGE_CHUNK: i64 = 10_000;
 
 /// Deletes what can no longer matter: expired sessions, abandoned OAuth
-/// attempts, revocations of tokens past their expiry and failure counts
-/// older than `failure_window_millis`. Returns the rows removed.
+/// attempts, revocations of tokens past their expiry, expired mailed
+/// tokens and failure counts older than `failure_window_millis`. Returns
+/// the rows removed.
 pub async fn purge_expired_security_state(
     tx: &mut Tx<'_>,
     failure_window_millis: i64,
@@ -117,6 +118,7 @@ pub async fn purge_expired_security_state(
         ("DELETE FROM sessions WHERE expires_at <= $1", now),
         ("DELETE FROM oauth_states WHERE expires_at <= $1", now),
         ("DELETE FROM revoked_tokens WHERE expires_at <= $1", now),
+        ("DELETE FROM email_tokens WHERE expires_at <= $1", now),
         (
             "DELETE FROM login_failures WHERE window_started_at <= $1",
             now - failure_window_millis,

@@ -58,6 +58,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         ))
         .merge(on_surface(
             Surface::General,
+            limited(Limit::AccountMail, controllers::auth::account_mail_routes()),
+        ))
+        .merge(on_surface(
+            Surface::General,
             limited(Limit::Analytics, controllers::analytics::routes()),
         ))
         .merge(on_surface(
@@ -168,6 +172,7 @@ impl Server {
     ) -> std::io::Result<()> {
         let state = self.state.clone();
         crate::services::health::log_at_start_up(&state).await;
+        state.mail.log_destination();
         let stop_background = CancellationToken::new();
         crate::services::jobs::spawn_all(&state, stop_background.clone());
         state

@@ -15,6 +15,10 @@ use crate::settings::Settings;
 /// How long a share image waits for a rendering slot before 503.
 pub const SHARE_IMAGE_RENDER_WAIT: Duration = Duration::from_secs(2);
 
+/// Password-forgotten requests whose work may run at once; more wait for a
+/// slot before they are answered.
+const RECOVERY_SLOTS: usize = 16;
+
 /// Shared application state. Cloning (once per extractor per request) is one
 /// atomic increment.
 #[derive(Clone)]
@@ -79,6 +83,14 @@ pub struct Shared {
     pub health: crate::services::health::HealthProbe,
     /// The feature flags as last read, for their evaluation.
     pub flag_snapshot: crate::services::flag_snapshot::FlagSnapshot,
+    /// The templates mail is written from.
+    pub templates: crate::services::templates::Templates,
+    /// This instance's sender of queued mail.
+    pub mail: crate::services::mail::Mailer,
+    /// Slots for the work behind `POST /api/auth/password/forgot`, which
+    /// runs after the answer (so the answer takes the same time whether or
+    /// not the email belongs to an account).
+    pub recovery_slots: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -123,6 +135,11 @@ impl AppState {
             &settings.storage.data_dir,
         )?;
         let settings_storage = settings.storage.clone();
+        let mail = crate::services::mail::Mailer::new(
+            &settings.mail,
+            &settings.server,
+            &settings.storage.data_dir,
+        )?;
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -147,6 +164,9 @@ impl AppState {
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
+            templates: crate::services::templates::Templates::new()?,
+            mail,
+            recovery_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(RECOVERY_SLOTS)),
         })))
     }
 }

@@ -136,6 +136,18 @@ fn describe_metrics() {
         "plaza_analytics_batch_events",
         "Analytics events committed together in one transaction of the ingest writer"
     );
+    metrics::describe_counter!(
+        "plaza_mail_sent_total",
+        "Mails handed to the SMTP server (or written to a file without one), by kind"
+    );
+    metrics::describe_counter!(
+        "plaza_mail_attempt_failures_total",
+        "Attempts at a mail that failed, by kind; the mail is retried unless it was given up on"
+    );
+    metrics::describe_counter!(
+        "plaza_mail_failed_total",
+        "Mails given up on and kept as failed in outgoing_mail, by kind"
+    );
 }
 
 #[cfg(test)]
@@ -150,6 +162,13 @@ mod tests {
         metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
         metrics::counter!("plaza_analytics_events_stored_total").increment(1);
         metrics::histogram!("plaza_analytics_batch_events").record(1.0);
+        for name in [
+            "plaza_mail_sent_total",
+            "plaza_mail_attempt_failures_total",
+            "plaza_mail_failed_total",
+        ] {
+            metrics::counter!(name, "kind" => "verify_email").increment(1);
+        }
         let text = handle.render();
         for line in text.lines().filter(|line| line.starts_with("# TYPE ")) {
             let name = line.split_whitespace().nth(2).unwrap();

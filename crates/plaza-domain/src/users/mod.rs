@@ -18,7 +18,7 @@ pub use model::{
 };
 pub(crate) use query::ALL_USERS_TOTAL;
 pub use query::{UserPage, UserQuery, UserSort};
-pub(crate) use writes::revoke_credentials;
 pub use writes::{
-    create, delete, record_login, set_password, set_role, set_status, update, user_in,
+    create, delete, mark_email_verified, record_login, reset_password, revoke_credentials,
+    set_password, set_role, set_status, update, user_in,
 };

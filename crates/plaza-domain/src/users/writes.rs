@@ -144,6 +144,41 @@ pub async fn set_password(
     Ok(())
 }
 
+/// Sets the password of a user who proved they hold their mailbox (a reset
+/// link), and ends every session and admin token of theirs: whoever holds
+/// one may be whom the owner is locking out.
+pub async fn reset_password(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    password_hash: &str,
+    now: i64,
+) -> Result<(), DomainError> {
+    set_password(tx, user_id, password_hash).await?;
+    end_sessions(tx, user_id).await?;
+    revoke_credentials(tx, user_id, now).await
+}
+
+/// Marks the email of `user_id` verified at `now` (an earlier time stays)
+/// if it is still `email`, the address a verification link was mailed to;
+/// answers the user, or `None` when their address is another one now.
+pub async fn mark_email_verified(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    email: &str,
+    now: i64,
+) -> Result<Option<User>, DomainError> {
+    let row: Option<UserRow> = sqlx::query_as(&format!(
+        "UPDATE users SET email_verified_at = COALESCE(email_verified_at, $3), updated_at = $3 \
+         WHERE id = $1 AND email = $2 RETURNING {USER_COLUMNS}"
+    ))
+    .bind(user_id)
+    .bind(email)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map(User::try_from).transpose()
+}
+
 /// Changes a user's role; a lower role ends the user's admin tokens
 /// ([`revoke_credentials_if_lowered`]).
 pub async fn set_role(tx: &mut Tx<'_>, user_id: i64, role: Role) -> Result<(), DomainError> {
@@ -175,7 +210,7 @@ async fn revoke_credentials_if_lowered(
 }
 
 /// Refuses every admin token of the user issued before `now`.
-pub(crate) async fn revoke_credentials(
+pub async fn revoke_credentials(
     tx: &mut Tx<'_>,
     user_id: i64,
     now: i64,

@@ -5,6 +5,7 @@
 //! [`MetricsAccess`] — so a route cannot forget its check, and the rules
 //! live here only.
 
+pub mod account_mail;
 pub mod identity;
 pub mod jwt;
 pub mod oauth;

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::email_tokens::TokenPurpose;
 use plaza_domain::policy;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::account_mail::PreparedLink;
 use crate::auth::password::check_password;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
@@ -132,7 +134,8 @@ fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
 }
 
 /// Create a user: open sign-up when the `signup` setting is on, otherwise
-/// only for a signed-in admin.
+/// only for a signed-in admin. The new user is mailed a link that verifies
+/// their address (24 hours, once).
 #[utoipa::path(
     post,
     path = "/api/users",
@@ -158,19 +161,35 @@ pub async fn create_user(
     }
     validate_sign_up(&body)?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
+    let name = body.name.map(|name| name.trim().to_owned());
+    // The mail greets by the name, else the username, else the address.
+    let greeting = name
+        .clone()
+        .filter(|name| !name.is_empty())
+        .or_else(|| body.username.clone())
+        .unwrap_or_else(|| body.email.trim().to_owned());
+    let verification =
+        PreparedLink::new(&state, TokenPurpose::VerifyEmail, &body.email, &greeting)?;
     let new = NewUser {
         email: body.email,
         email_verified: false,
         username: body.username,
-        name: body.name.map(|name| name.trim().to_owned()),
+        name,
         image: None,
         password_hash: Some(password_hash),
         role: Role::User,
     };
     let user = state
         .db
-        .write(|tx| Box::pin(async move { users::create(tx, new).await }))
+        .write(|tx| {
+            Box::pin(async move {
+                let user = users::create(tx, new).await?;
+                verification.store(tx, user.id()).await?;
+                Ok(user)
+            })
+        })
         .await?;
+    state.mail.wake();
     Ok((StatusCode::CREATED, AppJson(UserView::new(&user, true))).into_response())
 }
 

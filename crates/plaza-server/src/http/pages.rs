@@ -1,5 +1,6 @@
-//! Server-rendered HTML pages (sign-in, sign-out, share-image viewer). Every
-//! interpolated value is escaped.
+//! Server-rendered HTML pages (sign-in, sign-out, the pages of a forgotten
+//! password and of a verification link, share-image viewer). Every
+//! interpolated value is escaped; the pages load nothing from elsewhere.
 
 use crate::state::AppState;
 
@@ -27,7 +28,8 @@ padding:.55rem;border:1px solid #bbb;border-radius:6px}button,.provider{display:
 box-sizing:border-box;margin-top:1rem;padding:.6rem;border:0;border-radius:6px;background:#118ab2;\
 color:#fff;font-size:1rem;text-align:center;text-decoration:none;cursor:pointer}.provider{background:#333}\
 .error{background:#fde2e1;color:#8a1c1c;padding:.6rem;border-radius:6px}hr{margin:1.4rem 0;border:0;\
-border-top:1px solid #ddd}";
+border-top:1px solid #ddd}.notice{background:#e1f5e8;color:#1c5a33;padding:.6rem;border-radius:6px}\
+.aside{margin:1rem 0 0;text-align:center;font-size:.9rem}a{color:#118ab2}";
 
 fn page(title: &str, body: &str) -> String {
     format!(
@@ -47,6 +49,12 @@ fn error_text(code: &str) -> &'static str {
         }
         "account_disabled" => "This account is disabled.",
         "email_required" => "The provider did not share an email address.",
+        "email" => "Enter the email address of your account.",
+        "invalid_token" => {
+            "This link is invalid, expired or already used. Ask for a new one below."
+        }
+        "weak_password" => "The password must have at least 8 characters (and at most 256 bytes).",
+        "mismatch" => "The two passwords differ.",
         _ => "Sign-in failed. Please try again.",
     }
 }
@@ -59,11 +67,7 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
         .finish();
     let mut body = format!("<h1>Sign in to {}</h1>", escape(app));
     if let Some(code) = error {
-        body.push_str(&format!(
-            "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
-            escape(code),
-            escape(error_text(code))
-        ));
+        body.push_str(&error_paragraph(code));
     }
     for provider in &state.auth.providers {
         body.push_str(&format!(
@@ -82,11 +86,122 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
          <input type=\"hidden\" name=\"callbackUrl\" value=\"{callback}\">\
          <label for=\"email\">Email</label><input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"email\" required>\
          <label for=\"password\">Password</label><input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-         <button type=\"submit\">Sign in with email</button></form>",
+         <button type=\"submit\">Sign in with email</button></form>\
+         <p class=\"aside\"><a href=\"/forgot-password\">Forgot password?</a></p>",
         csrf = escape(csrf_token),
         callback = escape(callback),
     ));
     page(&format!("Sign in · {app}"), &body)
+}
+
+fn error_paragraph(code: &str) -> String {
+    format!(
+        "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
+        escape(code),
+        escape(error_text(code))
+    )
+}
+
+/// The page that asks for the email of an account whose password is
+/// forgotten; `sent` after the request, which says the same whether or not
+/// the address has an account.
+pub fn forgot_password(
+    state: &AppState,
+    csrf_token: &str,
+    sent: bool,
+    error: Option<&str>,
+) -> String {
+    let app = &state.settings.server.app_name;
+    let mut body = "<h1>Forgot your password?</h1>".to_owned();
+    if let Some(code) = error {
+        body.push_str(&error_paragraph(code));
+    }
+    if sent {
+        body.push_str(
+            "<p class=\"notice\" role=\"status\" data-notice=\"sent\">If an account uses that \
+             address, a link to choose a new password is on its way. It works once, for an hour.</p>",
+        );
+    } else {
+        body.push_str("<p>Enter the email address of your account and we will mail you a link to choose a new password.</p>");
+    }
+    body.push_str(&format!(
+        "<form method=\"post\" action=\"/api/auth/password/forgot\">\
+         <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+         <label for=\"email\">Email</label><input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"email\" required>\
+         <button type=\"submit\">Mail me a link</button></form>\
+         <p class=\"aside\"><a href=\"/api/auth/signin\">Back to sign-in</a></p>",
+        csrf = escape(csrf_token),
+    ));
+    page(&format!("Forgot password · {app}"), &body)
+}
+
+/// What the reset page shows.
+pub enum ResetPage<'a> {
+    /// The form for the link's token.
+    Form {
+        token: &'a str,
+        error: Option<&'a str>,
+    },
+    /// The link has no token, or it was refused.
+    Broken { error: &'a str },
+    /// The password was set.
+    Done,
+}
+
+/// The page a reset link opens: the new password, twice.
+pub fn reset_password(state: &AppState, csrf_token: &str, shown: ResetPage<'_>) -> String {
+    let app = &state.settings.server.app_name;
+    let mut body = "<h1>Choose a new password</h1>".to_owned();
+    match shown {
+        ResetPage::Form { token, error } => {
+            if let Some(code) = error {
+                body.push_str(&error_paragraph(code));
+            }
+            body.push_str(&format!(
+                "<form method=\"post\" action=\"/api/auth/password/reset\">\
+                 <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+                 <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+                 <label for=\"password\">New password</label><input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" required>\
+                 <label for=\"passwordConfirm\">The same again</label><input id=\"passwordConfirm\" name=\"passwordConfirm\" type=\"password\" autocomplete=\"new-password\" minlength=\"8\" required>\
+                 <button type=\"submit\">Set the password</button></form>\
+                 <p class=\"aside\">Setting it signs you out everywhere.</p>",
+                csrf = escape(csrf_token),
+                token = escape(token),
+            ));
+        }
+        ResetPage::Broken { error } => {
+            body.push_str(&error_paragraph(error));
+            body.push_str(
+                "<p class=\"aside\"><a href=\"/forgot-password\">Ask for a new link</a></p>",
+            );
+        }
+        ResetPage::Done => body.push_str(
+            "<p class=\"notice\" role=\"status\" data-notice=\"reset\">Your new password is set, \
+             and every session of your account has ended.</p>\
+             <p class=\"aside\"><a href=\"/api/auth/signin\">Sign in</a></p>",
+        ),
+    }
+    page(&format!("New password · {app}"), &body)
+}
+
+/// The page a verification link opens in a browser.
+pub fn email_verification(state: &AppState, verified: bool) -> String {
+    let app = &state.settings.server.app_name;
+    let body = if verified {
+        format!(
+            "<h1>Email address confirmed</h1><p class=\"notice\" role=\"status\" data-notice=\"verified\">\
+             Thank you: your address at {} is confirmed.</p>\
+             <p class=\"aside\"><a href=\"/api/auth/signin\">Sign in</a></p>",
+            escape(app)
+        )
+    } else {
+        "<h1>This link does not work</h1>\
+         <p class=\"error\" role=\"alert\" data-error=\"invalid_token\">It is invalid, expired or \
+         already used. Sign in and ask for a new confirmation mail.</p>\
+         <p class=\"aside\"><a href=\"/api/auth/signin\">Sign in</a></p>"
+            .to_owned()
+    };
+    page(&format!("Email confirmation · {app}"), &body)
 }
 
 /// The sign-out page.

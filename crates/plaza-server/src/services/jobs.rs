@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use plaza_domain::jobs::Claim;
 use plaza_domain::time::now_millis;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::settings::Settings;
@@ -28,6 +29,9 @@ pub enum Scope {
 
 type Run = fn(AppState) -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;
 
+/// What wakes a job before its period is up.
+type Wake = fn(&AppState) -> &Notify;
+
 /// A periodic job.
 pub struct Job {
     pub name: &'static str,
@@ -35,6 +39,9 @@ pub struct Job {
     pub scope: Scope,
     /// The work; answers what it did, for the log.
     pub run: Run,
+    /// Besides every period, the job runs as soon as this is notified
+    /// (a notification during a run starts the next one right after it).
+    pub wake: Option<Wake>,
 }
 
 /// Every background job Plaza runs: the one place to add one. Periods
@@ -56,6 +63,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                     Ok(String::new())
                 })
             },
+            wake: None,
         },
         Job {
             // Ends this instance's live alert streams whose session or user
@@ -74,6 +82,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .map_err(|error| error.to_string())
                 })
             },
+            wake: None,
         },
         Job {
             // The in-process rate limiter forgets clients whose buckets are
@@ -91,6 +100,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                     ))
                 })
             },
+            wake: None,
         },
         Job {
             // Expired sessions, OAuth attempts, revocations and old sign-in
@@ -130,6 +140,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .map_err(|error| error.to_string())
                 })
             },
+            wake: None,
         },
         Job {
             // Analytics events older than `analytics_retention_days` go, in
@@ -151,6 +162,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .map_err(|error| error.to_string())
                 })
             },
+            wake: None,
         },
         Job {
             // Timed bans end by themselves; each expiry is audited once.
@@ -167,6 +179,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .map_err(|error| error.to_string())
                 })
             },
+            wake: None,
         },
         Job {
             // Scheduled broadcasts that are due become visible. Each is
@@ -193,6 +206,29 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         .map_err(|error| error.to_string())
                 })
             },
+            wake: None,
+        },
+        Job {
+            // Queued mail: every instance sends, each mail claimed on its
+            // own (see `mail`), and the instance whose request queued a
+            // mail wakes its sender at once.
+            name: "send_mail",
+            period: crate::services::mail::SENDER_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| Box::pin(async move { crate::services::mail::send_due(&state).await }),
+            wake: Some(crate::services::mail::sender_wake),
+        },
+        Job {
+            // Sent and failed mail older than `mail_retention_days`.
+            name: "purge_finished_mail",
+            period: Duration::from_secs(3600),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(600),
+            },
+            run: |state| {
+                Box::pin(async move { crate::services::mail::purge_finished(&state).await })
+            },
+            wake: None,
         },
     ]
 }
@@ -209,9 +245,18 @@ pub fn spawn_all(state: &AppState, stop: CancellationToken) {
                 tokio::select! {
                     () = stop.cancelled() => break,
                     _ = interval.tick() => run_once(&state, &job).await,
+                    () = woken(&state, job.wake) => run_once(&state, &job).await,
                 }
             }
         });
+    }
+}
+
+/// Completes when `wake` is notified; never without one.
+async fn woken(state: &AppState, wake: Option<Wake>) {
+    match wake {
+        Some(wake) => wake(state).notified().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -1,8 +1,9 @@
 //! The work behind the routes: uploads and the object store, the analytics
 //! writer, the live alert stream, the audit of reads, health probes, the
 //! feature flags as last read, the
-//! bounded blocking pool, and the one job runner with the maintenance
-//! actions it and the admins start. Nothing here knows about HTTP routes.
+//! bounded blocking pool, outgoing mail and the templates it is written
+//! from, and the one job runner with the maintenance actions it and the
+//! admins start. Nothing here knows about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
@@ -12,7 +13,9 @@ pub mod flag_snapshot;
 pub mod group_commit;
 pub mod health;
 pub mod jobs;
+pub mod mail;
 pub mod maintenance;
 pub mod own_pages;
 pub mod storage;
+pub mod templates;
 pub mod uploads;

@@ -28,6 +28,13 @@ pub struct LimitSettings {
     pub rate_limit_analytics: Quota,
     /// Requests of the unversioned admin user list per admin.
     pub rate_limit_admin_user_list: Quota,
+    /// Requests that mail a link (password forgotten, password reset,
+    /// verification mail resent) per client address, or per user when
+    /// signed in: a budget of their own.
+    pub rate_limit_account_mail: Quota,
+    /// The same requests per email address they name (or, for a reset and
+    /// a resend, the address of the account).
+    pub rate_limit_account_mail_per_email: Quota,
     /// Clients the in-process limiter tracks at most; beyond it, new
     /// clients share one count until old ones expire.
     pub rate_limit_max_keys: usize,
@@ -63,6 +70,8 @@ impl Default for LimitSettings {
                 period: std::time::Duration::from_secs(60),
             },
             rate_limit_admin_user_list: Quota::per_hour(100),
+            rate_limit_account_mail: Quota::per_hour(10),
+            rate_limit_account_mail_per_email: Quota::per_hour(5),
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
             redis_ca_file: None,

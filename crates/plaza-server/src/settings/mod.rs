@@ -15,6 +15,7 @@ mod database;
 mod images;
 mod limits;
 mod link_preview;
+mod mail;
 mod server;
 mod storage;
 mod telemetry;
@@ -26,6 +27,7 @@ pub use database::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
+pub use mail::*;
 pub use server::*;
 pub use storage::*;
 pub use telemetry::*;
@@ -67,6 +69,8 @@ pub struct Settings {
     pub alerts: AlertSettings,
     #[serde(flatten)]
     pub analytics: AnalyticsSettings,
+    #[serde(flatten)]
+    pub mail: MailSettings,
 }
 
 /// A setting that cannot be used, with the name the operator wrote it under.
@@ -137,6 +141,7 @@ impl Settings {
             telemetry: section(&figment)?,
             alerts: section(&figment)?,
             analytics: section(&figment)?,
+            mail: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -150,6 +155,7 @@ impl Settings {
         self.limits.validate()?;
         self.alerts.validate()?;
         self.analytics.validate()?;
+        self.mail.validate()?;
         self.link_preview.validate()
     }
 
@@ -321,6 +327,7 @@ mod tests {
             keys(&defaults.telemetry),
             keys(&defaults.alerts),
             keys(&defaults.analytics),
+            keys(&defaults.mail),
         ]
         .concat();
         let count = all.len();

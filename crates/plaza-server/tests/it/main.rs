@@ -27,6 +27,7 @@ mod input_rules;
 mod jobs;
 mod layers;
 mod link_preview;
+mod mail;
 mod middleware;
 mod og;
 mod operations;

@@ -1,7 +1,9 @@
 //! The `/api/auth/*` surface: sign-in pages and flows, sessions, linked
-//! accounts and admin tokens.
+//! accounts, admin tokens, and the mailed links of email verification and
+//! password reset (with their pages).
 
 mod linked_accounts;
+mod mailed_links;
 mod own_sessions;
 mod password;
 mod providers;
@@ -23,6 +25,7 @@ use crate::http::error::AppError;
 use crate::state::AppState;
 
 pub use linked_accounts::*;
+pub use mailed_links::*;
 pub use own_sessions::*;
 pub use password::*;
 pub use providers::*;
@@ -53,6 +56,18 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(end_session))
         .routes(crate::documented_routes!(change_password))
         .routes(crate::documented_routes!(admin_token, revoke_admin_token))
+        .routes(crate::documented_routes!(verify_email_link, verify_email))
+        .routes(crate::documented_routes!(forgot_password_page))
+        .routes(crate::documented_routes!(reset_password_page))
+}
+
+/// The routes that mail a link or spend a password hash on one: a rate
+/// limit of their own, per client and per email address.
+pub fn account_mail_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(forgot_password))
+        .routes(crate::documented_routes!(reset_password))
+        .routes(crate::documented_routes!(resend_verification))
 }
 
 /// The user part of a session answer.
@@ -65,6 +80,9 @@ pub struct SessionUserView {
     pub image: Option<String>,
     /// The user's roles, e.g. `["admin"]`.
     pub roles: Vec<String>,
+    /// When the user's email address was verified; null before.
+    #[serde(rename = "emailVerified")]
+    pub email_verified: Option<String>,
 }
 
 /// A signed-in session.
@@ -83,6 +101,7 @@ fn session_view(user: &plaza_domain::users::User, expires_at: i64) -> SessionVie
             email: user.row.email.clone(),
             image: user.row.image.clone(),
             roles: vec![user.role.as_str().to_owned()],
+            email_verified: user.row.email_verified_at.map(rfc3339),
         },
         expires: rfc3339(expires_at),
     }

@@ -318,7 +318,8 @@ fn new_request_id() -> HeaderValue {
 /// Gives every error response the body shape of its surface: reports left by
 /// [`AppError`], and bare error statuses from the framework (405, 408, 413, a
 /// caught panic) alike. A handler that already wrote its own JSON error body
-/// (a health check reporting 503) is left alone.
+/// (a health check reporting 503) or an HTML page for a browser (a mailed
+/// link that no longer works) is left alone.
 fn render_errors(surface: Surface, method: &axum::http::Method, response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
@@ -338,7 +339,7 @@ fn render_errors(surface: Surface, method: &axum::http::Method, response: Respon
             }
             render_response(surface, &report, response)
         }
-        None if is_json(&response) => response,
+        None if is_json(&response) || is_html(&response) => response,
         None => {
             let report = ErrorReport::from(&AppError::from_status(status));
             render_response(surface, &report, response)
@@ -347,11 +348,19 @@ fn render_errors(surface: Surface, method: &axum::http::Method, response: Respon
 }
 
 fn is_json(response: &Response) -> bool {
+    content_type_starts_with(response, "application/json")
+}
+
+fn is_html(response: &Response) -> bool {
+    content_type_starts_with(response, "text/html")
+}
+
+fn content_type_starts_with(response: &Response, prefix: &str) -> bool {
     response
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"))
+        .is_some_and(|value| value.starts_with(prefix))
 }
 
 #[cfg(test)]

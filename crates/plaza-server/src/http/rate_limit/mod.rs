@@ -34,6 +34,7 @@ use crate::settings::LimitSettings;
 use crate::state::AppState;
 use address::{TrustedProxies, counted_prefix};
 use gcra::{LocalStore, Outcome, Quota};
+use sha2::Digest as _;
 use shared::{SharedError, SharedStore};
 
 pub const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
@@ -72,6 +73,13 @@ pub enum Limit {
     /// (`rate_limit_admin_user_list`, 100 an hour), counted apart from the
     /// general limit. Fails open, like reads elsewhere.
     AdminUserList,
+    /// The routes that mail a link (password forgotten, password reset,
+    /// verification resent), per client address or signed-in user
+    /// (`rate_limit_account_mail`), a budget of their own; their handlers
+    /// also count each email address ([`RateLimiter::charge_email`],
+    /// `rate_limit_account_mail_per_email`). Fails closed (503): the limit
+    /// is what keeps them from flooding a mailbox.
+    AccountMail,
 }
 
 /// A versioned admin tier, as `X-Admin-Tier` names it.
@@ -99,12 +107,23 @@ impl Limit {
             Limit::AdminV1 if caller.super_token => Some(Tier::Super),
             Limit::AdminV1 => Some(Tier::General),
             Limit::SystemAction => Some(Tier::System),
-            Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
+            Limit::General
+            | Limit::SignIn
+            | Limit::Analytics
+            | Limit::AdminUserList
+            | Limit::AccountMail => None,
         }
     }
 
     /// The budget counted: limits naming the same bucket share one count.
     fn bucket(self, caller: &Caller) -> Bucket {
+        if self == Limit::AccountMail {
+            return match caller.subject {
+                Subject::User(_) => Bucket::MailUser,
+                Subject::Address(_) => Bucket::MailAddress,
+                Subject::Email(_) => Bucket::MailEmail,
+            };
+        }
         match (self.tier(caller), caller.subject) {
             (None, Subject::User(_)) if self == Limit::Analytics => Bucket::Analytics,
             (None, Subject::User(_)) if self == Limit::AdminUserList => Bucket::AdminUsers,
@@ -114,10 +133,17 @@ impl Limit {
             (Some(Tier::System), Subject::User(_)) => Bucket::AdminSystem,
             (Some(Tier::General), Subject::User(_)) => Bucket::Admin,
             (Some(_), Subject::Address(_)) => Bucket::AdminAddress,
+            (_, Subject::Email(_)) => Bucket::MailEmail,
         }
     }
 
     fn quota(self, caller: &Caller, settings: &LimitSettings) -> Quota {
+        if let Subject::Email(_) = caller.subject {
+            return settings.rate_limit_account_mail_per_email;
+        }
+        if self == Limit::AccountMail {
+            return settings.rate_limit_account_mail;
+        }
         match (self.tier(caller), caller.subject) {
             // Without a valid credential, every surface grants what an
             // anonymous client gets.
@@ -130,11 +156,15 @@ impl Limit {
             (Some(Tier::Super), Subject::User(_)) => settings.rate_limit_admin_super,
             (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
             (Some(Tier::System), Subject::User(_)) => settings.rate_limit_admin_system,
+            (_, Subject::Email(_)) => settings.rate_limit_account_mail_per_email,
         }
     }
 
     fn fails_closed(self) -> bool {
-        matches!(self, Limit::SignIn | Limit::SystemAction)
+        matches!(
+            self,
+            Limit::SignIn | Limit::SystemAction | Limit::AccountMail
+        )
     }
 
     fn name(self) -> &'static str {
@@ -145,6 +175,7 @@ impl Limit {
             Limit::SystemAction => "system_action",
             Limit::Analytics => "analytics",
             Limit::AdminUserList => "admin_user_list",
+            Limit::AccountMail => "account_mail",
         }
     }
 }
@@ -165,6 +196,9 @@ pub enum Subject {
     User(i64),
     /// The client address, IPv6 cut to its /64.
     Address(IpAddr),
+    /// An email address a request names, by the first half of the SHA-256
+    /// of its stored form (the address itself is kept nowhere).
+    Email([u8; 16]),
 }
 
 impl Subject {
@@ -188,6 +222,9 @@ enum Bucket {
     AdminSuper,
     AdminSystem,
     AdminAddress,
+    MailUser,
+    MailAddress,
+    MailEmail,
 }
 
 impl Bucket {
@@ -202,6 +239,9 @@ impl Bucket {
             Bucket::AdminSuper => "admin_super",
             Bucket::AdminSystem => "admin_system",
             Bucket::AdminAddress => "admin_addr",
+            Bucket::MailUser => "mail_user",
+            Bucket::MailAddress => "mail_addr",
+            Bucket::MailEmail => "mail_email",
         }
     }
 }
@@ -325,6 +365,24 @@ impl RateLimiter {
         }
     }
 
+    /// Counts one request naming `email` under [`Limit::AccountMail`]'s
+    /// budget per email address (nothing with rate limits off): a refusal
+    /// is the 429 to send; when the shared store cannot answer, it fails
+    /// closed as the route group does.
+    pub async fn charge_email(&self, email: &str) -> Result<(), AppError> {
+        if !self.settings.rate_limits_enabled {
+            return Ok(());
+        }
+        let digest = sha2::Sha256::digest(plaza_domain::users::normalize_email(email).as_bytes());
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        let caller = Caller {
+            subject: Subject::Email(key),
+            super_token: false,
+        };
+        self.charge(Limit::AccountMail, caller, 1).await.map(|_| ())
+    }
+
     /// Drops in-process entries whose buckets are full again (the job
     /// runner's `rate_limit_sweep`).
     pub fn sweep(&self) {
@@ -366,6 +424,13 @@ fn redis_key(bucket: Bucket, subject: Subject) -> String {
             // Writing to a `String` cannot fail.
             let _ = write!(key, ":a:{address}");
         }
+        Subject::Email(digest) => {
+            key.push_str(":e:");
+            for byte in digest {
+                // Writing to a `String` cannot fail.
+                let _ = write!(key, "{byte:02x}");
+            }
+        }
     }
     key
 }
@@ -376,7 +441,11 @@ pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRout
     let admin_tiers = match limit {
         Limit::AdminV1 => Some("`general`, or `super` for a token holding `admin:super`"),
         Limit::SystemAction => Some("`system`"),
-        Limit::General | Limit::SignIn | Limit::Analytics | Limit::AdminUserList => None,
+        Limit::General
+        | Limit::SignIn
+        | Limit::Analytics
+        | Limit::AdminUserList
+        | Limit::AccountMail => None,
     };
     for item in router.get_openapi_mut().paths.paths.values_mut() {
         crate::http::extract::documented::document_rate_limit(item, admin_tiers);

@@ -4,6 +4,7 @@
 
 pub mod actors;
 pub mod fake_idp;
+pub mod smtp_sink;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -586,6 +587,24 @@ impl TestServer {
         if let Some(reader) = self.log_reader.take() {
             let _ = reader.join();
         }
+    }
+
+    /// Stops the server (SIGTERM) if it runs, and starts it again on the
+    /// same database and data directory with the same settings, `changed`
+    /// replacing some; it listens on a new port.
+    pub fn restart_with(&mut self, changed: &[(&str, &str)]) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.terminate();
+        }
+        for (key, value) in changed {
+            self.env.retain(|(existing, _)| existing != key);
+            self.env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+        let (child, base, logs, log_reader) = spawn_plaza(&self.env, &[]);
+        self.child = child;
+        self.base = base;
+        self.logs = logs;
+        self.log_reader = Some(log_reader);
     }
 
     /// Sends SIGTERM and waits for the process to exit and its logs to end.

@@ -1,0 +1,98 @@
+//! The one template engine for text and HTML that Plaza writes from
+//! templates (the parts of its mail): minijinja, with every template
+//! compiled into the binary from the crate's `templates/` folder, so a
+//! release needs no files beside it. A template whose name ends in `.html`
+//! escapes every value it interpolates; a `.txt` one writes them as they
+//! are. A variable a template names but the caller did not give is an
+//! error, not an empty string.
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+
+/// Every template, by the name templates use to extend one another.
+const SOURCES: &[(&str, &str)] = &[
+    (
+        "mail/layout.html",
+        include_str!("../../templates/mail/layout.html"),
+    ),
+    (
+        "mail/verify_email.subject.txt",
+        include_str!("../../templates/mail/verify_email.subject.txt"),
+    ),
+    (
+        "mail/verify_email.txt",
+        include_str!("../../templates/mail/verify_email.txt"),
+    ),
+    (
+        "mail/verify_email.html",
+        include_str!("../../templates/mail/verify_email.html"),
+    ),
+    (
+        "mail/reset_password.subject.txt",
+        include_str!("../../templates/mail/reset_password.subject.txt"),
+    ),
+    (
+        "mail/reset_password.txt",
+        include_str!("../../templates/mail/reset_password.txt"),
+    ),
+    (
+        "mail/reset_password.html",
+        include_str!("../../templates/mail/reset_password.html"),
+    ),
+];
+
+/// The compiled templates.
+pub struct Templates {
+    environment: Environment<'static>,
+}
+
+impl Templates {
+    /// Compiles every template; fails naming one that does not parse.
+    pub fn new() -> Result<Self, String> {
+        let mut environment = Environment::new();
+        environment.set_undefined_behavior(UndefinedBehavior::Strict);
+        for (name, source) in SOURCES {
+            environment
+                .add_template(name, source)
+                .map_err(|error| format!("template {name}: {error}"))?;
+        }
+        Ok(Templates { environment })
+    }
+
+    /// Renders the template `name` with the values of `context`.
+    pub fn render(&self, name: &str, context: impl Serialize) -> Result<String, String> {
+        self.environment
+            .get_template(name)
+            .and_then(|template| template.render(minijinja::value::Serde(context)))
+            .map_err(|error| format!("template {name}: {error:#}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_templates_escape_and_text_ones_do_not() {
+        let templates = Templates::new().unwrap();
+        let context = serde_json::json!({
+            "app_name": "Plaza",
+            "subject": "Subject",
+            "name": "<Ada & Co>",
+            "email": "ada@example.com",
+            "link": "https://plaza.example/api/auth/verify-email?token=a&b",
+            "valid_for": "24 hours",
+        });
+        let html = templates
+            .render("mail/verify_email.html", &context)
+            .unwrap();
+        assert!(html.contains("&lt;Ada &amp; Co&gt;"), "{html}");
+        assert!(!html.contains("<Ada"));
+        assert!(html.contains("token=a&amp;b"));
+        let text = templates.render("mail/verify_email.txt", &context).unwrap();
+        assert!(text.contains("Hello <Ada & Co>,"), "{text}");
+        assert!(text.contains("token=a&b"));
+        let missing = templates.render("mail/reset_password.txt", serde_json::json!({}));
+        assert!(missing.is_err(), "an undefined variable is an error");
+    }
+}
