@@ -1,5 +1,5 @@
-//! Server-rendered HTML pages (sign-in, sign-out, share-image viewer). Every
-//! interpolated value is escaped.
+//! Server-rendered HTML pages (sign-in and its second step, sign-out,
+//! share-image viewer). Every interpolated value is escaped.
 
 use crate::state::AppState;
 
@@ -47,8 +47,23 @@ fn error_text(code: &str) -> &'static str {
         }
         "account_disabled" => "This account is disabled.",
         "email_required" => "The provider did not share an email address.",
+        "totp_invalid" => "That code is not right, or it was used already.",
+        "totp_expired" => "The sign-in took too long. Please start again.",
         _ => "Sign-in failed. Please try again.",
     }
+}
+
+/// The notice of a failed attempt's error code, if any.
+fn error_notice(error: Option<&str>) -> String {
+    error
+        .map(|code| {
+            format!(
+                "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
+                escape(code),
+                escape(error_text(code))
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// The sign-in page: one button per provider and the credentials form.
@@ -58,13 +73,7 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
         .append_pair("callbackUrl", callback)
         .finish();
     let mut body = format!("<h1>Sign in to {}</h1>", escape(app));
-    if let Some(code) = error {
-        body.push_str(&format!(
-            "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
-            escape(code),
-            escape(error_text(code))
-        ));
-    }
+    body.push_str(&error_notice(error));
     for provider in &state.auth.providers {
         body.push_str(&format!(
             "<a class=\"provider\" data-provider=\"{id}\" href=\"/api/auth/signin/{id}?{query}\">Sign in with {name}</a>",
@@ -85,6 +94,25 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
          <button type=\"submit\">Sign in with email</button></form>",
         csrf = escape(csrf_token),
         callback = escape(callback),
+    ));
+    page(&format!("Sign in · {app}"), &body)
+}
+
+/// The second step of a sign-in with two-factor sign-in on: the code of
+/// the sign-in waiting under the browser's `plaza_2fa` cookie.
+pub fn signin_second_factor(state: &AppState, csrf_token: &str, error: Option<&str>) -> String {
+    let app = &state.settings.server.app_name;
+    let mut body = "<h1>Two-factor sign-in</h1>".to_owned();
+    body.push_str(&error_notice(error));
+    body.push_str(&format!(
+        "<p>Enter the code your authenticator app shows, or one of your recovery codes.</p>\
+         <form method=\"post\" action=\"/api/auth/signin\">\
+         <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+         <label for=\"totp\">Code</label><input id=\"totp\" name=\"totp\" type=\"text\" \
+         inputmode=\"numeric\" autocomplete=\"one-time-code\" required autofocus>\
+         <button type=\"submit\">Verify</button></form>\
+         <p><a href=\"/api/auth/signin\">Start again</a></p>",
+        csrf = escape(csrf_token),
     ));
     page(&format!("Sign in · {app}"), &body)
 }

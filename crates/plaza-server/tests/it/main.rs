@@ -34,4 +34,5 @@ mod resilience;
 mod schema;
 mod search;
 mod transport;
+mod two_factor;
 mod uploads;
