@@ -81,6 +81,8 @@ pub struct TokenSubject {
     pub status: UserStatus,
     pub revoked: bool,
     pub capabilities: Capabilities,
+    /// Whether the user has two-factor sign-in (TOTP) on.
+    pub has_totp: bool,
 }
 
 #[derive(FromRow)]
@@ -90,6 +92,7 @@ struct SubjectRow {
     status: String,
     revoked: Flag,
     capabilities: Option<String>,
+    has_totp: Flag,
 }
 
 impl Database {
@@ -106,7 +109,7 @@ impl Database {
             "SELECT u.email, u.role, u.status, \
              (EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = $2) \
               OR COALESCE(u.credentials_valid_after, 0) > $3) AS revoked, \
-             {} AS capabilities \
+             {} AS capabilities, u.totp_enabled_at IS NOT NULL AS has_totp \
              FROM users u WHERE u.id = $1",
             capabilities_sql(self.dialect(), "u")
         ))
@@ -123,6 +126,7 @@ impl Database {
                 status: UserStatus::parse(&row.status)?,
                 revoked: row.revoked.0,
                 capabilities: Capabilities::from_names(row.capabilities),
+                has_totp: row.has_totp.0,
             })
         }))
     }

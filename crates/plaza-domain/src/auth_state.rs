@@ -93,8 +93,9 @@ pub async fn revoke_token(
 pub const SIGN_IN_PURGE_CHUNK: i64 = 10_000;
 
 /// Deletes what can no longer matter: expired sessions, abandoned OAuth
-/// attempts, revocations of tokens past their expiry, expired mailed
-/// tokens and failure counts older than `failure_window_millis`. Returns
+/// attempts and second-factor challenges, revocations of tokens past their
+/// expiry, expired mailed tokens and failure counts older than
+/// `failure_window_millis`. Returns
 /// the rows removed.
 pub async fn purge_expired_security_state(
     tx: &mut Tx<'_>,
@@ -117,6 +118,10 @@ pub async fn purge_expired_security_state(
     for (statement, cutoff) in [
         ("DELETE FROM sessions WHERE expires_at <= $1", now),
         ("DELETE FROM oauth_states WHERE expires_at <= $1", now),
+        (
+            "DELETE FROM second_factor_challenges WHERE expires_at <= $1",
+            now,
+        ),
         ("DELETE FROM revoked_tokens WHERE expires_at <= $1", now),
         ("DELETE FROM email_tokens WHERE expires_at <= $1", now),
         (

@@ -49,6 +49,7 @@ pub mod stats;
 pub mod subscriptions;
 pub mod text;
 pub mod time;
+pub mod two_factor;
 pub mod uploads;
 pub mod users;
 

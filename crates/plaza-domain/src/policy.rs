@@ -281,6 +281,21 @@ pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     )
 }
 
+/// Admin tokens and the admin surfaces while the setting
+/// `admin_totp_required` is on: an administrator needs two-factor sign-in
+/// (TOTP) turned on to mint a token or to use either admin surface, by
+/// session or token. Roles below administrator are left to each surface's
+/// own rule (a moderator reviewing custom emojis).
+pub fn use_admin_credentials(role: Role, has_totp: bool, totp_required: bool) -> Decision {
+    Decision::allowed_if(!totp_required || !role.is_admin() || has_totp)
+}
+
+/// A user's own security settings (whether two-factor sign-in is on):
+/// shown to that user only.
+pub fn see_security_settings(actor: Option<Actor>, target: &User) -> bool {
+    actor.is_some_and(|actor| actor.is(target))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +324,7 @@ mod tests {
                 last_login_at: None,
                 created_at: 0,
                 updated_at: 0,
+                totp_enabled_at: None,
             },
             role,
             status: UserStatus::Active,
@@ -486,5 +502,36 @@ mod tests {
         }
         assert_eq!(view_post(None, &post(2, true)), Decision::Allowed);
         assert_eq!(view_post(None, &post(2, false)), Decision::Hidden);
+    }
+
+    #[test]
+    fn administrators_need_totp_only_while_it_is_required() {
+        for role in ROLES {
+            for has_totp in [false, true] {
+                assert!(use_admin_credentials(role, has_totp, false).is_allowed());
+                let required = use_admin_credentials(role, has_totp, true);
+                assert_eq!(
+                    required.is_allowed(),
+                    has_totp || !role.is_admin(),
+                    "{role:?} with TOTP {has_totp}"
+                );
+            }
+        }
+        assert_eq!(
+            use_admin_credentials(Role::SuperAdmin, false, true),
+            Decision::Forbidden
+        );
+    }
+
+    #[test]
+    fn security_settings_are_shown_to_their_user_only() {
+        let target = user(1, Role::User);
+        assert!(see_security_settings(Some(actor(Role::User)), &target));
+        let admin = Actor {
+            user_id: 2,
+            role: Role::SuperAdmin,
+        };
+        assert!(!see_security_settings(Some(admin), &target));
+        assert!(!see_security_settings(None, &target));
     }
 }

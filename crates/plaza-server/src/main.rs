@@ -67,6 +67,7 @@ fn main() -> ExitCode {
                         commands::set_status(&state, args, UserStatus::Active).await
                     }
                     UserCommand::Role(args) => commands::set_role(&state, args).await,
+                    UserCommand::DisableTotp(args) => commands::disable_totp(&state, args).await,
                 }
             }
             Command::Token(args) => {

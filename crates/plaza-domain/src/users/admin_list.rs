@@ -131,6 +131,7 @@ impl Database {
                     last_login_at: item.13,
                     created_at: item.14,
                     updated_at: item.15,
+                    totp_enabled_at: None,
                 };
                 User::try_from(row).map(|user| (user, item.16))
             })

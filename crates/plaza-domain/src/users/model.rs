@@ -89,6 +89,8 @@ pub struct UserRow {
     pub last_login_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// When two-factor sign-in (TOTP) was turned on; `None` while it is off.
+    pub totp_enabled_at: Option<i64>,
 }
 
 /// A user with typed role and status.
@@ -121,11 +123,16 @@ impl User {
     pub fn is_active(&self) -> bool {
         self.status == UserStatus::Active
     }
+
+    /// Whether signing in needs a second factor (TOTP) besides the password.
+    pub fn has_totp(&self) -> bool {
+        self.row.totp_enabled_at.is_some()
+    }
 }
 
 pub(crate) const USER_COLUMNS: &str = "id, email, email_verified_at, username, name, image, bio, location, \
      profile_public, password_hash, role, status, admin_notes, login_count, last_login_at, \
-     created_at, updated_at";
+     created_at, updated_at, totp_enabled_at";
 
 /// What creating a user needs; the email is stored lower-cased.
 #[derive(Debug, Clone)]

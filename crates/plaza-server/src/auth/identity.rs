@@ -1,5 +1,5 @@
 //! The identity services every request can reach (password hashing, admin
-//! token keys, identity providers, session lifetimes), built once from the
+//! token and TOTP keys, identity providers, session lifetimes), built once from the
 //! settings. Kept apart from `auth`, whose extractors read the app state, so
 //! that the state and the extractors do not import each other.
 
@@ -12,12 +12,15 @@ use crate::auth::jwt::JwtKeys;
 use crate::auth::oauth::{self, Provider};
 use crate::auth::password::Passwords;
 use crate::auth::session_lookups::SessionLookups;
+use crate::auth::two_factor::TotpKey;
 use crate::settings::AuthSettings;
 
 /// Identity services shared by every request.
 pub struct Auth {
     pub passwords: Passwords,
     pub jwt: JwtKeys,
+    /// Seals two-factor secrets.
+    pub totp: TotpKey,
     pub providers: Vec<Provider>,
     pub providers_by_id: HashMap<String, usize>,
     pub http: reqwest::Client,
@@ -28,7 +31,7 @@ pub struct Auth {
 
 impl Auth {
     /// `app_name` names Plaza to identity providers; `data_dir` keeps the
-    /// generated admin token key.
+    /// generated admin token and TOTP keys.
     pub fn new(settings: &AuthSettings, app_name: &str, data_dir: &Path) -> Result<Self, String> {
         let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
         let providers_by_id = providers
@@ -51,6 +54,7 @@ impl Auth {
                 hashing,
             )?,
             jwt: JwtKeys::load(settings.jwt_secret.as_deref(), data_dir)?,
+            totp: TotpKey::load(settings.totp_key.as_deref(), data_dir)?,
             providers,
             providers_by_id,
             http: oauth::http_client(app_name)?,

@@ -13,6 +13,7 @@ pub mod password;
 pub mod session_lookups;
 pub mod signin;
 pub mod tokens;
+pub mod two_factor;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -210,7 +211,9 @@ impl DocumentedExtractor for EmojiModerator {
 
 /// The actor of the unversioned admin surface: the holder of a Bearer admin
 /// JWT (checked as on the versioned surface, the method's permission
-/// included) when one is sent, else the signed-in user; nobody is 401.
+/// included) when one is sent, else the signed-in user (an administrator
+/// without two-factor sign-in is 403 while `admin_totp_required` is set);
+/// nobody is 401.
 async fn session_or_token_actor(parts: &mut Parts, state: &AppState) -> Result<Actor, AppError> {
     session_or_token_principal(parts, state)
         .await
@@ -231,8 +234,25 @@ async fn session_or_token_principal(
         Ok((actor, token.capabilities))
     } else {
         let principal = CurrentUser::from_request_parts(parts, state).await?.0;
+        require_second_factor(state, principal.role(), principal.session.user.has_totp())?;
         Ok((principal.actor(), principal.session.capabilities.clone()))
     }
+}
+
+/// The rule of `admin_totp_required` for an administrator's session or
+/// token ([`plaza_domain::policy::use_admin_credentials`]): 403 in the
+/// surface's shape for an administrator without two-factor sign-in.
+pub fn require_second_factor(state: &AppState, role: Role, has_totp: bool) -> Result<(), AppError> {
+    plaza_domain::policy::use_admin_credentials(
+        role,
+        has_totp,
+        state.settings.auth.admin_totp_required,
+    )
+    .check(
+        "user",
+        "administrators need two-factor sign-in (TOTP) turned on: `admin_totp_required` is set",
+    )?;
+    Ok(())
 }
 
 /// A capability (a permission name granted to roles, DECISIONS.md) that an
@@ -267,8 +287,8 @@ impl Capability for ReadAnalytics {
 
 /// An administrator or higher on the unversioned admin surface (session or
 /// admin JWT) who holds the capability `C` through their role or a direct
-/// grant (a super admin holds every one). Nobody signed in is 401, anyone
-/// else 403.
+/// grant (a super admin holds every one), with two-factor sign-in on while
+/// `admin_totp_required` is set. Nobody signed in is 401, anyone else 403.
 pub struct Administrator<C: Capability> {
     pub actor: Actor,
     capability: std::marker::PhantomData<C>,
@@ -294,7 +314,7 @@ impl<C: Capability> DocumentedExtractor for Administrator<C> {
         Answer::new(401, "Not signed in, and no valid admin token"),
         Answer::new(
             403,
-            "Not an administrator, or without the capability the route needs",
+            "Not an administrator, without the capability the route needs, or without two-factor sign-in while `admin_totp_required` is set",
         ),
     ];
 }
@@ -307,12 +327,13 @@ const ADMIN_TOKEN_ANSWERS: &[Answer] = &[
     ),
     Answer::new(
         403,
-        "The token's user is no longer an admin, or the token lacks the permission",
+        "The token's user is no longer an admin, has no two-factor sign-in while `admin_totp_required` is set, or the token lacks the permission",
     ),
 ];
 
-/// A valid admin JWT whose user is still an active admin, carrying the
-/// permission the request's method needs (SPEC.md "Authentication" 2).
+/// A valid admin JWT whose user is still an active admin (with two-factor
+/// sign-in on while `admin_totp_required` is set), carrying the permission
+/// the request's method needs (SPEC.md "Authentication" 2).
 #[derive(Debug, Clone)]
 pub struct AdminToken {
     pub claims: AdminClaims,
@@ -321,6 +342,8 @@ pub struct AdminToken {
     pub role: Role,
     /// What the token's user holds now (see [`Capabilities`]).
     pub capabilities: Capabilities,
+    /// Whether the token's user has two-factor sign-in on now.
+    pub has_totp: bool,
 }
 
 impl FromRequestParts<AppState> for AdminToken {
@@ -328,6 +351,7 @@ impl FromRequestParts<AppState> for AdminToken {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
         let token = admin_token_for(parts, state).await?;
+        require_second_factor(state, token.role, token.has_totp)?;
         let needed = AdminPermission::for_method(parts.method.as_str());
         if !token.claims.grants(needed) {
             return Err(AppError::InsufficientAdminPermissions {
@@ -343,7 +367,7 @@ impl DocumentedExtractor for AdminToken {
 }
 
 /// A valid admin token, whatever permissions it carries (revoking one's own
-/// token needs no particular permission).
+/// token needs no particular permission, nor two-factor sign-in).
 #[derive(Debug, Clone)]
 pub struct AnyAdminToken(pub AdminToken);
 
@@ -412,6 +436,7 @@ async fn admin_token_for(parts: &mut Parts, state: &AppState) -> Result<AdminTok
         email: subject.email,
         role: subject.role,
         capabilities: subject.capabilities,
+        has_totp: subject.has_totp,
     })
 }
 
@@ -493,6 +518,7 @@ impl FromRequestParts<AppState> for MetricsAccess {
             return Ok(MetricsAccess);
         }
         let token = admin_token_for(parts, state).await?;
+        require_second_factor(state, token.role, token.has_totp)?;
         if token.claims.grants(AdminPermission::Read) {
             Ok(MetricsAccess)
         } else {

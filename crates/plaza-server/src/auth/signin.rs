@@ -1,5 +1,8 @@
-//! Signing in: credentials with throttling, provider identities with
-//! account linking, and starting sessions.
+//! Signing in: credentials with throttling, the second factor of users
+//! with two-factor sign-in on, provider identities with account linking,
+//! and starting sessions.
+
+use std::net::IpAddr;
 
 use plaza_domain::accounts::{self, ProviderIdentity};
 use plaza_domain::auth_state;
@@ -7,10 +10,12 @@ use plaza_domain::sessions::{self, SessionClient};
 use plaza_domain::text::{
     MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_refused_in_line, is_web_url,
 };
+use plaza_domain::two_factor::SecondFactorChallenge;
 use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
 
 use super::password::MAX_PASSWORD_LENGTH;
 use super::tokens::{hash_token, random_token};
+use super::two_factor;
 use crate::http::error::AppError;
 use crate::state::AppState;
 
@@ -51,92 +56,269 @@ pub async fn start_session(
 /// Addresses may fail more often than one account: several people can share one.
 const ADDRESS_FAILURE_FACTOR: u32 = 4;
 
-/// Checks an email and password. Unknown emails and wrong passwords get the
-/// same answer after the same work. Each attempt is counted for the account
-/// and the client address before the password is checked, so parallel
-/// guesses cannot all slip under the limit. Past the account's limit within
-/// the lockout window, sign-in is 429 even with the right password. Past the
-/// address's limit (counted by the rate limiter's prefix: an IPv6 /64), a
-/// wrong password is 429 but a right one still signs in: many people can
-/// share one address, and one guesser behind it must not lock them all out.
-pub async fn sign_in_with_password(
-    state: &AppState,
-    email: &str,
-    password: &str,
-    client: SessionClient,
-) -> Result<StartedSession, AppError> {
-    if password.len() > MAX_PASSWORD_LENGTH || email.chars().any(char::is_control) {
-        // No account can match: refused without touching the database.
-        return Err(AppError::InvalidCredentials);
-    }
-    let settings = &state.settings;
-    let window =
-        i64::try_from(settings.auth.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
-    let account_key = format!("email:{}", normalize_email(email));
-    let address_key = client
-        .ip_address
-        .as_deref()
-        .and_then(|ip| ip.parse().ok())
-        .map(|ip| {
+/// How long a sign-in waits for its second factor.
+pub const SECOND_FACTOR_TTL_MILLIS: i64 = 5 * 60 * 1000;
+
+/// One attempt at proving who someone is (a password, a second-factor
+/// code), counted for the account and the client address before anything
+/// is checked, so parallel guesses cannot all slip under the limit. Past
+/// the account's limit within the lockout window, the attempt is 429 even
+/// when it would succeed. Past the address's limit (counted by the rate
+/// limiter's prefix: an IPv6 /64), a failure is 429 but a success still
+/// goes through: many people can share one address, and one guesser
+/// behind it must not lock them all out.
+pub struct CountedAttempt {
+    account_key: String,
+    address_key: Option<String>,
+    address_locked: bool,
+}
+
+impl CountedAttempt {
+    /// Counts an attempt on the account of `email` from `address`, committed
+    /// in a unit of its own before anything is checked: a failed attempt is
+    /// never rolled back.
+    pub async fn reserve(
+        state: &AppState,
+        email: &str,
+        address: Option<IpAddr>,
+    ) -> Result<Self, AppError> {
+        let settings = &state.settings.auth;
+        let window = i64::try_from(settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
+        let account_key = format!("email:{}", normalize_email(email));
+        let address_key = address.map(|ip| {
             format!(
                 "ip:{}",
                 crate::http::rate_limit::address::counted_prefix(ip)
             )
         });
-    let max = i64::from(settings.auth.sign_in_max_failures);
-    // Counted in a unit of its own, committed before the password is
-    // checked: a failed attempt is never rolled back.
-    let (account_attempts, address_attempts) = {
-        let (account_key, address_key) = (account_key.clone(), address_key.clone());
+        let (account_attempts, address_attempts) = {
+            let (account_key, address_key) = (account_key.clone(), address_key.clone());
+            state
+                .db
+                .write(|tx| {
+                    Box::pin(async move {
+                        let account =
+                            auth_state::reserve_sign_in_attempt(tx, &account_key, window).await?;
+                        let address = match &address_key {
+                            Some(key) => {
+                                auth_state::reserve_sign_in_attempt(tx, key, window).await?
+                            }
+                            None => 0,
+                        };
+                        Ok((account, address))
+                    })
+                })
+                .await?
+        };
+        let max = i64::from(settings.sign_in_max_failures);
+        if account_attempts > max {
+            return Err(locked_out(state));
+        }
+        Ok(CountedAttempt {
+            account_key,
+            address_key,
+            address_locked: address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR),
+        })
+    }
+
+    /// The answer to a failed attempt: `failure`, or 429 past the
+    /// address's limit. The attempt stays counted.
+    pub fn failed(&self, state: &AppState, failure: AppError) -> AppError {
+        if self.address_locked {
+            locked_out(state)
+        } else {
+            failure
+        }
+    }
+
+    /// The attempt signed someone in: the account's failures are forgotten
+    /// and the address gets its attempt back.
+    pub async fn succeeded(self, state: &AppState) -> Result<(), AppError> {
+        let CountedAttempt {
+            account_key,
+            address_key,
+            ..
+        } = self;
         state
             .db
             .write(|tx| {
                 Box::pin(async move {
-                    let account =
-                        auth_state::reserve_sign_in_attempt(tx, &account_key, window).await?;
-                    let address = match &address_key {
-                        Some(key) => auth_state::reserve_sign_in_attempt(tx, key, window).await?,
-                        None => 0,
-                    };
-                    Ok((account, address))
+                    auth_state::clear_sign_in_failures(tx, &account_key).await?;
+                    if let Some(key) = &address_key {
+                        auth_state::release_sign_in_attempt(tx, key).await?;
+                    }
+                    Ok(())
                 })
             })
-            .await?
-    };
-    // The window ends at most this long from now.
-    let locked_out = || AppError::RateLimited {
-        retry_after_secs: settings.auth.sign_in_lockout_secs,
-        limit: settings.auth.sign_in_max_failures,
-        reset_after_secs: settings.auth.sign_in_lockout_secs,
-    };
-    if account_attempts > max {
-        return Err(locked_out());
+            .await?;
+        Ok(())
     }
-    let address_locked = address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR);
+
+    /// The attempt proved what it was asked to (a right password still
+    /// waiting for its code, a code that turned two-factor sign-in on or
+    /// off) without signing anyone in: the account and the address get it
+    /// back, and earlier failures stay counted, so a right password
+    /// between wrong codes does not reset their count.
+    pub async fn passed(self, state: &AppState) -> Result<(), AppError> {
+        let CountedAttempt {
+            account_key,
+            address_key,
+            ..
+        } = self;
+        state
+            .db
+            .write(|tx| {
+                Box::pin(async move {
+                    auth_state::release_sign_in_attempt(tx, &account_key).await?;
+                    if let Some(key) = &address_key {
+                        auth_state::release_sign_in_attempt(tx, key).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
+        Ok(())
+    }
+}
+
+/// The address a session's client connected from.
+fn client_address(client: &SessionClient) -> Option<IpAddr> {
+    client.ip_address.as_deref().and_then(|ip| ip.parse().ok())
+}
+
+/// Sign-in refused until the lockout window ends (it ends at most this
+/// long from now).
+fn locked_out(state: &AppState) -> AppError {
+    let settings = &state.settings.auth;
+    AppError::RateLimited {
+        retry_after_secs: settings.sign_in_lockout_secs,
+        limit: settings.sign_in_max_failures,
+        reset_after_secs: settings.sign_in_lockout_secs,
+    }
+}
+
+/// What a right password leads to.
+pub enum PasswordSignIn {
+    /// Signed in.
+    Started(StartedSession),
+    /// The user has two-factor sign-in on and no code came with the
+    /// password.
+    SecondFactorNeeded(User),
+}
+
+/// Checks an email and password, and for a user with two-factor sign-in on
+/// the `second_factor` code with them (a current code or an unused
+/// recovery code). Unknown emails and wrong passwords get the same answer
+/// after the same work; a wrong code gets that answer too. Every attempt is
+/// counted ([`CountedAttempt`]); a right password without a code is given
+/// back, since it guessed nothing.
+pub async fn sign_in_with_password(
+    state: &AppState,
+    email: &str,
+    password: &str,
+    second_factor: Option<&str>,
+    client: SessionClient,
+) -> Result<PasswordSignIn, AppError> {
+    if password.len() > MAX_PASSWORD_LENGTH || email.chars().any(char::is_control) {
+        // No account can match: refused without touching the database.
+        return Err(AppError::InvalidCredentials);
+    }
+    let attempt = CountedAttempt::reserve(state, email, client_address(&client)).await?;
     let user = state.db.user_by_email(email).await?;
     let hash = user
         .as_ref()
         .and_then(|user| user.row.password_hash.as_deref());
     let matched = state.auth.passwords.verify(password, hash).await?;
-    match user {
-        Some(user) if matched && user.is_active() => {
-            state
-                .db
-                .write(|tx| {
-                    Box::pin(async move {
-                        auth_state::clear_sign_in_failures(tx, &account_key).await?;
-                        if let Some(key) = &address_key {
-                            auth_state::release_sign_in_attempt(tx, key).await?;
-                        }
-                        Ok(())
-                    })
-                })
-                .await?;
-            start_session(state, user, client).await
+    let user = match user {
+        Some(user) if matched && user.is_active() => user,
+        _ => return Err(attempt.failed(state, AppError::InvalidCredentials)),
+    };
+    if user.has_totp() {
+        let Some(code) = second_factor.filter(|code| !code.trim().is_empty()) else {
+            attempt.passed(state).await?;
+            return Ok(PasswordSignIn::SecondFactorNeeded(user));
+        };
+        if !two_factor::use_code(state, user.id(), code).await? {
+            return Err(attempt.failed(state, AppError::InvalidCredentials));
         }
-        _ if address_locked => Err(locked_out()),
-        _ => Err(AppError::InvalidCredentials),
     }
+    attempt.succeeded(state).await?;
+    start_session(state, user, client)
+        .await
+        .map(PasswordSignIn::Started)
+}
+
+/// Keeps a sign-in of `user_id` waiting for its second factor, which goes
+/// to `callback_url` once signed in; answers the token for the browser's
+/// cookie (only its hash is stored).
+pub async fn start_second_factor(
+    state: &AppState,
+    user_id: i64,
+    callback_url: String,
+) -> Result<String, AppError> {
+    let token = random_token();
+    let token_hash = hash_token(&token);
+    let challenge = SecondFactorChallenge {
+        user_id,
+        callback_url,
+        expires_at: plaza_domain::time::now_millis() + SECOND_FACTOR_TTL_MILLIS,
+    };
+    state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                plaza_domain::two_factor::start_challenge(tx, &token_hash, &challenge).await
+            })
+        })
+        .await?;
+    Ok(token)
+}
+
+/// A sign-in finished by its second factor.
+pub struct SecondStepDone {
+    pub session: StartedSession,
+    /// Where the sign-in was to go.
+    pub callback_url: String,
+}
+
+/// Finishes the sign-in waiting under the cookie token `challenge` with
+/// `code`, counted as an attempt on its user's account ([`CountedAttempt`]):
+/// a wrong code is 401 and the sign-in keeps waiting for a right one.
+/// `None` when no sign-in waits under that token (expired, finished, or
+/// never started): the person starts again.
+pub async fn finish_second_factor(
+    state: &AppState,
+    challenge: &str,
+    code: &str,
+    client: SessionClient,
+) -> Result<Option<SecondStepDone>, AppError> {
+    let token_hash = hash_token(challenge);
+    let Some(waiting) = state.db.second_factor_challenge(&token_hash).await? else {
+        return Ok(None);
+    };
+    let user = state.db.user_by_id(waiting.user_id).await?;
+    if !user.is_active() || !user.has_totp() {
+        return Ok(None);
+    }
+    let attempt = CountedAttempt::reserve(state, &user.row.email, client_address(&client)).await?;
+    if !two_factor::use_code(state, user.id(), code).await? {
+        return Err(attempt.failed(state, AppError::InvalidCredentials));
+    }
+    let ended = state
+        .db
+        .write(|tx| {
+            Box::pin(async move { plaza_domain::two_factor::end_challenge(tx, &token_hash).await })
+        })
+        .await?;
+    if !ended {
+        return Ok(None);
+    }
+    attempt.succeeded(state).await?;
+    let session = start_session(state, user, client).await?;
+    Ok(Some(SecondStepDone {
+        session,
+        callback_url: waiting.callback_url,
+    }))
 }
 
 /// Why a provider sign-in cannot go on, as a code for the sign-in page.

@@ -1,8 +1,10 @@
 //! The administrative subcommands: bootstrap users and tokens on a fresh
 //! install without going through HTTP.
 
+use plaza_domain::DomainError;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::bans::{self, BanLength, NewBan};
+use plaza_domain::two_factor;
 use plaza_domain::users::{self, NewUser, Role, UserStatus, is_valid_username};
 use serde_json::json;
 
@@ -137,6 +139,35 @@ pub async fn set_role(state: &AppState, args: RoleArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Turns two-factor sign-in off for a user by email.
+pub async fn disable_totp(state: &AppState, args: EmailArgs) -> Result<(), String> {
+    let user = state
+        .db
+        .user_by_email(&args.email)
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or_else(|| format!("no user with email {}", args.email))?;
+    if !user.has_totp() {
+        return Err(format!(
+            "{} does not have two-factor sign-in on",
+            user.row.email
+        ));
+    }
+    apply_audited(
+        state,
+        user.id(),
+        CommandChange::DisableTotp,
+        "user.totp.disable",
+        json!({"totpEnabled": audit::change(true, false)}),
+    )
+    .await?;
+    eprintln!(
+        "two-factor sign-in is now off for {}; they sign in with their password alone",
+        user.row.email
+    );
+    Ok(())
+}
+
 /// Mints an admin JWT and prints it alone on stdout.
 pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String> {
     let user = state
@@ -153,6 +184,13 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
             "{} has role {}; admin tokens need admin or super_admin",
             args.email,
             user.role.as_str()
+        ));
+    }
+    if crate::auth::require_second_factor(state, user.role, user.has_totp()).is_err() {
+        return Err(format!(
+            "{} has no two-factor sign-in, which `admin_totp_required` asks of administrators: \
+             they set it up (POST /api/auth/totp/setup and /enable) before a token is minted",
+            args.email
         ));
     }
     let ttl = parse_ttl(&args.ttl)?;
@@ -219,6 +257,8 @@ pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
 enum CommandChange {
     Status(UserStatus),
     Role(Role),
+    /// Two-factor sign-in turned off.
+    DisableTotp,
     /// The entry alone (a minted token changes nothing stored).
     Nothing,
 }
@@ -281,6 +321,13 @@ async fn apply_audited(
                         users::set_status(tx, user_id, status).await?;
                     }
                     CommandChange::Role(role) => users::set_role(tx, user_id, role).await?,
+                    CommandChange::DisableTotp => {
+                        if !two_factor::disable(tx, user_id).await? {
+                            return Err(DomainError::Conflict(
+                                "two-factor sign-in is not on".to_owned(),
+                            ));
+                        }
+                    }
                     CommandChange::Nothing => {}
                 }
                 audit::record(

@@ -78,6 +78,10 @@ pub enum UserCommand {
     Unban(EmailArgs),
     /// Change a user's role; their admin tokens follow the new role at once.
     Role(RoleArgs),
+    /// Turn two-factor sign-in (TOTP) off for a user who lost their
+    /// authenticator and recovery codes: they sign in with their password
+    /// alone until they set it up again. Audited as `user.totp.disable`.
+    DisableTotp(EmailArgs),
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
-use plaza_domain::policy;
+use plaza_domain::policy::{self, Actor};
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
@@ -57,6 +57,10 @@ pub struct UserView {
     pub created_at: String,
     pub last_login: Option<String>,
     pub login_count: i64,
+    /// Whether signing in needs a second factor (TOTP); shown to the user
+    /// themself only.
+    #[serde(rename = "totpEnabled", skip_serializing_if = "Option::is_none")]
+    pub totp_enabled: Option<bool>,
 }
 
 impl UserView {
@@ -76,7 +80,17 @@ impl UserView {
             created_at: rfc3339(row.created_at),
             last_login: row.last_login_at.map(rfc3339),
             login_count: row.login_count,
+            totp_enabled: None,
         }
+    }
+
+    /// Adds what the user themself sees alone (whether two-factor sign-in is
+    /// on), when `actor` is that user.
+    pub fn with_own_settings(mut self, user: &User, actor: Option<Actor>) -> Self {
+        if policy::see_security_settings(actor, user) {
+            self.totp_enabled = Some(user.has_totp());
+        }
+        self
     }
 }
 
@@ -303,7 +317,9 @@ pub async fn list_users(
         users: listed
             .users
             .iter()
-            .map(|user| UserView::new(user, policy::see_email(actor, user)))
+            .map(|user| {
+                UserView::new(user, policy::see_email(actor, user)).with_own_settings(user, actor)
+            })
             .collect(),
         pagination: Pagination::new(listed.total, page),
     }))
@@ -329,10 +345,9 @@ pub async fn get_user(
     let user = state.db.user_by_id(id).await?;
     let actor = actor_of(caller.as_ref());
     authorize(policy::view_user(actor, &user), "user")?;
-    Ok(AppJson(UserView::new(
-        &user,
-        policy::see_email(actor, &user),
-    )))
+    Ok(AppJson(
+        UserView::new(&user, policy::see_email(actor, &user)).with_own_settings(&user, actor),
+    ))
 }
 
 /// Reads a present-but-null JSON field as `Some(None)`, so an update can
@@ -548,7 +563,9 @@ pub async fn update_user(
     // The user's status or role may have changed (a status other than
     // active ends their sessions): their sessions are looked up afresh.
     state.auth.session_lookups.forget_user(id);
-    Ok(AppJson(UserView::new(&user, true)))
+    Ok(AppJson(
+        UserView::new(&user, true).with_own_settings(&user, Some(caller.actor())),
+    ))
 }
 
 /// Delete a user: themselves or an admin (of a lower role). Their posts,

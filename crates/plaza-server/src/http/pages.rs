@@ -1,6 +1,7 @@
-//! Server-rendered HTML pages (sign-in, sign-out, the pages of a forgotten
-//! password and of a verification link, share-image viewer). Every
-//! interpolated value is escaped; the pages load nothing from elsewhere.
+//! Server-rendered HTML pages (sign-in and its second step, sign-out, the
+//! pages of a forgotten password and of a verification link, share-image
+//! viewer). Every interpolated value is escaped; the pages load nothing
+//! from elsewhere.
 
 use crate::state::AppState;
 
@@ -55,8 +56,23 @@ fn error_text(code: &str) -> &'static str {
         }
         "weak_password" => "The password must have at least 8 characters (and at most 256 bytes).",
         "mismatch" => "The two passwords differ.",
+        "totp_invalid" => "That code is not right, or it was used already.",
+        "totp_expired" => "The sign-in took too long. Please start again.",
         _ => "Sign-in failed. Please try again.",
     }
+}
+
+/// The notice of a failed attempt's error code, if any.
+fn error_notice(error: Option<&str>) -> String {
+    error
+        .map(|code| {
+            format!(
+                "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
+                escape(code),
+                escape(error_text(code))
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// The sign-in page: one button per provider and the credentials form.
@@ -66,9 +82,7 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
         .append_pair("callbackUrl", callback)
         .finish();
     let mut body = format!("<h1>Sign in to {}</h1>", escape(app));
-    if let Some(code) = error {
-        body.push_str(&error_paragraph(code));
-    }
+    body.push_str(&error_notice(error));
     for provider in &state.auth.providers {
         body.push_str(&format!(
             "<a class=\"provider\" data-provider=\"{id}\" href=\"/api/auth/signin/{id}?{query}\">Sign in with {name}</a>",
@@ -94,14 +108,6 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
     page(&format!("Sign in · {app}"), &body)
 }
 
-fn error_paragraph(code: &str) -> String {
-    format!(
-        "<p class=\"error\" role=\"alert\" data-error=\"{}\">{}</p>",
-        escape(code),
-        escape(error_text(code))
-    )
-}
-
 /// The page that asks for the email of an account whose password is
 /// forgotten; `sent` after the request, which says the same whether or not
 /// the address has an account.
@@ -113,9 +119,7 @@ pub fn forgot_password(
 ) -> String {
     let app = &state.settings.server.app_name;
     let mut body = "<h1>Forgot your password?</h1>".to_owned();
-    if let Some(code) = error {
-        body.push_str(&error_paragraph(code));
-    }
+    body.push_str(&error_notice(error));
     if sent {
         body.push_str(
             "<p class=\"notice\" role=\"status\" data-notice=\"sent\">If an account uses that \
@@ -154,9 +158,7 @@ pub fn reset_password(state: &AppState, csrf_token: &str, shown: ResetPage<'_>) 
     let mut body = "<h1>Choose a new password</h1>".to_owned();
     match shown {
         ResetPage::Form { token, error } => {
-            if let Some(code) = error {
-                body.push_str(&error_paragraph(code));
-            }
+            body.push_str(&error_notice(error));
             body.push_str(&format!(
                 "<form method=\"post\" action=\"/api/auth/password/reset\">\
                  <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
@@ -170,7 +172,7 @@ pub fn reset_password(state: &AppState, csrf_token: &str, shown: ResetPage<'_>) 
             ));
         }
         ResetPage::Broken { error } => {
-            body.push_str(&error_paragraph(error));
+            body.push_str(&error_notice(Some(error)));
             body.push_str(
                 "<p class=\"aside\"><a href=\"/forgot-password\">Ask for a new link</a></p>",
             );
@@ -202,6 +204,25 @@ pub fn email_verification(state: &AppState, verified: bool) -> String {
             .to_owned()
     };
     page(&format!("Email confirmation · {app}"), &body)
+}
+
+/// The second step of a sign-in with two-factor sign-in on: the code of
+/// the sign-in waiting under the browser's `plaza_2fa` cookie.
+pub fn signin_second_factor(state: &AppState, csrf_token: &str, error: Option<&str>) -> String {
+    let app = &state.settings.server.app_name;
+    let mut body = "<h1>Two-factor sign-in</h1>".to_owned();
+    body.push_str(&error_notice(error));
+    body.push_str(&format!(
+        "<p>Enter the code your authenticator app shows, or one of your recovery codes.</p>\
+         <form method=\"post\" action=\"/api/auth/signin\">\
+         <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+         <label for=\"totp\">Code</label><input id=\"totp\" name=\"totp\" type=\"text\" \
+         inputmode=\"numeric\" autocomplete=\"one-time-code\" required autofocus>\
+         <button type=\"submit\">Verify</button></form>\
+         <p><a href=\"/api/auth/signin\">Start again</a></p>",
+        csrf = escape(csrf_token),
+    ));
+    page(&format!("Sign in · {app}"), &body)
 }
 
 /// The sign-out page.

@@ -1,11 +1,12 @@
-//! Settings of one section: sign-up, sign-in, sessions, admin tokens and
-//! password hashing.
+//! Settings of one section: sign-up, sign-in, sessions, admin tokens,
+//! two-factor sign-in and password hashing.
 
 use serde::{Deserialize, Serialize};
 
 use super::{SettingsError, at_least_one};
 
-/// Sign-up, sign-in, sessions, admin tokens and password hashing.
+/// Sign-up, sign-in, sessions, admin tokens, two-factor sign-in and
+/// password hashing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuthSettings {
     /// Open sign-up through `POST /api/users`.
@@ -20,6 +21,14 @@ pub struct AuthSettings {
     pub jwt_secret: Option<String>,
     /// Lifetime of admin JWTs, and the longest a caller may ask for.
     pub admin_token_ttl_secs: u64,
+    /// The key that seals two-factor (TOTP) secrets in the database (at
+    /// least 32 characters). Unset: generated once and kept in the data
+    /// directory. Set it when running several instances, so each reads the
+    /// secrets the others stored.
+    pub totp_key: Option<String>,
+    /// Admin tokens and the admin surfaces only for administrators who have
+    /// two-factor sign-in (TOTP) turned on.
+    pub admin_totp_required: bool,
     /// Argon2id memory cost in KiB.
     pub password_hash_memory_kib: u32,
     /// Argon2id passes.
@@ -53,6 +62,8 @@ impl Default for AuthSettings {
             session_max_lifetime_secs: 90 * 24 * 3600,
             jwt_secret: None,
             admin_token_ttl_secs: 3600,
+            totp_key: None,
+            admin_totp_required: false,
             password_hash_memory_kib: 65_536,
             password_hash_iterations: 2,
             password_hash_memory_budget_mib: 256,
@@ -77,6 +88,17 @@ impl AuthSettings {
                 format!(
                     "must be at least {} characters",
                     crate::auth::jwt::MIN_SECRET_LENGTH
+                ),
+            ));
+        }
+        if let Some(key) = &self.totp_key
+            && key.len() < crate::auth::two_factor::MIN_KEY_LENGTH
+        {
+            return Err(SettingsError::new(
+                "totp_key",
+                format!(
+                    "must be at least {} characters",
+                    crate::auth::two_factor::MIN_KEY_LENGTH
                 ),
             ));
         }

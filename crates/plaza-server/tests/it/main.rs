@@ -37,4 +37,5 @@ mod scale_out;
 mod schema;
 mod search;
 mod transport;
+mod two_factor;
 mod uploads;

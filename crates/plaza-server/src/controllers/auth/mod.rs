@@ -1,6 +1,6 @@
-//! The `/api/auth/*` surface: sign-in pages and flows, sessions, linked
-//! accounts, admin tokens, and the mailed links of email verification and
-//! password reset (with their pages).
+//! The `/api/auth/*` surface: sign-in pages and flows, two-factor sign-in,
+//! sessions, linked accounts, admin tokens, and the mailed links of email
+//! verification and password reset (with their pages).
 
 mod linked_accounts;
 mod mailed_links;
@@ -9,6 +9,7 @@ mod password;
 mod providers;
 mod sign_in;
 mod tokens;
+mod two_factor;
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -31,9 +32,10 @@ pub use password::*;
 pub use providers::*;
 pub use sign_in::*;
 pub use tokens::*;
+pub use two_factor::*;
 
-/// The routes that start a sign-in: they hash passwords and write rows, so
-/// their limit fails closed.
+/// The routes that start a sign-in or check a second factor: they hash
+/// passwords, count attempts and write rows, so their limit fails closed.
 pub fn sign_in_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(crate::documented_routes!(
@@ -42,6 +44,9 @@ pub fn sign_in_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(crate::documented_routes!(signin_with_provider))
         .routes(crate::documented_routes!(provider_callback))
+        .routes(crate::documented_routes!(totp_setup))
+        .routes(crate::documented_routes!(totp_enable))
+        .routes(crate::documented_routes!(totp_disable))
 }
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -83,6 +88,9 @@ pub struct SessionUserView {
     /// When the user's email address was verified; null before.
     #[serde(rename = "emailVerified")]
     pub email_verified: Option<String>,
+    /// Whether signing in needs a second factor (TOTP) besides the password.
+    #[serde(rename = "totpEnabled")]
+    pub totp_enabled: bool,
 }
 
 /// A signed-in session.
@@ -102,6 +110,7 @@ fn session_view(user: &plaza_domain::users::User, expires_at: i64) -> SessionVie
             image: user.row.image.clone(),
             roles: vec![user.role.as_str().to_owned()],
             email_verified: user.row.email_verified_at.map(rfc3339),
+            totp_enabled: user.has_totp(),
         },
         expires: rfc3339(expires_at),
     }
@@ -202,6 +211,38 @@ fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
         }
         _ => "/".to_owned(),
     }
+}
+
+/// The cookie holding the token of a sign-in waiting for its second factor.
+const SECOND_FACTOR_COOKIE: &str = "plaza_2fa";
+
+/// The sign-in page's `step` that asks for the second factor.
+const SECOND_STEP: &str = "totp";
+
+/// The sign-in page's second step, with an error code when given.
+fn second_step_url(error: Option<&str>) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    query.append_pair("step", SECOND_STEP);
+    if let Some(code) = error {
+        query.append_pair("error", code);
+    }
+    format!("/api/auth/signin?{}", query.finish())
+}
+
+/// On to the second step, the sign-in waiting under `token` in the
+/// browser's cookie for as long as it waits in the database.
+fn to_second_step(state: &AppState, token: &str) -> Response {
+    let mut response = Redirect::to(&second_step_url(None)).into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(
+            &state.settings.server,
+            SECOND_FACTOR_COOKIE,
+            token,
+            crate::auth::signin::SECOND_FACTOR_TTL_MILLIS / 1000,
+        ),
+    );
+    response
 }
 
 /// Back to the sign-in page with an error code.

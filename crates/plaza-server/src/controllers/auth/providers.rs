@@ -1,6 +1,7 @@
 //! Signing in with an identity provider: the start (state, PKCE and nonce
 //! bound to the browser by a cookie) and the callback that checks them,
-//! links or creates the user and starts the session.
+//! links or creates the user and starts the session (or, for a user with
+//! two-factor sign-in on, the wait for their code).
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -18,7 +19,9 @@ use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppQuery, TextPath};
 use crate::state::AppState;
 
-use super::{callback_url_for, refused, safe_callback, session_client, with_session_cookie};
+use super::{
+    callback_url_for, refused, safe_callback, session_client, to_second_step, with_session_cookie,
+};
 
 /// How long a started provider sign-in may take.
 const OAUTH_STATE_TTL_MILLIS: i64 = 10 * 60 * 1000;
@@ -108,15 +111,16 @@ pub struct CallbackQuery {
 /// Finish a provider sign-in: checks `state`, trades the code (with the PKCE
 /// verifier), validates an OpenID Connect provider's ID token (signature
 /// against the issuer's keys, `iss`, `aud`, `exp`, `nonce`), links or creates
-/// the user, starts the session and redirects to the callback URL. Failures
-/// redirect to the sign-in page with `?error=`.
+/// the user, starts the session and redirects to the callback URL; a user
+/// with two-factor sign-in on goes to the sign-in page's second step for
+/// their code first. Failures redirect to the sign-in page with `?error=`.
 #[utoipa::path(
     get,
     path = "/api/auth/callback/{provider}",
     tag = "auth",
     params(("provider" = String, Path, description = "Provider id"), CallbackQuery),
     responses(
-        (status = 303, description = "Signed in (to the callback URL) or refused (to the sign-in page with `error`)"),
+        (status = 303, description = "Signed in (to the callback URL), on to the code step (two-factor sign-in on), or refused (to the sign-in page with `error`)"),
         (status = 404, description = "No such provider", body = GeneralError),
     )
 )]
@@ -214,6 +218,12 @@ async fn finish_provider_sign_in(
     if pending.link_user_id.is_some() {
         // Linked to the session's own user, who is signed in already.
         return Ok(Redirect::to(&pending.callback_url).into_response());
+    }
+    if user.has_totp() {
+        // The provider vouches for the first factor; the user's own second
+        // factor is still asked for, on the sign-in page's second step.
+        let token = signin::start_second_factor(state, user.id(), pending.callback_url).await?;
+        return Ok(to_second_step(state, &token));
     }
     let client = session_client(headers, address);
     let started = signin::start_session(state, user, client).await?;

@@ -1,14 +1,15 @@
-//! Signing in with a password, the sign-in and sign-out pages, the session
-//! answer, the list of configured providers and the CSRF token of the forms.
+//! Signing in with a password (and a second factor), the sign-in and
+//! sign-out pages, the session answer, the list of configured providers and
+//! the CSRF token of the forms.
 
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use plaza_domain::sessions;
+use plaza_domain::sessions::{self, SessionClient};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::signin;
+use crate::auth::signin::{self, PasswordSignIn, SecondStepDone};
 use crate::auth::tokens::hash_token;
 use crate::auth::{
     CSRF_COOKIE, ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie,
@@ -20,8 +21,9 @@ use crate::http::pages;
 use crate::state::AppState;
 
 use super::{
-    SessionView, callback_url_for, check_csrf, csrf_token_for, is_form, safe_callback,
-    session_client, session_view, signin_error_url, with_session_cookie,
+    SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, callback_url_for, check_csrf, csrf_token_for,
+    is_form, refused, safe_callback, second_step_url, session_client, session_view,
+    signin_error_url, to_second_step, with_session_cookie,
 };
 
 #[derive(Deserialize, IntoParams)]
@@ -32,9 +34,13 @@ pub struct SigninPageQuery {
     pub callback_url: Option<String>,
     /// An error code from a failed attempt, shown on the page.
     pub error: Option<String>,
+    /// `totp`: the second step of a sign-in, asking for the code of a user
+    /// with two-factor sign-in on.
+    pub step: Option<String>,
 }
 
-/// The sign-in page: configured providers and a credentials form.
+/// The sign-in page: configured providers and a credentials form, or with
+/// `step=totp` the form for the second factor.
 #[utoipa::path(
     get,
     path = "/api/auth/signin",
@@ -48,8 +54,13 @@ pub async fn signin_page(
     AppQuery(query): AppQuery<SigninPageQuery>,
 ) -> Response {
     let (csrf_token, cookie) = csrf_token_for(&state, &headers);
-    let callback = safe_callback(&state, query.callback_url.as_deref());
-    let html = pages::signin(&state, &csrf_token, &callback, query.error.as_deref());
+    let error = query.error.as_deref();
+    let html = if query.step.as_deref() == Some(SECOND_STEP) {
+        pages::signin_second_factor(&state, &csrf_token, error)
+    } else {
+        let callback = safe_callback(&state, query.callback_url.as_deref());
+        pages::signin(&state, &csrf_token, &callback, error)
+    };
     let mut response = Html(html).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);
@@ -62,6 +73,10 @@ pub async fn signin_page(
 pub struct CredentialsBody {
     pub email: String,
     pub password: String,
+    /// For a user with two-factor sign-in on: a current code of their
+    /// authenticator app, or one of their unused recovery codes. Without it
+    /// such a user's right password is 401 `TOTP_REQUIRED`.
+    pub totp: Option<String>,
     /// Form posts only: the token from `GET /api/auth/csrf` or the page.
     #[serde(rename = "csrfToken")]
     pub csrf_token: Option<String>,
@@ -70,9 +85,25 @@ pub struct CredentialsBody {
     pub callback_url: Option<String>,
 }
 
-/// Sign in with email and password. JSON gets `200 {user, expires}`; a form
-/// post gets a redirect. Wrong credentials are 401, the same for unknown
-/// emails; repeated failures are 429 for a while.
+/// The sign-in page's forms: email and password (and a code, when the
+/// client sends one along), or the second step's code alone, which finishes
+/// the sign-in waiting under the `plaza_2fa` cookie.
+#[derive(Deserialize)]
+struct SignInForm {
+    email: Option<String>,
+    password: Option<String>,
+    totp: Option<String>,
+    #[serde(rename = "csrfToken")]
+    csrf_token: Option<String>,
+    #[serde(rename = "callbackUrl")]
+    callback_url: Option<String>,
+}
+
+/// Sign in with email and password, and for a user with two-factor sign-in
+/// on a code (`totp`). JSON gets `200 {user, expires}`; a form post gets a
+/// redirect (for a user with two-factor sign-in on, to the page's second
+/// step, which asks for the code). Wrong credentials or a wrong code are
+/// 401, the same for unknown emails; repeated failures are 429 for a while.
 #[utoipa::path(
     post,
     path = "/api/auth/signin",
@@ -80,8 +111,8 @@ pub struct CredentialsBody {
     request_body(content = CredentialsBody, content_type = "application/json"),
     responses(
         (status = 200, description = "Signed in; the session cookie is set", body = SessionView),
-        (status = 303, description = "Form post: signed in, or back to the page with an error"),
-        (status = 401, description = "Wrong email or password", body = GeneralError),
+        (status = 303, description = "Form post: signed in, on to the code step, or back to the page with an error"),
+        (status = 401, description = "Wrong email, password or code (`UNAUTHORIZED`), or the right password of a user with two-factor sign-in on without `totp` (`TOTP_REQUIRED`)", body = GeneralError),
         (status = 403, description = "Form post without a valid CSRF token", body = GeneralError),
         (status = 422, description = "Missing or malformed fields", body = GeneralError),
         (status = 429, description = "Too many failures for this account or address", body = GeneralError),
@@ -94,38 +125,107 @@ pub async fn signin_with_credentials(
 ) -> Result<Response, AppError> {
     let client = session_client(request.headers(), address);
     if is_form(request.headers()) {
-        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
-        let AppForm(body): AppForm<CredentialsBody> =
-            AppForm::from_request(request, &state).await?;
-        check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
-        let callback = safe_callback(&state, body.callback_url.as_deref());
-        return Ok(
-            match signin::sign_in_with_password(&state, &body.email, &body.password, client).await {
-                Ok(started) => {
-                    with_session_cookie(&state, &started, Redirect::to(&callback).into_response())
-                }
-                Err(AppError::InvalidCredentials) => {
-                    Redirect::to(&signin_error_url(&callback, "credentials")).into_response()
-                }
-                Err(AppError::RateLimited { .. }) => {
-                    Redirect::to(&signin_error_url(&callback, "too_many_attempts")).into_response()
-                }
-                Err(other) => return Err(other),
-            },
-        );
+        return form_sign_in(&state, client, request).await;
     }
     let AppJson(body) = AppJson::<CredentialsBody>::from_request(request, &state).await?;
     if body.email.trim().is_empty() {
         return Err(AppError::invalid("email", "is required"));
     }
-    let started =
-        signin::sign_in_with_password(&state, &body.email, &body.password, client).await?;
+    let signed_in = signin::sign_in_with_password(
+        &state,
+        &body.email,
+        &body.password,
+        body.totp.as_deref(),
+        client,
+    )
+    .await?;
+    let PasswordSignIn::Started(started) = signed_in else {
+        return Err(AppError::TotpRequired);
+    };
     let view = session_view(&started.user, started.expires_at);
     Ok(with_session_cookie(
         &state,
         &started,
         AppJson(view).into_response(),
     ))
+}
+
+/// The sign-in page's form posts, answered with redirects.
+async fn form_sign_in(
+    state: &AppState,
+    client: SessionClient,
+    request: Request,
+) -> Result<Response, AppError> {
+    let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+    let challenge = cookie_value(request.headers(), SECOND_FACTOR_COOKIE);
+    let AppForm(form): AppForm<SignInForm> = AppForm::from_request(request, state).await?;
+    check_csrf(csrf_cookie.as_deref(), form.csrf_token.as_deref())?;
+    let filled = |field: &Option<String>| field.as_deref().is_some_and(|value| !value.is_empty());
+    let code = form.totp.filter(|code| !code.is_empty());
+    // The second step's form has the code alone.
+    if !filled(&form.email)
+        && !filled(&form.password)
+        && let Some(code) = &code
+    {
+        return finish_second_step(state, challenge.as_deref(), code, client).await;
+    }
+    let Some(email) = form.email else {
+        return Err(AppError::invalid("email", "is required"));
+    };
+    let Some(password) = form.password else {
+        return Err(AppError::invalid("password", "is required"));
+    };
+    let callback = safe_callback(state, form.callback_url.as_deref());
+    Ok(
+        match signin::sign_in_with_password(state, &email, &password, code.as_deref(), client).await
+        {
+            Ok(PasswordSignIn::Started(started)) => {
+                with_session_cookie(state, &started, Redirect::to(&callback).into_response())
+            }
+            Ok(PasswordSignIn::SecondFactorNeeded(user)) => {
+                let token = signin::start_second_factor(state, user.id(), callback).await?;
+                to_second_step(state, &token)
+            }
+            Err(AppError::InvalidCredentials) => {
+                Redirect::to(&signin_error_url(&callback, "credentials")).into_response()
+            }
+            Err(AppError::RateLimited { .. }) => {
+                Redirect::to(&signin_error_url(&callback, "too_many_attempts")).into_response()
+            }
+            Err(other) => return Err(other),
+        },
+    )
+}
+
+/// The second step's form post: the code for the sign-in waiting under
+/// the `plaza_2fa` cookie.
+async fn finish_second_step(
+    state: &AppState,
+    challenge: Option<&str>,
+    code: &str,
+    client: SessionClient,
+) -> Result<Response, AppError> {
+    let Some(challenge) = challenge else {
+        return Ok(refused("totp_expired"));
+    };
+    let mut response = match signin::finish_second_factor(state, challenge, code, client).await {
+        Ok(Some(SecondStepDone {
+            session,
+            callback_url,
+        })) => with_session_cookie(state, &session, Redirect::to(&callback_url).into_response()),
+        Ok(None) => refused("totp_expired"),
+        Err(AppError::InvalidCredentials) => {
+            // The sign-in keeps waiting: the cookie stays.
+            return Ok(Redirect::to(&second_step_url(Some("totp_invalid"))).into_response());
+        }
+        Err(AppError::RateLimited { .. }) => refused("too_many_attempts"),
+        Err(other) => return Err(other),
+    };
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(&state.settings.server, SECOND_FACTOR_COOKIE, "", 0),
+    );
+    Ok(response)
 }
 
 /// The sign-out page: a button that posts the sign-out form.

@@ -37,7 +37,8 @@ pub struct TokenView {
 }
 
 /// Exchange an admin's session for a short-lived admin JWT for the
-/// versioned admin surface.
+/// versioned admin surface. While `admin_totp_required` is set, only an
+/// administrator with two-factor sign-in on gets one.
 #[utoipa::path(
     post,
     path = "/api/auth/token",
@@ -47,7 +48,7 @@ pub struct TokenView {
     responses(
         (status = 200, description = "The token", body = TokenView),
         (status = 401, description = "Not signed in", body = GeneralError),
-        (status = 403, description = "Not an admin, or asked for permissions beyond the role", body = GeneralError),
+        (status = 403, description = "Not an admin, asked for permissions beyond the role, or without two-factor sign-in while `admin_totp_required` is set", body = GeneralError),
         (status = 422, description = "Unknown permission or bad lifetime", body = GeneralError),
         (status = 415, description = "A body that is not application/json", body = GeneralError),
     )
@@ -71,6 +72,11 @@ pub async fn admin_token(
     } else {
         parse_json(&body)?
     };
+    crate::auth::require_second_factor(
+        &state,
+        principal.role(),
+        principal.session.user.has_totp(),
+    )?;
     let (token, claims) = crate::auth::issue_admin_token(
         &state,
         principal.user_id(),

@@ -75,6 +75,12 @@ pub enum AppError {
     /// which accounts exist.
     #[error("invalid email or password")]
     InvalidCredentials,
+    /// The right password of a user with two-factor sign-in on, without a
+    /// code (`TOTP_REQUIRED`, 401).
+    #[error(
+        "this account has two-factor sign-in on: send `totp`, a current code or a recovery code"
+    )]
+    TotpRequired,
     #[error("insufficient permissions")]
     Forbidden,
     /// Forbidden, with the rule that refused (`FORBIDDEN`).
@@ -201,7 +207,9 @@ impl AppError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::Unauthorized | AppError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            AppError::Unauthorized | AppError::InvalidCredentials | AppError::TotpRequired => {
+                StatusCode::UNAUTHORIZED
+            }
             AppError::Forbidden
             | AppError::NotAllowed(_)
             | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
@@ -230,6 +238,7 @@ impl AppError {
     pub fn code(&self) -> &'static str {
         match self {
             AppError::Unauthorized | AppError::InvalidCredentials => "UNAUTHORIZED",
+            AppError::TotpRequired => "TOTP_REQUIRED",
             AppError::Forbidden | AppError::NotAllowed(_) => "FORBIDDEN",
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
