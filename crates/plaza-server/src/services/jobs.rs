@@ -230,6 +230,17 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             wake: None,
         },
+        Job {
+            // Without `smtp_url`, each instance writes mail into its own
+            // data directory, and removes it there after the same time.
+            name: "purge_mail_files",
+            period: Duration::from_secs(3600),
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move { crate::services::mail::purge_old_files(&state).await })
+            },
+            wake: None,
+        },
     ]
 }
 

@@ -11,7 +11,8 @@
 //! refuses a mail for good (a 5xx answer) fails it at once.
 //!
 //! With `smtp_url` unset, each mail is written as an `.eml` file into
-//! `<data_dir>/mail/` and its file logged.
+//! `<data_dir>/mail/` and its file logged; files older than
+//! `mail_retention_days` are removed, as sent mail is from the table.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -444,6 +445,58 @@ pub async fn purge_finished(state: &AppState) -> Result<String, String> {
         .map_err(|error| error.to_string())
 }
 
+/// Deletes `.eml` files older than `mail_retention_days` from the folder
+/// this instance writes mail into when `smtp_url` is unset.
+pub async fn purge_old_files(state: &AppState) -> Result<String, String> {
+    let Transport::Files { dir, .. } = &state.mail.transport else {
+        return Ok(String::new());
+    };
+    let dir = dir.clone();
+    let retention = Duration::from_secs(
+        state
+            .settings
+            .mail
+            .mail_retention_days
+            .saturating_mul(86_400),
+    );
+    tokio::task::spawn_blocking(move || remove_files_older_than(&dir, retention))
+        .await
+        .map_err(|error| error.to_string())?
+        .map(|removed| {
+            if removed == 0 {
+                String::new()
+            } else {
+                format!("removed {removed} mail files")
+            }
+        })
+}
+
+/// Removes the `.eml` files in `dir` last changed longer than `age` ago.
+fn remove_files_older_than(dir: &Path, age: Duration) -> Result<usize, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(error) => return Err(format!("cannot read {}: {error}", dir.display())),
+    };
+    let mut removed = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let old = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|elapsed| elapsed > age);
+        if old
+            && path.extension().is_some_and(|extension| extension == "eml")
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 fn summary(sent: usize, retried: usize, failed: usize) -> String {
     if sent + retried + failed == 0 {
         String::new()
@@ -512,6 +565,28 @@ mod tests {
             mailer.outcome_of_failure(1, failure(true), 0),
             AttemptOutcome::Failed { .. }
         ));
+    }
+
+    #[test]
+    fn only_mail_files_past_their_retention_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, age: Duration| {
+            let path = dir.path().join(name);
+            let file = std::fs::File::create(&path).unwrap();
+            file.set_modified(std::time::SystemTime::now() - age)
+                .unwrap();
+            path
+        };
+        let day = Duration::from_secs(86_400);
+        let old = write("old.eml", 8 * day);
+        let recent = write("recent.eml", day);
+        let other = write("notes.txt", 8 * day);
+        assert_eq!(remove_files_older_than(dir.path(), 7 * day).unwrap(), 1);
+        assert!(!old.exists() && recent.exists() && other.exists());
+        assert_eq!(
+            remove_files_older_than(&dir.path().join("missing"), day).unwrap(),
+            0
+        );
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub struct MailSettings {
     pub mail_max_concurrent: usize,
     /// The longest one attempt at one mail may take.
     pub mail_send_timeout_secs: u64,
-    /// How long sent and failed mails stay in the database.
+    /// How long sent and failed mails stay in the database, and mail
+    /// files in `<data_dir>/mail/`.
     pub mail_retention_days: u64,
 }
 
