@@ -413,7 +413,9 @@ pub async fn uploaded_file(
     TextPath(key): TextPath,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    if !is_stored_key(&key) {
+    // A file of an erased user is gone the moment the erasure commits,
+    // whether or not the store has deleted it yet.
+    if !is_stored_key(&key) || state.db.store_deletion_pending(&key).await? {
         return Err(AppError::NotFound("file"));
     }
     let storage = &state.uploads.storage;

@@ -35,3 +35,4 @@ mod schema;
 mod search;
 mod transport;
 mod uploads;
+mod user_data;
