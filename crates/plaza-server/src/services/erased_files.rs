@@ -64,10 +64,8 @@ pub async fn delete_due(state: &AppState, max_pages: usize) -> Result<Deletions,
                 Ok(()) => deleted.push(claim.object_key),
                 Err(error) => {
                     failed += 1;
-                    let at = now_millis().saturating_add(millis(wait_after(
-                        first_wait,
-                        claim.attempts,
-                    )));
+                    let at =
+                        now_millis().saturating_add(millis(wait_after(first_wait, claim.attempts)));
                     tracing::warn!(key = %claim.object_key, attempts = claim.attempts, %error,
                         "the store could not delete a file of an erased user; it is tried again");
                     state

@@ -108,7 +108,9 @@ pub fn body(state: &AppState, user: User, slot: OwnedSemaphorePermit) -> Body {
         }
     })
     .filter_map(std::future::ready);
-    Body::from_stream(tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending))
+    Body::from_stream(
+        tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
+    )
 }
 
 type Archive = ZipFileWriter<Compat<tokio::io::DuplexStream>>;
@@ -176,14 +178,21 @@ impl<'a> JsonArray<'a> {
     }
 
     async fn push(&mut self, item: &impl Serialize) -> Result<(), Failure> {
-        let mut line = if self.empty { b"\n".to_vec() } else { b",\n".to_vec() };
+        let mut line = if self.empty {
+            b"\n".to_vec()
+        } else {
+            b",\n".to_vec()
+        };
         serde_json::to_writer(&mut line, item).map_err(|error| error.to_string())?;
         self.empty = false;
         self.entry.write_all(&line).await.map_err(write_failure)
     }
 
     async fn close(mut self) -> Result<(), Failure> {
-        self.entry.write_all(b"\n]\n").await.map_err(write_failure)?;
+        self.entry
+            .write_all(b"\n]\n")
+            .await
+            .map_err(write_failure)?;
         self.entry.close().await.map_err(zip_failure)
     }
 }
@@ -340,8 +349,8 @@ async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Resul
             .await
             .map_err(database_failure)?;
         for event in &page {
-            let data: Value =
-                serde_json::from_str(&event.event_data).unwrap_or(Value::String(event.event_data.clone()));
+            let data: Value = serde_json::from_str(&event.event_data)
+                .unwrap_or(Value::String(event.event_data.clone()));
             array
                 .push(&json!({
                     "eventId": event.event_id,
@@ -455,8 +464,8 @@ async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Resu
             if Some((upload.created_at, upload.id)) > last_copied {
                 break;
             }
-            let file = (!missing.contains(&upload.id))
-                .then(|| format!("uploads/{}", upload.storage_key));
+            let file =
+                (!missing.contains(&upload.id)).then(|| format!("uploads/{}", upload.storage_key));
             array
                 .push(&json!({
                     "file": file,

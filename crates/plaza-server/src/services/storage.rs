@@ -40,7 +40,8 @@ pub struct StoredFile {
 
 /// A stored file read chunk by chunk ([`Storage::read_chunks`]).
 pub struct FileChunks {
-    chunks: futures_util::stream::BoxStream<'static, Result<axum::body::Bytes, object_store::Error>>,
+    chunks:
+        futures_util::stream::BoxStream<'static, Result<axum::body::Bytes, object_store::Error>>,
     timeout: Duration,
 }
 
@@ -201,7 +202,10 @@ impl Storage {
     /// `None` when there is no such file.
     pub async fn read_chunks(&self, key: &str) -> Result<Option<FileChunks>, object_store::Error> {
         match self
-            .timed(self.store.get_opts(&StorePath::from(key), GetOptions::default()))
+            .timed(
+                self.store
+                    .get_opts(&StorePath::from(key), GetOptions::default()),
+            )
             .await
         {
             Ok(result) => Ok(Some(FileChunks {

@@ -47,8 +47,10 @@ fn form(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
     let mut body = Vec::new();
     for (name, value) in fields {
         body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
-                .as_bytes(),
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
         );
     }
     body.extend_from_slice(
@@ -63,7 +65,12 @@ fn form(file: &[u8], fields: &[(&str, &str)]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn send_form(server: &TestServer, path: &str, cookie: &str, (content_type, body): (String, Vec<u8>)) -> Value {
+async fn send_form(
+    server: &TestServer,
+    path: &str,
+    cookie: &str,
+    (content_type, body): (String, Vec<u8>),
+) -> Value {
     let response = server
         .client
         .post(server.url(path))
@@ -80,18 +87,33 @@ async fn send_form(server: &TestServer, path: &str, cookie: &str, (content_type,
 /// Uploads an image as `cookie`'s user: its stored file name and the URLs
 /// of every stored size.
 async fn upload(server: &TestServer, cookie: &str, seed: u32) -> (String, Vec<String>) {
-    let body = send_form(server, "/api/upload/image", cookie, form(&noise_png(48, seed), &[])).await;
+    let body = send_form(
+        server,
+        "/api/upload/image",
+        cookie,
+        form(&noise_png(48, seed), &[]),
+    )
+    .await;
     let file = &body["file"];
     let mut urls = vec![file["url"].as_str().expect("url").to_owned()];
     for variant in file["variants"].as_object().expect("variants").values() {
         urls.push(variant["url"].as_str().expect("variant url").to_owned());
     }
-    (file["filename"].as_str().expect("filename").to_owned(), urls)
+    (
+        file["filename"].as_str().expect("filename").to_owned(),
+        urls,
+    )
 }
 
 /// Uploads a custom emoji as `cookie`'s user: its image URL.
 async fn custom_emoji(server: &TestServer, cookie: &str, name: &str) -> String {
-    let body = send_form(server, "/api/emojis/custom", cookie, form(&noise_png(32, 7), &[("name", name)])).await;
+    let body = send_form(
+        server,
+        "/api/emojis/custom",
+        cookie,
+        form(&noise_png(32, 7), &[("name", name)]),
+    )
+    .await;
     body["emoji"]["custom_image_url"]
         .as_str()
         .expect("image url")
@@ -106,7 +128,14 @@ async fn page_view(server: &TestServer, cookie: &str, path: &str) -> String {
         "event_data": {"path": path, "session_id": format!("session-{path}")},
         "timestamp": now_text(),
     });
-    let (status, body) = call(server, "POST", "/api/analytics/collect", Some(cookie), Some(event)).await;
+    let (status, body) = call(
+        server,
+        "POST",
+        "/api/analytics/collect",
+        Some(cookie),
+        Some(event),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     body["event_id"].as_str().expect("event id").to_owned()
 }
@@ -129,13 +158,22 @@ fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn json_of(entries: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
-    serde_json::from_slice(entries.get(name).unwrap_or_else(|| panic!("{name} in the archive")))
-        .unwrap_or_else(|error| panic!("{name} is JSON: {error}"))
+    serde_json::from_slice(
+        entries
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} in the archive")),
+    )
+    .unwrap_or_else(|error| panic!("{name} is JSON: {error}"))
 }
 
 async fn export(server: &TestServer, id: i64, cookie: &str) -> reqwest::Response {
     server
-        .send(As::Session(cookie), "GET", &format!("/api/users/{id}/export"), None)
+        .send(
+            As::Session(cookie),
+            "GET",
+            &format!("/api/users/{id}/export"),
+            None,
+        )
         .await
 }
 
@@ -143,9 +181,24 @@ async fn an_export_holds_the_users_data_and_nothing_of_another(backend: Backend)
     let server = TestServer::start(backend).await;
     let (alice, alice_cookie) = member(&server, "alice@example.com", "user").await;
     let (_, bob_cookie) = member(&server, "bob@example.com", "user").await;
-    post(&server, &alice_cookie, json!({"title": "Alice in public", "content": "Hello from Alice", "published": true})).await;
-    post(&server, &alice_cookie, json!({"title": "Alice drafting", "content": "Not yet", "published": false})).await;
-    let bobs_post = post(&server, &bob_cookie, json!({"title": "Bob writes", "content": "Bob's words", "published": true})).await;
+    post(
+        &server,
+        &alice_cookie,
+        json!({"title": "Alice in public", "content": "Hello from Alice", "published": true}),
+    )
+    .await;
+    post(
+        &server,
+        &alice_cookie,
+        json!({"title": "Alice drafting", "content": "Not yet", "published": false}),
+    )
+    .await;
+    let bobs_post = post(
+        &server,
+        &bob_cookie,
+        json!({"title": "Bob writes", "content": "Bob's words", "published": true}),
+    )
+    .await;
     let (status, body) = call(
         &server,
         "POST",
@@ -164,14 +217,26 @@ async fn an_export_holds_the_users_data_and_nothing_of_another(backend: Backend)
     let response = export(&server, alice, &alice_cookie).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/zip");
-    let disposition = response.headers()["content-disposition"].to_str().unwrap().to_owned();
+    let disposition = response.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(
-        disposition.starts_with("attachment; filename=\"plaza-export-alice-") && disposition.ends_with(".zip\""),
+        disposition.starts_with("attachment; filename=\"plaza-export-alice-")
+            && disposition.ends_with(".zip\""),
         "{disposition}"
     );
     let bytes = response.bytes().await.expect("the archive");
     let entries = unzip(&bytes);
-    for name in ["profile.json", "posts.json", "reports.json", "alerts.json", "analytics.json", "sessions.json", "uploads.json"] {
+    for name in [
+        "profile.json",
+        "posts.json",
+        "reports.json",
+        "alerts.json",
+        "analytics.json",
+        "sessions.json",
+        "uploads.json",
+    ] {
         assert!(entries.contains_key(name), "{name} in {:?}", entries.keys());
     }
 
@@ -193,23 +258,42 @@ async fn an_export_holds_the_users_data_and_nothing_of_another(backend: Backend)
     assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
     assert_eq!(events[0]["eventId"], alices_event);
     assert_eq!(events[0]["eventData"]["path"], "/alice-was-here");
-    assert_eq!(json_of(&entries, "sessions.json").as_array().unwrap().len(), 1);
+    assert_eq!(
+        json_of(&entries, "sessions.json").as_array().unwrap().len(),
+        1
+    );
 
     // The uploaded file and the custom emoji's image, byte for byte.
     let served = server.get(&alices_urls[0]).await.bytes().await.unwrap();
     assert_eq!(entries[&format!("uploads/{alices_file}")], served.to_vec());
     let emoji_key = alices_emoji.rsplit('/').next().unwrap();
     let emoji_bytes = server.get(&alices_emoji).await.bytes().await.unwrap();
-    assert_eq!(entries[&format!("uploads/{emoji_key}")], emoji_bytes.to_vec());
+    assert_eq!(
+        entries[&format!("uploads/{emoji_key}")],
+        emoji_bytes.to_vec()
+    );
     let uploads = json_of(&entries, "uploads.json");
     assert_eq!(uploads.as_array().unwrap().len(), 2, "{uploads}");
 
     // Nothing of Bob's, and no secret of Alice's.
-    let session_token = alice_cookie.split_once('=').unwrap().1.split(';').next().unwrap();
+    let session_token = alice_cookie
+        .split_once('=')
+        .unwrap()
+        .1
+        .split(';')
+        .next()
+        .unwrap();
     for (name, content) in &entries {
         assert!(!name.contains(&bobs_file), "{name}");
         let text = String::from_utf8_lossy(content);
-        for foreign in ["bob@example.com", "Bob writes", "Bob's words", &bobs_event, "/bob-was-here", &bobs_file] {
+        for foreign in [
+            "bob@example.com",
+            "Bob writes",
+            "Bob's words",
+            &bobs_event,
+            "/bob-was-here",
+            &bobs_file,
+        ] {
             assert!(!text.contains(foreign), "{name} holds {foreign}");
         }
         for secret in ["argon2", "password", "token", session_token] {
@@ -226,17 +310,32 @@ async fn only_the_user_and_administrators_who_manage_users_export(backend: Backe
     let (_, moderator_cookie) = member(&server, "moderator@example.com", "moderator").await;
     let (admin, admin_cookie) = member(&server, "admin@example.com", "admin").await;
     server
-        .sql(&format!("UPDATE users SET profile_public = FALSE WHERE id = {hidden}"))
+        .sql(&format!(
+            "UPDATE users SET profile_public = FALSE WHERE id = {hidden}"
+        ))
         .await;
     let user_exports = || async {
         let entries = server.domain().await.audit_entries(100).await.unwrap();
-        entries.into_iter().filter(|entry| entry.action == "user.export").collect::<Vec<_>>()
+        entries
+            .into_iter()
+            .filter(|entry| entry.action == "user.export")
+            .collect::<Vec<_>>()
     };
 
-    let anonymous = server.send(As::Anonymous, "GET", &format!("/api/users/{alice}/export"), None).await;
+    let anonymous = server
+        .send(
+            As::Anonymous,
+            "GET",
+            &format!("/api/users/{alice}/export"),
+            None,
+        )
+        .await;
     assert_eq!(anonymous.status(), 401);
     assert_eq!(export(&server, alice, &bob_cookie).await.status(), 403);
-    assert_eq!(export(&server, alice, &moderator_cookie).await.status(), 403);
+    assert_eq!(
+        export(&server, alice, &moderator_cookie).await.status(),
+        403
+    );
     let refused = export(&server, hidden, &bob_cookie).await;
     assert_eq!(refused.status(), 404);
     let body: Value = refused.json().await.unwrap();
@@ -246,16 +345,25 @@ async fn only_the_user_and_administrators_who_manage_users_export(backend: Backe
     let own = export(&server, alice, &alice_cookie).await;
     assert_eq!(own.status(), 200);
     unzip(&own.bytes().await.unwrap());
-    assert!(user_exports().await.is_empty(), "a user's own export is no admin action");
+    assert!(
+        user_exports().await.is_empty(),
+        "a user's own export is no admin action"
+    );
 
     let by_admin = export(&server, alice, &admin_cookie).await;
     assert_eq!(by_admin.status(), 200);
     let entries = unzip(&by_admin.bytes().await.unwrap());
-    assert_eq!(json_of(&entries, "profile.json")["user"]["email"], "alice@example.com");
+    assert_eq!(
+        json_of(&entries, "profile.json")["user"]["email"],
+        "alice@example.com"
+    );
     let audited = user_exports().await;
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert_eq!(audited[0].actor_id, Some(admin));
-    assert_eq!(audited[0].target_id.as_deref(), Some(alice.to_string().as_str()));
+    assert_eq!(
+        audited[0].target_id.as_deref(),
+        Some(alice.to_string().as_str())
+    );
 
     // Without `users:manage`, an administrator is refused like anyone else.
     server
@@ -271,7 +379,10 @@ async fn only_the_user_and_administrators_who_manage_users_export(backend: Backe
 async fn exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot(backend: Backend) {
     let server = TestServer::start_with(
         backend,
-        &[("PLAZA_EXPORT_MAX_CONCURRENT", "1"), ("PLAZA_RATE_LIMITS_ENABLED", "false")],
+        &[
+            ("PLAZA_EXPORT_MAX_CONCURRENT", "1"),
+            ("PLAZA_RATE_LIMITS_ENABLED", "false"),
+        ],
     )
     .await;
     let (alice, cookie) = member(&server, "alice@example.com", "user").await;
@@ -292,7 +403,14 @@ async fn exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot(backend: 
                 json!({"event_type": "scroll", "event_data": {"filler": filler}, "timestamp": now_text()})
             })
             .collect();
-        let (status, body) = call(&server, "POST", "/api/analytics/collect/batch", Some(&cookie), Some(json!({"events": events}))).await;
+        let (status, body) = call(
+            &server,
+            "POST",
+            "/api/analytics/collect/batch",
+            Some(&cookie),
+            Some(json!({"events": events})),
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
     }
     let held = common::client()
@@ -311,17 +429,30 @@ async fn exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot(backend: 
 
     drop(held);
     server.wait_for_log("data export cut off");
-    assert!(server.logs().contains("sending the archive"), "{}", server.logs());
+    assert!(
+        server.logs().contains("sending the archive"),
+        "{}",
+        server.logs()
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let response = export(&server, alice, &cookie).await;
         if response.status() == 200 {
             let entries = unzip(&response.bytes().await.unwrap());
-            assert_eq!(json_of(&entries, "analytics.json").as_array().unwrap().len(), 5000);
+            assert_eq!(
+                json_of(&entries, "analytics.json")
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                5000
+            );
             break;
         }
         assert_eq!(response.status(), 503);
-        assert!(Instant::now() < deadline, "the slot of the hung-up export stayed taken");
+        assert!(
+            Instant::now() < deadline,
+            "the slot of the hung-up export stayed taken"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -332,7 +463,9 @@ async fn erasure_takes_files_events_sessions_accounts_and_tokens(backend: Backen
     let second_session = server.sign_in("alice@example.com", common::PASSWORD).await;
     let (_, bob_cookie) = member(&server, "bob@example.com", "user").await;
     let token = server.mint("alice@example.com", "admin:read");
-    let admin_read = server.send(As::Token(&token), "GET", "/api/v1/admin/users", None).await;
+    let admin_read = server
+        .send(As::Token(&token), "GET", "/api/v1/admin/users", None)
+        .await;
     assert_eq!(admin_read.status(), 200);
     server
         .sql(&format!(
@@ -349,41 +482,95 @@ async fn erasure_takes_files_events_sessions_accounts_and_tokens(backend: Backen
         assert_eq!(server.get(url).await.status(), 200, "{url}");
     }
     let uploads_dir = server.data_dir.path().join("uploads");
-    let stored: Vec<String> = urls.iter().map(|url| url.rsplit('/').next().unwrap().to_owned()).collect();
+    let stored: Vec<String> = urls
+        .iter()
+        .map(|url| url.rsplit('/').next().unwrap().to_owned())
+        .collect();
     assert!(uploads_dir.join(&alices_file).exists());
 
-    let (status, body) = call(&server, "DELETE", &format!("/api/users/{alice}"), Some(&cookie), None).await;
+    let (status, body) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{alice}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
     assert_eq!(status, 204, "{body}");
 
     for url in &urls {
-        assert_eq!(server.get(url).await.status(), 404, "{url} right after the erasure");
+        assert_eq!(
+            server.get(url).await.status(),
+            404,
+            "{url} right after the erasure"
+        );
     }
     for url in &bobs_urls {
         assert_eq!(server.get(url).await.status(), 200, "Bob's {url}");
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while stored.iter().any(|key| uploads_dir.join(key).exists()) {
-        assert!(Instant::now() < deadline, "files of the erased user stayed in the store");
+        assert!(
+            Instant::now() < deadline,
+            "files of the erased user stayed in the store"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     for (what, count) in [
-        ("events", format!("SELECT COUNT(*) FROM analytics_events WHERE user_id = {alice}")),
-        ("rollup visits", format!("SELECT COUNT(*) FROM analytics_rollup_visits WHERE user_id = {alice}")),
-        ("rollup sessions", format!("SELECT COUNT(*) FROM analytics_rollup_sessions WHERE user_id = {alice}")),
-        ("sessions", format!("SELECT COUNT(*) FROM sessions WHERE user_id = {alice}")),
-        ("accounts", format!("SELECT COUNT(*) FROM accounts WHERE user_id = {alice}")),
-        ("upload records", "SELECT COUNT(*) FROM uploads WHERE user_id IS NULL".to_owned()),
-        ("custom emojis", format!("SELECT COUNT(*) FROM emojis WHERE owner_id = {alice}")),
+        (
+            "events",
+            format!("SELECT COUNT(*) FROM analytics_events WHERE user_id = {alice}"),
+        ),
+        (
+            "rollup visits",
+            format!("SELECT COUNT(*) FROM analytics_rollup_visits WHERE user_id = {alice}"),
+        ),
+        (
+            "rollup sessions",
+            format!("SELECT COUNT(*) FROM analytics_rollup_sessions WHERE user_id = {alice}"),
+        ),
+        (
+            "sessions",
+            format!("SELECT COUNT(*) FROM sessions WHERE user_id = {alice}"),
+        ),
+        (
+            "accounts",
+            format!("SELECT COUNT(*) FROM accounts WHERE user_id = {alice}"),
+        ),
+        (
+            "upload records",
+            "SELECT COUNT(*) FROM uploads WHERE user_id IS NULL".to_owned(),
+        ),
+        (
+            "custom emojis",
+            format!("SELECT COUNT(*) FROM emojis WHERE owner_id = {alice}"),
+        ),
     ] {
-        assert_eq!(server.sql_count(&count).await, 0, "{what} of the erased user");
+        assert_eq!(
+            server.sql_count(&count).await,
+            0,
+            "{what} of the erased user"
+        );
     }
-    assert_eq!(server.sql_count("SELECT COUNT(*) FROM analytics_events").await, 1, "Bob's event stays");
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM analytics_events")
+            .await,
+        1,
+        "Bob's event stays"
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.sql_count("SELECT COUNT(*) FROM store_deletions").await > 0 {
+    while server
+        .sql_count("SELECT COUNT(*) FROM store_deletions")
+        .await
+        > 0
+    {
         assert!(Instant::now() < deadline, "deleted files stayed listed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = server.send(As::Token(&token), "GET", "/api/v1/admin/users", None).await;
+    let after = server
+        .send(As::Token(&token), "GET", "/api/v1/admin/users", None)
+        .await;
     assert_eq!(after.status(), 401, "the erased admin's token");
     for session in [&cookie, &second_session] {
         let (status, _) = call(&server, "GET", "/api/auth/sessions", Some(session), None).await;
@@ -405,7 +592,8 @@ async fn switchable_proxy(upstream: u16, up: tokio::sync::watch::Receiver<bool>)
             }
             let mut up = up.clone();
             tokio::spawn(async move {
-                if let Ok(mut store) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await {
+                if let Ok(mut store) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                {
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut client, &mut store) => {}
                         _ = up.wait_for(|up| !*up) => {}
@@ -452,11 +640,20 @@ async fn a_store_that_failed_a_deletion_is_retried_by_the_job(backend: Backend) 
     assert!(!bucket_keys(&moto_endpoint).await.is_empty());
 
     up.send_replace(false);
-    let (status, body) = call(&server, "DELETE", &format!("/api/users/{alice}"), Some(&cookie), None).await;
+    let (status, body) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{alice}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
     assert_eq!(status, 204, "{body}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while server
-        .sql_count("SELECT COUNT(*) FROM store_deletions WHERE attempts > 0 AND last_error IS NOT NULL")
+        .sql_count(
+            "SELECT COUNT(*) FROM store_deletions WHERE attempts > 0 AND last_error IS NOT NULL",
+        )
         .await
         == 0
     {
@@ -467,7 +664,11 @@ async fn a_store_that_failed_a_deletion_is_retried_by_the_job(backend: Backend) 
     assert_eq!(left.len(), urls.len(), "the store was down: {left:?}");
     // Listed, so not served: answered without asking the store.
     for url in &urls {
-        assert_eq!(server.get(url).await.status(), 404, "{url} while the store is down");
+        assert_eq!(
+            server.get(url).await.status(),
+            404,
+            "{url} while the store is down"
+        );
     }
     up.send_replace(true);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -477,13 +678,24 @@ async fn a_store_that_failed_a_deletion_is_retried_by_the_job(backend: Backend) 
             break;
         }
         for url in &urls {
-            assert_eq!(server.get(url).await.status(), 404, "{url} while the store still holds it");
+            assert_eq!(
+                server.get(url).await.status(),
+                404,
+                "{url} while the store still holds it"
+            );
         }
-        assert!(Instant::now() < deadline, "the job left files of the erased user: {keys:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the job left files of the erased user: {keys:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.sql_count("SELECT COUNT(*) FROM store_deletions").await > 0 {
+    while server
+        .sql_count("SELECT COUNT(*) FROM store_deletions")
+        .await
+        > 0
+    {
         assert!(Instant::now() < deadline, "deleted files stayed listed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -521,9 +733,20 @@ impl Moto {
         if !installed {
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
         let child = std::process::Command::new("python3")
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .args([
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
