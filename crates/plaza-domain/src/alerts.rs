@@ -123,6 +123,20 @@ pub struct Alert {
     pub source: String,
 }
 
+/// An alert delivered to a user, and when they dismissed it, if they did.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct DeliveredAlert {
+    pub id: i64,
+    #[sqlx(rename = "type")]
+    pub alert_type: String,
+    pub title: String,
+    pub message: String,
+    pub delivered_at: i64,
+    /// `broadcast` or `moderation`.
+    pub source: String,
+    pub dismissed_at: Option<i64>,
+}
+
 /// A dismissal, as the live stream reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
 pub struct Dismissal {
@@ -455,6 +469,35 @@ impl Database {
         let mut args = reader.args();
         args.push(Arg::Int(MAX_LISTED));
         Ok(bind_all(sqlx::query_as::<_, Alert>(&sql), args)
+            .fetch_all(&mut *self.lease().await?)
+            .await?)
+    }
+
+    /// A page of every alert delivered to the reader (their own and the
+    /// broadcasts for them), dismissed or not, in the order of delivery,
+    /// after the alert `after` (its delivery time and id).
+    pub async fn delivered_alerts_of(
+        &self,
+        reader: Reader,
+        after: Option<(i64, i64)>,
+        limit: i64,
+    ) -> Result<Vec<DeliveredAlert>, DomainError> {
+        let (delivered_at, id) = after.unwrap_or((i64::MIN, i64::MIN));
+        let sql = format!(
+            "SELECT v.id, v.type, v.title, v.message, v.delivered_at, v.source, d.dismissed_at \
+             FROM ( \
+               SELECT {ALERT_COLUMNS} FROM alerts a \
+                 WHERE a.user_id = $1 AND a.delivered_at IS NOT NULL \
+               UNION ALL \
+               SELECT {ALERT_COLUMNS} FROM alerts a WHERE {BROADCAST_AUDIENCE} \
+             ) v \
+             LEFT JOIN alert_dismissals d ON d.alert_id = v.id AND d.user_id = $1 \
+             WHERE v.delivered_at > $4 OR (v.delivered_at = $4 AND v.id > $5) \
+             ORDER BY v.delivered_at, v.id LIMIT $6"
+        );
+        let mut args = reader.args();
+        args.extend([Arg::Int(delivered_at), Arg::Int(id), Arg::Int(limit)]);
+        Ok(bind_all(sqlx::query_as::<_, DeliveredAlert>(&sql), args)
             .fetch_all(&mut *self.lease().await?)
             .await?)
     }

@@ -165,6 +165,24 @@ pub fn manage_user(actor: Actor, target: &User) -> Decision {
     Decision::allowed_if(actor.outranks(target.role))
 }
 
+/// Exporting all of `target`'s data: the user themselves, or an
+/// administrator holding `users:manage` (`holds_manage_users`; a super
+/// admin holds it without a grant) who outranks them, as for
+/// [`manage_user`]. Anyone else who may see the user is refused; to
+/// whoever may not, the user does not exist.
+pub fn export_user(actor: Actor, target: &User, holds_manage_users: bool) -> Decision {
+    if actor.is(target) {
+        return Decision::Allowed;
+    }
+    match administer(actor, holds_manage_users) {
+        Decision::Allowed => manage_user(actor, target),
+        _ => match view_user(Some(actor), target) {
+            Decision::Allowed => Decision::Forbidden,
+            hidden => hidden,
+        },
+    }
+}
+
 /// Giving `target` the role `role`: an administrator, on someone else they
 /// manage, up to their own role; `super_admin` is never granted here.
 pub fn grant_role(actor: Actor, target: &User, role: Role) -> Decision {
@@ -387,6 +405,24 @@ mod tests {
             ]
         );
         assert_eq!(allowed(Role::SuperAdmin), AdminPermission::ALL);
+    }
+
+    #[test]
+    fn exports_are_for_the_user_and_the_administrators_who_manage_users() {
+        let holding = |actor, target: &User| export_user(actor, target, true);
+        let lacking = |actor, target: &User| export_user(actor, target, false);
+        assert_eq!(table(holding), ["FFFFA", "FFFFA", "AAFFA", "AAAAA"]);
+        assert_eq!(table(lacking), ["FFFFA", "FFFFA", "FFFFA", "AAAAA"]);
+        let mut private = user(2, Role::User);
+        private.row.profile_public = crate::Flag(false);
+        assert_eq!(
+            export_user(actor(Role::User), &private, false),
+            Decision::Hidden
+        );
+        assert_eq!(
+            export_user(actor(Role::Admin), &private, true),
+            Decision::Allowed
+        );
     }
 
     #[test]

@@ -71,6 +71,25 @@ impl Database {
         Ok(by_post)
     }
 
+    /// A page of the reports `reporter_id` filed, oldest first, after the
+    /// report `after_id`.
+    pub async fn reports_by(
+        &self,
+        reporter_id: i64,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<Report>, DomainError> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {REPORT_COLUMNS} FROM post_reports WHERE reporter_id = $1 AND id > $2 \
+             ORDER BY id LIMIT $3"
+        ))
+        .bind(reporter_id)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+
     /// The moderation report's figures for the period starting at `since`
     /// (Unix milliseconds).
     #[cfg(feature = "testing")]

@@ -327,6 +327,38 @@ impl Database {
     }
 }
 
+/// A stored session of a user, without its token's hash.
+#[derive(Debug, Clone, FromRow)]
+pub struct StoredSession {
+    pub id: i64,
+    pub created_at: i64,
+    pub last_seen_at: i64,
+    pub expires_at: i64,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+impl Database {
+    /// A page of every stored session of `user_id`, oldest first, after
+    /// the session `after_id`.
+    pub async fn stored_sessions_of_user(
+        &self,
+        user_id: i64,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredSession>, DomainError> {
+        Ok(sqlx::query_as(
+            "SELECT id, created_at, last_seen_at, expires_at, ip_address, user_agent \
+             FROM sessions WHERE user_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        )
+        .bind(user_id)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+}
+
 /// Ends, in `tx`, the session `session_id` if it is one of `user_id`'s;
 /// answers its token hash, or `None` when `user_id` has no such session.
 pub async fn end_own(

@@ -158,9 +158,11 @@ impl Database {
             Box::pin(async move {
                 let moved =
                     sqlx::query("UPDATE uploads SET store = $1 WHERE store IS NULL OR store <> $1")
-                        .bind(store)
+                        .bind(&store)
                         .execute(&mut **tx)
                         .await?;
+                // The objects waiting for deletion moved with the files.
+                crate::store_deletions::move_to(tx, &store).await?;
                 Ok(moved.rows_affected())
             })
         })
@@ -189,6 +191,29 @@ impl Database {
             .execute(&mut *self.lease().await?)
             .await?;
         Ok(())
+    }
+
+    /// A page of `user_id`'s uploads (custom emoji images among them),
+    /// oldest first, after the upload `after` (its `created_at` and id).
+    pub async fn uploads_of_user(
+        &self,
+        user_id: i64,
+        after: Option<(i64, i64)>,
+        limit: i64,
+    ) -> Result<Vec<Upload>, DomainError> {
+        let (created_at, id) = after.unwrap_or((i64::MIN, i64::MIN));
+        let rows: Vec<UploadRow> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM uploads WHERE user_id = $1 \
+             AND (created_at > $2 OR (created_at = $2 AND id > $3)) \
+             ORDER BY created_at, id LIMIT $4"
+        ))
+        .bind(user_id)
+        .bind(created_at)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(rows.into_iter().map(Upload::from).collect())
     }
 
     /// How many uploads are recorded and their originals' bytes.
@@ -224,4 +249,25 @@ pub async fn record(tx: &mut Tx<'_>, new: NewUpload) -> Result<Upload, DomainErr
     .fetch_one(&mut **tx)
     .await?;
     Ok(row.into())
+}
+
+/// Deletes, in `tx`, up to `limit` of the uploads of `user_id` (theirs, and
+/// the images of their custom emojis) and answers them: the caller goes on
+/// until a page comes back short.
+pub async fn take_of_user(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    limit: i64,
+) -> Result<Vec<Upload>, DomainError> {
+    let rows: Vec<UploadRow> = sqlx::query_as(&format!(
+        "DELETE FROM uploads WHERE id IN (SELECT id FROM uploads WHERE user_id = $1 \
+           OR id IN (SELECT upload_id FROM emojis WHERE owner_id = $1 AND upload_id IS NOT NULL) \
+           LIMIT $2) \
+         RETURNING {COLUMNS}"
+    ))
+    .bind(user_id)
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(rows.into_iter().map(Upload::from).collect())
 }

@@ -204,6 +204,7 @@ impl Server {
         let shutdown = async move {
             shutdown.await;
             streams.alert_streams.stop();
+            streams.exports.stop();
         };
         crate::http::serve::serve(self.listener, app, limits, shutdown).await;
         let grace = Duration::from_secs(state.settings.server.shutdown_grace_secs);

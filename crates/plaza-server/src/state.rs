@@ -77,6 +77,8 @@ pub struct Shared {
     pub audit_reads: crate::services::audit_reads::AuditReads,
     /// The upload pipeline and the object store of uploads.
     pub uploads: crate::services::uploads::Uploads,
+    /// Users' data exports in progress on this instance.
+    pub exports: crate::services::export::Exports,
     /// Tells the platform of an emoji list request.
     pub emoji_platforms: plaza_emoji::PlatformDetector,
     /// Whether the database, the upload store and Redis answer.
@@ -161,6 +163,7 @@ impl AppState {
             analytics,
             audit_reads: crate::services::audit_reads::AuditReads::default(),
             uploads: crate::services::uploads::Uploads::new(&settings_storage)?,
+            exports: crate::services::export::Exports::new(&settings_storage),
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),

@@ -370,6 +370,75 @@ pub async fn purge_before(tx: &mut Tx<'_>, cutoff: i64, chunk: i64) -> Result<u6
     Ok(purged.len() as u64)
 }
 
+/// Deletes, in `tx`, up to `chunk` of `user_id`'s events, takes them out of
+/// the rollups (their sessions end, as in a purge) and answers how many
+/// went: an erasure calls it until it answers fewer than `chunk`.
+pub async fn erase_user_events(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    chunk: i64,
+) -> Result<u64, DomainError> {
+    let erased: Vec<PurgedEvent> = sqlx::query_as(
+        "DELETE FROM analytics_events WHERE id IN \
+         (SELECT id FROM analytics_events WHERE user_id = $1 ORDER BY id LIMIT $2) \
+         RETURNING user_id, event_type, path, session_key, duration_ms, click_x, click_y, \
+         device_type, country, is_vpn, occurred_at",
+    )
+    .bind(user_id)
+    .bind(chunk)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut delta = RollupDelta::default();
+    for event in &erased {
+        delta.count(event.facts(), -1);
+    }
+    delta.apply(tx, Statements::new(Dialect::of(tx))).await?;
+    Ok(erased.len() as u64)
+}
+
+/// One stored event as its user's export shows it: what they sent and what
+/// the server added, but the keyed hash of their address.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredEvent {
+    pub id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    /// The event's data as stored (a JSON object).
+    pub event_data: String,
+    pub path: Option<String>,
+    pub session_key: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub click_x: Option<i64>,
+    pub click_y: Option<i64>,
+    pub device_type: String,
+    pub country: Option<String>,
+    pub is_vpn: Flag,
+    pub occurred_at: i64,
+    pub received_at: i64,
+}
+
+impl crate::Database {
+    /// A page of `user_id`'s events in the order they were stored, after
+    /// the event `after_id`.
+    pub async fn events_of_user(
+        &self,
+        user_id: i64,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, DomainError> {
+        Ok(sqlx::query_as(
+            "SELECT id, event_id, event_type, event_data, path, session_key, duration_ms, \
+             click_x, click_y, device_type, country, is_vpn, occurred_at, received_at \
+             FROM analytics_events WHERE user_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        )
+        .bind(user_id)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?)
+    }
+}
+
 /// What a purge deleted, as much as the rollups counted of it.
 #[derive(Debug, sqlx::FromRow)]
 struct PurgedEvent {

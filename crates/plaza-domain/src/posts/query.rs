@@ -323,6 +323,29 @@ impl Database {
         row.ok_or(DomainError::NotFound("post"))?.try_into()
     }
 
+    /// A page of every post of `author_id` (drafts and hidden ones too),
+    /// oldest first, after the post `after` (its `created_at` and id).
+    pub async fn posts_of_author(
+        &self,
+        author_id: i64,
+        after: Option<(i64, i64)>,
+        limit: i64,
+    ) -> Result<Vec<Post>, DomainError> {
+        let (created_at, id) = after.unwrap_or((i64::MIN, i64::MIN));
+        let rows: Vec<PostRow> = sqlx::query_as(&format!(
+            "SELECT {POST_COLUMNS} FROM posts p WHERE p.author_id = $1 \
+             AND (p.created_at > $2 OR (p.created_at = $2 AND p.id > $3)) \
+             ORDER BY p.created_at, p.id LIMIT $4"
+        ))
+        .bind(author_id)
+        .bind(created_at)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        rows.into_iter().map(Post::try_from).collect()
+    }
+
     /// A post as `viewer` sees it: one they may not see does not exist.
     pub async fn post_for(&self, id: i64, viewer: Viewer) -> Result<Post, DomainError> {
         let post = self.post_by_id(id).await?;

@@ -392,7 +392,8 @@ fn requested_range(headers: &HeaderMap) -> Option<GetRange> {
 }
 
 /// A stored upload or one of its variants, with its type, `nosniff`, a
-/// year of caching (names never change) and byte ranges.
+/// year of caching (names never change) and byte ranges. A file of an
+/// erased user is 404 from the erasure on, while the store still deletes it.
 #[utoipa::path(
     get,
     path = "/api/uploads/{key}",
@@ -404,7 +405,7 @@ fn requested_range(headers: &HeaderMap) -> Option<GetRange> {
     responses(
         (status = 200, description = "The file", content_type = "image/*", body = inline(Binary)),
         (status = 206, description = "The range asked for, with `Content-Range`", content_type = "image/*", body = inline(Binary)),
-        (status = 404, description = "No such file", body = UploadError),
+        (status = 404, description = "No such file, or a file of an erased user", body = UploadError),
         (status = 416, description = "The range is outside the file", body = UploadError),
     )
 )]
@@ -413,7 +414,9 @@ pub async fn uploaded_file(
     TextPath(key): TextPath,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    if !is_stored_key(&key) {
+    // A file of an erased user is gone the moment the erasure commits,
+    // whether or not the store has deleted it yet.
+    if !is_stored_key(&key) || state.db.store_deletion_pending(&key).await? {
         return Err(AppError::NotFound("file"));
     }
     let storage = &state.uploads.storage;

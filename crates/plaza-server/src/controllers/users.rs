@@ -4,7 +4,7 @@
 //! ones, exist only for themselves and admins.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
@@ -14,6 +14,7 @@ use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
+use plaza_domain::{erasure, policy};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -21,10 +22,12 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::account_mail::PreparedLink;
 use crate::auth::password::check_password;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
+use crate::controllers::docs::Binary;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::{erased_files, export};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -37,6 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             delete_user
         ))
         .routes(crate::documented_routes!(user_profile))
+        .routes(crate::documented_routes!(export_user))
 }
 
 /// A user in the general schema (SPEC.md "User, general schema").
@@ -568,9 +572,13 @@ pub async fn update_user(
     ))
 }
 
-/// Delete a user: themselves or an admin (of a lower role). Their posts,
-/// the reports on them, their own reports, sessions and linked accounts are
-/// deleted with them.
+/// Delete a user: themselves or an admin (of a lower role). Everything
+/// that is theirs goes in the same unit of work: posts (with the reports on
+/// them), the reports they filed, sessions, linked accounts, admin tokens
+/// (they stop working), custom emojis, alerts, analytics events and upload
+/// records; their uploaded files and custom emoji images answer 404 at
+/// once and are deleted from the store right after (retried until the
+/// store has deleted them, see docs/api.md).
 #[utoipa::path(
     delete,
     path = "/api/users/{id}",
@@ -592,11 +600,12 @@ pub async fn delete_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let by_someone_else = caller.user_id() != id;
+    let store = state.uploads.storage.location.clone();
     state
         .db
         .write(|tx| {
             Box::pin(async move {
-                let deleted = users::delete(tx, id).await?;
+                let deleted = erasure::erase_user(tx, id, &store).await?.user;
                 if by_someone_else {
                     audit::record(
                         tx,
@@ -620,8 +629,84 @@ pub async fn delete_user(
         })
         .await?;
     state.auth.session_lookups.forget_user(id);
+    erased_files::delete_soon(&state);
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// Export all of a user's data as a ZIP archive: the user themself, or an
+/// admin holding `users:manage` (of a lower role; audited as
+/// `user.export`). The archive holds `profile.json` (the user and their
+/// linked providers, no secrets), `posts.json`, `reports.json` (the reports
+/// they filed), `alerts.json`, `analytics.json` (their events),
+/// `sessions.json` (no token material), `uploads.json` and the uploaded
+/// files under `uploads/`. It is written while it is sent; a few exports
+/// run at once per instance, and one cut off (the server stopping, or
+/// `export_timeout_secs` passing) ends in a broken download, never a
+/// short archive.
+#[utoipa::path(
+    get,
+    path = "/api/users/{id}/export",
+    tag = "users",
+    params(("id" = String, Path, description = "User id (digits)", example = "2")),
+    responses(
+        (status = 200, description = "The archive, as an attachment named `plaza-export-<username>-<yyyymmdd>.zip`",
+            content_type = "application/zip", body = inline(Binary),
+            headers(("Content-Disposition" = String, description = "`attachment; filename=\"plaza-export-<username>-<yyyymmdd>.zip\"`"))),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "Not the user, nor an administrator holding `users:manage` who outranks them", body = GeneralError),
+        (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
+        (status = 503, description = "Every export slot of this instance is taken (`export_max_concurrent`); retry after `Retry-After`", body = GeneralError),
+    )
+)]
+pub async fn export_user(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+) -> Result<Response, AppError> {
+    let target = state.db.user_by_id(id).await?;
+    let holds = caller
+        .session
+        .capabilities
+        .hold(plaza_domain::grants::MANAGE_USERS);
+    authorize(policy::export_user(caller.actor(), &target, holds), "user")?;
+    let slot = state.exports.slot().ok_or(AppError::Busy {
+        retry_after_secs: EXPORT_RETRY_AFTER_SECS,
+    })?;
+    if caller.user_id() != id {
+        state
+            .audit_reads
+            .record(
+                &state.db,
+                context,
+                AuditAction {
+                    action: "user.export",
+                    target_type: "user",
+                    target_id: Some(id.to_string()),
+                    changes: serde_json::json!({
+                        "username": target.row.username,
+                        "email": target.row.email,
+                    }),
+                },
+            )
+            .await?;
+    }
+    let disposition = format!("attachment; filename=\"{}\"", export::file_name(&target));
+    let mut response = export::body(&state, target, slot).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+/// The `Retry-After` of an export refused for want of a slot.
+const EXPORT_RETRY_AFTER_SECS: u64 = 30;
 
 /// A public profile (SPEC.md "Public profile").
 #[derive(Serialize, ToSchema)]

@@ -44,6 +44,10 @@ pub struct Job {
     pub wake: Option<Wake>,
 }
 
+/// Pages of files of erased users one retry run deletes at most (10,000
+/// files), so a run ends well within its lease.
+const ERASED_FILE_PAGES_PER_RUN: usize = 100;
+
 /// Every background job Plaza runs: the one place to add one. Periods
 /// that are settings come from `settings`.
 pub fn jobs(settings: &Settings) -> Vec<Job> {
@@ -163,6 +167,32 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 })
             },
             wake: None,
+        },
+        Job {
+            // Files of erased users the store has not deleted yet (it was
+            // down when the erasure committed): each is tried again when
+            // its wait, doubling with every attempt, has passed.
+            name: "erased_file_retry",
+            period: Duration::from_secs(settings.storage.erased_file_retry_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(300),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    crate::services::erased_files::delete_due(&state, ERASED_FILE_PAGES_PER_RUN)
+                        .await
+                        .map(|done| {
+                            if done.deleted == 0 && done.failed == 0 {
+                                String::new()
+                            } else {
+                                format!(
+                                    "deleted {} files of erased users, {} failed",
+                                    done.deleted, done.failed
+                                )
+                            }
+                        })
+                })
+            },
         },
         Job {
             // Timed bans end by themselves; each expiry is audited once.

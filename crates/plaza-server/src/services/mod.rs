@@ -1,14 +1,17 @@
 //! The work behind the routes: uploads and the object store, the analytics
 //! writer, the live alert stream, the audit of reads, health probes, the
-//! feature flags as last read, the
-//! bounded blocking pool, outgoing mail and the templates it is written
-//! from, and the one job runner with the maintenance actions it and the
-//! admins start. Nothing here knows about HTTP routes.
+//! feature flags as last read, users' data exports and the deletion of
+//! erased users' files, the bounded blocking pool, outgoing mail and the
+//! templates it is written from, and the one job runner with the
+//! maintenance actions it and the admins start. Nothing here knows about
+//! HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
 pub mod audit_reads;
 pub mod blocking;
+pub mod erased_files;
+pub mod export;
 pub mod flag_snapshot;
 pub mod group_commit;
 pub mod health;

@@ -38,6 +38,27 @@ pub struct StoredFile {
     pub range: Option<std::ops::Range<u64>>,
 }
 
+/// A stored file read chunk by chunk ([`Storage::read_chunks`]).
+pub struct FileChunks {
+    chunks:
+        futures_util::stream::BoxStream<'static, Result<axum::body::Bytes, object_store::Error>>,
+    timeout: Duration,
+}
+
+impl FileChunks {
+    /// The next chunk, `None` at the end; each must come within the store's
+    /// timeout.
+    pub async fn next(&mut self) -> Result<Option<axum::body::Bytes>, object_store::Error> {
+        match tokio::time::timeout(self.timeout, self.chunks.next()).await {
+            Ok(chunk) => chunk.transpose(),
+            Err(_) => Err(object_store::Error::Generic {
+                store: "uploads",
+                source: format!("no chunk within {} s", self.timeout.as_secs()).into(),
+            }),
+        }
+    }
+}
+
 /// What [`Storage::sweep`] found and removed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sweep {
@@ -171,6 +192,25 @@ impl Storage {
                 bytes,
                 size,
                 range: (range.end - range.start != size).then_some(range),
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The file at `key` as its store hands it out, chunk by chunk;
+    /// `None` when there is no such file.
+    pub async fn read_chunks(&self, key: &str) -> Result<Option<FileChunks>, object_store::Error> {
+        match self
+            .timed(
+                self.store
+                    .get_opts(&StorePath::from(key), GetOptions::default()),
+            )
+            .await
+        {
+            Ok(result) => Ok(Some(FileChunks {
+                chunks: result.into_stream(),
+                timeout: self.timeout,
             })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(error),

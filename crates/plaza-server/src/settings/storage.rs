@@ -37,6 +37,15 @@ pub struct StorageSettings {
     /// Plaza refuses to start when the database's uploads name another
     /// store.
     pub storage_moved: bool,
+    /// User data exports written at once by one instance; one more is 503
+    /// with `Retry-After`.
+    pub export_max_concurrent: usize,
+    /// The longest one export may take to send; then its answer is cut off.
+    pub export_timeout_secs: u64,
+    /// How long after a failed attempt the store is first asked again to
+    /// delete a file of an erased user (and how often the retry job runs);
+    /// the wait doubles with each attempt, up to an hour.
+    pub erased_file_retry_secs: u64,
 }
 
 impl Default for StorageSettings {
@@ -52,6 +61,9 @@ impl Default for StorageSettings {
             backup_keep: 7,
             storage_timeout_secs: 10,
             storage_moved: false,
+            export_max_concurrent: 2,
+            export_timeout_secs: 3600,
+            erased_file_retry_secs: 60,
         }
     }
 }
@@ -61,7 +73,20 @@ impl StorageSettings {
         at_least_one([
             ("upload_max_concurrent", self.upload_max_concurrent),
             ("backup_keep", self.backup_keep),
+            ("export_max_concurrent", self.export_max_concurrent),
         ])?;
+        if self.export_timeout_secs == 0 || self.export_timeout_secs > 86_400 {
+            return Err(SettingsError::new(
+                "export_timeout_secs",
+                "must be 1 to 86400",
+            ));
+        }
+        if self.erased_file_retry_secs == 0 || self.erased_file_retry_secs > 3600 {
+            return Err(SettingsError::new(
+                "erased_file_retry_secs",
+                "must be 1 to 3600",
+            ));
+        }
         if self.storage_timeout_secs == 0 || self.storage_timeout_secs > 300 {
             return Err(SettingsError::new(
                 "storage_timeout_secs",

@@ -39,3 +39,4 @@ mod search;
 mod transport;
 mod two_factor;
 mod uploads;
+mod user_data;

@@ -1,0 +1,488 @@
+//! A user's data export (DECISIONS.md "Accounts (round 4)"): a ZIP archive
+//! written while it is sent. Rows are read a page at a time and files
+//! copied from the store chunk by chunk into the answer's body through a
+//! small pipe, whose fullness holds the writer back while the client reads
+//! slowly; so an export holds about one page and one pipe of memory
+//! whatever its size. A few exports run at once per instance
+//! (`export_max_concurrent`); each ends when its client hangs up (the next
+//! write into the pipe fails), when the server stops, or after
+//! `export_timeout_secs`. An export cut off ends its body with an error,
+//! so the client sees a failed download, never a short archive.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_zip::base::write::ZipFileWriter;
+use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
+use axum::body::Body;
+use futures_util::{AsyncWriteExt, StreamExt};
+use plaza_domain::alerts::Reader;
+use plaza_domain::time::{from_millis, now_millis, rfc3339};
+use plaza_domain::users::User;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::compat::Compat;
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::StorageSettings;
+use crate::state::AppState;
+
+/// Bytes the pipe between the archive writer and the body holds, and the
+/// most one body chunk carries.
+const PIPE_BYTES: usize = 64 * 1024;
+/// Rows read per statement.
+const PAGE: i64 = 200;
+
+/// The exports of this instance: their slots, and the signal that ends
+/// them when the server stops.
+pub struct Exports {
+    slots: Arc<Semaphore>,
+    stop: CancellationToken,
+    timeout: Duration,
+}
+
+impl Exports {
+    pub fn new(settings: &StorageSettings) -> Exports {
+        Exports {
+            slots: Arc::new(Semaphore::new(settings.export_max_concurrent)),
+            stop: CancellationToken::new(),
+            timeout: Duration::from_secs(settings.export_timeout_secs),
+        }
+    }
+
+    /// A slot for one export, held until it ends; `None` when every slot
+    /// is taken.
+    pub fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
+
+    /// Ends every export in progress (at shutdown).
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// The archive's file name: `plaza-export-<username>-<date>.zip`
+/// (usernames hold only `a-z 0-9 _ - .`).
+pub fn file_name(user: &User) -> String {
+    let today = from_millis(now_millis()).date();
+    format!(
+        "plaza-export-{}-{:04}{:02}{:02}.zip",
+        user.row.username,
+        today.year(),
+        u8::from(today.month()),
+        today.day()
+    )
+}
+
+/// The body of `user`'s export, written by a task of its own that holds
+/// `slot` until it ends.
+pub fn body(state: &AppState, user: User, slot: OwnedSemaphorePermit) -> Body {
+    let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
+    let (finished, ended) = tokio::sync::oneshot::channel();
+    let state = state.clone();
+    tokio::spawn(async move {
+        let _slot = slot;
+        let exports = &state.exports;
+        let user_id = user.id();
+        let outcome = tokio::select! {
+            written = write_archive(&state, &user, pipe_in) => written,
+            () = exports.stop.cancelled() => Err("the server is stopping".to_owned()),
+            () = tokio::time::sleep(exports.timeout) => {
+                Err("it took longer than export_timeout_secs".to_owned())
+            }
+        };
+        match &outcome {
+            Ok(()) => tracing::info!(user_id, "data export sent"),
+            Err(error) => tracing::info!(user_id, %error, "data export cut off"),
+        }
+        let _ = finished.send(outcome.is_ok());
+    });
+    // The pipe ends when the writer is done or gone; only a writer that
+    // finished ends the body cleanly.
+    let ending = futures_util::stream::once(async move {
+        match ended.await {
+            Ok(true) => None,
+            _ => Some(Err(std::io::Error::other("the export was cut off"))),
+        }
+    })
+    .filter_map(std::future::ready);
+    Body::from_stream(
+        tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
+    )
+}
+
+type Archive = ZipFileWriter<Compat<tokio::io::DuplexStream>>;
+
+/// Why writing stopped, for the log.
+type Failure = String;
+
+async fn write_archive(
+    state: &AppState,
+    user: &User,
+    pipe: tokio::io::DuplexStream,
+) -> Result<(), Failure> {
+    let mut zip = ZipFileWriter::with_tokio(pipe);
+    write_profile(state, user, &mut zip).await?;
+    write_posts(state, user, &mut zip).await?;
+    write_reports(state, user, &mut zip).await?;
+    write_alerts(state, user, &mut zip).await?;
+    write_events(state, user, &mut zip).await?;
+    write_sessions(state, user, &mut zip).await?;
+    write_uploads(state, user, &mut zip).await?;
+    let mut pipe = zip.close().await.map_err(zip_failure)?.into_inner();
+    tokio::io::AsyncWriteExt::shutdown(&mut pipe)
+        .await
+        .map_err(|error| error.to_string())
+}
+
+fn zip_failure(error: async_zip::error::ZipError) -> Failure {
+    format!("writing the archive: {error}")
+}
+
+fn database_failure(error: plaza_domain::DomainError) -> Failure {
+    format!("reading the database: {error}")
+}
+
+/// An entry named `name`, modified at `millis`.
+fn entry(name: &str, compression: Compression, millis: i64) -> ZipEntryBuilder {
+    let at = from_millis(millis);
+    let date = ZipDateTimeBuilder::new()
+        .year(at.year())
+        .month(u32::from(u8::from(at.month())))
+        .day(u32::from(at.day()))
+        .hour(u32::from(at.hour()))
+        .minute(u32::from(at.minute()))
+        .second(u32::from(at.second()))
+        .build();
+    ZipEntryBuilder::new(name.to_owned().into(), compression)
+        .last_modification_date(date)
+        .unix_permissions(0o644)
+}
+
+/// A JSON array written into an entry one item at a time.
+struct JsonArray<'a> {
+    entry: async_zip::base::write::EntryStreamWriter<'a, Compat<tokio::io::DuplexStream>>,
+    empty: bool,
+}
+
+impl<'a> JsonArray<'a> {
+    async fn open(zip: &'a mut Archive, name: &str) -> Result<JsonArray<'a>, Failure> {
+        let mut entry = zip
+            .write_entry_stream(entry(name, Compression::Deflate, now_millis()))
+            .await
+            .map_err(zip_failure)?;
+        entry.write_all(b"[").await.map_err(write_failure)?;
+        Ok(JsonArray { entry, empty: true })
+    }
+
+    async fn push(&mut self, item: &impl Serialize) -> Result<(), Failure> {
+        let mut line = if self.empty {
+            b"\n".to_vec()
+        } else {
+            b",\n".to_vec()
+        };
+        serde_json::to_writer(&mut line, item).map_err(|error| error.to_string())?;
+        self.empty = false;
+        self.entry.write_all(&line).await.map_err(write_failure)
+    }
+
+    async fn close(mut self) -> Result<(), Failure> {
+        self.entry
+            .write_all(b"\n]\n")
+            .await
+            .map_err(write_failure)?;
+        self.entry.close().await.map_err(zip_failure)
+    }
+}
+
+fn write_failure(error: std::io::Error) -> Failure {
+    format!("sending the archive: {error}")
+}
+
+async fn write_profile(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let row = &user.row;
+    let accounts = state
+        .db
+        .accounts_of_user(user.id())
+        .await
+        .map_err(database_failure)?;
+    let profile = json!({
+        "exportedAt": rfc3339(now_millis()),
+        "user": {
+            "id": row.id.to_string(),
+            "username": row.username,
+            "name": row.name,
+            "email": row.email,
+            "emailVerified": row.email_verified_at.map(rfc3339),
+            "image": row.image,
+            "bio": row.bio,
+            "location": row.location,
+            "profilePublic": row.profile_public.0,
+            "role": user.role.as_str(),
+            "status": user.status.as_str(),
+            "createdAt": rfc3339(row.created_at),
+            "updatedAt": rfc3339(row.updated_at),
+            "lastLogin": row.last_login_at.map(rfc3339),
+            "loginCount": row.login_count,
+        },
+        "linkedAccounts": accounts.iter().map(|account| json!({
+            "provider": account.provider,
+            "email": account.email,
+            "linkedAt": rfc3339(account.created_at),
+            "lastUsedAt": account.last_used_at.map(rfc3339),
+        })).collect::<Vec<Value>>(),
+    });
+    let mut text = serde_json::to_vec_pretty(&profile).map_err(|error| error.to_string())?;
+    text.push(b'\n');
+    let mut entry = zip
+        .write_entry_stream(entry("profile.json", Compression::Deflate, now_millis()))
+        .await
+        .map_err(zip_failure)?;
+    entry.write_all(&text).await.map_err(write_failure)?;
+    entry.close().await.map_err(zip_failure)
+}
+
+async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "posts.json").await?;
+    let mut after = None;
+    loop {
+        let page = state
+            .db
+            .posts_of_author(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for post in &page {
+            array
+                .push(&json!({
+                    "id": post.id.to_string(),
+                    "title": post.title,
+                    "content": post.content,
+                    "tags": post.tags,
+                    "published": post.published,
+                    "status": post.status().as_str(),
+                    "createdAt": rfc3339(post.created_at),
+                    "updatedAt": rfc3339(post.updated_at),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reports.json").await?;
+    let mut after = 0;
+    loop {
+        let page = state
+            .db
+            .reports_by(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for report in &page {
+            // Who resolved it is another user's: left out.
+            array
+                .push(&json!({
+                    "id": report.id.to_string(),
+                    "postId": report.post_id.to_string(),
+                    "reason": report.reason,
+                    "createdAt": rfc3339(report.created_at),
+                    "resolvedAt": report.resolved_at.map(rfc3339),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = last.id,
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "alerts.json").await?;
+    let reader = Reader {
+        user_id: user.id(),
+        role: user.role,
+        created_at: user.row.created_at,
+    };
+    let mut after = None;
+    loop {
+        let page = state
+            .db
+            .delivered_alerts_of(reader, after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for alert in &page {
+            array
+                .push(&json!({
+                    "id": alert.id.to_string(),
+                    "source": alert.source,
+                    "type": alert.alert_type,
+                    "title": alert.title,
+                    "message": alert.message,
+                    "deliveredAt": rfc3339(alert.delivered_at),
+                    "dismissedAt": alert.dismissed_at.map(rfc3339),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = Some((last.delivered_at, last.id)),
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "analytics.json").await?;
+    let mut after = 0;
+    loop {
+        let page = state
+            .db
+            .events_of_user(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for event in &page {
+            let data: Value = serde_json::from_str(&event.event_data)
+                .unwrap_or(Value::String(event.event_data.clone()));
+            array
+                .push(&json!({
+                    "eventId": event.event_id,
+                    "eventType": event.event_type,
+                    "eventData": data,
+                    "path": event.path,
+                    "sessionId": event.session_key,
+                    "durationMs": event.duration_ms,
+                    "clickX": event.click_x,
+                    "clickY": event.click_y,
+                    "deviceType": event.device_type,
+                    "country": event.country,
+                    "isVpn": event.is_vpn.0,
+                    "timestamp": rfc3339(event.occurred_at),
+                    "receivedAt": rfc3339(event.received_at),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = last.id,
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+async fn write_sessions(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "sessions.json").await?;
+    let mut after = 0;
+    loop {
+        let page = state
+            .db
+            .stored_sessions_of_user(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for session in &page {
+            array
+                .push(&json!({
+                    "id": session.id.to_string(),
+                    "createdAt": rfc3339(session.created_at),
+                    "lastSeenAt": rfc3339(session.last_seen_at),
+                    "expiresAt": rfc3339(session.expires_at),
+                    "ipAddress": session.ip_address,
+                    "userAgent": session.user_agent,
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = last.id,
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+/// Every upload's stored original under `uploads/`, copied chunk by chunk,
+/// then `uploads.json` describing them (a file the store lost is left out
+/// and its record says so).
+async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let storage = &state.uploads.storage;
+    let mut missing = std::collections::HashSet::new();
+    let mut after = None;
+    let mut last_copied = None;
+    loop {
+        let page = state
+            .db
+            .uploads_of_user(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for upload in &page {
+            last_copied = Some((upload.created_at, upload.id));
+            let key = &upload.storage_key;
+            let Some(mut chunks) = storage
+                .read_chunks(key)
+                .await
+                .map_err(|error| format!("reading {key}: {error}"))?
+            else {
+                tracing::warn!(%key, "an upload's file is missing from the store; left out of an export");
+                missing.insert(upload.id);
+                continue;
+            };
+            let name = format!("uploads/{key}");
+            let mut entry = zip
+                .write_entry_stream(entry(&name, Compression::Stored, upload.created_at))
+                .await
+                .map_err(zip_failure)?;
+            while let Some(chunk) = chunks
+                .next()
+                .await
+                .map_err(|error| format!("reading {key}: {error}"))?
+            {
+                entry.write_all(&chunk).await.map_err(write_failure)?;
+            }
+            entry.close().await.map_err(zip_failure)?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
+            _ => break,
+        }
+    }
+    let mut array = JsonArray::open(zip, "uploads.json").await?;
+    let mut after = None;
+    loop {
+        let page = state
+            .db
+            .uploads_of_user(user.id(), after, PAGE)
+            .await
+            .map_err(database_failure)?;
+        for upload in &page {
+            // Uploads made since the files were copied wait for the next export.
+            if Some((upload.created_at, upload.id)) > last_copied {
+                break;
+            }
+            let file =
+                (!missing.contains(&upload.id)).then(|| format!("uploads/{}", upload.storage_key));
+            array
+                .push(&json!({
+                    "file": file,
+                    "originalName": upload.original_name,
+                    "mimeType": upload.mime_type,
+                    "size": upload.size,
+                    "width": upload.width,
+                    "height": upload.height,
+                    "sha256": upload.file_hash,
+                    "uploadedAt": rfc3339(upload.created_at),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
+            _ => break,
+        }
+    }
+    array.close().await
+}
