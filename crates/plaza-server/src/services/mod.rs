@@ -1,12 +1,13 @@
 //! The work behind the routes: uploads and the object store, the analytics
 //! writer, the live alert stream, the audit of reads, health probes, the
 //! feature flags as last read, the
-//! bounded blocking pool, and the one job runner with the maintenance
-//! actions it and the admins start. Nothing here knows about HTTP routes.
+//! bounded blocking pool, backup archives, and the one job runner with the
+//! maintenance actions it and the admins start. Nothing here knows about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
 pub mod audit_reads;
+pub mod backup;
 pub mod blocking;
 pub mod flag_snapshot;
 pub mod group_commit;
