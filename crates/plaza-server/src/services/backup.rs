@@ -225,7 +225,14 @@ async fn write_into(
     let archived = manifest.clone();
     let engine = db.backend();
     let (upload_files, upload_bytes) = tokio::task::spawn_blocking(move || {
-        write_archive(file, &archived, engine, &copy, &data_dir, uploads.as_deref())
+        write_archive(
+            file,
+            &archived,
+            engine,
+            &copy,
+            &data_dir,
+            uploads.as_deref(),
+        )
     })
     .await
     .map_err(|error| BackupError::Failed(format!("writing the archive: {error}")))??;
@@ -318,7 +325,10 @@ fn write_archive(
     }
     let (files, bytes) = match uploads {
         Some(folder) => append_uploads(&mut archive, folder).map_err(|error| {
-            BackupError::Failed(format!("archiving the uploads in {}: {error}", folder.display()))
+            BackupError::Failed(format!(
+                "archiving the uploads in {}: {error}",
+                folder.display()
+            ))
         })?,
         None => (0, 0),
     };
@@ -343,7 +353,11 @@ fn append_uploads<W: Write>(
     while let Some(relative) = pending.pop() {
         let listing = match fs::read_dir(folder.join(&relative)) {
             // A folder emptied and removed since it was listed.
-            Err(error) if error.kind() == io::ErrorKind::NotFound && !relative.as_os_str().is_empty() => continue,
+            Err(error)
+                if error.kind() == io::ErrorKind::NotFound && !relative.as_os_str().is_empty() =>
+            {
+                continue;
+            }
             listing => listing?,
         };
         let mut entries = listing.collect::<io::Result<Vec<_>>>()?;
@@ -458,10 +472,12 @@ async fn run_tool(program: &str, mut command: std::process::Command) -> Result<(
         .await
         .map_err(|error| BackupError::Failed(format!("running {program}: {error}")))?;
     match output {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => Err(BackupError::Refused(format!(
-            "{program} is not installed on this machine (not on the PATH): backups of PostgreSQL \
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            Err(BackupError::Refused(format!(
+                "{program} is not installed on this machine (not on the PATH): backups of PostgreSQL \
              need its client tools (pg_dump, pg_restore) of the server's major version or newer"
-        ))),
+            )))
+        }
         Err(error) => Err(BackupError::Failed(format!("running {program}: {error}"))),
         Ok(output) if output.status.success() => Ok(()),
         Ok(output) => Err(BackupError::Failed(format!(
@@ -559,15 +575,16 @@ pub async fn restore(
     force: bool,
     context: AuditContext,
 ) -> Result<Restored, BackupError> {
-    let _serving = crate::startup::lock_embedded_database(settings).map_err(|error| match error {
-        StartupError::DatabaseServed {
-            database, holder, ..
-        } => BackupError::Refused(format!(
-            "a Plaza server (pid {holder}) serves the database {database}: stop it before \
+    let _serving =
+        crate::startup::lock_embedded_database(settings).map_err(|error| match error {
+            StartupError::DatabaseServed {
+                database, holder, ..
+            } => BackupError::Refused(format!(
+                "a Plaza server (pid {holder}) serves the database {database}: stop it before \
              restoring into it"
-        )),
-        other => BackupError::Failed(other.to_string()),
-    })?;
+            )),
+            other => BackupError::Failed(other.to_string()),
+        })?;
     let archive = File::open(input).map_err(|error| {
         BackupError::Refused(format!("cannot read {}: {error}", input.display()))
     })?;
@@ -606,8 +623,10 @@ pub async fn restore(
         ),
         Backend::Sqlite => None,
     };
-    let mut occupied = occupied_paths(&destinations, input)
-        .map_err(failed(format!("reading {}", destinations.data_dir.display())))?;
+    let mut occupied = occupied_paths(&destinations, input).map_err(failed(format!(
+        "reading {}",
+        destinations.data_dir.display()
+    )))?;
     if let Some(database) = &database
         && database
             .holds_tables()
@@ -657,7 +676,11 @@ pub async fn restore(
     };
     let (store_renamed, replaced) = match database {
         None => restoring.sqlite().await?,
-        Some(database) => restoring.postgres(&database, &url, !occupied.is_empty()).await?,
+        Some(database) => {
+            restoring
+                .postgres(&database, &url, !occupied.is_empty())
+                .await?
+        }
     };
     let mut notes = Vec::new();
     let recorded = &unpacked.manifest.upload_store;
@@ -709,7 +732,11 @@ fn remove_stale_staging(destinations: &Destinations) {
             continue;
         };
         for entry in listing.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(STAGING_PREFIX) {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(STAGING_PREFIX)
+            {
                 let _ = fs::remove_dir_all(entry.path());
             }
         }
@@ -890,19 +917,25 @@ fn unpack(archive: File, expected: &Expected, targets: &Targets) -> Result<Unpac
                 (targets.keys.join(name), Part::Key)
             }
             [folder, rest @ ..] if folder == "uploads" && !rest.is_empty() => {
-                let Some(uploads) = targets.uploads.as_ref().filter(|_| read.upload_store.files_included) else {
+                let Some(uploads) = targets
+                    .uploads
+                    .as_ref()
+                    .filter(|_| read.upload_store.files_included)
+                else {
                     return Err(unexpected(&path));
                 };
-                (rest.iter().fold(uploads.clone(), |path, part| path.join(part)), Part::Upload)
+                (
+                    rest.iter()
+                        .fold(uploads.clone(), |path, part| path.join(part)),
+                    Part::Upload,
+                )
             }
             _ => return Err(unexpected(&path)),
         };
         match kind {
             tar::EntryType::Directory if part == Part::Upload => {
-                create_private_dir(&destination).map_err(failed(format!(
-                    "creating {}",
-                    destination.display()
-                )))?;
+                create_private_dir(&destination)
+                    .map_err(failed(format!("creating {}", destination.display())))?;
             }
             kind if kind.is_file() => {
                 let written = write_entry(&mut entry, &destination).map_err(|error| {
@@ -1094,7 +1127,11 @@ impl Moves {
         let mut left = Vec::new();
         for (from, to) in self.done.into_iter().rev() {
             if let Err(error) = fs::rename(&to, &from) {
-                left.push(format!("{} (still at {}: {error})", from.display(), to.display()));
+                left.push(format!(
+                    "{} (still at {}: {error})",
+                    from.display(),
+                    to.display()
+                ));
             }
         }
         left
@@ -1144,10 +1181,12 @@ impl Restoring<'_> {
         let dump = self.staging.database_file(Backend::Postgres);
         let mut listing = tool_command("pg_restore");
         listing.arg("--list").arg(&dump);
-        run_tool("pg_restore", listing).await.map_err(|error| match error {
-            BackupError::Failed(problem) => bad(format!("its database dump: {problem}")),
-            other => other,
-        })?;
+        run_tool("pg_restore", listing)
+            .await
+            .map_err(|error| match error {
+                BackupError::Failed(problem) => bad(format!("its database dump: {problem}")),
+                other => other,
+            })?;
         let mut moves = Moves::default();
         if let Err(error) = self.move_into_place(&mut moves) {
             return Err(self.undone(moves, error, ""));
@@ -1182,10 +1221,9 @@ impl Restoring<'_> {
             .await
             .map_err(domain_failed("reading the restored database"))?;
         self.check_contents(&contents)?;
-        let renamed = self
-            .record(database)
-            .await
-            .map_err(domain_failed("the database and files are restored, but recording the restore failed"))?;
+        let renamed = self.record(database).await.map_err(domain_failed(
+            "the database and files are restored, but recording the restore failed",
+        ))?;
         Ok((renamed, moves.replaced))
     }
 
@@ -1287,10 +1325,9 @@ impl Restoring<'_> {
                 }
             }
             if set_aside > 0 {
-                moves.replaced.push(format!(
-                    "the {set_aside} entries of {}",
-                    folder.display()
-                ));
+                moves
+                    .replaced
+                    .push(format!("the {set_aside} entries of {}", folder.display()));
             }
             for entry in fs::read_dir(stage.path().join("new"))? {
                 let entry = entry?;

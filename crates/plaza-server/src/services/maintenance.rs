@@ -345,9 +345,8 @@ async fn backup_database(state: &AppState) -> Result<BackupReport, AppError> {
 /// `backup_keep`: the maintenance action and the scheduled backup.
 pub async fn backup_into_data_dir(state: &AppState) -> Result<BackupReport, BackupError> {
     let folder = state.settings.storage.data_dir.join("backups");
-    crate::startup::create_private_dir(&folder).map_err(|error| {
-        BackupError::Failed(format!("creating {}: {error}", folder.display()))
-    })?;
+    crate::startup::create_private_dir(&folder)
+        .map_err(|error| BackupError::Failed(format!("creating {}: {error}", folder.display())))?;
     let stamp = time::OffsetDateTime::now_utc()
         .format(time::macros::format_description!(
             "[year][month][day]T[hour][minute][second].[subsecond digits:3]Z"

@@ -86,11 +86,18 @@ fn restore(install: &Prepared, archive: &Path, force: bool) -> std::process::Out
 /// size.
 fn png(side: u32) -> Vec<u8> {
     let picture = image::RgbImage::from_fn(side, side, |x, y| {
-        image::Rgb([(x % 251) as u8, (y % 241) as u8, ((x * 7 + y * 3) % 239) as u8])
+        image::Rgb([
+            (x % 251) as u8,
+            (y % 241) as u8,
+            ((x * 7 + y * 3) % 239) as u8,
+        ])
     });
     let mut bytes = Vec::new();
     image::DynamicImage::ImageRgb8(picture)
-        .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
         .expect("encode");
     bytes
 }
@@ -137,9 +144,7 @@ async fn audit_actions(server: &TestServer, token: &str, action: &str) -> Vec<Va
     body["data"].as_array().expect("entries").clone()
 }
 
-async fn a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens(
-    backend: Backend,
-) {
+async fn a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens(backend: Backend) {
     use std::os::unix::fs::PermissionsExt;
 
     if !postgres_tools_present(backend, "a_restored_backup_serves_the_same_users") {
@@ -202,7 +207,10 @@ async fn a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens
     assert_eq!(served_bytes(&server, &file).await, bytes);
     let restores = audit_actions(&server, &token, "system.restore").await;
     assert_eq!(restores.len(), 1, "{restores:?}");
-    assert_eq!(restores[0]["changes"]["uploadStore"]["after"], store.as_str());
+    assert_eq!(
+        restores[0]["changes"]["uploadStore"]["after"],
+        store.as_str()
+    );
 }
 
 fn backend_name(backend: Backend) -> &'static str {
@@ -237,8 +245,10 @@ fn listing(folder: &Path) -> Vec<String> {
 }
 
 async fn an_install_that_is_not_empty_is_replaced_only_with_force(backend: Backend) {
-    if !postgres_tools_present(backend, "an_install_that_is_not_empty_is_replaced_only_with_force")
-    {
+    if !postgres_tools_present(
+        backend,
+        "an_install_that_is_not_empty_is_replaced_only_with_force",
+    ) {
         return;
     }
     let source = server_with_generated_keys(backend, &[]).await;
@@ -306,7 +316,11 @@ async fn a_postgres_backup_without_pg_dump_says_what_is_missing() {
         "{}",
         text(&output)
     );
-    assert_eq!(listing(folder.path()).len(), 0, "the failed backup left files");
+    assert_eq!(
+        listing(folder.path()).len(),
+        0,
+        "the failed backup left files"
+    );
 }
 
 /// A served SQLite database is never restored over, with `--force` too.
