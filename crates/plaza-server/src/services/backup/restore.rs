@@ -1,504 +1,36 @@
-//! Backup archives. `plaza backup`, the `backup_database` maintenance
-//! action and the scheduled backup write one `.tar.gz` holding a
-//! consistent copy of the database, the generated keys and the files of a
-//! local upload store; `plaza restore` fills an empty data directory (and,
-//! on PostgreSQL, an empty database) from one.
-//!
-//! An archive holds `manifest.json` first, then `database/plaza.db` (an
-//! SQLite copy made with `VACUUM INTO`) or `database/plaza.dump` (`pg_dump
-//! --format=custom`, taken in the snapshot the manifest's counts were read
-//! in), then `keys/jwt-secret` and `keys/analytics-salt` when the data
-//! directory holds them, then `uploads/<key>` for each file of a local
-//! store. The database is copied before the files are listed, and an
-//! upload stores its files before its record: every upload the copy
-//! records has its files in the archive, unless it was deleted meanwhile.
-//! An S3 store's objects are not copied; the manifest names the store.
-//!
-//! A restore writes nothing in place before the whole archive has been
-//! read and checked: files go to a `.plaza-restore-*` folder beside their
-//! destination (inside it for the upload folder, which may be a mount
-//! point), then are renamed into place; a failure puts back whatever had
-//! been moved, and a failure that cannot be undone says what it left.
+//! Restoring a backup archive. Nothing is written in place before the
+//! whole archive has been read and checked: files go to a
+//! `.plaza-restore-*` folder beside their destination (inside it for the
+//! upload folder, which may be a mount point), the database copy is
+//! checked against the manifest, then everything is renamed into place; a
+//! failure puts back whatever had been moved, and a failure that cannot be
+//! undone says what it left.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::fs::{self, File};
+use std::io::{self, BufReader, Read};
 use std::path::{Component, Path, PathBuf};
-use std::process::Stdio;
 
-use flate2::Compression;
 use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tempfile::TempDir;
 
+use super::{
+    BackupError, Counts, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
+    SQLITE_ENTRY, STAGING_PREFIX, create_private_file, domain_failed, failed, libpq_command,
+    run_tool, tool_command,
+};
 use crate::services::storage::Storage;
 use crate::settings::Settings;
 use crate::startup::{StartupError, create_private_dir};
 
-/// What the manifest says the archive is.
-const FORMAT: &str = "plaza-backup";
-/// The layout's version: raised when an older Plaza could no longer read
-/// what a newer one writes.
-const FORMAT_VERSION: u32 = 1;
-const MANIFEST_ENTRY: &str = "manifest.json";
-const SQLITE_ENTRY: &str = "plaza.db";
-const POSTGRES_ENTRY: &str = "plaza.dump";
-/// The keys Plaza generates into the data directory.
-const KEYS: [&str; 2] = ["jwt-secret", "analytics-salt"];
 /// A manifest is a few hundred bytes; a larger first entry is no manifest.
 const MANIFEST_MAX_BYTES: u64 = 1 << 20;
-/// The folders a restore stages its files in start with this.
-const STAGING_PREFIX: &str = ".plaza-restore-";
 /// What a data directory may hold and still count as empty, besides empty
 /// folders, the serve lock and the archive being restored.
 const ALLOWED_IN_EMPTY: [&str; 2] = ["plaza.toml", "backups"];
-
-/// The first entry of an archive.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Manifest {
-    /// Always `plaza-backup`.
-    pub format: String,
-    pub format_version: u32,
-    /// The Plaza that wrote the archive.
-    pub plaza_version: String,
-    /// When the database was copied (RFC 3339, UTC).
-    pub created_at: String,
-    /// `sqlite` or `postgres`.
-    pub engine: String,
-    /// The newest migration the copied database had applied.
-    pub schema_version: i64,
-    pub upload_store: UploadStore,
-    /// The generated keys in the archive (`keys/<name>`).
-    pub keys: Vec<String>,
-    /// The rows of the copied database.
-    pub counts: Counts,
-}
-
-/// The store the upload records name.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UploadStore {
-    /// `file:///…` or `s3://bucket/prefix`.
-    pub location: String,
-    /// Whether its files are in the archive: a local store's are; an S3
-    /// store's objects stay in the store.
-    pub files_included: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
-    pub users: i64,
-    pub posts: i64,
-    pub uploads: i64,
-    pub sessions: i64,
-}
-
-impl Counts {
-    fn of(contents: &DatabaseContents) -> Counts {
-        Counts {
-            users: contents.users,
-            posts: contents.posts,
-            uploads: contents.uploads,
-            sessions: contents.sessions,
-        }
-    }
-}
-
-/// Why a backup or a restore did not happen.
-#[derive(Debug, thiserror::Error)]
-pub enum BackupError {
-    /// Not done as asked, and nothing written: the operator can change
-    /// something (a name, a setting, a tool) and try again.
-    #[error("{0}")]
-    Refused(String),
-    /// The archive is damaged or not a Plaza backup.
-    #[error("{0}")]
-    BadArchive(String),
-    /// Reading, writing or a tool failed.
-    #[error("{0}")]
-    Failed(String),
-}
-
-fn failed(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> BackupError {
-    move |error| BackupError::Failed(format!("{what}: {error}"))
-}
-
-fn domain_failed(what: impl std::fmt::Display) -> impl FnOnce(DomainError) -> BackupError {
-    move |error| match error {
-        DomainError::Conflict(problem) => BackupError::Refused(format!("{what}: {problem}")),
-        other => BackupError::Failed(format!("{what}: {other}")),
-    }
-}
-
-/// What [`write_backup`] wrote.
-#[derive(Debug)]
-pub struct Written {
-    pub manifest: Manifest,
-    pub size_bytes: u64,
-    /// The upload files in the archive and their bytes.
-    pub upload_files: u64,
-    pub upload_bytes: u64,
-}
-
-/// Writes the archive of `db`, the keys of the data directory and the files
-/// of `store` (when local) to `output`, created 0600, while the server
-/// keeps serving. The archive is written under `<output>.partial` and
-/// renamed when complete, so `output` is never a half-written archive; an
-/// existing `output` is refused.
-pub async fn write_backup(
-    db: &Database,
-    settings: &Settings,
-    store: &Storage,
-    output: &Path,
-) -> Result<Written, BackupError> {
-    if output.exists() {
-        return Err(BackupError::Refused(format!(
-            "{} exists: give the backup another name",
-            output.display()
-        )));
-    }
-    let mut partial = output.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    let file = match create_private_file(&partial) {
-        Ok(file) => file,
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
-            return Err(BackupError::Refused(format!(
-                "{} exists: another backup is being written there (remove it if none is)",
-                partial.display()
-            )));
-        }
-        Err(error) => return Err(failed(format!("creating {}", partial.display()))(error)),
-    };
-    let written = write_into(db, settings, store, file, &partial, output).await;
-    if written.is_err() {
-        let _ = fs::remove_file(&partial);
-    }
-    written
-}
-
-async fn write_into(
-    db: &Database,
-    settings: &Settings,
-    store: &Storage,
-    file: File,
-    partial: &Path,
-    output: &Path,
-) -> Result<Written, BackupError> {
-    let folder = output
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let scratch = tempfile::Builder::new()
-        .prefix(".plaza-backup-")
-        .tempdir_in(folder)
-        .map_err(failed(format!("creating a folder in {}", folder.display())))?;
-    let created_at = time::OffsetDateTime::now_utc();
-    let (copy, contents) = copy_database(db, settings, scratch.path()).await?;
-    let data_dir = settings.storage.data_dir.clone();
-    let uploads = store.local_folder();
-    let manifest = Manifest {
-        format: FORMAT.to_owned(),
-        format_version: FORMAT_VERSION,
-        plaza_version: env!("CARGO_PKG_VERSION").to_owned(),
-        created_at: created_at
-            .format(&time::format_description::well_known::Rfc3339)
-            .map_err(|error| BackupError::Failed(error.to_string()))?,
-        engine: db.backend().name().to_owned(),
-        schema_version: contents.schema_version,
-        upload_store: UploadStore {
-            location: store.location.clone(),
-            files_included: uploads.is_some(),
-        },
-        keys: KEYS
-            .iter()
-            .filter(|key| data_dir.join(key).is_file())
-            .map(|key| (*key).to_owned())
-            .collect(),
-        counts: Counts::of(&contents),
-    };
-    let archived = manifest.clone();
-    let engine = db.backend();
-    let (upload_files, upload_bytes) = tokio::task::spawn_blocking(move || {
-        write_archive(
-            file,
-            &archived,
-            engine,
-            &copy,
-            &data_dir,
-            uploads.as_deref(),
-        )
-    })
-    .await
-    .map_err(|error| BackupError::Failed(format!("writing the archive: {error}")))??;
-    drop(scratch);
-    fs::rename(partial, output).map_err(failed(format!(
-        "renaming {} to {}",
-        partial.display(),
-        output.display()
-    )))?;
-    let size_bytes = fs::metadata(output)
-        .map_err(failed(format!("reading {}", output.display())))?
-        .len();
-    Ok(Written {
-        manifest,
-        size_bytes,
-        upload_files,
-        upload_bytes,
-    })
-}
-
-/// Copies the database into `scratch`: answers the copy's path and what it
-/// holds.
-async fn copy_database(
-    db: &Database,
-    settings: &Settings,
-    scratch: &Path,
-) -> Result<(PathBuf, DatabaseContents), BackupError> {
-    match db.backend() {
-        Backend::Sqlite => {
-            let path = scratch.join(SQLITE_ENTRY);
-            db.backup_sqlite_into(&path)
-                .await
-                .map_err(domain_failed("copying the database"))?;
-            let contents = Database::sqlite_file_contents(&path, false)
-                .await
-                .map_err(domain_failed("reading the copy of the database"))?;
-            Ok((path, contents))
-        }
-        Backend::Postgres => {
-            let path = scratch.join(POSTGRES_ENTRY);
-            let url = settings.effective_database_url();
-            let (contents, dumped) = db
-                .with_postgres_snapshot(|snapshot| pg_dump(&url, &path, snapshot))
-                .await
-                .map_err(domain_failed("reading the database"))?;
-            dumped?;
-            Ok((path, contents))
-        }
-    }
-}
-
-/// Streams the archive into `file`: the manifest, the database copy, the
-/// keys, then every file of the local upload folder. Answers the upload
-/// files written and their bytes.
-fn write_archive(
-    file: File,
-    manifest: &Manifest,
-    engine: Backend,
-    database: &Path,
-    data_dir: &Path,
-    uploads: Option<&Path>,
-) -> Result<(u64, u64), BackupError> {
-    let writing = |error: io::Error| BackupError::Failed(format!("writing the archive: {error}"));
-    let encoder = GzEncoder::new(BufWriter::new(file), Compression::default());
-    let mut archive = tar::Builder::new(encoder);
-    // Owners, modes and times of the operator's files stay out of the
-    // archive; a restore gives every file 0600.
-    archive.mode(tar::HeaderMode::Deterministic);
-    let text = serde_json::to_vec_pretty(manifest)
-        .map_err(|error| BackupError::Failed(format!("writing the manifest: {error}")))?;
-    let mut header = tar::Header::new_gnu();
-    header.set_entry_type(tar::EntryType::Regular);
-    header.set_size(text.len() as u64);
-    header.set_mode(0o600);
-    header.set_cksum();
-    archive
-        .append_data(&mut header, MANIFEST_ENTRY, text.as_slice())
-        .map_err(writing)?;
-    let database_entry = match engine {
-        Backend::Sqlite => SQLITE_ENTRY,
-        Backend::Postgres => POSTGRES_ENTRY,
-    };
-    archive
-        .append_path_with_name(database, Path::new("database").join(database_entry))
-        .map_err(writing)?;
-    for key in &manifest.keys {
-        archive
-            .append_path_with_name(data_dir.join(key), Path::new("keys").join(key))
-            .map_err(writing)?;
-    }
-    let (files, bytes) = match uploads {
-        Some(folder) => append_uploads(&mut archive, folder).map_err(|error| {
-            BackupError::Failed(format!(
-                "archiving the uploads in {}: {error}",
-                folder.display()
-            ))
-        })?,
-        None => (0, 0),
-    };
-    let encoder = archive.into_inner().map_err(writing)?;
-    let buffered = encoder.finish().map_err(writing)?;
-    let file = buffered
-        .into_inner()
-        .map_err(|error| writing(error.into_error()))?;
-    file.sync_all().map_err(writing)?;
-    Ok((files, bytes))
-}
-
-/// Appends every stored file under `folder` as `uploads/<key>`, folder by
-/// folder in name order. Symbolic links and other special files are no
-/// stored uploads and are left out, as are a restore's staging folders.
-fn append_uploads<W: Write>(
-    archive: &mut tar::Builder<W>,
-    folder: &Path,
-) -> io::Result<(u64, u64)> {
-    let (mut files, mut bytes) = (0, 0);
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        let listing = match fs::read_dir(folder.join(&relative)) {
-            // A folder emptied and removed since it was listed.
-            Err(error)
-                if error.kind() == io::ErrorKind::NotFound && !relative.as_os_str().is_empty() =>
-            {
-                continue;
-            }
-            listing => listing?,
-        };
-        let mut entries = listing.collect::<io::Result<Vec<_>>>()?;
-        entries.sort_by_key(fs::DirEntry::file_name);
-        for entry in entries {
-            let name = entry.file_name();
-            let path = relative.join(&name);
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                if !name.to_string_lossy().starts_with(STAGING_PREFIX) {
-                    pending.push(path);
-                }
-                continue;
-            }
-            // object_store writes a local file as `<key>#<n>` and renames
-            // it once complete: such a name is a write in progress.
-            if !kind.is_file() || name.to_string_lossy().contains('#') {
-                continue;
-            }
-            let mut file = match File::open(folder.join(&path)) {
-                // An upload deleted since the folder was listed.
-                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-                opened => opened?,
-            };
-            bytes += file.metadata()?.len();
-            files += 1;
-            archive.append_file(Path::new("uploads").join(&path), &mut file)?;
-        }
-    }
-    Ok((files, bytes))
-}
-
-/// Creates `path` for writing, readable by the owner only; an existing
-/// file is an error of kind `AlreadyExists`.
-fn create_private_file(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
-}
-
-/// The libpq connection parameters `pg_dump` and `pg_restore` understand;
-/// sqlx's own (`statement-cache-capacity`, …) would make them refuse the
-/// URL.
-const LIBPQ_PARAMETERS: &[&str] = &[
-    "sslmode",
-    "sslrootcert",
-    "sslcert",
-    "sslkey",
-    "host",
-    "hostaddr",
-    "port",
-    "user",
-    "dbname",
-    "options",
-    "application_name",
-    "connect_timeout",
-    "target_session_attrs",
-];
-
-/// `program` (`pg_dump`, `pg_restore`) connecting to the database of
-/// `url`. The password travels in `PGPASSWORD`, not on the command line
-/// other users can read.
-fn libpq_command(program: &str, url: &str) -> Result<std::process::Command, BackupError> {
-    let mut parsed = url::Url::parse(url)
-        .map_err(|error| BackupError::Refused(format!("database_url: {error}")))?;
-    let password = parsed.password().map(percent_decode);
-    let _ = parsed.set_password(None);
-    let kept: Vec<(String, String)> = parsed
-        .query_pairs()
-        .filter(|(key, _)| LIBPQ_PARAMETERS.contains(&key.as_ref()))
-        .map(|(key, value)| (key.into_owned(), value.into_owned()))
-        .collect();
-    parsed.set_query(None);
-    if !kept.is_empty() {
-        parsed.query_pairs_mut().extend_pairs(kept);
-    }
-    let mut command = tool_command(program);
-    command
-        .arg("--no-password")
-        .arg("--dbname")
-        .arg(parsed.as_str());
-    if let Some(password) = password {
-        command.env("PGPASSWORD", password);
-    }
-    Ok(command)
-}
-
-/// `program` with no input, its output discarded and its errors kept.
-fn tool_command(program: &str) -> std::process::Command {
-    let mut command = std::process::Command::new(program);
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    command
-}
-
-/// A URL's percent-encoded user-info part, decoded.
-fn percent_decode(text: &str) -> String {
-    url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, value)| value.into_owned())
-        .unwrap_or_default()
-}
-
-/// Runs `command` off the async threads; a program missing from the
-/// `PATH` is refused with a line saying what PostgreSQL backups need.
-async fn run_tool(program: &str, mut command: std::process::Command) -> Result<(), BackupError> {
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .map_err(|error| BackupError::Failed(format!("running {program}: {error}")))?;
-    match output {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            Err(BackupError::Refused(format!(
-                "{program} is not installed on this machine (not on the PATH): backups of PostgreSQL \
-             need its client tools (pg_dump, pg_restore) of the server's major version or newer"
-            )))
-        }
-        Err(error) => Err(BackupError::Failed(format!("running {program}: {error}"))),
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(BackupError::Failed(format!(
-            "{program} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))),
-    }
-}
-
-/// Dumps the PostgreSQL database of `url` into `path` (custom format, for
-/// `pg_restore`) as it stands in the exported `snapshot`.
-async fn pg_dump(url: &str, path: &Path, snapshot: String) -> Result<(), BackupError> {
-    let mut command = libpq_command("pg_dump", url)?;
-    command
-        .arg("--format=custom")
-        .arg(format!("--snapshot={snapshot}"))
-        .arg("--file")
-        .arg(path);
-    run_tool("pg_dump", command).await
-}
 
 /// What [`restore`] did.
 #[derive(Debug)]
@@ -627,12 +159,14 @@ pub async fn restore(
         "reading {}",
         destinations.data_dir.display()
     )))?;
-    if let Some(database) = &database
-        && database
+    let holds_tables = match &database {
+        Some(database) => database
             .holds_tables()
             .await
-            .map_err(domain_failed("reading the database"))?
-    {
+            .map_err(domain_failed("reading the database"))?,
+        None => false,
+    };
+    if holds_tables {
         occupied.push(format!(
             "the database {} (it holds tables)",
             plaza_domain::db::redact_url(&url)
@@ -640,10 +174,9 @@ pub async fn restore(
     }
     if !occupied.is_empty() && !force {
         return Err(BackupError::Refused(format!(
-            "the data directory {} is not empty: it holds {}. Restore into an empty one (holding \
+            "the install is not empty: found {}. Restore into an empty data directory (holding \
              at most plaza.toml, backups/ and empty folders) and an empty database, or pass \
              --force to replace the database, the keys and the uploads",
-            destinations.data_dir.display(),
             occupied.join(", ")
         )));
     }
@@ -676,11 +209,7 @@ pub async fn restore(
     };
     let (store_renamed, replaced) = match database {
         None => restoring.sqlite().await?,
-        Some(database) => {
-            restoring
-                .postgres(&database, &url, !occupied.is_empty())
-                .await?
-        }
+        Some(database) => restoring.postgres(&database, &url, holds_tables).await?,
     };
     let mut notes = Vec::new();
     let recorded = &unpacked.manifest.upload_store;
@@ -1366,11 +895,6 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_decoded_for_pgpassword() {
-        assert_eq!(percent_decode("p%40ss+w%2Ford"), "p@ss+w/ord");
-    }
 
     #[test]
     fn entry_paths_are_plain_relative_names() {
