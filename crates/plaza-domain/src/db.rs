@@ -19,6 +19,23 @@ use crate::error::{DomainError, connection_faults};
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 
+fn migrator(backend: Backend) -> &'static Migrator {
+    match backend {
+        Backend::Sqlite => &SQLITE_MIGRATIONS,
+        Backend::Postgres => &POSTGRES_MIGRATIONS,
+    }
+}
+
+/// The schema version this build migrates a `backend` database to: its
+/// newest migration.
+pub fn latest_schema_version(backend: Backend) -> i64 {
+    migrator(backend)
+        .iter()
+        .map(|migration| migration.version)
+        .max()
+        .unwrap_or_default()
+}
+
 /// How much of an SQLite file each connection reads through a memory map
 /// instead of copying pages into its own cache: with 16 connections, a
 /// search over a large full-text index was otherwise copied into 16 caches.
@@ -206,10 +223,7 @@ impl Database {
     /// from several instances at once: on PostgreSQL the migrator holds an
     /// advisory lock.
     pub async fn migrate(&self) -> Result<MigrationReport, DomainError> {
-        let migrator = match self.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
+        let migrator = migrator(self.backend);
         let mut connection = self.lease().await?;
         connection.ensure_migrations_table().await?;
         let before: HashSet<i64> = connection
@@ -224,10 +238,9 @@ impl Database {
             .filter(|migration| !before.contains(&migration.version))
             .map(|migration| format!("{:04}_{}", migration.version, migration.description))
             .collect();
-        let version = migrator.iter().map(|migration| migration.version).max();
         Ok(MigrationReport {
             applied,
-            version: version.unwrap_or_default(),
+            version: latest_schema_version(self.backend),
         })
     }
 

@@ -271,3 +271,15 @@ pub async fn take_of_user(
     .await?;
     Ok(rows.into_iter().map(Upload::from).collect())
 }
+
+/// Makes the upload records that name the store `from` name `to` instead
+/// (their files were restored there); answers how many changed. Records
+/// of other stores, or of none, are left as they are.
+pub async fn rename_store(tx: &mut Tx<'_>, from: &str, to: &str) -> Result<u64, DomainError> {
+    let renamed = sqlx::query("UPDATE uploads SET store = $2 WHERE store = $1")
+        .bind(from)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    Ok(renamed.rows_affected())
+}

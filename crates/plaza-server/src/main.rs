@@ -3,8 +3,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
-use plaza_server::cli::commands;
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
+use plaza_server::cli::{backup, commands};
 use plaza_server::settings::Settings;
 use plaza_server::startup::{lock_embedded_database, open_database};
 use plaza_server::state::AppState;
@@ -73,6 +73,8 @@ fn main() -> ExitCode {
             Command::Token(args) => {
                 commands::mint_token(&offline_state(settings).await?, args).await
             }
+            Command::Backup(args) => backup::backup(&settings, args).await,
+            Command::Restore(args) => backup::restore(&settings, args).await,
             Command::Analytics(AnalyticsCommand::RebuildRollups) => {
                 let database = open_database(&settings)
                     .await

@@ -57,6 +57,32 @@ pub enum StartupError {
 /// Connects (retrying with backoff until `database_connect_timeout_secs`)
 /// and migrates, so a database that starts after Plaza is waited for.
 pub async fn open_database(settings: &Settings) -> Result<Database, StartupError> {
+    let database = connect_database(settings).await?;
+    let migration = database.migrate().await.map_err(StartupError::Migration)?;
+    if migration.applied.is_empty() {
+        tracing::info!(version = migration.version, "schema is up to date");
+    } else {
+        tracing::info!(
+            version = migration.version,
+            applied = migration.applied.join(", "),
+            "schema migrated"
+        );
+    }
+    if database
+        .load_emoji_catalog()
+        .await
+        .map_err(StartupError::EmojiCatalog)?
+    {
+        tracing::info!("emoji catalog loaded");
+    }
+    tracing::info!(backend = database.backend().name(), "database ready");
+    Ok(database)
+}
+
+/// Connects as [`open_database`] does, retrying, but leaves the schema as
+/// it is: for commands that read or replace a database another process may
+/// serve (`plaza backup`, `plaza restore`).
+pub async fn connect_database(settings: &Settings) -> Result<Database, StartupError> {
     create_private_dir(&settings.storage.data_dir).map_err(|source| StartupError::DataDir {
         path: settings.storage.data_dir.display().to_string(),
         source,
@@ -80,9 +106,9 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
     let deadline =
         Instant::now() + Duration::from_secs(settings.database.database_connect_timeout_secs);
     let mut delay = Duration::from_millis(100);
-    let database = loop {
+    loop {
         match Database::connect(&url, &options).await {
-            Ok(database) => break database,
+            Ok(database) => return Ok(database),
             Err(cause) if Instant::now() + delay >= deadline => {
                 return Err(StartupError::DatabaseUnreachable {
                     url: plaza_domain::db::redact_url(&url),
@@ -96,26 +122,7 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
                 delay = (delay * 2).min(Duration::from_secs(5));
             }
         }
-    };
-    let migration = database.migrate().await.map_err(StartupError::Migration)?;
-    if migration.applied.is_empty() {
-        tracing::info!(version = migration.version, "schema is up to date");
-    } else {
-        tracing::info!(
-            version = migration.version,
-            applied = migration.applied.join(", "),
-            "schema migrated"
-        );
     }
-    if database
-        .load_emoji_catalog()
-        .await
-        .map_err(StartupError::EmojiCatalog)?
-    {
-        tracing::info!("emoji catalog loaded");
-    }
-    tracing::info!(backend = database.backend().name(), "database ready");
-    Ok(database)
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only. An
@@ -194,7 +201,7 @@ pub fn lock_embedded_database(settings: &Settings) -> Result<Option<ServeLock>, 
 /// The file of a `sqlite:` URL, as sqlx reads it (the part before `?`);
 /// `None` for another database, an in-memory one, or a percent-encoded
 /// path (which sqlx decodes and this does not try to).
-fn sqlite_file(url: &str) -> Option<PathBuf> {
+pub(crate) fn sqlite_file(url: &str) -> Option<PathBuf> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))?;

@@ -269,7 +269,7 @@ enum CommandChange {
 /// agent names the command and, when the environment tells (`USER`, else
 /// `LOGNAME`; its first 64 characters), the operating-system account that
 /// ran it.
-fn command_context() -> AuditContext {
+pub(crate) fn command_context() -> AuditContext {
     let os_user = ["USER", "LOGNAME"]
         .into_iter()
         .filter_map(|name| std::env::var(name).ok())

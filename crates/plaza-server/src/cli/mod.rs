@@ -1,6 +1,7 @@
 //! The command line: its arguments, and the administrative subcommands
 //! they run.
 
+pub mod backup;
 pub mod commands;
 
 use std::path::PathBuf;
@@ -29,12 +30,37 @@ pub enum Command {
     User(UserCommand),
     /// Mint an admin JWT for a user with an admin role; prints only the token.
     Token(TokenArgs),
+    /// Write a backup archive (.tar.gz) of the database, the generated keys
+    /// and the local uploads, while a server may be serving.
+    Backup(BackupArgs),
+    /// Fill an empty data directory (and, on PostgreSQL, an empty database)
+    /// from a backup archive. Refused while a server serves the SQLite
+    /// database.
+    Restore(RestoreArgs),
     /// Analytics maintenance.
     #[command(subcommand)]
     Analytics(AnalyticsCommand),
     /// Development tools.
     #[command(subcommand)]
     Dev(DevCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The archive to write (created 0600; an existing file is refused).
+    #[arg(long)]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The archive `plaza backup` or the `backup_database` action wrote.
+    #[arg(long)]
+    pub input: PathBuf,
+    /// Replace the database, the keys and the uploads of a data directory
+    /// (or PostgreSQL database) that is not empty.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -51,7 +51,7 @@ const ERASED_FILE_PAGES_PER_RUN: usize = 100;
 /// Every background job Plaza runs: the one place to add one. Periods
 /// that are settings come from `settings`.
 pub fn jobs(settings: &Settings) -> Vec<Job> {
-    vec![
+    let mut jobs = vec![
         Job {
             // The Prometheus recorder keeps every recorded latency until it
             // is folded into its histogram, which otherwise happens only
@@ -271,7 +271,33 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             wake: None,
         },
-    ]
+    ];
+    if settings.storage.backup_interval_hours > 0 {
+        let period = Duration::from_secs(settings.storage.backup_interval_hours * 3600);
+        jobs.push(Job {
+            // A backup archive into `<data_dir>/backups`, as the
+            // `backup_database` action writes; the claim lasts a whole
+            // period, so a long backup is never started twice.
+            name: "scheduled_backup",
+            period,
+            scope: Scope::Cluster { lease: period },
+            run: |state| {
+                Box::pin(async move {
+                    let report = crate::services::maintenance::backup_into_data_dir(&state)
+                        .await
+                        .map_err(|error| format!("the scheduled backup failed: {error}"))?;
+                    tracing::info!(
+                        file = %report.file_name,
+                        size_bytes = report.size_bytes,
+                        pruned = ?report.pruned,
+                        "scheduled backup written"
+                    );
+                    Ok(format!("wrote {}", report.file_name))
+                })
+            },
+        });
+    }
+    jobs
 }
 
 /// Starts every job until `stop` is cancelled.

@@ -1,9 +1,9 @@
 //! The system maintenance actions an admin starts with `POST
 //! /api/v1/admin/system/maintenance`: what each does to this process, the
 //! database and the data directory, and the audit entry it leaves. The SQL
-//! is in `plaza_domain` (`search::rebuild`, `Database::backup_sqlite_into`,
-//! `maintenance`); this module orders the steps, names the files and runs
-//! `pg_dump`.
+//! is in `plaza_domain` (`search::rebuild`, `maintenance`) and the backup
+//! archive in `services::backup`; this module orders the steps, names the
+//! backup files and prunes them.
 //!
 //! Every action is recorded as `system.maintenance.<action>` once it has
 //! succeeded (a failed one records nothing): `rebuild_search` in the same
@@ -11,13 +11,13 @@
 //! after they finish.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Instant;
 
+use crate::services::backup::{self, BackupError};
 use crate::services::storage::UPLOAD_GRACE;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::users::Role;
-use plaza_domain::{Backend, alerts, search};
+use plaza_domain::{alerts, search};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -139,18 +139,22 @@ pub struct UploadsReport {
     pub note: String,
 }
 
+/// A backup archive (`.tar.gz`) holding the database, the generated keys
+/// and the files of a local upload store; `plaza restore --input` reads it.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupReport {
-    /// In the data directory's `backups` folder.
-    #[schema(example = "plaza-20261123T101500.123Z.db")]
+    /// The archive, in the data directory's `backups` folder.
+    #[schema(example = "plaza-20261123T101500.123Z.tar.gz")]
     pub file_name: String,
+    /// The archive's size.
     pub size_bytes: u64,
-    /// `sqlite` (a database file made with `VACUUM INTO`) or `postgres`
-    /// (a `pg_dump` custom-format archive, for `pg_restore`).
+    /// The database engine copied into the archive: `sqlite` (a copy made
+    /// with `VACUUM INTO`) or `postgres` (a `pg_dump` custom-format dump).
     #[schema(example = "sqlite")]
     pub engine: String,
-    /// Older backups removed so that `backup_keep` remain.
+    /// Older backups removed so that `backup_keep` remain (archives, and
+    /// the `.db` and `.dump` files of earlier versions).
     pub pruned: Vec<String>,
 }
 
@@ -328,51 +332,50 @@ async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
 }
 
 async fn backup_database(state: &AppState) -> Result<BackupReport, AppError> {
+    backup_into_data_dir(state)
+        .await
+        .map_err(|error| match error {
+            BackupError::Refused(problem) => AppError::Conflict(problem),
+            other => AppError::internal(other.to_string()),
+        })
+}
+
+/// Writes a backup archive into `<data_dir>/backups` as
+/// `plaza-<UTC time>.tar.gz`, then removes the oldest beyond
+/// `backup_keep`: the maintenance action and the scheduled backup.
+pub async fn backup_into_data_dir(state: &AppState) -> Result<BackupReport, BackupError> {
     let folder = state.settings.storage.data_dir.join("backups");
     crate::startup::create_private_dir(&folder)
-        .map_err(|error| AppError::internal(format!("creating {}: {error}", folder.display())))?;
-    let backend = state.db.backend();
+        .map_err(|error| BackupError::Failed(format!("creating {}: {error}", folder.display())))?;
     let stamp = time::OffsetDateTime::now_utc()
         .format(time::macros::format_description!(
             "[year][month][day]T[hour][minute][second].[subsecond digits:3]Z"
         ))
-        .map_err(AppError::internal)?;
-    let file_name = match backend {
-        Backend::Sqlite => format!("plaza-{stamp}.db"),
-        Backend::Postgres => format!("plaza-{stamp}.dump"),
-    };
-    let path = folder.join(&file_name);
-    create_private_file(&path)?;
-    let written = match backend {
-        Backend::Sqlite => state
-            .db
-            .backup_sqlite_into(&path)
-            .await
-            .map_err(AppError::from),
-        Backend::Postgres => pg_dump(&state.settings.effective_database_url(), &path).await,
-    };
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&path);
-        return Err(error);
-    }
-    let size_bytes = std::fs::metadata(&path)
-        .map_err(|error| AppError::internal(format!("reading {}: {error}", path.display())))?
-        .len();
+        .map_err(|error| BackupError::Failed(error.to_string()))?;
+    let file_name = format!("plaza-{stamp}.tar.gz");
+    let written = backup::write_backup(
+        &state.db,
+        &state.settings,
+        &state.uploads.storage,
+        &folder.join(&file_name),
+    )
+    .await?;
     let pruned = prune_backups(&folder, state.settings.storage.backup_keep)?;
     Ok(BackupReport {
         file_name,
-        size_bytes,
-        engine: backend.name().to_owned(),
+        size_bytes: written.size_bytes,
+        engine: written.manifest.engine,
         pruned,
     })
 }
 
 /// Removes all but the newest `keep` backups in `folder` (their names
 /// carry their time, so they sort oldest first) and answers the names
-/// removed. Files of other names are left alone.
-fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, AppError> {
+/// removed. Files of other names are left alone; one another backup
+/// removed meanwhile is not an error.
+fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, BackupError> {
     let unreadable = |error: std::io::Error| {
-        AppError::internal(format!("reading {}: {error}", folder.display()))
+        BackupError::Failed(format!("reading {}: {error}", folder.display()))
     };
     let mut backups = Vec::new();
     for entry in std::fs::read_dir(folder).map_err(unreadable)? {
@@ -386,117 +389,31 @@ fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, AppError> {
     let excess = backups.len().saturating_sub(keep);
     let pruned: Vec<String> = backups.into_iter().take(excess).collect();
     for name in &pruned {
-        std::fs::remove_file(folder.join(name)).map_err(|error| {
-            AppError::internal(format!("removing the old backup {name}: {error}"))
-        })?;
+        match std::fs::remove_file(folder.join(name)) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(BackupError::Failed(format!(
+                    "removing the old backup {name}: {error}"
+                )));
+            }
+        }
     }
     Ok(pruned)
 }
 
-/// Whether `name` is one `backup_database` writes: `plaza-<time>.db` or
-/// `plaza-<time>.dump`.
+/// Whether `name` is a backup `backup_database` writes,
+/// `plaza-<time>.tar.gz`, or wrote in earlier versions, `plaza-<time>.db`
+/// (SQLite) and `plaza-<time>.dump` (PostgreSQL).
 fn is_backup_name(name: &str) -> bool {
     name.strip_prefix("plaza-").is_some_and(|rest| {
-        rest.strip_suffix(".db")
-            .or_else(|| rest.strip_suffix(".dump"))
+        [".tar.gz", ".db", ".dump"]
+            .iter()
+            .find_map(|extension| rest.strip_suffix(extension))
             .is_some_and(|stamp| {
                 stamp.ends_with('Z') && stamp.starts_with(|c: char| c.is_ascii_digit())
             })
     })
-}
-
-/// Creates the empty backup file readable by the owner only, before the
-/// database or `pg_dump` fills it; a name taken already is a conflict.
-fn create_private_file(path: &Path) -> Result<(), AppError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(_) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(AppError::Conflict(
-            "a backup of this name is being written; retry".to_owned(),
-        )),
-        Err(error) => Err(AppError::internal(format!(
-            "creating {}: {error}",
-            path.display()
-        ))),
-    }
-}
-
-/// The libpq connection parameters `pg_dump` understands; sqlx's own
-/// (`statement-cache-capacity`, …) would make it refuse the URL.
-const LIBPQ_PARAMETERS: &[&str] = &[
-    "sslmode",
-    "sslrootcert",
-    "sslcert",
-    "sslkey",
-    "host",
-    "hostaddr",
-    "port",
-    "user",
-    "dbname",
-    "options",
-    "application_name",
-    "connect_timeout",
-    "target_session_attrs",
-];
-
-/// Dumps the PostgreSQL database of `url` into `path` (custom format, for
-/// `pg_restore`) with the `pg_dump` on the `PATH`. The password travels in
-/// `PGPASSWORD`, not on the command line other users can read.
-async fn pg_dump(url: &str, path: &Path) -> Result<(), AppError> {
-    let mut parsed = url::Url::parse(url).map_err(AppError::internal)?;
-    let password = parsed.password().map(percent_decode);
-    let _ = parsed.set_password(None);
-    let kept: Vec<(String, String)> = parsed
-        .query_pairs()
-        .filter(|(key, _)| LIBPQ_PARAMETERS.contains(&key.as_ref()))
-        .map(|(key, value)| (key.into_owned(), value.into_owned()))
-        .collect();
-    parsed.set_query(None);
-    if !kept.is_empty() {
-        parsed.query_pairs_mut().extend_pairs(kept);
-    }
-    let mut command = std::process::Command::new("pg_dump");
-    command
-        .arg("--format=custom")
-        .arg("--no-password")
-        .arg("--file")
-        .arg(path)
-        .arg("--dbname")
-        .arg(parsed.as_str())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(password) = password {
-        command.env("PGPASSWORD", password);
-    }
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .map_err(AppError::internal)?;
-    match output {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Err(AppError::Conflict(
-            "pg_dump is not installed on this server: back up PostgreSQL with pg_dump (or your \
-             provider's snapshots) from a machine that has it"
-                .to_owned(),
-        )),
-        Err(error) => Err(AppError::internal(format!("running pg_dump: {error}"))),
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(AppError::internal(format!(
-            "pg_dump failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))),
-    }
-}
-
-/// A URL's percent-encoded user-info part, decoded.
-fn percent_decode(text: &str) -> String {
-    url::form_urlencoded::parse(format!("p={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, value)| value.into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -513,7 +430,20 @@ mod tests {
     }
 
     #[test]
-    fn passwords_are_decoded_for_pgpassword() {
-        assert_eq!(percent_decode("p%40ss+w%2Ford"), "p@ss+w/ord");
+    fn backups_of_every_version_are_recognised() {
+        for name in [
+            "plaza-20261123T101500.123Z.tar.gz",
+            "plaza-20261123T101500.123Z.db",
+            "plaza-20261123T101500.123Z.dump",
+        ] {
+            assert!(is_backup_name(name), "{name}");
+        }
+        for name in [
+            "plaza-20261123T101500.123Z.tar.gz.partial",
+            "plaza-notes.txt",
+            "operator.db",
+        ] {
+            assert!(!is_backup_name(name), "{name}");
+        }
     }
 }

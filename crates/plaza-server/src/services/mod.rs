@@ -2,13 +2,14 @@
 //! writer, the live alert stream, the audit of reads, health probes, the
 //! feature flags as last read, users' data exports and the deletion of
 //! erased users' files, the bounded blocking pool, outgoing mail and the
-//! templates it is written from, and the one job runner with the
-//! maintenance actions it and the admins start. Nothing here knows about
-//! HTTP routes.
+//! templates it is written from, backup archives, and the one job runner
+//! with the maintenance actions it and the admins start. Nothing here knows
+//! about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
 pub mod audit_reads;
+pub mod backup;
 pub mod blocking;
 pub mod erased_files;
 pub mod export;

@@ -146,6 +146,13 @@ impl Storage {
         })
     }
 
+    /// The folder of a local store; `None` for an S3 store.
+    pub fn local_folder(&self) -> Option<std::path::PathBuf> {
+        self.location
+            .strip_prefix("file://")
+            .map(std::path::PathBuf::from)
+    }
+
     /// `call`, failed when it takes longer than the store's timeout.
     async fn timed<T>(
         &self,

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{SettingsError, at_least_one};
 
+/// The longest `backup_interval_hours`: a year.
+const MAX_BACKUP_INTERVAL_HOURS: u64 = 366 * 24;
+
 /// Files Plaza keeps: the data directory and uploads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -26,9 +29,12 @@ pub struct StorageSettings {
     /// `host:port` of a ClamAV `clamd` that scans every upload; unset: the
     /// built-in structure check only.
     pub upload_clamd_address: Option<String>,
-    /// How many backups `backup_database` keeps in `<data_dir>/backups`;
-    /// older ones are removed after each new one.
+    /// How many backups `backup_database` and the scheduled backup keep in
+    /// `<data_dir>/backups`; older ones are removed after each new one.
     pub backup_keep: usize,
+    /// Hours between scheduled backups into `<data_dir>/backups` (once per
+    /// cluster, by whichever instance claims the run); 0: none.
+    pub backup_interval_hours: u64,
     /// How long one call to the upload store (a write, read, delete or a
     /// page of a listing) may take before it fails.
     pub storage_timeout_secs: u64,
@@ -59,6 +65,7 @@ impl Default for StorageSettings {
             upload_max_concurrent: 2,
             upload_clamd_address: None,
             backup_keep: 7,
+            backup_interval_hours: 0,
             storage_timeout_secs: 10,
             storage_moved: false,
             export_max_concurrent: 2,
@@ -91,6 +98,12 @@ impl StorageSettings {
             return Err(SettingsError::new(
                 "storage_timeout_secs",
                 "must be 1 to 300",
+            ));
+        }
+        if self.backup_interval_hours > MAX_BACKUP_INTERVAL_HOURS {
+            return Err(SettingsError::new(
+                "backup_interval_hours",
+                format!("must be 0 (off) to {MAX_BACKUP_INTERVAL_HOURS} (a year)"),
             ));
         }
         if self.upload_min_bytes > self.upload_max_bytes {

@@ -13,6 +13,7 @@ mod alerts;
 mod analytics;
 mod analytics_rollups;
 mod audit;
+mod backup;
 mod browser_and_docs;
 mod client_generators;
 mod content;

@@ -10,7 +10,7 @@ on_both_databases!(
     feature_flags_are_created_then_updated_with_their_audit_entries,
     bad_feature_flag_writes_are_refused_and_write_nothing,
     maintenance_actions_answer_what_they_did_and_are_audited,
-    a_backup_opens_as_a_database_holding_the_data,
+    a_backup_is_an_archive_holding_the_database,
     backups_beyond_backup_keep_are_removed_oldest_first,
     system_actions_are_counted_in_their_own_tier,
     system_actions_fail_closed_when_redis_is_unreachable,
@@ -418,7 +418,8 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
     assert_eq!(audit_total(&server, &admin.reader).await, entries_before);
 }
 
-async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
+async fn a_backup_is_an_archive_holding_the_database(backend: Backend) {
+    use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
 
     let server = TestServer::start(backend).await;
@@ -431,7 +432,10 @@ async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
     assert_eq!(status, 200, "{answer}");
     let backup = &answer["data"]["backup"];
     let file_name = backup["fileName"].as_str().unwrap();
-    assert!(file_name.starts_with("plaza-"), "{backup}");
+    assert!(
+        file_name.starts_with("plaza-") && file_name.ends_with(".tar.gz"),
+        "{backup}"
+    );
     let folder = server.data_dir.path().join("backups");
     let path = folder.join(file_name);
     let metadata = std::fs::metadata(&path).unwrap();
@@ -441,11 +445,30 @@ async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
         std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777,
         0o700
     );
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(&path).unwrap(),
+    ));
+    let unpacked = tempfile::tempdir().unwrap();
+    let mut manifest = String::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().into_owned();
+        if name == std::path::Path::new("manifest.json") {
+            entry.read_to_string(&mut manifest).unwrap();
+        } else if name.starts_with("database") {
+            entry
+                .unpack(unpacked.path().join(name.file_name().unwrap()))
+                .unwrap();
+        }
+    }
+    let manifest: Value = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(manifest["counts"]["users"], 4, "{manifest}");
     match backend {
         Backend::Sqlite => {
             assert_eq!(backup["engine"], "sqlite");
             use sqlx::Connection;
-            let url = format!("sqlite://{}?mode=ro", path.display());
+            let copy_path = unpacked.path().join("plaza.db");
+            let url = format!("sqlite://{}?mode=ro", copy_path.display());
             let mut copy = sqlx::SqliteConnection::connect(&url).await.unwrap();
             let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
                 .fetch_one(&mut copy)
@@ -460,11 +483,14 @@ async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
         }
         Backend::Postgres => {
             assert_eq!(backup["engine"], "postgres");
-            let archive = std::fs::read(&path).unwrap();
-            assert!(archive.starts_with(b"PGDMP"), "not a pg_dump archive");
+            let dump = unpacked.path().join("plaza.dump");
+            assert!(
+                std::fs::read(&dump).unwrap().starts_with(b"PGDMP"),
+                "not a pg_dump archive"
+            );
             let listing = std::process::Command::new("pg_restore")
                 .arg("--list")
-                .arg(&path)
+                .arg(&dump)
                 .output()
                 .unwrap();
             assert!(listing.status.success());
@@ -479,12 +505,21 @@ async fn a_backup_opens_as_a_database_holding_the_data(backend: Backend) {
     );
 }
 
-/// Each backup removes the oldest ones beyond `backup_keep`, and leaves the
-/// folder's other files alone.
+/// Each backup removes the oldest ones beyond `backup_keep`, the `.db` and
+/// `.dump` files of earlier versions among them, and leaves the folder's
+/// other files alone.
 async fn backups_beyond_backup_keep_are_removed_oldest_first(backend: Backend) {
     let server = TestServer::start_with(backend, &[("PLAZA_BACKUP_KEEP", "2")]).await;
     let admin = admin(&server).await;
     let folder = server.data_dir.path().join("backups");
+    std::fs::create_dir_all(&folder).unwrap();
+    let earlier = [
+        "plaza-20200101T000000.000Z.db",
+        "plaza-20200102T000000.000Z.dump",
+    ];
+    for name in earlier {
+        std::fs::write(folder.join(name), "a backup of an earlier version").unwrap();
+    }
     let mut written = Vec::new();
     for round in 0..3 {
         let (status, answer) =
@@ -492,10 +527,10 @@ async fn backups_beyond_backup_keep_are_removed_oldest_first(backend: Backend) {
         assert_eq!(status, 200, "{answer}");
         let backup = &answer["data"]["backup"];
         written.push(backup["fileName"].as_str().unwrap().to_owned());
-        let expected = if round == 2 {
-            json!([written[0]])
-        } else {
-            json!([])
+        let expected = match round {
+            0 => json!([earlier[0]]),
+            1 => json!([earlier[1]]),
+            _ => json!([written[0]]),
         };
         assert_eq!(backup["pruned"], expected, "round {round}: {backup}");
         if round == 0 {

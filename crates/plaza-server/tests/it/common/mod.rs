@@ -195,6 +195,93 @@ fn rand_suffix() -> u32 {
     nanos % 1_000_000
 }
 
+/// A data directory, a database and the settings of a `plaza` not
+/// started yet: commands run against them ([`Prepared::cli`]) before
+/// [`Prepared::serve`] starts the server on them.
+pub struct Prepared {
+    pub data_dir: TempDir,
+    pub database_url: String,
+    env: Vec<(String, String)>,
+    postgres: Option<PostgresDatabase>,
+}
+
+impl Prepared {
+    /// A fresh data directory holding `plaza.toml` with `config`, a fresh
+    /// database of `backend` (unless `env` names one), and `env` on top of
+    /// the default settings.
+    pub async fn new(backend: Backend, config: &str, env: &[(&str, &str)]) -> Self {
+        let data_dir = tempfile::tempdir().expect("temporary directory");
+        let config_path = data_dir.path().join("plaza.toml");
+        std::fs::write(&config_path, config).expect("write the settings file");
+        let given_url = env
+            .iter()
+            .find(|(key, _)| *key == "PLAZA_DATABASE_URL")
+            .map(|(_, url)| (*url).to_owned());
+        let (database_url, postgres) = match backend {
+            _ if given_url.is_some() => (given_url.unwrap_or_default(), None),
+            Backend::Sqlite => (
+                format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
+                None,
+            ),
+            Backend::Postgres => {
+                let database = PostgresDatabase::create().await;
+                (database.url.clone(), Some(database))
+            }
+        };
+        let mut all_env: Vec<(String, String)> = DEFAULT_ENV
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        all_env.push(("PLAZA_DATABASE_URL".into(), database_url.clone()));
+        all_env.push((
+            "PLAZA_DATA_DIR".into(),
+            data_dir.path().display().to_string(),
+        ));
+        all_env.push(("PLAZA_CONFIG".into(), config_path.display().to_string()));
+        for (key, value) in env {
+            all_env.retain(|(existing, _)| existing != key);
+            all_env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+        Prepared {
+            data_dir,
+            database_url,
+            env: all_env,
+            postgres,
+        }
+    }
+
+    /// Leaves the default setting `key` out, so Plaza uses its own default
+    /// (without `PLAZA_JWT_SECRET`, a key generated into the data directory).
+    pub fn without(mut self, key: &str) -> Self {
+        self.env.retain(|(existing, _)| existing != key);
+        self
+    }
+
+    /// Runs a `plaza` subcommand with these settings.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        plaza_command(&self.env)
+            .args(args)
+            .output()
+            .expect("run plaza")
+    }
+
+    /// Starts `plaza serve` on this data directory and database.
+    pub fn serve(self) -> TestServer {
+        let (child, base, logs, log_reader) = spawn_plaza(&self.env, &[]);
+        TestServer {
+            base,
+            client: client(),
+            database_url: self.database_url,
+            data_dir: self.data_dir,
+            env: self.env,
+            child,
+            logs,
+            log_reader: Some(log_reader),
+            _postgres: self.postgres,
+        }
+    }
+}
+
 /// A running `plaza serve`.
 pub struct TestServer {
     pub base: String,
@@ -250,50 +337,7 @@ impl TestServer {
 
     /// Starts with a settings file (TOML) as well as environment variables.
     pub async fn start_with_config(backend: Backend, config: &str, env: &[(&str, &str)]) -> Self {
-        let data_dir = tempfile::tempdir().expect("temporary directory");
-        let config_path = data_dir.path().join("plaza.toml");
-        std::fs::write(&config_path, config).expect("write the settings file");
-        let given_url = env
-            .iter()
-            .find(|(key, _)| *key == "PLAZA_DATABASE_URL")
-            .map(|(_, url)| (*url).to_owned());
-        let (database_url, postgres) = match backend {
-            _ if given_url.is_some() => (given_url.unwrap_or_default(), None),
-            Backend::Sqlite => (
-                format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
-                None,
-            ),
-            Backend::Postgres => {
-                let database = PostgresDatabase::create().await;
-                (database.url.clone(), Some(database))
-            }
-        };
-        let mut all_env: Vec<(String, String)> = DEFAULT_ENV
-            .iter()
-            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-            .collect();
-        all_env.push(("PLAZA_DATABASE_URL".into(), database_url.clone()));
-        all_env.push((
-            "PLAZA_DATA_DIR".into(),
-            data_dir.path().display().to_string(),
-        ));
-        all_env.push(("PLAZA_CONFIG".into(), config_path.display().to_string()));
-        for (key, value) in env {
-            all_env.retain(|(existing, _)| existing != key);
-            all_env.push(((*key).to_owned(), (*value).to_owned()));
-        }
-        let (child, base, logs, log_reader) = spawn_plaza(&all_env, &[]);
-        TestServer {
-            base,
-            client: client(),
-            database_url,
-            data_dir,
-            env: all_env,
-            child,
-            logs,
-            log_reader: Some(log_reader),
-            _postgres: postgres,
-        }
+        Prepared::new(backend, config, env).await.serve()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -617,6 +661,22 @@ impl TestServer {
             let _ = reader.join();
         }
         status
+    }
+}
+
+impl TestServer {
+    /// Stops the server (SIGTERM, then waits for it) and hands back its
+    /// data directory, database and settings, to run commands on them or
+    /// serve them again.
+    pub fn stop(mut self) -> Prepared {
+        self.terminate();
+        let placeholder = tempfile::tempdir().expect("temporary directory");
+        Prepared {
+            data_dir: std::mem::replace(&mut self.data_dir, placeholder),
+            database_url: std::mem::take(&mut self.database_url),
+            env: std::mem::take(&mut self.env),
+            postgres: self._postgres.take(),
+        }
     }
 }
 

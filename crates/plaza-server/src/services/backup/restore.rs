@@ -1,0 +1,915 @@
+//! Restoring a backup archive. Nothing is written in place before the
+//! whole archive has been read and checked: files go to a
+//! `.plaza-restore-*` folder beside their destination (inside it for the
+//! upload folder, which may be a mount point), the database copy is
+//! checked against the manifest, then everything is renamed into place; a
+//! failure puts back whatever had been moved, and a failure that cannot be
+//! undone says what it left.
+
+use std::fs::{self, File};
+use std::io::{self, BufReader, Read};
+use std::path::{Component, Path, PathBuf};
+
+use flate2::read::GzDecoder;
+use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::maintenance::DatabaseContents;
+use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
+use serde_json::json;
+use tempfile::TempDir;
+
+use super::{
+    BackupError, Counts, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
+    SQLITE_ENTRY, STAGING_PREFIX, create_private_file, domain_failed, failed, libpq_command,
+    run_tool, tool_command,
+};
+use crate::services::storage::Storage;
+use crate::settings::Settings;
+use crate::startup::{StartupError, create_private_dir};
+
+/// A manifest is a few hundred bytes; a larger first entry is no manifest.
+const MANIFEST_MAX_BYTES: u64 = 1 << 20;
+/// What a data directory may hold and still count as empty, besides empty
+/// folders, the serve lock and the archive being restored.
+const ALLOWED_IN_EMPTY: [&str; 2] = ["plaza.toml", "backups"];
+
+/// What [`restore`] did.
+#[derive(Debug)]
+pub struct Restored {
+    pub manifest: Manifest,
+    pub upload_files: u64,
+    pub upload_bytes: u64,
+    /// The store the upload records named before, when the restore made
+    /// them name this install's local store, and how many it changed.
+    pub store_renamed: Option<(String, u64)>,
+    /// The store the upload records name now.
+    pub store: String,
+    /// What `--force` replaced (the database, keys, upload files).
+    pub replaced: Vec<String>,
+    /// Things the operator should know (an S3 store, another store than
+    /// the configured one).
+    pub notes: Vec<String>,
+}
+
+/// Where a restore puts things.
+struct Destinations {
+    data_dir: PathBuf,
+    /// The SQLite database file; `None` on PostgreSQL.
+    sqlite: Option<PathBuf>,
+    /// The local upload folder; `None` for an S3 store.
+    uploads: Option<PathBuf>,
+    /// This install's upload store, as records name it.
+    store: String,
+}
+
+/// The staging folders of one restore; dropped, they are removed with
+/// whatever they still hold (files not moved into place, or the ones
+/// `--force` replaced).
+struct Staging {
+    /// In the data directory: the keys, the PostgreSQL dump and, when it
+    /// lives there, the SQLite database.
+    main: TempDir,
+    /// Beside an SQLite database outside the data directory.
+    database: Option<TempDir>,
+    /// Inside the upload folder.
+    uploads: Option<TempDir>,
+}
+
+impl Staging {
+    fn database_file(&self, backend: Backend) -> PathBuf {
+        match backend {
+            Backend::Sqlite => self
+                .database
+                .as_ref()
+                .unwrap_or(&self.main)
+                .path()
+                .join(SQLITE_ENTRY),
+            Backend::Postgres => self.main.path().join(POSTGRES_ENTRY),
+        }
+    }
+
+    fn key(&self, name: &str) -> PathBuf {
+        self.main.path().join("keys").join(name)
+    }
+
+    fn uploads(&self) -> Option<PathBuf> {
+        self.uploads.as_ref().map(|stage| stage.path().join("new"))
+    }
+}
+
+/// Restores the archive at `input` into the data directory and database
+/// `settings` name, recording it in the restored database's audit trail as
+/// `context`. Refused while a server serves that SQLite database, and,
+/// unless `force`, when the data directory is not empty or the PostgreSQL
+/// database holds tables.
+pub async fn restore(
+    settings: &Settings,
+    input: &Path,
+    force: bool,
+    context: AuditContext,
+) -> Result<Restored, BackupError> {
+    let _serving =
+        crate::startup::lock_embedded_database(settings).map_err(|error| match error {
+            StartupError::DatabaseServed {
+                database, holder, ..
+            } => BackupError::Refused(format!(
+                "a Plaza server (pid {holder}) serves the database {database}: stop it before \
+             restoring into it"
+            )),
+            other => BackupError::Failed(other.to_string()),
+        })?;
+    let archive = File::open(input).map_err(|error| {
+        BackupError::Refused(format!("cannot read {}: {error}", input.display()))
+    })?;
+    let url = settings.effective_database_url();
+    let backend = Backend::from_url(&url).ok_or_else(|| {
+        BackupError::Refused("database_url is neither sqlite:// nor postgres://".to_owned())
+    })?;
+    let data_dir = settings.storage.data_dir.clone();
+    create_private_dir(&data_dir).map_err(failed(format!("creating {}", data_dir.display())))?;
+    let store = Storage::open(
+        settings.storage.storage_url.as_deref(),
+        &data_dir,
+        std::time::Duration::from_secs(settings.storage.storage_timeout_secs),
+    )
+    .map_err(BackupError::Refused)?;
+    let sqlite = match backend {
+        Backend::Sqlite => Some(crate::startup::sqlite_file(&url).ok_or_else(|| {
+            BackupError::Refused(format!(
+                "database_url {url:?} names no database file to restore into"
+            ))
+        })?),
+        Backend::Postgres => None,
+    };
+    let destinations = Destinations {
+        data_dir,
+        sqlite,
+        uploads: store.local_folder(),
+        store: store.location.clone(),
+    };
+    remove_stale_staging(&destinations);
+    let database = match backend {
+        Backend::Postgres => Some(
+            crate::startup::connect_database(settings)
+                .await
+                .map_err(|error| BackupError::Failed(error.to_string()))?,
+        ),
+        Backend::Sqlite => None,
+    };
+    let mut occupied = occupied_paths(&destinations, input).map_err(failed(format!(
+        "reading {}",
+        destinations.data_dir.display()
+    )))?;
+    let holds_tables = match &database {
+        Some(database) => database
+            .holds_tables()
+            .await
+            .map_err(domain_failed("reading the database"))?,
+        None => false,
+    };
+    if holds_tables {
+        occupied.push(format!(
+            "the database {} (it holds tables)",
+            plaza_domain::db::redact_url(&url)
+        ));
+    }
+    if !occupied.is_empty() && !force {
+        return Err(BackupError::Refused(format!(
+            "the install is not empty: found {}. Restore into an empty data directory (holding \
+             at most plaza.toml, backups/ and empty folders) and an empty database, or pass \
+             --force to replace the database, the keys and the uploads",
+            occupied.join(", ")
+        )));
+    }
+    let staging = stage(&destinations).map_err(failed("creating the staging folders"))?;
+    let expected = Expected {
+        backend,
+        latest_schema: plaza_domain::db::latest_schema_version(backend),
+        local_store: destinations.uploads.is_some(),
+        store: destinations.store.clone(),
+    };
+    let targets = Targets {
+        database: staging.database_file(backend),
+        keys: staging.main.path().join("keys"),
+        uploads: staging.uploads(),
+    };
+    let unpacked = tokio::task::spawn_blocking(move || unpack(archive, &expected, &targets))
+        .await
+        .map_err(|error| BackupError::Failed(format!("reading the archive: {error}")))??;
+    let archive_name = input
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let restoring = Restoring {
+        destinations: &destinations,
+        staging: &staging,
+        unpacked: &unpacked,
+        archive_name: &archive_name,
+        context,
+        backend,
+    };
+    let (store_renamed, replaced) = match database {
+        None => restoring.sqlite().await?,
+        Some(database) => restoring.postgres(&database, &url, holds_tables).await?,
+    };
+    let mut notes = Vec::new();
+    let recorded = &unpacked.manifest.upload_store;
+    if !recorded.files_included {
+        notes.push(format!(
+            "the uploads' files are not in the archive: they stay in {}, whose own versioning \
+             keeps their history",
+            recorded.location
+        ));
+        if recorded.location != destinations.store {
+            notes.push(format!(
+                "the upload records name {}, but storage_url names {}: point storage_url at {} \
+                 (or move the files and start once with storage_moved)",
+                recorded.location, destinations.store, recorded.location
+            ));
+        }
+    }
+    Ok(Restored {
+        store: if recorded.files_included {
+            destinations.store.clone()
+        } else {
+            recorded.location.clone()
+        },
+        manifest: unpacked.manifest,
+        upload_files: unpacked.upload_files,
+        upload_bytes: unpacked.upload_bytes,
+        store_renamed,
+        replaced,
+        notes,
+    })
+}
+
+/// Removes the staging folders a restore that crashed left behind. Only
+/// one restore runs at a time on an SQLite database (it holds the serve
+/// lock); on PostgreSQL the operator runs one at a time.
+fn remove_stale_staging(destinations: &Destinations) {
+    let mut folders = vec![destinations.data_dir.clone()];
+    folders.extend(destinations.uploads.clone());
+    folders.extend(
+        destinations
+            .sqlite
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .map(Path::to_path_buf),
+    );
+    for folder in folders {
+        let Ok(listing) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(STAGING_PREFIX)
+            {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// What makes the destination not empty: the entries of the data directory
+/// other than `plaza.toml`, `backups`, the serve lock, the archive being
+/// restored and empty folders; an SQLite database elsewhere that exists;
+/// an upload folder elsewhere that holds anything.
+fn occupied_paths(destinations: &Destinations, input: &Path) -> io::Result<Vec<String>> {
+    let input = fs::canonicalize(input).ok();
+    let lock_name = destinations.sqlite.as_ref().and_then(|database| {
+        let mut name = database.file_name()?.to_owned();
+        name.push(".lock");
+        Some(name)
+    });
+    let mut occupied: Vec<PathBuf> = Vec::new();
+    for entry in fs::read_dir(&destinations.data_dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let path = entry.path();
+        let allowed = ALLOWED_IN_EMPTY.iter().any(|allowed| name == *allowed)
+            || lock_name.as_ref() == Some(&name)
+            || input.is_some() && fs::canonicalize(&path).ok() == input
+            || entry.file_type()?.is_dir() && fs::read_dir(&path)?.next().is_none();
+        if !allowed {
+            occupied.push(path);
+        }
+    }
+    if let Some(database) = &destinations.sqlite
+        && database.exists()
+    {
+        occupied.push(database.clone());
+    }
+    if let Some(folder) = &destinations.uploads
+        && fs::read_dir(folder)?.next().is_some()
+    {
+        occupied.push(folder.clone());
+    }
+    occupied.sort();
+    let mut seen = Vec::new();
+    let mut described = Vec::new();
+    for path in occupied {
+        let key = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if !seen.contains(&key) {
+            described.push(path.display().to_string());
+            seen.push(key);
+        }
+    }
+    Ok(described)
+}
+
+fn stage(destinations: &Destinations) -> io::Result<Staging> {
+    let in_folder = |folder: &Path| {
+        tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .tempdir_in(folder)
+    };
+    let main = in_folder(&destinations.data_dir)?;
+    create_private_dir(&main.path().join("keys"))?;
+    let database = match destinations.sqlite.as_deref().and_then(Path::parent) {
+        Some(parent) if !same_folder(parent, &destinations.data_dir) => {
+            create_private_dir(parent)?;
+            Some(in_folder(parent)?)
+        }
+        _ => None,
+    };
+    let uploads = match &destinations.uploads {
+        Some(folder) => {
+            let stage = in_folder(folder)?;
+            create_private_dir(&stage.path().join("new"))?;
+            Some(stage)
+        }
+        None => None,
+    };
+    Ok(Staging {
+        main,
+        database,
+        uploads,
+    })
+}
+
+fn same_folder(one: &Path, other: &Path) -> bool {
+    let one = if one.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        one
+    };
+    match (fs::canonicalize(one), fs::canonicalize(other)) {
+        (Ok(one), Ok(other)) => one == other,
+        _ => false,
+    }
+}
+
+/// What the archive must match.
+struct Expected {
+    backend: Backend,
+    latest_schema: i64,
+    /// Whether this install's upload store is a local folder.
+    local_store: bool,
+    store: String,
+}
+
+/// Where [`unpack`] writes each kind of entry.
+struct Targets {
+    database: PathBuf,
+    keys: PathBuf,
+    uploads: Option<PathBuf>,
+}
+
+/// What [`unpack`] read.
+struct Unpacked {
+    manifest: Manifest,
+    keys: Vec<String>,
+    upload_files: u64,
+    upload_bytes: u64,
+}
+
+fn bad(error: impl std::fmt::Display) -> BackupError {
+    BackupError::BadArchive(format!(
+        "the archive is damaged or not a Plaza backup (.tar.gz): {error}"
+    ))
+}
+
+/// Reads the whole archive into the staging folders, checking its
+/// manifest against `expected` first and every entry's path and kind.
+fn unpack(archive: File, expected: &Expected, targets: &Targets) -> Result<Unpacked, BackupError> {
+    let mut reader = tar::Archive::new(GzDecoder::new(BufReader::new(archive)));
+    let mut manifest: Option<Manifest> = None;
+    let mut database = false;
+    let mut keys = Vec::new();
+    let (mut upload_files, mut upload_bytes) = (0, 0);
+    for entry in reader.entries().map_err(bad)? {
+        let mut entry = entry.map_err(bad)?;
+        let path = entry.path().map_err(bad)?.into_owned();
+        let kind = entry.header().entry_type();
+        let Some(read) = &manifest else {
+            if path != Path::new(MANIFEST_ENTRY) || !kind.is_file() {
+                return Err(BackupError::BadArchive(format!(
+                    "not a Plaza backup: its first entry is {}, not {MANIFEST_ENTRY}",
+                    path.display()
+                )));
+            }
+            let mut text = Vec::new();
+            entry
+                .by_ref()
+                .take(MANIFEST_MAX_BYTES + 1)
+                .read_to_end(&mut text)
+                .map_err(bad)?;
+            if text.len() as u64 > MANIFEST_MAX_BYTES {
+                return Err(BackupError::BadArchive(format!(
+                    "not a Plaza backup: its {MANIFEST_ENTRY} is over {MANIFEST_MAX_BYTES} bytes"
+                )));
+            }
+            let parsed: Manifest = serde_json::from_slice(&text).map_err(|error| {
+                BackupError::BadArchive(format!("its {MANIFEST_ENTRY} cannot be read: {error}"))
+            })?;
+            check_manifest(&parsed, expected)?;
+            manifest = Some(parsed);
+            continue;
+        };
+        let parts = entry_parts(&path)?;
+        let (destination, part) = match parts.as_slice() {
+            [folder, name] if folder == "database" => {
+                let wanted = match expected.backend {
+                    Backend::Sqlite => SQLITE_ENTRY,
+                    Backend::Postgres => POSTGRES_ENTRY,
+                };
+                if name != wanted || database {
+                    return Err(unexpected(&path));
+                }
+                database = true;
+                (targets.database.clone(), Part::Database)
+            }
+            [folder, name] if folder == "keys" && KEYS.contains(&name.as_str()) => {
+                keys.push(name.clone());
+                (targets.keys.join(name), Part::Key)
+            }
+            [folder, rest @ ..] if folder == "uploads" && !rest.is_empty() => {
+                let Some(uploads) = targets
+                    .uploads
+                    .as_ref()
+                    .filter(|_| read.upload_store.files_included)
+                else {
+                    return Err(unexpected(&path));
+                };
+                (
+                    rest.iter()
+                        .fold(uploads.clone(), |path, part| path.join(part)),
+                    Part::Upload,
+                )
+            }
+            _ => return Err(unexpected(&path)),
+        };
+        match kind {
+            tar::EntryType::Directory if part == Part::Upload => {
+                create_private_dir(&destination)
+                    .map_err(failed(format!("creating {}", destination.display())))?;
+            }
+            kind if kind.is_file() => {
+                let written = write_entry(&mut entry, &destination).map_err(|error| {
+                    if error.kind() == io::ErrorKind::AlreadyExists {
+                        BackupError::BadArchive(format!(
+                            "the archive holds {} twice",
+                            path.display()
+                        ))
+                    } else if error.kind() == io::ErrorKind::UnexpectedEof
+                        || error.kind() == io::ErrorKind::InvalidData
+                        || error.kind() == io::ErrorKind::InvalidInput
+                    {
+                        bad(error)
+                    } else {
+                        BackupError::Failed(format!("writing {}: {error}", destination.display()))
+                    }
+                })?;
+                if part == Part::Upload {
+                    upload_files += 1;
+                    upload_bytes += written;
+                }
+            }
+            other => {
+                return Err(BackupError::BadArchive(format!(
+                    "the archive's entry {} is a {other:?}: a Plaza backup holds files and \
+                     folders only",
+                    path.display()
+                )));
+            }
+        }
+    }
+    // The rest of the compressed stream, so its checksum is verified.
+    io::copy(&mut reader.into_inner(), &mut io::sink()).map_err(bad)?;
+    let Some(manifest) = manifest else {
+        return Err(BackupError::BadArchive(
+            "the archive is empty: not a Plaza backup".to_owned(),
+        ));
+    };
+    if !database {
+        return Err(BackupError::BadArchive(
+            "the archive ends before its database: it is incomplete".to_owned(),
+        ));
+    }
+    keys.sort();
+    let mut listed = manifest.keys.clone();
+    listed.sort();
+    if keys != listed {
+        return Err(BackupError::BadArchive(format!(
+            "the archive holds the keys {keys:?}, its manifest lists {listed:?}"
+        )));
+    }
+    Ok(Unpacked {
+        manifest,
+        keys,
+        upload_files,
+        upload_bytes,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Database,
+    Key,
+    Upload,
+}
+
+fn unexpected(path: &Path) -> BackupError {
+    BackupError::BadArchive(format!(
+        "the archive holds {}, which is not part of a Plaza backup",
+        path.display()
+    ))
+}
+
+/// The parts of an entry's path: plain names only (no root, no `..`, no
+/// `.`), each valid UTF-8.
+fn entry_parts(path: &Path) -> Result<Vec<String>, BackupError> {
+    path.components()
+        .map(|component| match component {
+            Component::Normal(part) => part.to_str().map(str::to_owned),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|parts| !parts.is_empty())
+        .ok_or_else(|| {
+            BackupError::BadArchive(format!(
+                "the archive's entry {:?} is not a plain relative path",
+                path.display()
+            ))
+        })
+}
+
+/// Copies one entry into a new file at `destination` (0600); answers its
+/// bytes.
+fn write_entry(entry: &mut impl Read, destination: &Path) -> io::Result<u64> {
+    if let Some(parent) = destination.parent() {
+        create_private_dir(parent)?;
+    }
+    let mut file = create_private_file(destination)?;
+    let written = io::copy(entry, &mut file)?;
+    file.sync_all()?;
+    Ok(written)
+}
+
+fn check_manifest(manifest: &Manifest, expected: &Expected) -> Result<(), BackupError> {
+    if manifest.format != FORMAT {
+        return Err(BackupError::BadArchive(format!(
+            "not a Plaza backup: its manifest's format is {:?}",
+            manifest.format
+        )));
+    }
+    if manifest.format_version > FORMAT_VERSION {
+        return Err(BackupError::Refused(format!(
+            "the archive is of format {}, newer than this Plaza ({}) reads: restore it with \
+             Plaza {} or newer",
+            manifest.format_version,
+            env!("CARGO_PKG_VERSION"),
+            manifest.plaza_version
+        )));
+    }
+    if manifest.engine != expected.backend.name() {
+        return Err(BackupError::Refused(format!(
+            "the archive holds a {} database, but database_url names {}: restore it into the \
+             engine it was taken from",
+            manifest.engine,
+            expected.backend.name()
+        )));
+    }
+    if manifest.schema_version > expected.latest_schema {
+        return Err(BackupError::Refused(format!(
+            "the archive's schema version {} is newer than this Plaza's ({}): restore it with \
+             Plaza {} or newer",
+            manifest.schema_version, expected.latest_schema, manifest.plaza_version
+        )));
+    }
+    if manifest.upload_store.files_included && !expected.local_store {
+        return Err(BackupError::Refused(format!(
+            "the archive holds the files of the local store {}, but storage_url names {}: \
+             restore with a local store (storage_url unset or file://…), then move the files",
+            manifest.upload_store.location, expected.store
+        )));
+    }
+    Ok(())
+}
+
+/// The archive read and staged, about to be put in place.
+struct Restoring<'a> {
+    destinations: &'a Destinations,
+    staging: &'a Staging,
+    unpacked: &'a Unpacked,
+    archive_name: &'a str,
+    context: AuditContext,
+    backend: Backend,
+}
+
+/// Renames done so far, to undo on failure.
+#[derive(Default)]
+struct Moves {
+    done: Vec<(PathBuf, PathBuf)>,
+    /// The destinations whose former contents were moved aside.
+    replaced: Vec<String>,
+}
+
+impl Moves {
+    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to).map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("moving {} to {}: {error}", from.display(), to.display()),
+            )
+        })?;
+        self.done.push((from.to_path_buf(), to.to_path_buf()));
+        Ok(())
+    }
+
+    /// Moves `path`, if it exists, into `aside`.
+    fn set_aside(&mut self, path: &Path, aside: &Path) -> io::Result<()> {
+        if fs::symlink_metadata(path).is_err() {
+            return Ok(());
+        }
+        create_private_dir(aside)?;
+        let name = path.file_name().unwrap_or_default();
+        self.rename(path, &aside.join(name))?;
+        self.replaced.push(path.display().to_string());
+        Ok(())
+    }
+
+    /// Puts back everything moved, newest first; answers what could not be.
+    fn undo(self) -> Vec<String> {
+        let mut left = Vec::new();
+        for (from, to) in self.done.into_iter().rev() {
+            if let Err(error) = fs::rename(&to, &from) {
+                left.push(format!(
+                    "{} (still at {}: {error})",
+                    from.display(),
+                    to.display()
+                ));
+            }
+        }
+        left
+    }
+}
+
+impl Restoring<'_> {
+    /// SQLite: checks the staged database, points its upload records at
+    /// this install's store and records the restore in it, then moves
+    /// everything into place.
+    async fn sqlite(&self) -> Result<(Option<(String, u64)>, Vec<String>), BackupError> {
+        let staged = self.staging.database_file(Backend::Sqlite);
+        let contents = Database::sqlite_file_contents(&staged, true)
+            .await
+            .map_err(|error| bad(format!("its database cannot be read: {error}")))?;
+        self.check_contents(&contents)?;
+        let database = Database::connect(
+            &format!("sqlite://{}", staged.display()),
+            &DatabaseOptions {
+                max_connections: 1,
+                ..DatabaseOptions::default()
+            },
+        )
+        .await
+        .map_err(domain_failed("opening the restored database"))?;
+        let renamed = self.record(&database).await;
+        database.close().await;
+        let renamed = renamed.map_err(domain_failed("recording the restore"))?;
+        let mut moves = Moves::default();
+        match self.move_into_place(&mut moves) {
+            Ok(()) => Ok((renamed, moves.replaced)),
+            Err(error) => Err(self.undone(moves, error, "")),
+        }
+    }
+
+    /// PostgreSQL: checks the dump, moves the files into place, empties
+    /// the database when `replace` (it held tables), restores the dump in
+    /// one transaction, then points the upload records at this install's
+    /// store and records the restore. A failing `pg_restore` changes
+    /// nothing in the database and puts the files back.
+    async fn postgres(
+        &self,
+        database: &Database,
+        url: &str,
+        replace: bool,
+    ) -> Result<(Option<(String, u64)>, Vec<String>), BackupError> {
+        let dump = self.staging.database_file(Backend::Postgres);
+        let mut listing = tool_command("pg_restore");
+        listing.arg("--list").arg(&dump);
+        run_tool("pg_restore", listing)
+            .await
+            .map_err(|error| match error {
+                BackupError::Failed(problem) => bad(format!("its database dump: {problem}")),
+                other => other,
+            })?;
+        let mut moves = Moves::default();
+        if let Err(error) = self.move_into_place(&mut moves) {
+            return Err(self.undone(moves, error, ""));
+        }
+        let mut emptied = "";
+        if replace {
+            if let Err(error) = database.drop_schema_objects().await {
+                return Err(self.undone(
+                    moves,
+                    io::Error::other(format!("emptying the database: {error}")),
+                    "",
+                ));
+            }
+            moves.replaced.push(format!(
+                "the database {}",
+                plaza_domain::db::redact_url(url)
+            ));
+            emptied = " The database was emptied (--force) and is empty now.";
+        }
+        let mut restoring = libpq_command("pg_restore", url)?;
+        restoring
+            .arg("--single-transaction")
+            .arg("--exit-on-error")
+            .arg("--no-owner")
+            .arg("--no-privileges")
+            .arg(&dump);
+        if let Err(error) = run_tool("pg_restore", restoring).await {
+            return Err(self.undone(moves, io::Error::other(error.to_string()), emptied));
+        }
+        let contents = database
+            .contents()
+            .await
+            .map_err(domain_failed("reading the restored database"))?;
+        self.check_contents(&contents)?;
+        let renamed = self.record(database).await.map_err(domain_failed(
+            "the database and files are restored, but recording the restore failed",
+        ))?;
+        Ok((renamed, moves.replaced))
+    }
+
+    fn check_contents(&self, contents: &DatabaseContents) -> Result<(), BackupError> {
+        let manifest = &self.unpacked.manifest;
+        if contents.schema_version != manifest.schema_version
+            || Counts::of(contents) != manifest.counts
+        {
+            return Err(BackupError::BadArchive(format!(
+                "the archive's database (schema {}, {:?}) is not the one its manifest describes \
+                 (schema {}, {:?})",
+                contents.schema_version,
+                Counts::of(contents),
+                manifest.schema_version,
+                manifest.counts
+            )));
+        }
+        Ok(())
+    }
+
+    /// Makes the upload records that named the archived local store name
+    /// this install's, and records the restore in the audit trail, in one
+    /// unit of work. Answers the store renamed and the records changed.
+    async fn record(&self, database: &Database) -> Result<Option<(String, u64)>, DomainError> {
+        let manifest = &self.unpacked.manifest;
+        let from = manifest.upload_store.location.clone();
+        let to = (manifest.upload_store.files_included && from != self.destinations.store)
+            .then(|| self.destinations.store.clone());
+        let context = self.context.clone();
+        let changes = json!({
+            "archive": self.archive_name,
+            "createdAt": manifest.created_at,
+            "plazaVersion": manifest.plaza_version,
+            "schemaVersion": manifest.schema_version,
+            "engine": manifest.engine,
+            "uploadStore": {"before": from, "after": to.as_deref().unwrap_or(&from)},
+        });
+        let renamed = database
+            .write(|tx| {
+                Box::pin(async move {
+                    let renamed = match &to {
+                        Some(to) => plaza_domain::uploads::rename_store(tx, &from, to).await?,
+                        None => 0,
+                    };
+                    let mut changes = changes;
+                    changes["uploadsRenamed"] = json!(renamed);
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "system.restore",
+                            target_type: "system",
+                            target_id: None,
+                            changes,
+                        },
+                    )
+                    .await?;
+                    Ok(to.map(|_| (from, renamed)))
+                })
+            })
+            .await?;
+        Ok(renamed)
+    }
+
+    /// Renames the staged database, keys and upload files into place,
+    /// moving what they replace into the staging folders first.
+    fn move_into_place(&self, moves: &mut Moves) -> io::Result<()> {
+        let main = self.staging.main.path();
+        if let (Backend::Sqlite, Some(database)) = (self.backend, &self.destinations.sqlite) {
+            let stage = self.staging.database.as_ref().map_or(main, TempDir::path);
+            let staged = stage.join(SQLITE_ENTRY);
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                moves.set_aside(&with_suffix(database, suffix), &stage.join("replaced"))?;
+            }
+            for suffix in ["-wal", "-shm"] {
+                let sidecar = with_suffix(&staged, suffix);
+                if sidecar.exists() {
+                    moves.rename(&sidecar, &with_suffix(database, suffix))?;
+                }
+            }
+            moves.rename(&staged, database)?;
+        }
+        for key in &self.unpacked.keys {
+            let destination = self.destinations.data_dir.join(key);
+            moves.set_aside(&destination, &main.join("replaced"))?;
+            moves.rename(&self.staging.key(key), &destination)?;
+        }
+        if let (Some(folder), Some(stage)) = (&self.destinations.uploads, &self.staging.uploads)
+            && self.unpacked.manifest.upload_store.files_included
+        {
+            let aside = stage.path().join("replaced");
+            let mut set_aside = 0;
+            for entry in fs::read_dir(folder)? {
+                let entry = entry?;
+                if entry.path() != stage.path() {
+                    create_private_dir(&aside)?;
+                    moves.rename(&entry.path(), &aside.join(entry.file_name()))?;
+                    set_aside += 1;
+                }
+            }
+            if set_aside > 0 {
+                moves
+                    .replaced
+                    .push(format!("the {set_aside} entries of {}", folder.display()));
+            }
+            for entry in fs::read_dir(stage.path().join("new"))? {
+                let entry = entry?;
+                moves.rename(&entry.path(), &folder.join(entry.file_name()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of a restore that failed after moving files: everything
+    /// moved is put back, and the error says whether that worked.
+    fn undone(&self, moves: Moves, error: io::Error, database_state: &str) -> BackupError {
+        let left = moves.undo();
+        if left.is_empty() {
+            BackupError::Failed(format!(
+                "the restore failed and nothing was changed in {}: {error}.{database_state}",
+                self.destinations.data_dir.display()
+            ))
+        } else {
+            BackupError::Failed(format!(
+                "the restore failed ({error}) and could not put everything back: {}. The data \
+                 directory {} is half restored: restore again with --force.{database_state}",
+                left.join("; "),
+                self.destinations.data_dir.display()
+            ))
+        }
+    }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_paths_are_plain_relative_names() {
+        assert_eq!(
+            entry_parts(Path::new("uploads/a/b.png")).unwrap(),
+            ["uploads", "a", "b.png"]
+        );
+        for refused in ["/etc/passwd", "uploads/../../x", "./x", ""] {
+            assert!(
+                matches!(
+                    entry_parts(Path::new(refused)),
+                    Err(BackupError::BadArchive(_))
+                ),
+                "{refused}"
+            );
+        }
+    }
+}

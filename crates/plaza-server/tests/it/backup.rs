@@ -1,0 +1,484 @@
+//! Backups Plaza restores from, through the real binary on both databases:
+//! `plaza backup` beside a running server, `plaza restore` into a fresh
+//! data directory (and PostgreSQL database) that `plaza serve` then serves
+//! with the same users, sessions, posts, files and admin tokens; what a
+//! restore refuses (a directory or database in use, a served SQLite
+//! database, a damaged or foreign archive); and the scheduled backup.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::{self, As, Backend, PASSWORD, Prepared, TestServer, call, member};
+
+on_both_databases!(
+    a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens,
+    an_install_that_is_not_empty_is_replaced_only_with_force,
+    damaged_and_foreign_archives_are_refused_with_a_clear_error,
+    a_backup_is_written_on_schedule,
+);
+
+/// Whether `pg_dump` and `pg_restore` can run; a PostgreSQL test without
+/// them says so and passes, unless `PLAZA_TEST_REQUIRE_TOOLS=1`.
+fn postgres_tools_present(backend: Backend, test: &str) -> bool {
+    if backend == Backend::Sqlite {
+        return true;
+    }
+    let runs = |tool: &str| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
+    };
+    if runs("pg_dump") && runs("pg_restore") {
+        return true;
+    }
+    common::skip(
+        test,
+        "pg_dump and pg_restore (PostgreSQL client tools) are not on the PATH",
+    );
+    false
+}
+
+/// A server whose admin-token key is generated into its data directory,
+/// as without `jwt_secret`, so a backup must carry it.
+async fn server_with_generated_keys(backend: Backend, env: &[(&str, &str)]) -> TestServer {
+    Prepared::new(backend, "", env)
+        .await
+        .without("PLAZA_JWT_SECRET")
+        .serve()
+}
+
+/// A data directory and database for a restore, with generated keys too.
+async fn fresh_install(backend: Backend) -> Prepared {
+    Prepared::new(backend, "", &[])
+        .await
+        .without("PLAZA_JWT_SECRET")
+}
+
+fn text(output: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs `plaza backup --output <folder>/<name>` with `server`'s settings
+/// and answers the archive's path.
+fn back_up(server: &TestServer, folder: &Path, name: &str) -> PathBuf {
+    let archive = folder.join(name);
+    let output = server.cli(&["backup", "--output", archive.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output));
+    archive
+}
+
+fn restore(install: &Prepared, archive: &Path, force: bool) -> std::process::Output {
+    let mut args = vec!["restore", "--input", archive.to_str().unwrap()];
+    if force {
+        args.push("--force");
+    }
+    install.cli(&args)
+}
+
+/// A PNG of `side` × `side` pixels, large enough for the minimum upload
+/// size.
+fn png(side: u32) -> Vec<u8> {
+    let picture = image::RgbImage::from_fn(side, side, |x, y| {
+        image::Rgb([
+            (x % 251) as u8,
+            (y % 241) as u8,
+            ((x * 7 + y * 3) % 239) as u8,
+        ])
+    });
+    let mut bytes = Vec::new();
+    image::DynamicImage::ImageRgb8(picture)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .expect("encode");
+    bytes
+}
+
+/// Uploads an image as the user of `cookie`; answers the path it is
+/// served at.
+async fn upload(server: &TestServer, cookie: &str) -> String {
+    let boundary = "plaza-backup-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\n\
+         Content-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(&png(96));
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let response = server
+        .client
+        .post(server.url("/api/upload/image"))
+        .header("cookie", cookie)
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.expect("JSON");
+    answer["file"]["url"].as_str().expect("url").to_owned()
+}
+
+async fn served_bytes(server: &TestServer, path: &str) -> Vec<u8> {
+    let response = server.get(path).await;
+    assert_eq!(response.status(), 200, "GET {path}");
+    response.bytes().await.expect("body").to_vec()
+}
+
+async fn audit_actions(server: &TestServer, token: &str, action: &str) -> Vec<Value> {
+    let path = format!("/api/v1/admin/audit-logs?action={action}&limit=100");
+    let answer = server.send(As::Token(token), "GET", &path, None).await;
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.expect("JSON");
+    body["data"].as_array().expect("entries").clone()
+}
+
+async fn a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+
+    if !postgres_tools_present(backend, "a_restored_backup_serves_the_same_users") {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    source.create_user("admin@example.com", PASSWORD, "admin");
+    let token = source.mint("admin@example.com", "admin:read");
+    let (_, cookie) = member(&source, "writer@example.com", "user").await;
+    let post = common::post(
+        &source,
+        &cookie,
+        json!({"title": "Kept", "content": "A post that survives a restore", "published": true}),
+    )
+    .await;
+    let file = upload(&source, &cookie).await;
+    let bytes = served_bytes(&source, &file).await;
+
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    assert_eq!(
+        std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(
+        std::fs::read_dir(folder.path()).unwrap().count() == 1,
+        "the backup left only its archive"
+    );
+    let manifest = manifest_of(&archive);
+    assert_eq!(manifest["format"], "plaza-backup", "{manifest}");
+    assert_eq!(manifest["engine"], backend_name(backend));
+    assert_eq!(manifest["counts"]["users"], 2, "{manifest}");
+    assert_eq!(manifest["counts"]["posts"], 1, "{manifest}");
+    assert_eq!(manifest["counts"]["uploads"], 1, "{manifest}");
+    assert_eq!(manifest["uploadStore"]["filesIncluded"], true);
+
+    let install = fresh_install(backend).await;
+    let restored = restore(&install, &archive, false);
+    assert!(restored.status.success(), "{}", text(&restored));
+    let store = format!(
+        "file://{}",
+        std::fs::canonicalize(install.data_dir.path().join("uploads"))
+            .unwrap()
+            .display()
+    );
+    assert!(
+        text(&restored).contains(&format!("now name {store}")),
+        "{}",
+        text(&restored)
+    );
+    drop(source);
+    let server = install.serve();
+
+    server.sign_in("writer@example.com", PASSWORD).await;
+    let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
+    assert_eq!(session["user"]["email"], "writer@example.com", "{session}");
+    let (status, posts) = call(&server, "GET", "/api/posts", None, None).await;
+    assert_eq!(status, 200, "{posts}");
+    assert!(posts.to_string().contains(&post), "{posts}");
+    assert_eq!(served_bytes(&server, &file).await, bytes);
+    let restores = audit_actions(&server, &token, "system.restore").await;
+    assert_eq!(restores.len(), 1, "{restores:?}");
+    assert_eq!(
+        restores[0]["changes"]["uploadStore"]["after"],
+        store.as_str()
+    );
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    }
+}
+
+/// The manifest of the archive at `path`, its first entry.
+fn manifest_of(path: &Path) -> Value {
+    let file = std::fs::File::open(path).unwrap();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut entries = archive.entries().unwrap();
+    let mut first = entries.next().expect("an entry").unwrap();
+    assert_eq!(first.path().unwrap().to_str(), Some("manifest.json"));
+    let mut text = String::new();
+    first.read_to_string(&mut text).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The names of what a folder holds, sorted; SQLite's `-wal` and `-shm`
+/// files, which come and go with its connections, aside.
+fn listing(folder: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| !name.ends_with("-wal") && !name.ends_with("-shm"))
+        .collect();
+    names.sort();
+    names
+}
+
+async fn an_install_that_is_not_empty_is_replaced_only_with_force(backend: Backend) {
+    if !postgres_tools_present(
+        backend,
+        "an_install_that_is_not_empty_is_replaced_only_with_force",
+    ) {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    source.create_user("kept@example.com", PASSWORD, "user");
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+
+    // An install that served: its database, keys and uploads folder.
+    let other = server_with_generated_keys(backend, &[]).await;
+    other.create_user("replaced@example.com", PASSWORD, "user");
+    let install = other.stop();
+    let before = listing(install.data_dir.path());
+    let refused = restore(&install, &archive, false);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("is not empty") && text(&refused).contains("--force"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(listing(install.data_dir.path()), before);
+
+    let replaced = restore(&install, &archive, true);
+    assert!(replaced.status.success(), "{}", text(&replaced));
+    assert_eq!(listing(install.data_dir.path()), before);
+    let server = install.serve();
+    server.sign_in("kept@example.com", PASSWORD).await;
+    assert_eq!(
+        server
+            .try_sign_in("replaced@example.com", PASSWORD)
+            .await
+            .status(),
+        401
+    );
+    if backend == Backend::Postgres {
+        // An empty data directory beside a database that holds tables.
+        let database_in_use = Prepared::new(
+            backend,
+            "",
+            &[("PLAZA_DATABASE_URL", server.database_url.as_str())],
+        )
+        .await;
+        let refused = restore(&database_in_use, &archive, false);
+        assert!(!refused.status.success(), "{}", text(&refused));
+        assert!(
+            text(&refused).contains("(it holds tables)"),
+            "{}",
+            text(&refused)
+        );
+    }
+}
+
+on_postgres!(a_postgres_backup_without_pg_dump_says_what_is_missing);
+
+async fn a_postgres_backup_without_pg_dump_says_what_is_missing() {
+    let server = TestServer::start(Backend::Postgres).await;
+    let folder = tempfile::tempdir().unwrap();
+    let archive = folder.path().join("plaza.tar.gz");
+    let output = server.cli_with_env(
+        &[("PATH", "/nonexistent")],
+        &["backup", "--output", archive.to_str().unwrap()],
+    );
+    assert!(!output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("pg_dump is not installed on this machine (not on the PATH)"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(
+        listing(folder.path()).len(),
+        0,
+        "the failed backup left files"
+    );
+}
+
+/// A served SQLite database is never restored over, with `--force` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_is_refused_while_a_server_serves_the_sqlite_database() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    server.create_user("still@example.com", PASSWORD, "user");
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&server, folder.path(), "plaza.tar.gz");
+    let before = listing(server.data_dir.path());
+    let output = server.cli(&["restore", "--input", archive.to_str().unwrap(), "--force"]);
+    assert!(!output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains(&format!("(pid {}) serves the database", server.pid())),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(listing(server.data_dir.path()), before);
+    server.sign_in("still@example.com", PASSWORD).await;
+}
+
+/// Rewrites the archive at `from` into `to`, its manifest first, with
+/// `change` applied to the entries that follow: (path, kind, bytes).
+fn rewrite_archive(
+    from: &Path,
+    to: &Path,
+    change: impl FnOnce(&mut Vec<(Vec<u8>, tar::EntryType, Vec<u8>)>),
+) {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(from).unwrap(),
+    ));
+    let mut entries = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path_bytes().into_owned();
+        let kind = entry.header().entry_type();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        entries.push((path, kind, bytes));
+    }
+    change(&mut entries);
+    let encoder = flate2::write::GzEncoder::new(
+        std::fs::File::create(to).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut builder = tar::Builder::new(encoder);
+    for (path, kind, bytes) in entries {
+        let mut header = tar::Header::new_gnu();
+        // The name is written as it stands, `..` and all, as a hostile
+        // archive would hold it.
+        header.as_gnu_mut().unwrap().name[..path.len()].copy_from_slice(&path);
+        header.set_entry_type(kind);
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o600);
+        if kind == tar::EntryType::Symlink {
+            header.set_link_name("/etc/passwd").unwrap();
+        }
+        header.set_cksum();
+        builder.append(&header, bytes.as_slice()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap();
+}
+
+async fn damaged_and_foreign_archives_are_refused_with_a_clear_error(backend: Backend) {
+    if !postgres_tools_present(backend, "damaged_and_foreign_archives_are_refused") {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    let (_, cookie) = member(&source, "writer@example.com", "user").await;
+    upload(&source, &cookie).await;
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    let whole = std::fs::read(&archive).unwrap();
+    let path = |name: &str| folder.path().join(name);
+
+    std::fs::write(path("truncated.tar.gz"), &whole[..whole.len() * 2 / 3]).unwrap();
+    std::fs::write(path("garbage.tar.gz"), b"not an archive at all").unwrap();
+    rewrite_archive(&archive, &path("foreign.tar.gz"), |entries| {
+        entries.remove(0);
+    });
+    let upload_entry = |entries: &Vec<(Vec<u8>, tar::EntryType, Vec<u8>)>| {
+        entries
+            .iter()
+            .position(|(name, _, _)| name.starts_with(b"uploads/"))
+            .expect("an upload in the archive")
+    };
+    rewrite_archive(&archive, &path("escaping.tar.gz"), |entries| {
+        let at = upload_entry(entries);
+        entries[at].0 = b"uploads/../../escaped".to_vec();
+    });
+    rewrite_archive(&archive, &path("absolute.tar.gz"), |entries| {
+        let at = upload_entry(entries);
+        entries[at].0 = b"/tmp/plaza-absolute-entry".to_vec();
+    });
+    rewrite_archive(&archive, &path("symlink.tar.gz"), |entries| {
+        let at = upload_entry(entries);
+        entries[at].1 = tar::EntryType::Symlink;
+        entries[at].2.clear();
+    });
+    rewrite_archive(&archive, &path("nodatabase.tar.gz"), |entries| {
+        entries.retain(|(name, _, _)| !name.starts_with(b"database/"));
+    });
+    let cases = [
+        ("truncated.tar.gz", "damaged or not a Plaza backup"),
+        ("garbage.tar.gz", "damaged or not a Plaza backup"),
+        ("foreign.tar.gz", "its first entry is database/"),
+        ("escaping.tar.gz", "is not a plain relative path"),
+        ("absolute.tar.gz", "is not a plain relative path"),
+        ("symlink.tar.gz", "files and folders only"),
+        ("nodatabase.tar.gz", "ends before its database"),
+    ];
+    let install = fresh_install(backend).await;
+    let mut untouched = vec!["plaza.toml".to_owned(), "uploads".to_owned()];
+    if backend == Backend::Sqlite {
+        untouched.push("plaza.db.lock".to_owned());
+    }
+    untouched.sort();
+    for (name, expected) in cases {
+        let output = restore(&install, &path(name), false);
+        let said = text(&output);
+        assert!(!output.status.success(), "{name}: {said}");
+        assert!(said.contains(expected), "{name}: {said}");
+        assert!(!said.contains("panicked"), "{name}: {said}");
+        assert_eq!(
+            listing(install.data_dir.path()),
+            untouched,
+            "{name} left files behind"
+        );
+        assert_eq!(listing(&install.data_dir.path().join("uploads")).len(), 0);
+    }
+    assert!(!folder.path().join("escaped").exists());
+    assert!(!Path::new("/tmp/plaza-absolute-entry").exists());
+}
+
+async fn a_backup_is_written_on_schedule(backend: Backend) {
+    if !postgres_tools_present(backend, "a_backup_is_written_on_schedule") {
+        return;
+    }
+    let server = TestServer::start_with(backend, &[("PLAZA_BACKUP_INTERVAL_HOURS", "24")]).await;
+    server.wait_for_log("scheduled backup written");
+    let backups = listing(&server.data_dir.path().join("backups"));
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert!(
+        backups[0].starts_with("plaza-") && backups[0].ends_with(".tar.gz"),
+        "{backups:?}"
+    );
+    let manifest = manifest_of(&server.data_dir.path().join("backups").join(&backups[0]));
+    assert_eq!(manifest["engine"], backend_name(backend));
+
+    // A failed run is a warning: here the backups folder cannot be made.
+    let failing = Prepared::new(backend, "", &[("PLAZA_BACKUP_INTERVAL_HOURS", "24")]).await;
+    std::fs::write(failing.data_dir.path().join("backups"), "in the way").unwrap();
+    let failing = failing.serve();
+    failing.wait_for_log("the scheduled backup failed");
+    let logs = failing.logs();
+    let line = logs
+        .lines()
+        .find(|line| line.contains("the scheduled backup failed"))
+        .unwrap();
+    assert!(line.contains("WARN"), "{line}");
+}
