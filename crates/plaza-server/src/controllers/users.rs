@@ -14,7 +14,7 @@ use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
-use plaza_domain::{erasure, policy};
+use plaza_domain::erasure;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

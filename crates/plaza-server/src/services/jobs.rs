@@ -193,6 +193,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                         })
                 })
             },
+            wake: None,
         },
         Job {
             // Timed bans end by themselves; each expiry is audited once.
@@ -295,6 +296,7 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                     Ok(format!("wrote {}", report.file_name))
                 })
             },
+            wake: None,
         });
     }
     jobs
