@@ -60,3 +60,56 @@ session_cookie() {
     "http://127.0.0.1:$PORT/api/auth/signin" |
     awk -F'[ ;]' 'tolower($1)=="set-cookie:" && $2 ~ /^plaza_session=/ {print $2}'
 }
+
+# Two instances on one PostgreSQL database, for the scale-out benchmarks.
+# start_instances: a fresh database (dropped on exit) and instances `a` and
+# `b` on it with the same secrets, rate limits off, logging at INFO into
+# $WORK/a.log and $WORK/b.log; sets PORT_a, PORT_b, PID_a and PID_b and
+# waits until both answer. Extra settings come from the environment.
+start_instances() {
+  need psql
+  local server="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
+  local database="plaza_bench_instances_$$"
+  psql "$server/postgres" -qc "CREATE DATABASE $database" >/dev/null
+  on_exit "psql '$server/postgres' -qc 'DROP DATABASE IF EXISTS $database WITH (FORCE)' >/dev/null 2>&1 || true"
+  export PLAZA_DATABASE_URL="$server/$database" PLAZA_RATE_LIMITS_ENABLED=false
+  export PLAZA_JWT_SECRET="scale-out-benchmark-jwt-secret-0123456789"
+  export PLAZA_TOTP_KEY="scale-out-benchmark-totp-key-0123456789ab"
+  export PLAZA_ANALYTICS_SALT="scale-out-benchmark-analytics-salt-012345"
+  export PLAZA_TRUSTED_PROXIES='["127.0.0.1"]' RUST_LOG="${RUST_LOG:-info}"
+  "$PLAZA" migrate >/dev/null 2>&1
+  local name port
+  for name in a b; do
+    port=$(free_port)
+    mkdir -p "$WORK/data-$name"
+    PLAZA_DATA_DIR="$WORK/data-$name" PLAZA_BIND="127.0.0.1:$port" "$PLAZA" serve 2>"$WORK/$name.log" &
+    PIDS+=($!)
+    printf -v "PID_$name" '%s' "$!"
+    printf -v "PORT_$name" '%s' "$port"
+  done
+  wait_http "http://127.0.0.1:$PORT_a/api/health"
+  wait_http "http://127.0.0.1:$PORT_b/api/health"
+}
+
+# resident_mib PID: the process's resident memory in MiB.
+resident_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+
+# cpu_ticks: CPU time (user + system, in clock ticks) used so far by all
+# processes named plaza, nginx, wrk and postgres, as four numbers.
+cpu_ticks() {
+  python3 - <<'PY'
+import glob
+totals = {"plaza": 0, "nginx": 0, "wrk": 0, "postgres": 0}
+for path in glob.glob("/proc/[0-9]*/stat"):
+    try:
+        text = open(path).read()
+    except OSError:
+        continue
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    for group in totals:
+        if name.startswith(group):
+            totals[group] += int(fields[11]) + int(fields[12])
+print(*totals.values())
+PY
+}

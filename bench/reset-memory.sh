@@ -19,7 +19,7 @@ need curl python3
 export PLAZA_DATA_DIR="$WORK/data" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn
 unset PLAZA_SMTP_URL
 for n in $(seq 1 "$COUNT"); do
-  "$PLAZA" user create --email "reset$n@example.com" --password "the first password" >/dev/null
+  "$PLAZA" user create --email "reset$n@example.com" --password "the first password" >/dev/null 2>&1
 done
 start_server
 kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$SERVER_PID/status"; }
