@@ -25,6 +25,8 @@ pub enum AuditSurface {
     CommandLine,
     /// Plaza's own background jobs (a ban running out).
     System,
+    /// The operator console's pages at `/admin/`.
+    Console,
 }
 
 impl AuditSurface {
@@ -35,6 +37,7 @@ impl AuditSurface {
             AuditSurface::Api => "api",
             AuditSurface::CommandLine => "cli",
             AuditSurface::System => "system",
+            AuditSurface::Console => "console",
         }
     }
 }

@@ -29,7 +29,6 @@ pub enum Decision {
 }
 
 impl Decision {
-    #[cfg(test)]
     pub fn is_allowed(self) -> bool {
         self == Decision::Allowed
     }
@@ -257,6 +256,20 @@ pub fn moderate_post(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
 }
 
+/// Opening the operator console: moderators and above.
+pub fn use_console(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator())
+}
+
+/// Deleting a post by a moderation decision, taken with a session (the
+/// console): the session's role must be one that may hold `admin:delete`,
+/// as a token taking the same decision must carry it.
+pub fn delete_post_by_session(actor: Actor) -> Decision {
+    Decision::allowed_if(
+        AdminPermission::allowed_for(actor.role).contains(&AdminPermission::Delete),
+    )
+}
+
 /// Approving or rejecting custom emojis: moderators and above.
 pub fn moderate_emojis(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
@@ -378,6 +391,16 @@ mod tests {
                 row
             })
             .collect()
+    }
+
+    #[test]
+    fn the_console_opens_to_moderators_and_deletes_for_administrators() {
+        let decide = |rule: fn(Actor) -> Decision| {
+            [Role::User, Role::Moderator, Role::Admin, Role::SuperAdmin]
+                .map(|role| rule(Actor { user_id: 1, role }).is_allowed())
+        };
+        assert_eq!(decide(use_console), [false, true, true, true]);
+        assert_eq!(decide(delete_post_by_session), [false, false, true, true]);
     }
 
     #[test]

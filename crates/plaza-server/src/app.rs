@@ -107,6 +107,9 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             Surface::AdminV1,
             limited(Limit::SystemAction, controllers::admin_v1::system_routes()),
         ))
+        // The operator console's pages are not in the API document; their
+        // surface is named in `build_app`.
+        .merge(limited(Limit::General, controllers::console::routes()))
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.
@@ -117,7 +120,11 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// The complete application: routes, documentation and middleware.
 pub fn build_app(state: AppState) -> Router {
     let (router, document) = api_router().split_for_parts();
-    let surfaces = SurfaceMap::from_document(&document);
+    let surfaces = controllers::console::PATHS
+        .iter()
+        .fold(SurfaceMap::from_document(&document), |surfaces, path| {
+            surfaces.with(path, Surface::Console)
+        });
     let server = state.settings.server.clone();
     let proxies = state.rate_limiter.trusted_proxies().clone();
     let router = router

@@ -79,6 +79,9 @@ pub struct PostQuery {
     pub status: Option<PostStatus>,
     /// The admin surface's `reported` filter: only posts with reports.
     pub reported_only: bool,
+    /// The console's queue: only posts with a report no moderator has
+    /// acted on yet.
+    pub open_reports_only: bool,
     pub sort: PostSort,
     pub order: SortOrder,
 }
@@ -114,6 +117,13 @@ impl PostQuery {
         if self.reported_only {
             conditions.push("p.report_count > 0".to_owned());
         }
+        if self.open_reports_only {
+            conditions.push(
+                "p.report_count > 0 AND EXISTS (SELECT 1 FROM post_reports r \
+                 WHERE r.post_id = p.id AND r.resolved_at IS NULL)"
+                    .to_owned(),
+            );
+        }
         (from, conditions)
     }
 
@@ -121,6 +131,7 @@ impl PostQuery {
     /// the `post_counts` row [`REPORTED_SCOPE`] keeps.
     fn is_whole_moderation_queue(&self) -> bool {
         self.reported_only
+            && !self.open_reports_only
             && self.author.is_none()
             && self.tag.is_none()
             && self.status.is_none()

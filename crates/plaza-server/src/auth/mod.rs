@@ -6,6 +6,7 @@
 //! live here only.
 
 pub mod account_mail;
+pub mod csrf;
 pub mod identity;
 pub mod jwt;
 pub mod oauth;
@@ -95,7 +96,7 @@ pub struct Principal {
 
 impl Principal {
     /// Records that `user_id`'s credential is the one this request acts with.
-    fn accept(parts: &mut Parts, user_id: i64, email: &str) {
+    pub(crate) fn accept(parts: &mut Parts, user_id: i64, email: &str) {
         parts.extensions.insert(Principal {
             user_id,
             email: email.to_owned(),
@@ -571,6 +572,7 @@ impl FromRequestParts<AppState> for RequestAudit {
         let surface = match declared.unwrap_or(crate::http::error::Surface::General) {
             crate::http::error::Surface::AdminV1 => AuditSurface::AdminV1,
             crate::http::error::Surface::Admin => AuditSurface::Admin,
+            crate::http::error::Surface::Console => AuditSurface::Console,
             _ => AuditSurface::Api,
         };
         Ok(RequestAudit(AuditContext {

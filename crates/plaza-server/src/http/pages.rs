@@ -1,7 +1,7 @@
 //! Server-rendered HTML pages (sign-in and its second step, sign-out, the
 //! pages of a forgotten password and of a verification link, share-image
-//! viewer). Every interpolated value is escaped; the pages load nothing
-//! from elsewhere.
+//! viewer, and the operator console's error page). Every interpolated value
+//! is escaped; the pages load nothing from elsewhere.
 
 use crate::state::AppState;
 
@@ -269,6 +269,58 @@ pub fn og_viewer(state: &AppState, image_path: &str) -> String {
          const show=()=>{{document.getElementById('size').textContent=card.naturalWidth+' x '+card.naturalHeight;}};\
          card.complete&&card.naturalWidth?show():card.addEventListener('load',show);</script></body></html>"
     )
+}
+
+/// The policy of every operator console page: everything from the
+/// console's own origin, nothing inline, no framing, forms posted home.
+pub const CONSOLE_CSP: &str =
+    "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+
+/// An operator console page that says why a request failed, with a way
+/// back to the console.
+pub fn console_error(
+    status: axum::http::StatusCode,
+    title: &str,
+    message: &str,
+    fields: &[crate::http::error::FieldError],
+) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    let problems: String = fields
+        .iter()
+        .map(|field| {
+            format!(
+                "<li><strong>{}</strong>: {}</li>",
+                escape(&field.field),
+                escape(&field.reason)
+            )
+        })
+        .collect();
+    let problems = if problems.is_empty() {
+        String::new()
+    } else {
+        format!("<ul>{problems}</ul>")
+    };
+    let body = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{title} · Plaza console</title>\
+         <link rel=\"stylesheet\" href=\"/admin/assets/console.css\"></head>\
+         <body><main class=\"narrow\"><h1>{title}</h1><p class=\"error\" role=\"alert\">{message}</p>\
+         {problems}<p><a href=\"/admin/\">Back to the console</a></p></main></body></html>",
+        title = escape(title),
+        message = escape(message),
+    );
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, CONSOLE_CSP),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! feature flags as last read, users' data exports and the deletion of
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
-//! with the maintenance actions it and the admins start. Nothing here knows
-//! about HTTP routes.
+//! with the maintenance actions it and the admins start, and moderators'
+//! decisions on posts. Nothing here knows about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
@@ -19,6 +19,7 @@ pub mod health;
 pub mod jobs;
 pub mod mail;
 pub mod maintenance;
+pub mod moderation;
 pub mod own_pages;
 pub mod storage;
 pub mod templates;

@@ -1,7 +1,7 @@
 //! The one template engine for text and HTML that Plaza writes from
-//! templates (the parts of its mail): minijinja, with every template
-//! compiled into the binary from the crate's `templates/` folder, so a
-//! release needs no files beside it. A template whose name ends in `.html`
+//! templates (the parts of its mail, the operator console's pages):
+//! minijinja, with every template compiled into the binary from the
+//! crate's `templates/` folder, so a release needs no files beside it. A template whose name ends in `.html`
 //! escapes every value it interpolates; a `.txt` one writes them as they
 //! are. A variable a template names but the caller did not give is an
 //! error, not an empty string.
@@ -38,6 +38,18 @@ const SOURCES: &[(&str, &str)] = &[
     (
         "mail/reset_password.html",
         include_str!("../../templates/mail/reset_password.html"),
+    ),
+    (
+        "console/layout.html",
+        include_str!("../../templates/console/layout.html"),
+    ),
+    (
+        "console/home.html",
+        include_str!("../../templates/console/home.html"),
+    ),
+    (
+        "console/moderation.html",
+        include_str!("../../templates/console/moderation.html"),
     ),
 ];
 

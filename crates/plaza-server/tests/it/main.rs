@@ -16,6 +16,7 @@ mod audit;
 mod backup;
 mod browser_and_docs;
 mod client_generators;
+mod console;
 mod content;
 mod contract;
 mod emojis;

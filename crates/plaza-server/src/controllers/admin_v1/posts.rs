@@ -2,20 +2,15 @@
 //! the moderation queue and the moderator's decisions on it.
 
 use std::borrow::Cow;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use plaza_domain::alerts::{self, AlertType};
-use plaza_domain::audit::{self, AuditAction};
-use plaza_domain::locks::Resource;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::posts::{
-    self, AdminPost, Moderated, ModerationAction, Post, PostQuery, PostSort, PostStatus,
+    AdminPost, Moderated, ModerationAction, PostQuery, PostSort, PostStatus,
 };
-use plaza_domain::time::now_millis;
+use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
@@ -25,13 +20,8 @@ use crate::controllers::params::{self, Pagination, Problems, TextRule, check_tex
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::moderation::{self, Decision, MAX_NOTES_CHARS, MAX_REASON_CHARS};
 use crate::state::AppState;
-use plaza_domain::time::rfc3339;
-
-/// Most characters in a moderation reason (shown to the author when notified).
-const MAX_REASON_CHARS: usize = 1000;
-/// Most characters in a moderator's notes (kept in the audit trail only).
-const MAX_NOTES_CHARS: usize = 5000;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -309,72 +299,13 @@ pub async fn moderate_post(
         }),
         "post",
     )?;
-    let notify_author = body.notify_author.unwrap_or(false);
-    let moderator = admin.user_id;
-    let ttl = Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
-    let moderated = state
-        .db
-        .write_locked(Resource::Post(id), moderator, ttl, move |tx| {
-            Box::pin(async move {
-                let moderated = posts::moderate(tx, id, action, moderator).await?;
-                let mut changes = match &moderated {
-                    Moderated::Changed {
-                        before,
-                        after,
-                        reports_resolved,
-                    } => json!({
-                        "status": audit::change(before.status().as_str(), after.status().as_str()),
-                        "reportsResolved": reports_resolved,
-                    }),
-                    Moderated::Deleted {
-                        before,
-                        reports_removed,
-                    } => json!({
-                        "before": {
-                            "title": before.title,
-                            "authorId": before.author_id.to_string(),
-                            "status": before.status().as_str(),
-                            "reportCount": reports_removed,
-                        },
-                        "after": null,
-                    }),
-                };
-                changes["reason"] = json!(reason);
-                changes["notes"] = json!(notes);
-                changes["notifyAuthor"] = json!(notify_author);
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: &format!("post.moderate.{}", action.as_str()),
-                        target_type: "post",
-                        target_id: Some(id.to_string()),
-                        changes,
-                    },
-                )
-                .await?;
-                if notify_author {
-                    let post = match &moderated {
-                        Moderated::Changed { after, .. } => after,
-                        Moderated::Deleted { before, .. } => before,
-                    };
-                    let (alert_type, title, message) =
-                        author_alert(action, post, reason.as_deref());
-                    alerts::notify_user(
-                        tx,
-                        post.author_id,
-                        alert_type,
-                        title,
-                        &message,
-                        moderator,
-                        now_millis(),
-                    )
-                    .await?;
-                }
-                Ok(moderated)
-            })
-        })
-        .await?;
+    let decision = Decision {
+        action,
+        reason,
+        notes,
+        notify_author: body.notify_author.unwrap_or(false),
+    };
+    let moderated = moderation::moderate_post(&state, context, admin.user_id, id, decision).await?;
     let data = match moderated {
         Moderated::Changed { after, .. } => {
             ModerationResult::Post(state.db.admin_post(after.id).await?.into())
@@ -405,40 +336,4 @@ fn trimmed(value: Option<String>) -> Option<String> {
     value
         .map(|value| value.trim().to_owned())
         .filter(|value| !value.is_empty())
-}
-
-/// The alert that tells an author about a decision on their post.
-fn author_alert(
-    action: ModerationAction,
-    post: &Post,
-    reason: Option<&str>,
-) -> (AlertType, &'static str, String) {
-    let quoted = format!("\u{201c}{}\u{201d}", post.title);
-    let (alert_type, title, mut message) = match action {
-        ModerationAction::Approve => (
-            AlertType::Success,
-            "Your post was approved",
-            format!("A moderator reviewed and approved your post {quoted}."),
-        ),
-        ModerationAction::Hide => (
-            AlertType::Warning,
-            "Your post was hidden",
-            format!("A moderator hid your post {quoted}; only you and moderators can see it now."),
-        ),
-        ModerationAction::Flag => (
-            AlertType::Warning,
-            "Your post was flagged for review",
-            format!("A moderator flagged your post {quoted} for review."),
-        ),
-        ModerationAction::Delete => (
-            AlertType::Error,
-            "Your post was removed",
-            format!("A moderator permanently removed your post {quoted}."),
-        ),
-    };
-    if let Some(reason) = reason {
-        message.push_str(" Reason: ");
-        message.push_str(reason);
-    }
-    (alert_type, title, message)
 }

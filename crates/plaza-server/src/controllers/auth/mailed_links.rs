@@ -23,7 +23,8 @@ use crate::http::extract::{AppForm, AppJson, AppQuery};
 use crate::http::pages::{self, ResetPage};
 use crate::state::AppState;
 
-use super::{check_csrf, csrf_token_for, is_form};
+use super::is_form;
+use crate::auth::csrf;
 
 /// How long a password-forgotten request waits for a slot for its work
 /// before 503.
@@ -212,7 +213,7 @@ pub async fn forgot_password(
     let body: ForgotPasswordBody = if form {
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
         let AppForm(body) = AppForm::<ForgotPasswordBody>::from_request(request, &state).await?;
-        check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        csrf::check(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
         body
     } else {
         AppJson::<ForgotPasswordBody>::from_request(request, &state)
@@ -307,7 +308,7 @@ pub async fn reset_password(
     let body: ResetPasswordBody = if form {
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
         let AppForm(body) = AppForm::<ResetPasswordBody>::from_request(request, &state).await?;
-        check_csrf(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        csrf::check(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
         body
     } else {
         AppJson::<ResetPasswordBody>::from_request(request, &state)
@@ -380,7 +381,7 @@ pub async fn forgot_password_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<ForgotPasswordPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
     let error = query
         .error
         .as_deref()
@@ -420,7 +421,7 @@ pub async fn reset_password_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<ResetPasswordPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
     let error = query.error.as_deref().filter(|code| {
         matches!(
             *code,

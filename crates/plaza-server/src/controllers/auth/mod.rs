@@ -11,7 +11,7 @@ mod sign_in;
 mod tokens;
 mod two_factor;
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::sessions::SessionClient;
 use plaza_domain::time::{now_millis, rfc3339};
@@ -20,9 +20,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::signin::StartedSession;
-use crate::auth::tokens::random_token;
-use crate::auth::{CSRF_COOKIE, SESSION_COOKIE, cookie_value, set_cookie};
-use crate::http::error::AppError;
+use crate::auth::{SESSION_COOKIE, set_cookie};
 use crate::state::AppState;
 
 pub use linked_accounts::*;
@@ -149,26 +147,6 @@ fn is_form(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"))
-}
-
-/// The CSRF token in the request's cookie, or a new one with its cookie.
-fn csrf_token_for(state: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
-    match cookie_value(headers, CSRF_COOKIE) {
-        Some(token) => (token, None),
-        None => {
-            let token = random_token();
-            let cookie = set_cookie(&state.settings.server, CSRF_COOKIE, &token, 24 * 3600);
-            (token, Some(cookie))
-        }
-    }
-}
-
-/// Double-submit check for form posts.
-fn check_csrf(cookie: Option<&str>, submitted: Option<&str>) -> Result<(), AppError> {
-    match (cookie, submitted) {
-        (Some(cookie), Some(submitted)) if !cookie.is_empty() && cookie == submitted => Ok(()),
-        _ => Err(AppError::Forbidden),
-    }
 }
 
 /// The provider callback address registered with the provider.

@@ -21,10 +21,11 @@ use crate::http::pages;
 use crate::state::AppState;
 
 use super::{
-    SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, callback_url_for, check_csrf, csrf_token_for,
-    is_form, refused, safe_callback, second_step_url, session_client, session_view,
-    signin_error_url, to_second_step, with_session_cookie,
+    SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, callback_url_for, is_form, refused,
+    safe_callback, second_step_url, session_client, session_view, signin_error_url, to_second_step,
+    with_session_cookie,
 };
+use crate::auth::csrf;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -53,7 +54,7 @@ pub async fn signin_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<SigninPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
     let error = query.error.as_deref();
     let html = if query.step.as_deref() == Some(SECOND_STEP) {
         pages::signin_second_factor(&state, &csrf_token, error)
@@ -159,7 +160,7 @@ async fn form_sign_in(
     let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
     let challenge = cookie_value(request.headers(), SECOND_FACTOR_COOKIE);
     let AppForm(form): AppForm<SignInForm> = AppForm::from_request(request, state).await?;
-    check_csrf(csrf_cookie.as_deref(), form.csrf_token.as_deref())?;
+    csrf::check(csrf_cookie.as_deref(), form.csrf_token.as_deref())?;
     let filled = |field: &Option<String>| field.as_deref().is_some_and(|value| !value.is_empty());
     let code = form.totp.filter(|code| !code.is_empty());
     // The second step's form has the code alone.
@@ -236,7 +237,7 @@ async fn finish_second_step(
     responses((status = 200, description = "HTML sign-out page", content_type = "text/html", body = String))
 )]
 pub async fn signout_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
     let mut response = Html(pages::signout(&state, &csrf_token)).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);
@@ -274,7 +275,7 @@ pub async fn signout(
         let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
         let AppForm(fields): AppForm<std::collections::HashMap<String, String>> =
             AppForm::from_request(request, &state).await?;
-        check_csrf(
+        csrf::check(
             csrf_cookie.as_deref(),
             fields.get("csrfToken").map(String::as_str),
         )?;
@@ -426,7 +427,7 @@ pub struct CsrfView {
     responses((status = 200, description = "The token", body = CsrfView))
 )]
 pub async fn csrf(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let (csrf_token, cookie) = csrf_token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
     let mut response = AppJson(CsrfView { csrf_token }).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);

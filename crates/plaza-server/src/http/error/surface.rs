@@ -29,6 +29,9 @@ pub enum Surface {
     Plain,
     /// `{error: string, status: number}` for generated images.
     Image,
+    /// An HTML page for the operator console at `/admin/`: its pages are
+    /// read in a browser, so their errors are pages too.
+    Console,
 }
 
 impl Surface {
@@ -67,6 +70,7 @@ impl Surface {
             Surface::Upload => "UploadError",
             Surface::Plain => "PlainError",
             Surface::Image => "ImageError",
+            Surface::Console => "ConsolePage",
         }
     }
 
@@ -145,7 +149,9 @@ impl Surface {
                 body.extend(report.extra.clone());
                 Value::Object(body)
             }
-            Surface::Plain => json!({ "error": plain_title(report), "details": report.message }),
+            Surface::Plain | Surface::Console => {
+                json!({ "error": plain_title(report), "details": report.message })
+            }
             Surface::Image => json!({
                 "error": report.message,
                 "status": self.status_for(report.status.as_u16()),
@@ -266,13 +272,21 @@ impl SurfaceMap {
 
 /// Renders `report` for `surface` into a complete response.
 pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Response) -> Response {
-    let body = surface.render(report);
     let status = if report.general_only || report.status_on_every_surface {
         report.status
     } else {
         StatusCode::from_u16(surface.status_for(report.status.as_u16())).unwrap_or(report.status)
     };
-    let mut rendered = (status, Json(body)).into_response();
+    let mut rendered = if surface == Surface::Console && !report.general_only {
+        crate::http::pages::console_error(
+            status,
+            &plain_title(report),
+            &report.message,
+            &report.fields,
+        )
+    } else {
+        (status, Json(surface.render(report))).into_response()
+    };
     // Keep headers the framework set for this error (e.g. `Allow` on 405).
     for (name, value) in response.headers_mut().drain() {
         if let Some(name) = name

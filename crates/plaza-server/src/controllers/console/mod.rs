@@ -1,0 +1,181 @@
+//! The operator console at `/admin/` (DECISIONS.md "Operator console"):
+//! server-rendered HTML pages for moderators and administrators, plain
+//! forms that work without scripts, served by the binary with their one
+//! style sheet. Anonymous visitors are sent (303) to the sign-in page with
+//! a way back; anyone below moderator gets 403; an administrator without
+//! two-factor sign-in gets 403 while `admin_totp_required` is set.
+//!
+//! The console is another surface over the same domain: each action calls
+//! the policy rule, the unit of work, the lock and the audit entry its API
+//! twin calls (entries say `surface: console`); nothing here decides who
+//! may do what. Writes are form posts carrying the CSRF token of the
+//! `plaza_csrf` cookie, besides the cross-origin refusal the middleware
+//! applies to every cookie write. Errors are pages too
+//! (`Surface::Console`). Every page answers with
+//! [`crate::http::pages::CONSOLE_CSP`].
+
+mod moderation;
+
+use axum::extract::{FromRequestParts, OriginalUri, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use plaza_domain::policy::{self, Actor};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::auth::{
+    OptionalUser, Principal, SessionPrincipal, authorize, csrf, require_second_factor,
+};
+use crate::http::error::AppError;
+use crate::http::pages::CONSOLE_CSP;
+use crate::state::AppState;
+
+/// Every route of the console, as the router matches them, so the
+/// middleware answers their errors as console pages.
+pub const PATHS: &[&str] = &[
+    "/admin",
+    "/admin/",
+    "/admin/assets/console.css",
+    "/admin/moderation",
+    "/admin/moderation/{id}",
+];
+
+/// The console's routes (not part of the API document).
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .route("/admin", get(|| async { Redirect::permanent("/admin/") }))
+        .route("/admin/", get(overview))
+        .route("/admin/assets/console.css", get(style_sheet))
+        .route("/admin/moderation", get(moderation::queue))
+        .route(
+            "/admin/moderation/{id}",
+            axum::routing::post(moderation::decide),
+        )
+}
+
+/// A signed-in moderator or administrator using the console, with the
+/// CSRF token its forms carry.
+pub struct ConsoleUser {
+    pub principal: SessionPrincipal,
+    pub csrf_token: String,
+    /// The `plaza_csrf` cookie to set when the visitor had none.
+    csrf_cookie: Option<HeaderValue>,
+}
+
+impl ConsoleUser {
+    pub fn actor(&self) -> Actor {
+        self.principal.actor()
+    }
+}
+
+impl FromRequestParts<AppState> for ConsoleUser {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let OptionalUser(principal) = OptionalUser::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Some(principal) = principal else {
+            return Err(to_sign_in(parts).into_response());
+        };
+        let allowed = authorize(policy::use_console(principal.actor()), "console").and_then(|()| {
+            require_second_factor(state, principal.role(), principal.session.user.has_totp())
+        });
+        allowed.map_err(IntoResponse::into_response)?;
+        // The session is the credential this request acts with: the
+        // audit entries of its actions name its user.
+        Principal::accept(
+            parts,
+            principal.user_id(),
+            &principal.session.user.row.email,
+        );
+        let (csrf_token, csrf_cookie) = csrf::token_for(state, &parts.headers);
+        Ok(ConsoleUser {
+            principal,
+            csrf_token,
+            csrf_cookie,
+        })
+    }
+}
+
+/// The sign-in page, coming back to the page asked for (a path on this
+/// origin, so the sign-in keeps it).
+fn to_sign_in(parts: &Parts) -> Redirect {
+    let asked = parts
+        .extensions
+        .get::<OriginalUri>()
+        .map_or_else(|| parts.uri.clone(), |original| original.0.clone());
+    let back = asked
+        .path_and_query()
+        .map_or("/admin/", |path| path.as_str());
+    let encoded =
+        percent_encoding::utf8_percent_encode(back, percent_encoding::NON_ALPHANUMERIC).to_string();
+    Redirect::to(&format!("/api/auth/signin?callbackUrl={encoded}"))
+}
+
+/// Renders the console page `template` (a name under `console/`) with
+/// `context` (a JSON object) and what every page shows: the viewer, the
+/// section and the CSRF token.
+fn page(
+    state: &AppState,
+    user: &ConsoleUser,
+    section: &str,
+    template: &str,
+    mut context: serde_json::Value,
+) -> Result<Response, AppError> {
+    let row = &user.principal.session.user.row;
+    context["viewer"] = serde_json::json!({
+        "name": row.name.as_deref().unwrap_or(&row.username),
+        "role": user.principal.role().as_str(),
+    });
+    context["section"] = serde_json::json!(section);
+    context["csrf_token"] = serde_json::json!(user.csrf_token);
+    let html = state
+        .templates
+        .render(&format!("console/{template}"), context)
+        .map_err(AppError::internal)?;
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONSOLE_CSP),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(cookie) = &user.csrf_cookie {
+        headers.insert(header::SET_COOKIE, cookie.clone());
+    }
+    Ok((headers, html).into_response())
+}
+
+/// The overview: what waits for a moderator.
+async fn overview(State(state): State<AppState>, user: ConsoleUser) -> Result<Response, AppError> {
+    let reported = moderation::count(&state, &user, moderation::Queue::Reported).await?;
+    let flagged = moderation::count(&state, &user, moderation::Queue::Flagged).await?;
+    page(
+        &state,
+        &user,
+        "overview",
+        "home.html",
+        serde_json::json!({
+            "reported": reported,
+            "flagged": flagged,
+            "version": env!("CARGO_PKG_VERSION"),
+        }),
+    )
+}
+
+/// The console's style sheet.
+async fn style_sheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../../assets/console.css"),
+    )
+        .into_response()
+}

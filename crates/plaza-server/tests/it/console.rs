@@ -1,0 +1,295 @@
+//! The operator console at `/admin/` through HTTP, as a browser without
+//! scripts uses it: who gets in, the moderation queue and a decision taken
+//! by form post with its audit entry and the author's alert, and the
+//! refusals of forged posts.
+
+use serde_json::{Value, json};
+
+use crate::common::{Backend, TestServer, call, member, post};
+
+/// A GET as the session behind `cookie` (or nobody), without following
+/// redirects: (status, headers, body).
+async fn open(
+    server: &TestServer,
+    path: &str,
+    cookie: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut request = server.client.get(server.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.expect("body"))
+}
+
+/// The `plaza_csrf=…` pair a page set and the token its forms carry.
+fn csrf_of(headers: &reqwest::header::HeaderMap, page: &str) -> (String, String) {
+    let cookie = headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.starts_with("plaza_csrf="))
+        .and_then(|value| value.split(';').next())
+        .expect("a CSRF cookie")
+        .to_owned();
+    let marker = "name=\"csrfToken\" value=\"";
+    let start = page.find(marker).expect("a CSRF field") + marker.len();
+    let token = page[start..].split('"').next().unwrap().to_owned();
+    (cookie, token)
+}
+
+/// Posts a form to `path` with the cookies `cookies` (joined) and extra
+/// headers: (status, Location, body).
+async fn submit(
+    server: &TestServer,
+    path: &str,
+    cookies: &[&str],
+    fields: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    let mut request = server
+        .client
+        .post(server.url(path))
+        .header("cookie", cookies.join("; "))
+        .form(fields);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, location, response.text().await.unwrap())
+}
+
+/// A published post by a new author, reported by a new reader: (post id,
+/// the author's cookie).
+async fn reported_post(server: &TestServer) -> (String, String) {
+    let (_, author) = member(server, "author@example.com", "user").await;
+    let id = post(
+        server,
+        &author,
+        json!({"title": "A <b>loud</b> post", "content": "Buy now", "published": true}),
+    )
+    .await;
+    let (_, reader) = member(server, "reader@example.com", "user").await;
+    let (status, body) = call(
+        server,
+        "POST",
+        &format!("/api/posts/{id}/report"),
+        Some(&reader),
+        Some(json!({"reason": "spam & scam"})),
+    )
+    .await;
+    assert!(status == 200 || status == 201, "{body}");
+    (id, author)
+}
+
+on_both_databases!(
+    the_console_lets_in_moderators_and_sends_others_away,
+    a_moderator_hides_a_reported_post_and_the_author_is_told,
+    forged_and_unauthorised_decisions_are_refused,
+);
+
+async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (status, headers, _) = open(&server, "/admin/moderation?state=flagged", None).await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        headers["location"],
+        "/api/auth/signin?callbackUrl=%2Fadmin%2Fmoderation%3Fstate%3Dflagged"
+    );
+
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let (status, headers, page) = open(&server, "/admin/", Some(&user)).await;
+    assert_eq!(status, 403, "{page}");
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{headers:?}"
+    );
+    assert!(page.contains("Back to the console"), "{page}");
+
+    for role in ["moderator", "admin"] {
+        let (_, cookie) = member(&server, &format!("{role}@example.com"), role).await;
+        let (status, headers, page) = open(&server, "/admin/", Some(&cookie)).await;
+        assert_eq!(status, 200, "{role}: {page}");
+        assert_eq!(
+            headers["content-security-policy"],
+            "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+        );
+        assert!(page.contains("reported posts waiting"), "{page}");
+        assert!(!page.contains("<script"), "{page}");
+        assert!(
+            !page.contains("://"),
+            "the page loads nothing from elsewhere: {page}"
+        );
+    }
+
+    let (status, headers, sheet) = open(&server, "/admin/assets/console.css", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/css")
+    );
+    assert!(sheet.contains("320 px"), "{sheet}");
+    let (status, _, page) = open(&server, "/admin/moderation?state=nonsense", None).await;
+    assert_eq!(status, 303, "{page}");
+}
+
+async fn a_moderator_hides_a_reported_post_and_the_author_is_told(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (id, author) = reported_post(&server).await;
+    let (moderator_id, moderator) = member(&server, "moderator@example.com", "moderator").await;
+
+    let (status, headers, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("A &lt;b&gt;loud"),
+        "titles are escaped: {page}"
+    );
+    assert!(!page.contains("<b>loud"), "{page}");
+    assert!(
+        page.contains("spam &amp; scam"),
+        "reports are shown inline: {page}"
+    );
+    assert!(
+        !page.contains("value=\"delete\""),
+        "a moderator is not offered deletion: {page}"
+    );
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+
+    let (status, location, body) = submit(
+        &server,
+        &format!("/admin/moderation/{id}"),
+        &[&moderator, &csrf_cookie],
+        &[
+            ("csrfToken", &token),
+            ("state", "reported"),
+            ("action", "hide"),
+            ("reason", "Advertising"),
+            ("notifyAuthor", "true"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(location, "/admin/moderation?state=reported&done=hide");
+
+    let (status, _, page) = open(&server, "/admin/moderation?state=hidden", Some(&moderator)).await;
+    assert_eq!(status, 200);
+    assert!(page.contains(&format!("id=\"post-{id}\"")), "{page}");
+    let (_, _, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert!(
+        !page.contains(&format!("id=\"post-{id}\"")),
+        "resolved reports leave the queue: {page}"
+    );
+
+    let (_, alerts) = call(&server, "GET", "/api/alerts", Some(&author), None).await;
+    let told: Vec<&Value> = alerts["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|alert| alert["title"] == "Your post was hidden")
+        .collect();
+    assert_eq!(told.len(), 1, "{alerts}");
+    assert!(told[0]["message"].as_str().unwrap().contains("Advertising"));
+
+    let entries = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'post.moderate.hide' \
+             AND target_id = '{id}' AND actor_id = {moderator_id} AND surface = 'console'"
+        ))
+        .await;
+    assert_eq!(
+        entries, 1,
+        "the decision is audited once, naming the moderator"
+    );
+}
+
+async fn forged_and_unauthorised_decisions_are_refused(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (id, _) = reported_post(&server).await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (_, headers, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let path = format!("/admin/moderation/{id}");
+    let hide = [("csrfToken", token.as_str()), ("action", "hide")];
+
+    let (status, _, body) = submit(&server, &path, &[&moderator], &hide, &[]).await;
+    assert_eq!(status, 403, "a post without the CSRF cookie: {body}");
+    let (status, _, body) = submit(
+        &server,
+        &path,
+        &[&moderator, &csrf_cookie],
+        &[("csrfToken", "forged"), ("action", "hide")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 403, "a post with another token: {body}");
+    let (status, _, body) = submit(
+        &server,
+        &path,
+        &[&moderator, &csrf_cookie],
+        &hide,
+        &[("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(status, 403, "a cross-origin post: {body}");
+    let (status, _, body) = submit(
+        &server,
+        &path,
+        &[&moderator, &csrf_cookie],
+        &[("csrfToken", token.as_str()), ("action", "delete")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 403, "a moderator's deletion: {body}");
+    assert!(body.contains("<html"), "errors are console pages: {body}");
+    let (status, _, body) = submit(
+        &server,
+        &path,
+        &[&moderator, &csrf_cookie],
+        &[("csrfToken", token.as_str()), ("action", "burn")],
+        &[],
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}: {body}");
+    assert!(body.contains("action"), "the page names the field: {body}");
+
+    let (_, user) = member(&server, "user@example.com", "user").await;
+    let (status, _, _) = submit(&server, &path, &[&user, &csrf_cookie], &hide, &[]).await;
+    assert_eq!(status, 403, "a plain user's decision");
+    let (status, location, _) = submit(&server, &path, &[&csrf_cookie], &hide, &[]).await;
+    assert_eq!(status, 303, "nobody signed in goes to sign in");
+    assert!(location.starts_with("/api/auth/signin?callbackUrl="));
+
+    let untouched = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM posts WHERE id = {id} AND moderation = 'none'"
+        ))
+        .await;
+    assert_eq!(untouched, 1, "no refused post changed anything");
+    let entries = server
+        .sql_count("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'post.moderate.%'")
+        .await;
+    assert_eq!(entries, 0);
+
+    let admin_totp =
+        TestServer::start_with(backend, &[("PLAZA_ADMIN_TOTP_REQUIRED", "true")]).await;
+    let (_, admin) = member(&admin_totp, "admin@example.com", "admin").await;
+    let (status, _, page) = open(&admin_totp, "/admin/", Some(&admin)).await;
+    assert_eq!(
+        status, 403,
+        "an administrator without two-factor sign-in: {page}"
+    );
+}
