@@ -51,6 +51,14 @@ const SOURCES: &[(&str, &str)] = &[
         "console/moderation.html",
         include_str!("../../templates/console/moderation.html"),
     ),
+    (
+        "console/users.html",
+        include_str!("../../templates/console/users.html"),
+    ),
+    (
+        "console/user.html",
+        include_str!("../../templates/console/user.html"),
+    ),
 ];
 
 /// The compiled templates.

@@ -94,6 +94,8 @@ on_both_databases!(
     the_console_lets_in_moderators_and_sends_others_away,
     a_moderator_hides_a_reported_post_and_the_author_is_told,
     forged_and_unauthorised_decisions_are_refused,
+    moderators_see_moderation_but_not_users,
+    an_administrator_bans_and_unbans_from_the_users_pages,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -292,4 +294,109 @@ async fn forged_and_unauthorised_decisions_are_refused(backend: Backend) {
         status, 403,
         "an administrator without two-factor sign-in: {page}"
     );
+}
+
+async fn moderators_see_moderation_but_not_users(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+
+    let (_, _, page) = open(&server, "/admin/", Some(&moderator)).await;
+    assert!(!page.contains("href=\"/admin/users\""), "{page}");
+    for path in ["/admin/users", "/admin/users/1"] {
+        let (status, _, page) = open(&server, path, Some(&moderator)).await;
+        assert_eq!(status, 403, "{path}: {page}");
+    }
+    let (_, _, page) = open(&server, "/admin/", Some(&admin)).await;
+    assert!(page.contains("href=\"/admin/users\""), "{page}");
+    let (status, _, page) = open(&server, "/admin/users?role=moderator", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("moderator@example.com"), "{page}");
+    assert!(
+        !page.contains("admin@example.com"),
+        "the role filter holds: {page}"
+    );
+    let (status, _, page) = open(&server, "/admin/users?role=king", Some(&admin)).await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+    assert!(page.contains("role"), "{page}");
+}
+
+async fn an_administrator_bans_and_unbans_from_the_users_pages(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (target, target_cookie) = member(&server, "target@example.com", "user").await;
+
+    let (status, _, page) = open(&server, "/admin/users?search=target", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(&format!("href=\"/admin/users/{target}\"")),
+        "{page}"
+    );
+    let (status, headers, page) =
+        open(&server, &format!("/admin/users/{target}"), Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [admin.as_str(), csrf_cookie.as_str()];
+
+    let ban_path = format!("/admin/users/{target}/ban");
+    let (status, _, page) = submit(
+        &server,
+        &ban_path,
+        &cookies,
+        &[("csrfToken", &token), ("duration", "1d")],
+        &[],
+    )
+    .await;
+    assert!(
+        status == 400 || status == 422,
+        "a ban needs a reason: {status} {page}"
+    );
+    assert!(page.contains("reason"), "{page}");
+
+    let (status, location, _) = submit(
+        &server,
+        &ban_path,
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("reason", "Spam"),
+            ("duration", "1d"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, format!("/admin/users/{target}?done=banned"));
+    let session = server
+        .get_json_as("/api/auth/session", &target_cookie)
+        .await;
+    assert_eq!(session, json!({}), "the ban ended the user's session");
+    let (_, _, page) = open(&server, &location, Some(&admin)).await;
+    assert!(page.contains("<dd id=\"status\">banned</dd>"), "{page}");
+    assert!(page.contains("Spam"), "the ban history lists it: {page}");
+
+    let (status, location, _) = submit(
+        &server,
+        &format!("/admin/users/{target}/unban"),
+        &cookies,
+        &[("csrfToken", &token), ("reason", "Appeal granted")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    let (_, _, page) = open(&server, &location, Some(&admin)).await;
+    assert!(page.contains("<dd id=\"status\">active</dd>"), "{page}");
+
+    for action in ["user.ban", "user.unban"] {
+        let entries = server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' AND target_id = '{target}' \
+                 AND actor_id = {admin_id} AND surface = 'console'"
+            ))
+            .await;
+        assert_eq!(
+            entries, 1,
+            "{action} is audited once, naming the administrator"
+        );
+    }
 }

@@ -15,12 +15,13 @@
 //! [`crate::http::pages::CONSOLE_CSP`].
 
 mod moderation;
+mod users;
 
 use axum::extract::{FromRequestParts, OriginalUri, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use plaza_domain::policy::{self, Actor};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -39,6 +40,10 @@ pub const PATHS: &[&str] = &[
     "/admin/assets/console.css",
     "/admin/moderation",
     "/admin/moderation/{id}",
+    "/admin/users",
+    "/admin/users/{id}",
+    "/admin/users/{id}/ban",
+    "/admin/users/{id}/unban",
 ];
 
 /// The console's routes (not part of the API document).
@@ -48,10 +53,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/", get(overview))
         .route("/admin/assets/console.css", get(style_sheet))
         .route("/admin/moderation", get(moderation::queue))
-        .route(
-            "/admin/moderation/{id}",
-            axum::routing::post(moderation::decide),
-        )
+        .route("/admin/moderation/{id}", post(moderation::decide))
+        .route("/admin/users", get(users::list))
+        .route("/admin/users/{id}", get(users::detail))
+        .route("/admin/users/{id}/ban", post(users::ban))
+        .route("/admin/users/{id}/unban", post(users::unban))
 }
 
 /// A signed-in moderator or administrator using the console, with the
@@ -128,6 +134,7 @@ fn page(
     context["viewer"] = serde_json::json!({
         "name": row.name.as_deref().unwrap_or(&row.username),
         "role": user.principal.role().as_str(),
+        "manages_users": users::manages_users(user),
     });
     context["section"] = serde_json::json!(section);
     context["csrf_token"] = serde_json::json!(user.csrf_token);

@@ -1,0 +1,330 @@
+//! The console's users: the list with search and filters, a user's page
+//! (details, recent activity, ban history) and the ban and unban forms,
+//! for administrators holding `users:manage`. A ban or an unban is the
+//! unit of work the admin APIs run (`plaza_domain::bans`, under the user's
+//! edit lock, audited as `user.ban` / `user.unban`); a ban ends the user's
+//! sessions and admin tokens at once.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Redirect, Response};
+use plaza_domain::bans;
+use plaza_domain::grants;
+use plaza_domain::listing::{Page, SortOrder};
+use plaza_domain::locks::Resource;
+use plaza_domain::policy;
+use plaza_domain::time::rfc3339;
+use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{ConsoleUser, page};
+use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use crate::controllers::admin_v1::users::BanTerms;
+use crate::controllers::params::{Problems, TextRule, check_text};
+use crate::http::error::AppError;
+use crate::http::extract::{AppForm, AppQuery, IdPath};
+use crate::state::AppState;
+
+/// Users per page of the list.
+const PAGE_SIZE: i64 = 25;
+/// Longest search text.
+const MAX_SEARCH_CHARS: usize = 100;
+/// Activity items and bans shown on a user's page.
+const DETAIL_ITEMS: i64 = 20;
+
+/// Whether `user` manages users (`users:manage`), which the user pages need.
+pub fn manages_users(user: &ConsoleUser) -> bool {
+    policy::administer(
+        user.actor(),
+        user.principal
+            .session
+            .capabilities
+            .hold(grants::MANAGE_USERS),
+    )
+    .is_allowed()
+}
+
+/// Refuses (403) a viewer who does not manage users.
+fn require_manager(user: &ConsoleUser) -> Result<(), AppError> {
+    authorize(
+        policy::administer(
+            user.actor(),
+            user.principal
+                .session
+                .capabilities
+                .hold(grants::MANAGE_USERS),
+        ),
+        "user",
+    )
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    search: Option<String>,
+    role: Option<String>,
+    status: Option<String>,
+    page: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ListedUser {
+    id: i64,
+    username: String,
+    email: String,
+    role: String,
+    status: String,
+    posts: i64,
+    joined: String,
+}
+
+/// `GET /admin/users`: one page of users, newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    AppQuery(query): AppQuery<ListQuery>,
+) -> Result<Response, AppError> {
+    require_manager(&user)?;
+    let mut problems = Problems::default();
+    let blank = |value: Option<String>| value.filter(|value| !value.trim().is_empty());
+    let search = blank(query.search).map(|search| search.trim().to_owned());
+    if let Some(search) = &search {
+        problems.check(
+            "search",
+            check_text(search, MAX_SEARCH_CHARS, false, TextRule::Line),
+        );
+    }
+    let role = blank(query.role).and_then(|raw| {
+        problems.check(
+            "role",
+            Role::parse(&raw)
+                .ok_or_else(|| "must be user, moderator, admin or super_admin".to_owned()),
+        )
+    });
+    let status = blank(query.status).and_then(|raw| {
+        problems.check(
+            "status",
+            UserStatus::parse(&raw).ok_or_else(|| "must be active, inactive or banned".to_owned()),
+        )
+    });
+    let page_number = page_number(&mut problems, query.page.as_deref());
+    problems.finish()?;
+    let filter = UserQuery {
+        role,
+        status,
+        search: search.clone(),
+        sort: UserSort::CreatedAt,
+        order: SortOrder::Desc,
+    };
+    let found = state
+        .db
+        .admin_user_page(
+            &filter,
+            Page {
+                limit: PAGE_SIZE,
+                offset: (page_number - 1) * PAGE_SIZE,
+            },
+        )
+        .await?;
+    let users: Vec<ListedUser> = found
+        .users
+        .iter()
+        .map(|(listed, post_count)| ListedUser {
+            id: listed.id(),
+            username: listed.row.username.clone(),
+            email: listed.row.email.clone(),
+            role: listed.row.role.clone(),
+            status: listed.row.status.clone(),
+            posts: *post_count,
+            joined: rfc3339(listed.row.created_at),
+        })
+        .collect();
+    let query_string = |number: i64| {
+        let mut pairs = url::form_urlencoded::Serializer::new(String::new());
+        if let Some(search) = &search {
+            pairs.append_pair("search", search);
+        }
+        if let Some(role) = role {
+            pairs.append_pair("role", role.as_str());
+        }
+        if let Some(status) = status {
+            pairs.append_pair("status", status.as_str());
+        }
+        pairs.append_pair("page", &number.to_string());
+        pairs.finish()
+    };
+    page(
+        &state,
+        &user,
+        "users",
+        "users.html",
+        json!({
+            "users": users,
+            "total": found.total,
+            "search": search.as_deref().unwrap_or_default(),
+            "role": role.map(Role::as_str).unwrap_or_default(),
+            "status": status.map(UserStatus::as_str).unwrap_or_default(),
+            "roles": ["user", "moderator", "admin", "super_admin"],
+            "statuses": ["active", "inactive", "banned"],
+            "previous_page": (page_number > 1).then(|| query_string(page_number - 1)),
+            "next_page": (page_number * PAGE_SIZE < found.total).then(|| query_string(page_number + 1)),
+        }),
+    )
+}
+
+/// A page number from 1 to 100,000; none given: 1.
+fn page_number(problems: &mut Problems, raw: Option<&str>) -> i64 {
+    match raw.filter(|raw| !raw.is_empty()) {
+        None => 1,
+        Some(raw) => problems
+            .check(
+                "page",
+                raw.parse::<i64>()
+                    .ok()
+                    .filter(|page| (1..=100_000).contains(page))
+                    .ok_or_else(|| "must be a number from 1 to 100000".to_owned()),
+            )
+            .unwrap_or(1),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct DetailQuery {
+    /// The change just made, to confirm it.
+    done: Option<String>,
+}
+
+/// `GET /admin/users/{id}`: a user with their activity and bans.
+pub async fn detail(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    IdPath(id): IdPath,
+    AppQuery(query): AppQuery<DetailQuery>,
+) -> Result<Response, AppError> {
+    require_manager(&user)?;
+    let shown = state.db.user_by_id(id).await?;
+    let activity = state.db.recent_activity(id, DETAIL_ITEMS).await?;
+    let bans = state.db.ban_history(id, DETAIL_ITEMS).await?;
+    let row = &shown.row;
+    let done = match query.done.as_deref() {
+        Some("banned") => Some("The user is banned; their sessions have ended."),
+        Some("unbanned") => Some("The ban is lifted."),
+        _ => None,
+    };
+    page(
+        &state,
+        &user,
+        "users",
+        "user.html",
+        json!({
+            "done": done,
+            "shown": {
+                "id": row.id,
+                "username": row.username,
+                "name": row.name,
+                "email": row.email,
+                "verified": row.email_verified_at.is_some(),
+                "role": row.role,
+                "status": row.status,
+                "logins": row.login_count,
+                "joined": rfc3339(row.created_at),
+                "banned": row.status == UserStatus::Banned.as_str(),
+            },
+            "activity": activity.iter().map(|item| json!({
+                "kind": item.kind,
+                "at": rfc3339(item.at),
+                "detail": item.detail,
+            })).collect::<Vec<_>>(),
+            "bans": bans.iter().map(|ban| json!({
+                "reason": ban.reason,
+                "from": rfc3339(ban.created_at),
+                "until": ban.expires_at.map(rfc3339),
+                "lifted": ban.lifted_at.map(rfc3339),
+                "lift_reason": ban.lift_reason,
+            })).collect::<Vec<_>>(),
+            "durations": ["1h", "1d", "7d", "30d", "permanent"],
+        }),
+    )
+}
+
+/// The ban and unban forms.
+#[derive(Deserialize)]
+pub struct BanForm {
+    #[serde(rename = "csrfToken")]
+    csrf_token: Option<String>,
+    reason: Option<String>,
+    duration: Option<String>,
+    notes: Option<String>,
+}
+
+/// `POST /admin/users/{id}/ban`: bans the user, then back to their page.
+pub async fn ban(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    AppForm(form): AppForm<BanForm>,
+) -> Result<Response, AppError> {
+    change_ban(&state, &user, context, id, &headers, form, true).await
+}
+
+/// `POST /admin/users/{id}/unban`: lifts the user's ban, then back to
+/// their page.
+pub async fn unban(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    AppForm(form): AppForm<BanForm>,
+) -> Result<Response, AppError> {
+    change_ban(&state, &user, context, id, &headers, form, false).await
+}
+
+async fn change_ban(
+    state: &AppState,
+    user: &ConsoleUser,
+    context: plaza_domain::audit::AuditContext,
+    id: i64,
+    headers: &HeaderMap,
+    form: BanForm,
+    banning: bool,
+) -> Result<Response, AppError> {
+    csrf::check(
+        cookie_value(headers, CSRF_COOKIE).as_deref(),
+        form.csrf_token.as_deref(),
+    )?;
+    require_manager(user)?;
+    let mut problems = Problems::default();
+    let duration = form.duration.filter(|duration| !duration.is_empty());
+    let terms = BanTerms::check(
+        &mut problems,
+        form.reason,
+        duration.as_deref(),
+        form.notes,
+        banning,
+    );
+    problems.finish()?;
+    let actor = user.actor();
+    let ttl = std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
+    state
+        .db
+        .write_locked(Resource::User(id), actor.user_id, ttl, move |tx| {
+            Box::pin(async move {
+                if banning {
+                    bans::ban_user(tx, &context, actor, id, terms.order()).await?;
+                } else {
+                    let reason = terms.reason.as_deref();
+                    bans::unban_user(tx, &context, actor, id, reason).await?;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    if banning {
+        state.auth.session_lookups.forget_user(id);
+    }
+    let done = if banning { "banned" } else { "unbanned" };
+    Ok(Redirect::to(&format!("/admin/users/{id}?done={done}")).into_response())
+}
