@@ -59,6 +59,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/user.html",
         include_str!("../../templates/console/user.html"),
     ),
+    (
+        "console/audit.html",
+        include_str!("../../templates/console/audit.html"),
+    ),
 ];
 
 /// The compiled templates.

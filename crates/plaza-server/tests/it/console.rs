@@ -303,7 +303,7 @@ async fn moderators_see_moderation_but_not_users(backend: Backend) {
 
     let (_, _, page) = open(&server, "/admin/", Some(&moderator)).await;
     assert!(!page.contains("href=\"/admin/users\""), "{page}");
-    for path in ["/admin/users", "/admin/users/1"] {
+    for path in ["/admin/users", "/admin/users/1", "/admin/audit"] {
         let (status, _, page) = open(&server, path, Some(&moderator)).await;
         assert_eq!(status, 403, "{path}: {page}");
     }
@@ -399,4 +399,19 @@ async fn an_administrator_bans_and_unbans_from_the_users_pages(backend: Backend)
             "{action} is audited once, naming the administrator"
         );
     }
+    let (status, _, page) = open(&server, "/admin/audit?action=user.ban", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("user.ban · user"), "{page}");
+    assert!(page.contains("by admin@example.com"), "{page}");
+    assert!(page.contains("through console"), "{page}");
+    assert!(
+        page.contains("Spam"),
+        "the entry shows what changed: {page}"
+    );
+    assert!(
+        !page.contains("user.unban"),
+        "the action filter holds: {page}"
+    );
+    let (status, _, page) = open(&server, "/admin/audit?from=2026-13-45", Some(&admin)).await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
 }

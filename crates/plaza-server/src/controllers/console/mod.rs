@@ -14,6 +14,7 @@
 //! (`Surface::Console`). Every page answers with
 //! [`crate::http::pages::CONSOLE_CSP`].
 
+mod audit;
 mod moderation;
 mod users;
 
@@ -28,6 +29,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{
     OptionalUser, Principal, SessionPrincipal, authorize, csrf, require_second_factor,
 };
+use crate::controllers::params::Problems;
 use crate::http::error::AppError;
 use crate::http::pages::CONSOLE_CSP;
 use crate::state::AppState;
@@ -44,6 +46,7 @@ pub const PATHS: &[&str] = &[
     "/admin/users/{id}",
     "/admin/users/{id}/ban",
     "/admin/users/{id}/unban",
+    "/admin/audit",
 ];
 
 /// The console's routes (not part of the API document).
@@ -58,6 +61,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/users/{id}", get(users::detail))
         .route("/admin/users/{id}/ban", post(users::ban))
         .route("/admin/users/{id}/unban", post(users::unban))
+        .route("/admin/audit", get(audit::list))
 }
 
 /// A signed-in moderator or administrator using the console, with the
@@ -135,6 +139,7 @@ fn page(
         "name": row.name.as_deref().unwrap_or(&row.username),
         "role": user.principal.role().as_str(),
         "manages_users": users::manages_users(user),
+        "is_admin": user.principal.role().is_admin(),
     });
     context["section"] = serde_json::json!(section);
     context["csrf_token"] = serde_json::json!(user.csrf_token);
@@ -185,4 +190,20 @@ async fn style_sheet() -> Response {
         include_str!("../../../assets/console.css"),
     )
         .into_response()
+}
+
+/// A page number from 1 to 100,000; none given: 1.
+fn page_number(problems: &mut Problems, raw: Option<&str>) -> i64 {
+    match raw.filter(|raw| !raw.is_empty()) {
+        None => 1,
+        Some(raw) => problems
+            .check(
+                "page",
+                raw.parse::<i64>()
+                    .ok()
+                    .filter(|page| (1..=100_000).contains(page))
+                    .ok_or_else(|| "must be a number from 1 to 100000".to_owned()),
+            )
+            .unwrap_or(1),
+    }
 }

@@ -15,7 +15,7 @@ use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, page};
+use super::{ConsoleUser, page, page_number};
 use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -147,14 +147,9 @@ pub async fn queue(
     AppQuery(query): AppQuery<QueueQuery>,
 ) -> Result<Response, AppError> {
     let queue = Queue::parse(query.state.as_deref())?;
-    let page_number = match query.page.as_deref().filter(|page| !page.is_empty()) {
-        None => 1,
-        Some(page) => page
-            .parse::<i64>()
-            .ok()
-            .filter(|page| (1..=100_000).contains(page))
-            .ok_or_else(|| AppError::invalid("page", "must be a number from 1 to 100000"))?,
-    };
+    let mut problems = Problems::default();
+    let page_number = page_number(&mut problems, query.page.as_deref());
+    problems.finish()?;
     let found = state
         .db
         .admin_posts(

@@ -18,7 +18,7 @@ use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::{ConsoleUser, page, page_number};
 use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
 use crate::controllers::admin_v1::users::BanTerms;
 use crate::controllers::params::{Problems, TextRule, check_text};
@@ -170,22 +170,6 @@ pub async fn list(
             "next_page": (page_number * PAGE_SIZE < found.total).then(|| query_string(page_number + 1)),
         }),
     )
-}
-
-/// A page number from 1 to 100,000; none given: 1.
-fn page_number(problems: &mut Problems, raw: Option<&str>) -> i64 {
-    match raw.filter(|raw| !raw.is_empty()) {
-        None => 1,
-        Some(raw) => problems
-            .check(
-                "page",
-                raw.parse::<i64>()
-                    .ok()
-                    .filter(|page| (1..=100_000).contains(page))
-                    .ok_or_else(|| "must be a number from 1 to 100000".to_owned()),
-            )
-            .unwrap_or(1),
-    }
 }
 
 #[derive(Deserialize)]
