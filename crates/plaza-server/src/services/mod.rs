@@ -3,14 +3,15 @@
 //! feature flags as last read, users' data exports and the deletion of
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
-//! with the maintenance actions it and the admins start, and moderators'
-//! decisions on posts. Nothing here knows about HTTP routes.
+//! with the maintenance actions it and the admins start, moderators'
+//! decisions on posts, and broadcasts. Nothing here knows about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
 pub mod audit_reads;
 pub mod backup;
 pub mod blocking;
+pub mod broadcasts;
 pub mod erased_files;
 pub mod export;
 pub mod flag_snapshot;

@@ -63,6 +63,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/audit.html",
         include_str!("../../templates/console/audit.html"),
     ),
+    (
+        "console/broadcasts.html",
+        include_str!("../../templates/console/broadcasts.html"),
+    ),
 ];
 
 /// The compiled templates.

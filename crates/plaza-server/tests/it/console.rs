@@ -96,6 +96,7 @@ on_both_databases!(
     forged_and_unauthorised_decisions_are_refused,
     moderators_see_moderation_but_not_users,
     an_administrator_bans_and_unbans_from_the_users_pages,
+    an_administrator_sends_schedules_and_withdraws_broadcasts,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -414,4 +415,122 @@ async fn an_administrator_bans_and_unbans_from_the_users_pages(backend: Backend)
     );
     let (status, _, page) = open(&server, "/admin/audit?from=2026-13-45", Some(&admin)).await;
     assert!(status == 400 || status == 422, "{status}: {page}");
+}
+
+async fn an_administrator_sends_schedules_and_withdraws_broadcasts(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (status, _, _) = open(&server, "/admin/broadcasts", Some(&moderator)).await;
+    assert_eq!(status, 403, "broadcasts are for administrators");
+
+    let (status, headers, page) = open(&server, "/admin/broadcasts", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [admin.as_str(), csrf_cookie.as_str()];
+    let (status, _, page) = submit(
+        &server,
+        "/admin/broadcasts",
+        &cookies,
+        &[("csrfToken", &token), ("title", " "), ("message", "x")],
+        &[],
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+    assert!(page.contains("title"), "{page}");
+
+    let (status, location, _) = submit(
+        &server,
+        "/admin/broadcasts",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("title", "Maintenance tonight"),
+            ("message", "We restart at ten."),
+            ("type", "warning"),
+            ("targets", "all"),
+            ("schedule", ""),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/broadcasts?done=sent");
+    let (_, alerts) = call(&server, "GET", "/api/alerts", Some(&reader), None).await;
+    assert!(
+        alerts["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|alert| alert["title"] == "Maintenance tonight"),
+        "{alerts}"
+    );
+
+    // A day ahead, as a `datetime-local` field sends it (UTC, no zone).
+    let tomorrow = plaza_domain::time::rfc3339(plaza_domain::time::now_millis() + 86_400_000);
+    let (status, location, _) = submit(
+        &server,
+        "/admin/broadcasts",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("title", "Later"),
+            ("message", "Soon."),
+            ("targets", "moderator"),
+            ("schedule", &tomorrow[..16]),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/broadcasts?done=scheduled");
+    let (_, _, page) = open(&server, "/admin/broadcasts", Some(&admin)).await;
+    let scheduled = page
+        .split("<article class=\"post\" id=\"broadcast-")
+        .find(|part| part.contains("Later"))
+        .expect("the scheduled broadcast is listed");
+    let id: String = scheduled.chars().take_while(char::is_ascii_digit).collect();
+    assert!(
+        scheduled.contains("<span class=\"status\">scheduled</span>"),
+        "{page}"
+    );
+
+    let (status, location, _) = submit(
+        &server,
+        &format!("/admin/broadcasts/{id}/cancel"),
+        &cookies,
+        &[("csrfToken", &token)],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    let (_, _, page) = open(&server, &location, Some(&admin)).await;
+    assert!(page.contains("The broadcast is withdrawn."), "{page}");
+    assert!(
+        page.contains("<span class=\"status\">cancelled</span>"),
+        "{page}"
+    );
+    let (status, _, page) = submit(
+        &server,
+        &format!("/admin/broadcasts/{id}/cancel"),
+        &cookies,
+        &[("csrfToken", &token)],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        status, 409,
+        "a withdrawn broadcast is not withdrawn twice: {page}"
+    );
+
+    for (action, count) in [("broadcast.create", 2), ("broadcast.cancel", 1)] {
+        let entries = server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' \
+                 AND actor_id = {admin_id} AND surface = 'console'"
+            ))
+            .await;
+        assert_eq!(entries, count, "{action}");
+    }
 }

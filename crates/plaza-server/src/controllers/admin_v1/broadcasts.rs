@@ -6,14 +6,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use plaza_domain::alerts::{
-    self, AlertType, Audience, Broadcast, BroadcastStatus, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS,
+    self, AlertType, Audience, Broadcast, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS,
 };
-use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
@@ -23,6 +21,7 @@ use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::broadcasts;
 use crate::state::AppState;
 
 /// Most entries in `targets`.
@@ -165,33 +164,7 @@ pub async fn cancel_broadcast(
         }),
         "broadcast",
     )?;
-    let cancelled = state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                let cancelled = alerts::cancel_broadcast(tx, id, now_millis()).await?;
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: "broadcast.cancel",
-                        target_type: "broadcast",
-                        target_id: Some(id.to_string()),
-                        changes: json!({
-                            "status": audit::change(
-                                BroadcastStatus::Scheduled.as_str(),
-                                BroadcastStatus::Cancelled.as_str(),
-                            ),
-                            "title": cancelled.title,
-                            "schedule": cancelled.schedule().map(rfc3339),
-                        }),
-                    },
-                )
-                .await?;
-                Ok(cancelled)
-            })
-        })
-        .await?;
+    let cancelled = broadcasts::cancel(&state, context, id).await?;
     Ok(AppJson(Envelope::new(BroadcastItem::from(&cancelled))))
 }
 
@@ -220,49 +193,9 @@ pub async fn create_broadcast(
 ) -> Result<(StatusCode, AppJson<Envelope<BroadcastItem>>), AppError> {
     let now = now_millis();
     let mut problems = Problems::default();
-    let title = required_text(
-        &mut problems,
-        "title",
-        body.title,
-        MAX_TITLE_CHARS,
-        TextRule::Line,
-    );
-    let message = required_text(
-        &mut problems,
-        "message",
-        body.message,
-        MAX_MESSAGE_CHARS,
-        TextRule::Lines,
-    );
-    let alert_type = match body.alert_type.as_deref() {
-        None => AlertType::default(),
-        Some(raw) => problems
-            .check(
-                "type",
-                AlertType::parse(raw)
-                    .ok_or_else(|| "must be info, success, warning or error".to_owned()),
-            )
-            .unwrap_or_default(),
-    };
-    let targets = body.targets.unwrap_or_else(|| vec!["all".to_owned()]);
-    let audience = audience(&mut problems, &targets);
-    let deliver_at = body.schedule.as_deref().and_then(|raw| {
-        let at = problems.check(
-            "schedule",
-            time::OffsetDateTime::parse(raw.trim(), &Rfc3339)
-                .map(plaza_domain::time::to_millis)
-                .map_err(|_| {
-                    "must be an ISO 8601 time with a time zone, e.g. 2026-12-01T09:00:00Z"
-                        .to_owned()
-                }),
-        )?;
-        if at > now.saturating_add(MAX_SCHEDULE_AHEAD_MILLIS) {
-            problems.add("schedule", "must be at most a year ahead");
-        }
-        (at > now).then_some(at)
-    });
+    let draft = BroadcastDraft::check(&mut problems, body, now);
     problems.finish()?;
-    let unknown = state.db.unknown_users(&audience.user_ids).await?;
+    let unknown = state.db.unknown_users(&draft.audience.user_ids).await?;
     if let Some(missing) = unknown.first() {
         return Err(AppError::invalid(
             "targets",
@@ -276,40 +209,8 @@ pub async fn create_broadcast(
         }),
         "broadcast",
     )?;
-    let new = alerts::NewBroadcast {
-        title,
-        message,
-        alert_type,
-        audience,
-        created_by: admin.user_id,
-        deliver_at,
-    };
-    let broadcast = state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                let broadcast = alerts::create_broadcast(tx, new, now).await?;
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: "broadcast.create",
-                        target_type: "broadcast",
-                        target_id: Some(broadcast.id.to_string()),
-                        changes: json!({"after": {
-                            "title": broadcast.title,
-                            "type": alert_type.as_str(),
-                            "targets": targets,
-                            "schedule": deliver_at.map(rfc3339),
-                            "recipients": broadcast.recipient_count,
-                        }}),
-                    },
-                )
-                .await?;
-                Ok(broadcast)
-            })
-        })
-        .await?;
+    let (new, targets) = draft.into_new(admin.user_id);
+    let broadcast = broadcasts::send(&state, context, new, targets, now).await?;
     let status = if broadcast.delivered_at.is_some() {
         StatusCode::CREATED
     } else {
@@ -319,6 +220,86 @@ pub async fn create_broadcast(
         status,
         AppJson(Envelope::new(BroadcastItem::from(&broadcast))),
     ))
+}
+
+/// A broadcast checked field by field, ready to send.
+pub struct BroadcastDraft {
+    pub title: String,
+    pub message: String,
+    pub alert_type: AlertType,
+    pub audience: Audience,
+    /// The targets as given, for the audit entry.
+    pub targets: Vec<String>,
+    /// When it is due; `None`: now.
+    pub deliver_at: Option<i64>,
+}
+
+impl BroadcastDraft {
+    /// Checks `body` at `now`, recording each problem.
+    pub fn check(problems: &mut Problems, body: BroadcastBody, now: i64) -> BroadcastDraft {
+        let title = required_text(
+            problems,
+            "title",
+            body.title,
+            MAX_TITLE_CHARS,
+            TextRule::Line,
+        );
+        let message = required_text(
+            problems,
+            "message",
+            body.message,
+            MAX_MESSAGE_CHARS,
+            TextRule::Lines,
+        );
+        let alert_type = match body.alert_type.as_deref() {
+            None => AlertType::default(),
+            Some(raw) => problems
+                .check(
+                    "type",
+                    AlertType::parse(raw)
+                        .ok_or_else(|| "must be info, success, warning or error".to_owned()),
+                )
+                .unwrap_or_default(),
+        };
+        let targets = body.targets.unwrap_or_else(|| vec!["all".to_owned()]);
+        let audience = audience(problems, &targets);
+        let deliver_at = body.schedule.as_deref().and_then(|raw| {
+            let at = problems.check(
+                "schedule",
+                time::OffsetDateTime::parse(raw.trim(), &Rfc3339)
+                    .map(plaza_domain::time::to_millis)
+                    .map_err(|_| {
+                        "must be an ISO 8601 time with a time zone, e.g. 2026-12-01T09:00:00Z"
+                            .to_owned()
+                    }),
+            )?;
+            if at > now.saturating_add(MAX_SCHEDULE_AHEAD_MILLIS) {
+                problems.add("schedule", "must be at most a year ahead");
+            }
+            (at > now).then_some(at)
+        });
+        BroadcastDraft {
+            title,
+            message,
+            alert_type,
+            audience,
+            targets,
+            deliver_at,
+        }
+    }
+
+    /// The broadcast `sender_id` sends, and its targets as given.
+    pub fn into_new(self, sender_id: i64) -> (alerts::NewBroadcast, Vec<String>) {
+        let new = alerts::NewBroadcast {
+            title: self.title,
+            message: self.message,
+            alert_type: self.alert_type,
+            audience: self.audience,
+            created_by: sender_id,
+            deliver_at: self.deliver_at,
+        };
+        (new, self.targets)
+    }
 }
 
 /// A required text field, trimmed; its problem recorded when missing,

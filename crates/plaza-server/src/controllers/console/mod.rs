@@ -15,6 +15,7 @@
 //! [`crate::http::pages::CONSOLE_CSP`].
 
 mod audit;
+mod broadcasts;
 mod moderation;
 mod users;
 
@@ -47,6 +48,8 @@ pub const PATHS: &[&str] = &[
     "/admin/users/{id}/ban",
     "/admin/users/{id}/unban",
     "/admin/audit",
+    "/admin/broadcasts",
+    "/admin/broadcasts/{id}/cancel",
 ];
 
 /// The console's routes (not part of the API document).
@@ -62,6 +65,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/users/{id}/ban", post(users::ban))
         .route("/admin/users/{id}/unban", post(users::unban))
         .route("/admin/audit", get(audit::list))
+        .route(
+            "/admin/broadcasts",
+            get(broadcasts::list).post(broadcasts::send),
+        )
+        .route("/admin/broadcasts/{id}/cancel", post(broadcasts::cancel))
 }
 
 /// A signed-in moderator or administrator using the console, with the
