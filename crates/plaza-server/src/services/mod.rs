@@ -4,7 +4,8 @@
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
 //! with the maintenance actions it and the admins start, moderators'
-//! decisions on posts, and broadcasts. Nothing here knows about HTTP routes.
+//! decisions on posts, broadcasts and feature flag writes. Nothing here
+//! knows about HTTP routes.
 
 pub mod alert_stream;
 pub mod analytics;
@@ -15,6 +16,7 @@ pub mod broadcasts;
 pub mod erased_files;
 pub mod export;
 pub mod flag_snapshot;
+pub mod flags;
 pub mod group_commit;
 pub mod health;
 pub mod jobs;

@@ -67,6 +67,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/broadcasts.html",
         include_str!("../../templates/console/broadcasts.html"),
     ),
+    (
+        "console/flags.html",
+        include_str!("../../templates/console/flags.html"),
+    ),
 ];
 
 /// The compiled templates.

@@ -97,6 +97,7 @@ on_both_databases!(
     moderators_see_moderation_but_not_users,
     an_administrator_bans_and_unbans_from_the_users_pages,
     an_administrator_sends_schedules_and_withdraws_broadcasts,
+    an_administrator_creates_changes_and_removes_flags,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -532,5 +533,99 @@ async fn an_administrator_sends_schedules_and_withdraws_broadcasts(backend: Back
             ))
             .await;
         assert_eq!(entries, count, "{action}");
+    }
+}
+
+async fn an_administrator_creates_changes_and_removes_flags(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (status, headers, page) = open(&server, "/admin/flags", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [admin.as_str(), csrf_cookie.as_str()];
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/flags",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("name", "Not A Name"),
+            ("enabled", "true"),
+        ],
+        &[],
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+    assert!(page.contains("flagName"), "{page}");
+
+    let (status, location, _) = submit(
+        &server,
+        "/admin/flags",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("name", "new-editor"),
+            ("enabled", "true"),
+            ("description", "The new editor"),
+            ("rolloutPercentage", "100"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/flags?done=saved");
+    let (_, flags) = call(&server, "GET", "/api/feature-flags", None, None).await;
+    assert!(
+        flags.to_string().contains("new-editor"),
+        "the flag takes effect: {flags}"
+    );
+
+    let (status, _, _) = submit(
+        &server,
+        "/admin/flags",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("name", "new-editor"),
+            ("rolloutPercentage", "50"),
+            ("targetRoles", "moderator"),
+            ("targetRoles", "admin"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    let (_, _, page) = open(&server, "/admin/flags", Some(&admin)).await;
+    assert!(
+        page.contains("new-editor <span class=\"status\">off</span>"),
+        "{page}"
+    );
+    assert!(page.contains("50% · moderator, admin"), "{page}");
+
+    let (status, location, _) = submit(
+        &server,
+        "/admin/flags/new-editor/delete",
+        &cookies,
+        &[("csrfToken", &token)],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    let (_, _, page) = open(&server, &location, Some(&admin)).await;
+    assert!(!page.contains("id=\"flag-new-editor\""), "{page}");
+
+    for action in [
+        "feature_flag.create",
+        "feature_flag.update",
+        "feature_flag.delete",
+    ] {
+        let entries = server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' \
+                 AND target_id = 'new-editor' AND actor_id = {admin_id} AND surface = 'console'"
+            ))
+            .await;
+        assert_eq!(entries, 1, "{action}");
     }
 }

@@ -9,7 +9,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::feature_flags::{
     self, FeatureFlag, FlagChanges, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS,
 };
@@ -24,6 +23,7 @@ use crate::controllers::users::double_option;
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, TextPath};
+use crate::services::flags;
 use crate::state::AppState;
 use plaza_domain::time::rfc3339;
 
@@ -138,31 +138,7 @@ pub async fn put_feature_flag(
     AppJson(body): AppJson<FlagWriteBody>,
 ) -> Result<Response, AppError> {
     let changes = checked_write(&name, body)?;
-    let written = state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                let written = feature_flags::put(tx, &name, changes, admin.user_id).await?;
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: if written.created {
-                            "feature_flag.create"
-                        } else {
-                            "feature_flag.update"
-                        },
-                        target_type: "feature_flag",
-                        target_id: Some(name),
-                        changes: written.changes.clone(),
-                    },
-                )
-                .await?;
-                Ok(written)
-            })
-        })
-        .await?;
-    state.flag_snapshot.forget();
+    let written = flags::put(&state, context, name, changes, admin.user_id).await?;
     let status = if written.created {
         StatusCode::CREATED
     } else {
@@ -194,33 +170,13 @@ pub async fn delete_feature_flag(
     RequestAudit(context): RequestAudit,
     TextPath(name): TextPath,
 ) -> Result<AppJson<Envelope<FeatureFlagItem>>, AppError> {
-    let deleted = state
-        .db
-        .write(|tx| {
-            Box::pin(async move {
-                let deleted = feature_flags::delete(tx, &name).await?;
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: "feature_flag.delete",
-                        target_type: "feature_flag",
-                        target_id: Some(name),
-                        changes: serde_json::json!({"before": feature_flags::snapshot(&deleted)}),
-                    },
-                )
-                .await?;
-                Ok(deleted)
-            })
-        })
-        .await?;
-    state.flag_snapshot.forget();
+    let deleted = flags::delete(&state, context, name).await?;
     Ok(AppJson(Envelope::new(FeatureFlagItem::from(&deleted))))
 }
 
 /// The flag name and body as the domain takes them, or a 422 naming every
 /// bad field.
-fn checked_write(name: &str, body: FlagWriteBody) -> Result<FlagChanges, AppError> {
+pub fn checked_write(name: &str, body: FlagWriteBody) -> Result<FlagChanges, AppError> {
     let mut problems = Problems::default();
     if !feature_flags::is_valid_name(name) {
         problems.add(

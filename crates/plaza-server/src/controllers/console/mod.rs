@@ -16,6 +16,7 @@
 
 mod audit;
 mod broadcasts;
+mod flags;
 mod moderation;
 mod users;
 
@@ -50,6 +51,8 @@ pub const PATHS: &[&str] = &[
     "/admin/audit",
     "/admin/broadcasts",
     "/admin/broadcasts/{id}/cancel",
+    "/admin/flags",
+    "/admin/flags/{name}/delete",
 ];
 
 /// The console's routes (not part of the API document).
@@ -70,6 +73,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
             get(broadcasts::list).post(broadcasts::send),
         )
         .route("/admin/broadcasts/{id}/cancel", post(broadcasts::cancel))
+        .route("/admin/flags", get(flags::list).post(flags::save))
+        .route("/admin/flags/{name}/delete", post(flags::delete))
 }
 
 /// A signed-in moderator or administrator using the console, with the
