@@ -71,6 +71,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/flags.html",
         include_str!("../../templates/console/flags.html"),
     ),
+    (
+        "console/emojis.html",
+        include_str!("../../templates/console/emojis.html"),
+    ),
 ];
 
 /// The compiled templates.

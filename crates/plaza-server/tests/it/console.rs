@@ -98,6 +98,7 @@ on_both_databases!(
     an_administrator_bans_and_unbans_from_the_users_pages,
     an_administrator_sends_schedules_and_withdraws_broadcasts,
     an_administrator_creates_changes_and_removes_flags,
+    a_moderator_approves_and_rejects_custom_emojis,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -624,6 +625,80 @@ async fn an_administrator_creates_changes_and_removes_flags(backend: Backend) {
             .sql_count(&format!(
                 "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' \
                  AND target_id = 'new-editor' AND actor_id = {admin_id} AND surface = 'console'"
+            ))
+            .await;
+        assert_eq!(entries, 1, "{action}");
+    }
+}
+
+async fn a_moderator_approves_and_rejects_custom_emojis(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, owner) = member(&server, "owner@example.com", "user").await;
+    let (moderator_id, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let party = crate::emojis::pending_emoji(&server, &owner, "party_parrot").await;
+    let spam = crate::emojis::pending_emoji(&server, &owner, "spam_can").await;
+    let own = crate::emojis::pending_emoji(&server, &moderator, "my_own").await;
+
+    let (status, headers, page) = open(&server, "/admin/emojis", Some(&moderator)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(":party_parrot:"), "{page}");
+    assert!(
+        page.contains("<img src=\"&#x2f;api&#x2f;uploads&#x2f;"),
+        "the image is served from here: {page}"
+    );
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [moderator.as_str(), csrf_cookie.as_str()];
+    let review = |id: i64, decision: &'static str| {
+        let path = format!("/admin/emojis/{id}");
+        let token = token.clone();
+        let server = &server;
+        async move {
+            submit(
+                server,
+                &path,
+                &cookies,
+                &[("csrfToken", &token), ("decision", decision)],
+                &[],
+            )
+            .await
+        }
+    };
+    let (status, location, _) = review(party, "approve").await;
+    assert_eq!(
+        (status, location.as_str()),
+        (303, "/admin/emojis?done=approved")
+    );
+    let (status, location, _) = review(spam, "reject").await;
+    assert_eq!(
+        (status, location.as_str()),
+        (303, "/admin/emojis?done=rejected")
+    );
+    let (status, _, page) = review(own, "approve").await;
+    assert_eq!(status, 403, "nobody approves their own: {page}");
+
+    let (_, _, page) = open(&server, "/admin/emojis", Some(&moderator)).await;
+    assert!(
+        !page.contains(":party_parrot:") && !page.contains(":spam_can:"),
+        "{page}"
+    );
+    assert!(page.contains(":my_own:"), "{page}");
+    let (_, listed) = call(
+        &server,
+        "GET",
+        "/api/emojis?include_custom=true&category=custom",
+        None,
+        None,
+    )
+    .await;
+    assert!(
+        listed.to_string().contains("party_parrot"),
+        "approved for everyone: {listed}"
+    );
+    for action in ["emoji.approve", "emoji.reject"] {
+        let entries = server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' \
+                 AND actor_id = {moderator_id} AND surface = 'console'"
             ))
             .await;
         assert_eq!(entries, 1, "{action}");

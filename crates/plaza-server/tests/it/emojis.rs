@@ -549,7 +549,7 @@ on_both_databases!(
 );
 
 /// A custom emoji waiting for approval as `cookie`'s: its numeric id.
-async fn pending_emoji(server: &TestServer, cookie: &str, name: &str) -> i64 {
+pub(crate) async fn pending_emoji(server: &TestServer, cookie: &str, name: &str) -> i64 {
     let (status, body) = upload_emoji(
         server,
         Some(cookie),

@@ -16,6 +16,7 @@
 
 mod audit;
 mod broadcasts;
+mod emojis;
 mod flags;
 mod moderation;
 mod users;
@@ -53,6 +54,8 @@ pub const PATHS: &[&str] = &[
     "/admin/broadcasts/{id}/cancel",
     "/admin/flags",
     "/admin/flags/{name}/delete",
+    "/admin/emojis",
+    "/admin/emojis/{id}",
 ];
 
 /// The console's routes (not part of the API document).
@@ -75,6 +78,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/broadcasts/{id}/cancel", post(broadcasts::cancel))
         .route("/admin/flags", get(flags::list).post(flags::save))
         .route("/admin/flags/{name}/delete", post(flags::delete))
+        .route("/admin/emojis", get(emojis::list))
+        .route("/admin/emojis/{id}", post(emojis::review))
 }
 
 /// A signed-in moderator or administrator using the console, with the
