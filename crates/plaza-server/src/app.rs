@@ -110,6 +110,10 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         // The operator console's pages are not in the API document; their
         // surface is named in `build_app`.
         .merge(limited(Limit::General, controllers::console::routes()))
+        .merge(limited(
+            Limit::SystemAction,
+            controllers::console::system_action_routes(),
+        ))
 }
 
 /// The OpenAPI document, as served at `/api/openapi`.

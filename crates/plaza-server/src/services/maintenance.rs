@@ -369,23 +369,11 @@ pub async fn backup_into_data_dir(state: &AppState) -> Result<BackupReport, Back
     })
 }
 
-/// Removes all but the newest `keep` backups in `folder` (their names
-/// carry their time, so they sort oldest first) and answers the names
-/// removed. Files of other names are left alone; one another backup
+/// Removes all but the newest `keep` backups in `folder` and answers the
+/// names removed. Files of other names are left alone; one another backup
 /// removed meanwhile is not an error.
 fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, BackupError> {
-    let unreadable = |error: std::io::Error| {
-        BackupError::Failed(format!("reading {}: {error}", folder.display()))
-    };
-    let mut backups = Vec::new();
-    for entry in std::fs::read_dir(folder).map_err(unreadable)? {
-        let name = entry.map_err(unreadable)?.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if is_backup_name(name) {
-            backups.push(name.to_owned());
-        }
-    }
-    backups.sort_unstable();
+    let backups = backup_names(folder)?;
     let excess = backups.len().saturating_sub(keep);
     let pruned: Vec<String> = backups.into_iter().take(excess).collect();
     for name in &pruned {
@@ -400,6 +388,52 @@ fn prune_backups(folder: &Path, keep: usize) -> Result<Vec<String>, BackupError>
         }
     }
     Ok(pruned)
+}
+
+/// The backups in `folder`, oldest first (their names carry their time).
+fn backup_names(folder: &Path) -> Result<Vec<String>, BackupError> {
+    let unreadable = |error: std::io::Error| {
+        BackupError::Failed(format!("reading {}: {error}", folder.display()))
+    };
+    let mut backups = Vec::new();
+    for entry in std::fs::read_dir(folder).map_err(unreadable)? {
+        let name = entry.map_err(unreadable)?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_backup_name(name) {
+            backups.push(name.to_owned());
+        }
+    }
+    backups.sort_unstable();
+    Ok(backups)
+}
+
+/// A backup in `<data_dir>/backups`.
+#[derive(Debug, Serialize)]
+pub struct StoredBackup {
+    pub file_name: String,
+    pub size_bytes: u64,
+}
+
+/// The backups in `<data_dir>/backups`, newest first; none when the folder
+/// does not exist yet.
+pub fn stored_backups(state: &AppState) -> Result<Vec<StoredBackup>, BackupError> {
+    let folder = state.settings.storage.data_dir.join("backups");
+    if !folder.exists() {
+        return Ok(Vec::new());
+    }
+    let mut names = backup_names(&folder)?;
+    names.reverse();
+    Ok(names
+        .into_iter()
+        .map(|file_name| {
+            let size_bytes =
+                std::fs::metadata(folder.join(&file_name)).map_or(0, |meta| meta.len());
+            StoredBackup {
+                file_name,
+                size_bytes,
+            }
+        })
+        .collect())
 }
 
 /// Whether `name` is a backup `backup_database` writes,

@@ -75,6 +75,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/emojis.html",
         include_str!("../../templates/console/emojis.html"),
     ),
+    (
+        "console/system.html",
+        include_str!("../../templates/console/system.html"),
+    ),
 ];
 
 /// The compiled templates.

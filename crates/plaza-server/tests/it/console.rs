@@ -99,6 +99,7 @@ on_both_databases!(
     an_administrator_sends_schedules_and_withdraws_broadcasts,
     an_administrator_creates_changes_and_removes_flags,
     a_moderator_approves_and_rejects_custom_emojis,
+    an_administrator_checks_the_system_and_takes_a_backup,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -703,4 +704,75 @@ async fn a_moderator_approves_and_rejects_custom_emojis(backend: Backend) {
             .await;
         assert_eq!(entries, 1, "{action}");
     }
+}
+
+async fn an_administrator_checks_the_system_and_takes_a_backup(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (status, _, _) = open(&server, "/admin/system", Some(&moderator)).await;
+    assert_eq!(status, 403);
+
+    let (status, headers, page) = open(&server, "/admin/system", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<dd id=\"health-database\">answers</dd>"),
+        "{page}"
+    );
+    assert!(page.contains("None yet."), "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [admin.as_str(), csrf_cookie.as_str()];
+    let (status, _, page) = submit(
+        &server,
+        "/admin/system/maintenance",
+        &cookies,
+        &[("csrfToken", &token), ("action", "explode")],
+        &[],
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/system/maintenance",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("action", "cache_clear"),
+            ("notify", "true"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<pre id=\"report\">"), "{page}");
+    assert!(page.contains("cache_clear"), "{page}");
+    let entries = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action LIKE 'system.maintenance.%' \
+             AND actor_id = {admin_id} AND surface = 'console'"
+        ))
+        .await;
+    assert_eq!(
+        entries, 1,
+        "the action is audited, naming the administrator"
+    );
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/system/maintenance",
+        &cookies,
+        &[("csrfToken", &token), ("action", "backup_database")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    let listed = page
+        .split("<ul id=\"backups\">")
+        .nth(1)
+        .expect("the backups list");
+    assert!(
+        listed.contains("<li>plaza-"),
+        "the new backup is listed: {page}"
+    );
 }

@@ -60,7 +60,8 @@ pub async fn run_maintenance(
     Ok(AppJson(Envelope::new(report)))
 }
 
-fn checked(body: MaintenanceBody) -> Result<MaintenanceRequest, AppError> {
+/// The request `body` asks for, or a 422 naming each bad field.
+pub fn checked(body: MaintenanceBody) -> Result<MaintenanceRequest, AppError> {
     let mut problems = Problems::default();
     let action = problems.check(
         "action",

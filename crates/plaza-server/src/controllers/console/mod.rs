@@ -19,6 +19,7 @@ mod broadcasts;
 mod emojis;
 mod flags;
 mod moderation;
+mod system;
 mod users;
 
 use axum::extract::{FromRequestParts, OriginalUri, State};
@@ -56,6 +57,8 @@ pub const PATHS: &[&str] = &[
     "/admin/flags/{name}/delete",
     "/admin/emojis",
     "/admin/emojis/{id}",
+    "/admin/system",
+    "/admin/system/maintenance",
 ];
 
 /// The console's routes (not part of the API document).
@@ -80,6 +83,13 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/flags/{name}/delete", post(flags::delete))
         .route("/admin/emojis", get(emojis::list))
         .route("/admin/emojis/{id}", post(emojis::review))
+        .route("/admin/system", get(system::overview))
+}
+
+/// The console's maintenance actions, in the `system` rate tier as their
+/// API twin.
+pub fn system_action_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().route("/admin/system/maintenance", post(system::run_maintenance))
 }
 
 /// A signed-in moderator or administrator using the console, with the
