@@ -79,6 +79,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/system.html",
         include_str!("../../templates/console/system.html"),
     ),
+    (
+        "console/access.html",
+        include_str!("../../templates/console/access.html"),
+    ),
 ];
 
 /// The compiled templates.

@@ -100,6 +100,7 @@ on_both_databases!(
     an_administrator_creates_changes_and_removes_flags,
     a_moderator_approves_and_rejects_custom_emojis,
     an_administrator_checks_the_system_and_takes_a_backup,
+    a_super_admin_grants_and_revokes_a_roles_permissions,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -774,5 +775,95 @@ async fn an_administrator_checks_the_system_and_takes_a_backup(backend: Backend)
     assert!(
         listed.contains("<li>plaza-"),
         "the new backup is listed: {page}"
+    );
+}
+
+async fn a_super_admin_grants_and_revokes_a_roles_permissions(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (root_id, root) = member(&server, "root@example.com", "super_admin").await;
+    let (status, _, _) = open(&server, "/admin/access", Some(&admin)).await;
+    assert_eq!(
+        status, 403,
+        "permissions:manage is the super admin's alone by default"
+    );
+
+    let (status, headers, page) = open(&server, "/admin/access", Some(&root)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("id=\"role-moderator\""), "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let cookies = [root.as_str(), csrf_cookie.as_str()];
+    let granted = |names: &'static [&'static str]| {
+        let statement = format!(
+            "SELECT COUNT(*) FROM role_permissions rp JOIN roles r ON r.id = rp.role_id \
+             JOIN permissions p ON p.id = rp.permission_id \
+             WHERE r.name = 'moderator' AND p.name IN ({})",
+            names
+                .iter()
+                .map(|name| format!("'{name}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let server = &server;
+        async move { server.sql_count(&statement).await }
+    };
+    assert_eq!(granted(&["posts:moderate", "analytics:read"]).await, 1);
+
+    let (status, location, _) = submit(
+        &server,
+        "/admin/access/roles/moderator",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("permissions", "posts:moderate"),
+            ("permissions", "analytics:read"),
+            ("reason", "Moderators read the dashboard"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/admin/access?saved=moderator");
+    assert_eq!(granted(&["posts:moderate", "analytics:read"]).await, 2);
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/access/roles/moderator",
+        &cookies,
+        &[("csrfToken", &token), ("permissions", "no:such")],
+        &[],
+    )
+    .await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+    assert!(page.contains("no:such"), "the page names it: {page}");
+    assert_eq!(
+        granted(&["posts:moderate", "analytics:read"]).await,
+        2,
+        "nothing half-written"
+    );
+
+    let (status, _, _) = submit(
+        &server,
+        "/admin/access/roles/moderator",
+        &cookies,
+        &[("csrfToken", &token), ("permissions", "posts:moderate")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert_eq!(
+        granted(&["posts:moderate", "analytics:read"]).await,
+        1,
+        "revoked"
+    );
+    let entries = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'role.permissions.update' \
+             AND actor_id = {root_id} AND surface = 'console'"
+        ))
+        .await;
+    assert_eq!(
+        entries, 2,
+        "each change is audited once, naming the super admin"
     );
 }

@@ -14,6 +14,7 @@
 //! (`Surface::Console`). Every page answers with
 //! [`crate::http::pages::CONSOLE_CSP`].
 
+mod access;
 mod audit;
 mod broadcasts;
 mod emojis;
@@ -59,6 +60,8 @@ pub const PATHS: &[&str] = &[
     "/admin/emojis/{id}",
     "/admin/system",
     "/admin/system/maintenance",
+    "/admin/access",
+    "/admin/access/roles/{role}",
 ];
 
 /// The console's routes (not part of the API document).
@@ -84,6 +87,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/emojis", get(emojis::list))
         .route("/admin/emojis/{id}", post(emojis::review))
         .route("/admin/system", get(system::overview))
+        .route("/admin/access", get(access::overview))
+        .route("/admin/access/roles/{role}", post(access::save_role))
 }
 
 /// The console's maintenance actions, in the `system` rate tier as their
@@ -167,6 +172,11 @@ fn page(
         "name": row.name.as_deref().unwrap_or(&row.username),
         "role": user.principal.role().as_str(),
         "manages_users": users::manages_users(user),
+        "manages_permissions": policy::administer(
+            user.actor(),
+            user.principal.session.capabilities.hold(plaza_domain::grants::MANAGE_PERMISSIONS),
+        )
+        .is_allowed(),
         "is_admin": user.principal.role().is_admin(),
     });
     context["section"] = serde_json::json!(section);
