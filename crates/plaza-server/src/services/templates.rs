@@ -83,6 +83,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/access.html",
         include_str!("../../templates/console/access.html"),
     ),
+    (
+        "console/analytics.html",
+        include_str!("../../templates/console/analytics.html"),
+    ),
 ];
 
 /// The compiled templates.

@@ -101,6 +101,7 @@ on_both_databases!(
     a_moderator_approves_and_rejects_custom_emojis,
     an_administrator_checks_the_system_and_takes_a_backup,
     a_super_admin_grants_and_revokes_a_roles_permissions,
+    the_analytics_page_draws_the_dashboard,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -865,5 +866,89 @@ async fn a_super_admin_grants_and_revokes_a_roles_permissions(backend: Backend) 
     assert_eq!(
         entries, 2,
         "each change is audited once, naming the super admin"
+    );
+}
+
+async fn the_analytics_page_draws_the_dashboard(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    let now = plaza_domain::time::rfc3339(plaza_domain::time::now_millis());
+    let events: Vec<Value> = ["/welcome", "/welcome", "/rules"]
+        .iter()
+        .map(|path| {
+            json!({
+                "event_type": "page_view",
+                "event_data": {"path": path, "session_id": "s-1"},
+                "timestamp": now,
+            })
+        })
+        .collect();
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({ "events": events })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, _, _) = open(&server, "/admin/analytics", Some(&moderator)).await;
+    assert_eq!(status, 403);
+    let (status, _, page) = open(&server, "/admin/analytics?range=2w", Some(&admin)).await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+
+    // Events are written by the group commit, a moment after their answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let page = loop {
+        let (status, headers, page) =
+            open(&server, "/admin/analytics?range=7d", Some(&admin)).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(
+            headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .starts_with("default-src 'self'")
+        );
+        if page.contains("<dt>Page views</dt><dd>3</dd>") {
+            break page;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the events never showed: {page}"
+        );
+    };
+    for chart in [
+        "chart-page-views",
+        "chart-sessions",
+        "chart-top-pages",
+        "chart-devices",
+    ] {
+        assert!(page.contains(&format!("id=\"{chart}\"")), "{chart}: {page}");
+    }
+    let top_pages = page
+        .split("id=\"chart-top-pages\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</figure>").next())
+        .unwrap();
+    assert!(top_pages.contains("<rect class=\"bar\""), "{top_pages}");
+    assert!(top_pages.contains("&#x2f;welcome: 2"), "{top_pages}");
+    assert!(!page.contains("<script"), "{page}");
+
+    let response = server
+        .client
+        .get(server.url("/api/admin/analytics?dateRange=7d&format=csv"))
+        .header("cookie", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
     );
 }

@@ -15,6 +15,7 @@
 //! [`crate::http::pages::CONSOLE_CSP`].
 
 mod access;
+mod analytics;
 mod audit;
 mod broadcasts;
 mod emojis;
@@ -62,6 +63,7 @@ pub const PATHS: &[&str] = &[
     "/admin/system/maintenance",
     "/admin/access",
     "/admin/access/roles/{role}",
+    "/admin/analytics",
 ];
 
 /// The console's routes (not part of the API document).
@@ -89,6 +91,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/system", get(system::overview))
         .route("/admin/access", get(access::overview))
         .route("/admin/access/roles/{role}", post(access::save_role))
+        .route("/admin/analytics", get(analytics::dashboard))
 }
 
 /// The console's maintenance actions, in the `system` rate tier as their
@@ -172,6 +175,11 @@ fn page(
         "name": row.name.as_deref().unwrap_or(&row.username),
         "role": user.principal.role().as_str(),
         "manages_users": users::manages_users(user),
+        "reads_analytics": policy::administer(
+            user.actor(),
+            user.principal.session.capabilities.hold(plaza_domain::grants::READ_ANALYTICS),
+        )
+        .is_allowed(),
         "manages_permissions": policy::administer(
             user.actor(),
             user.principal.session.capabilities.hold(plaza_domain::grants::MANAGE_PERMISSIONS),
