@@ -17,6 +17,7 @@ mod backup;
 mod browser_and_docs;
 mod client_generators;
 mod console;
+mod console_browser;
 mod content;
 mod contract;
 mod emojis;

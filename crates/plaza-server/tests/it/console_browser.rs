@@ -1,0 +1,360 @@
+//! The operator console in headless Chromium, driven through ChromeDriver
+//! (WebDriver) as an operator uses it: sign in at `/admin/`, hide a
+//! reported post telling its author, ban and unban a user, grant and revoke
+//! a permission, schedule and withdraw a broadcast, approve an emoji, open
+//! the analytics charts, and find each action in the audit log. With
+//! `PLAZA_TEST_SCREENSHOTS=<folder>` it saves a picture of each page there
+//! (`docs/console/` holds the ones the README links to).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::common::{Backend, PASSWORD, TestServer, call, member, post, skip};
+
+/// A ChromeDriver on a loopback port, stopped when dropped.
+struct Driver {
+    process: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// ChromeDriver, ready for sessions; `None` when it or Chromium is missing.
+async fn chrome_driver() -> Option<Driver> {
+    let driver = std::env::var_os("CHROMEDRIVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromedriver"));
+    if !driver.exists() || !PathBuf::from("/usr/bin/chromium").exists() {
+        return None;
+    }
+    let port = free_port();
+    let process = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "chromedriver never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Some(Driver { process, port })
+}
+
+/// A headless Chromium session with the flags the project's browser tests use.
+async fn browser(driver: &Driver) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".to_owned(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--no-first-run", "--window-size=1280,1000",
+            ],
+        }),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session")
+}
+
+/// Saves a picture of the page as `<name>.png` when screenshots are asked for.
+async fn picture(client: &Client, name: &str) {
+    if let Some(folder) = std::env::var_os("PLAZA_TEST_SCREENSHOTS") {
+        let png = client.screenshot().await.expect("a screenshot");
+        std::fs::write(PathBuf::from(folder).join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|error| panic!("{css}: {error}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|error| panic!("{css}: {error}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// Clicks `css`, then waits (10 s at most) for `expected` to be on the page
+/// the click leads to.
+async fn click_then(client: &Client, css: &str, expected: &str) {
+    click(client, css).await;
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(expected))
+        .await
+        .unwrap_or_else(|error| panic!("after {css}, {expected}: {error}"));
+}
+
+async fn type_into(client: &Client, css: &str, text: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|error| panic!("{css}: {error}"))
+        .send_keys(text)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_operator_runs_the_community_from_the_console() {
+    let test = "an_operator_runs_the_community_from_the_console";
+    let Some(driver) = chrome_driver().await else {
+        return skip(
+            test,
+            "chromium or chromedriver is missing (.ci/run installs them)",
+        );
+    };
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BIND", bind.as_str()),
+            ("PLAZA_BASE_URL", base.as_str()),
+        ],
+    )
+    .await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    let post_id = post(
+        &server,
+        &author,
+        json!({"title": "Cheap watches", "content": "Buy now", "published": true}),
+    )
+    .await;
+    let (target, reader) = member(&server, "reader@example.com", "user").await;
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{post_id}/report"),
+        Some(&reader),
+        Some(json!({"reason": "spam"})),
+    )
+    .await;
+    assert!(status == 200 || status == 201);
+    crate::emojis::pending_emoji(&server, &author, "party_parrot").await;
+    let now = plaza_domain::time::rfc3339(plaza_domain::time::now_millis());
+    call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({"events": [{"event_type": "page_view", "event_data": {"path": "/welcome", "session_id": "s"}, "timestamp": now}]})),
+    )
+    .await;
+
+    let client = browser(&driver).await;
+    client.goto(&format!("{base}/admin/")).await.unwrap();
+    assert!(
+        client
+            .current_url()
+            .await
+            .unwrap()
+            .path()
+            .starts_with("/api/auth/signin")
+    );
+    picture(&client, "sign-in").await;
+    type_into(&client, "#email", "root@example.com").await;
+    type_into(&client, "#password", PASSWORD).await;
+    click_then(&client, "button[type=submit]", "nav[aria-label=Console]").await;
+    let landed = client.current_url().await.unwrap();
+    assert_eq!(
+        landed.path(),
+        "/admin/",
+        "{landed}: {}",
+        text_of(&client, "body").await
+    );
+    assert!(
+        text_of(&client, "main")
+            .await
+            .contains("reported posts waiting")
+    );
+    picture(&client, "overview").await;
+
+    client
+        .goto(&format!("{base}/admin/moderation"))
+        .await
+        .unwrap();
+    let form = format!("#post-{post_id} form");
+    type_into(
+        &client,
+        &format!("{form} input[name=reason]"),
+        "Advertising",
+    )
+    .await;
+    click(&client, &format!("{form} input[name=notifyAuthor]")).await;
+    picture(&client, "moderation").await;
+    click_then(&client, &format!("{form} button[value=hide]"), ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("Done: hide."));
+    let (_, alerts) = call(&server, "GET", "/api/alerts", Some(&author), None).await;
+    assert!(
+        alerts.to_string().contains("Your post was hidden"),
+        "{alerts}"
+    );
+
+    client
+        .goto(&format!("{base}/admin/users?search=reader"))
+        .await
+        .unwrap();
+    picture(&client, "users").await;
+    click_then(
+        &client,
+        &format!("a[href=\"/admin/users/{target}\"]"),
+        "#ban-reason",
+    )
+    .await;
+    type_into(&client, "#ban-reason", "Spam").await;
+    click_then(
+        &client,
+        "form[action$=\"/ban\"] button",
+        "form[action$=\"/unban\"]",
+    )
+    .await;
+    assert_eq!(text_of(&client, "#status").await, "banned");
+    picture(&client, "user").await;
+    click_then(
+        &client,
+        "form[action$=\"/unban\"] button",
+        "form[action$=\"/ban\"]",
+    )
+    .await;
+    assert_eq!(text_of(&client, "#status").await, "active");
+
+    client.goto(&format!("{base}/admin/access")).await.unwrap();
+    let moderator_form = "#role-moderator";
+    click(
+        &client,
+        &format!("{moderator_form} input[value=\"analytics:read\"]"),
+    )
+    .await;
+    click_then(&client, &format!("{moderator_form} button"), ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("moderator"));
+    picture(&client, "access").await;
+    client.goto(&format!("{base}/admin/access")).await.unwrap();
+    click(
+        &client,
+        &format!("{moderator_form} input[value=\"analytics:read\"]"),
+    )
+    .await;
+    click_then(&client, &format!("{moderator_form} button"), ".notice").await;
+
+    client
+        .goto(&format!("{base}/admin/broadcasts"))
+        .await
+        .unwrap();
+    type_into(&client, "#title", "Maintenance").await;
+    type_into(&client, "#message", "Tomorrow at ten.").await;
+    let tomorrow = plaza_domain::time::rfc3339(plaza_domain::time::now_millis() + 86_400_000);
+    client
+        .execute(
+            "document.getElementById('schedule').value = arguments[0];",
+            vec![Value::from(&tomorrow[..16])],
+        )
+        .await
+        .unwrap();
+    click_then(
+        &client,
+        "form[action=\"/admin/broadcasts\"] button",
+        ".notice",
+    )
+    .await;
+    assert!(text_of(&client, ".notice").await.contains("scheduled"));
+    picture(&client, "broadcasts").await;
+    click_then(&client, "form[action$=\"/cancel\"] button", ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("withdrawn"));
+
+    client.goto(&format!("{base}/admin/flags")).await.unwrap();
+    type_into(&client, "#new-name", "new-editor").await;
+    click(&client, "form[action=\"/admin/flags\"] input[name=enabled]").await;
+    click_then(
+        &client,
+        "form[action=\"/admin/flags\"] button",
+        "#flag-new-editor",
+    )
+    .await;
+    assert!(text_of(&client, "#flag-new-editor h2").await.contains("on"));
+    picture(&client, "flags").await;
+
+    client.goto(&format!("{base}/admin/emojis")).await.unwrap();
+    picture(&client, "emojis").await;
+    click_then(&client, "button[value=approve]", ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("approved"));
+
+    client
+        .goto(&format!("{base}/admin/analytics?range=7d"))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&client, "#chart-page-views figcaption")
+            .await
+            .contains("Page views")
+    );
+    client
+        .find(Locator::Css("#chart-page-views svg rect.bar"))
+        .await
+        .expect("the page views are drawn");
+    picture(&client, "analytics").await;
+
+    client.goto(&format!("{base}/admin/system")).await.unwrap();
+    assert_eq!(text_of(&client, "#health-database").await, "answers");
+    picture(&client, "system").await;
+
+    client.goto(&format!("{base}/admin/audit")).await.unwrap();
+    let trail = text_of(&client, "main").await;
+    for action in [
+        "post.moderate.hide",
+        "user.ban",
+        "user.unban",
+        "role.permissions.update",
+        "broadcast.create",
+        "broadcast.cancel",
+        "feature_flag.create",
+        "emoji.approve",
+    ] {
+        assert!(
+            trail.contains(action),
+            "{action} is in the audit log: {trail}"
+        );
+    }
+    picture(&client, "audit").await;
+    client.close().await.unwrap();
+}
