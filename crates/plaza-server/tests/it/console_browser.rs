@@ -299,7 +299,15 @@ async fn an_operator_runs_the_community_from_the_console() {
     .await;
     assert!(text_of(&client, ".notice").await.contains("scheduled"));
     picture(&client, "broadcasts").await;
-    click_then(&client, "form[action$=\"/cancel\"] button", ".notice").await;
+    click(&client, "form[action$=\"/cancel\"] button").await;
+    // The page before had a notice too: wait for the one the withdrawal leads to.
+    let withdrawn = url::Url::parse(&format!("{base}/admin/broadcasts?done=cancelled")).unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_url(&withdrawn)
+        .await
+        .expect("the withdrawal's page");
     assert!(text_of(&client, ".notice").await.contains("withdrawn"));
 
     client.goto(&format!("{base}/admin/flags")).await.unwrap();
