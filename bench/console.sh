@@ -9,7 +9,7 @@
 #   GET /admin/moderation                    (the open-report queue)
 #   GET /admin/moderation?state=all          (every post, newest first)
 # and, as the peer in the same run, the JSON the admin API answers for the
-# same data: /api/v1/admin/users?limit=25 and
+# same data: /api/v1/admin/users?limit=25 (and with the same search) and
 # /api/v1/admin/posts?reported=true&limit=20. Prints requests/s, p50 and
 # p99 of each.
 #
@@ -60,4 +60,5 @@ measure "/admin/moderation" "Cookie: $COOKIE"
 measure "/admin/moderation?state=all" "Cookie: $COOKIE"
 echo " their API twins (peer):"
 measure "/api/v1/admin/users?limit=25" "Authorization: Bearer $TOKEN"
+measure "/api/v1/admin/users?limit=25&search=seed4242" "Authorization: Bearer $TOKEN"
 measure "/api/v1/admin/posts?reported=true&limit=20" "Authorization: Bearer $TOKEN"
