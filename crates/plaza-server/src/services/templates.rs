@@ -87,6 +87,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/analytics.html",
         include_str!("../../templates/console/analytics.html"),
     ),
+    (
+        "console/reports.html",
+        include_str!("../../templates/console/reports.html"),
+    ),
 ];
 
 /// The compiled templates.

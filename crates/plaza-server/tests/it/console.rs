@@ -202,6 +202,15 @@ async fn a_moderator_hides_a_reported_post_and_the_author_is_told(backend: Backe
         "resolved reports leave the queue: {page}"
     );
 
+    let (status, _, page) = open(&server, "/admin/reports?days=7", Some(&moderator)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<dd id=\"received\">1</dd>"), "{page}");
+    assert!(page.contains("<dd id=\"resolved\">1</dd>"), "{page}");
+    assert!(page.contains("<dd id=\"open\">0 on 0 posts"), "{page}");
+    assert!(page.contains("post.moderate.hide: 1"), "{page}");
+    let (status, _, page) = open(&server, "/admin/reports?days=5", Some(&moderator)).await;
+    assert!(status == 400 || status == 422, "{status}: {page}");
+
     let (_, alerts) = call(&server, "GET", "/api/alerts", Some(&author), None).await;
     let told: Vec<&Value> = alerts["alerts"]
         .as_array()

@@ -21,6 +21,7 @@ mod broadcasts;
 mod emojis;
 mod flags;
 mod moderation;
+mod reports;
 mod system;
 mod users;
 
@@ -64,6 +65,7 @@ pub const PATHS: &[&str] = &[
     "/admin/access",
     "/admin/access/roles/{role}",
     "/admin/analytics",
+    "/admin/reports",
 ];
 
 /// The console's routes (not part of the API document).
@@ -92,6 +94,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/access", get(access::overview))
         .route("/admin/access/roles/{role}", post(access::save_role))
         .route("/admin/analytics", get(analytics::dashboard))
+        .route("/admin/reports", get(reports::summary))
 }
 
 /// The console's maintenance actions, in the `system` rate tier as their
