@@ -702,11 +702,14 @@ async fn a_hung_up_upload_keeps_its_slot_until_its_processing_ends() {
     }
     assert_eq!(status, 200, "{body}");
     server.wait_for_log_count("upload processing ended", 2);
+    // The access line is written as the answer leaves, which may come after
+    // the processing line the wait above saw.
+    server.wait_for_log("answered method=POST path=\"/api/upload/image\" status=200");
     let logs = server.logs();
-    let hung_up_ended = log_line(&logs, &["upload processing ended", "width=4096"])
-        .expect("the hung-up upload's processing ended");
     let small_answered =
         log_line(&logs, &["answered", "/api/upload/image"]).expect("the small upload was answered");
+    let hung_up_ended = log_line(&logs, &["upload processing ended", "width=4096"])
+        .expect("the hung-up upload's processing ended");
     assert!(
         hung_up_ended < small_answered,
         "the small upload was processed while the hung-up one still ran:\n{logs}"
