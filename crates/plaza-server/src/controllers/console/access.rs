@@ -14,12 +14,11 @@ use plaza_domain::grants::{self, MAX_GRANTS_PER_ROLE};
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::locks::Resource;
 use plaza_domain::permissions::{self, PermissionFilter, PermissionSort};
-use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page};
+use crate::auth::RequestAudit;
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::extract::{AppForm, AppQuery, TextPath};
@@ -29,16 +28,6 @@ use crate::state::AppState;
 const MAX_LISTED: i64 = 500;
 /// Longest reason of a change.
 const MAX_REASON_CHARS: usize = 500;
-
-/// Refuses (403) a viewer who does not manage permissions.
-fn require_manager(user: &ConsoleUser) -> Result<(), AppError> {
-    let holds = user
-        .principal
-        .session
-        .capabilities
-        .hold(grants::MANAGE_PERMISSIONS);
-    authorize(policy::administer(user.actor(), holds), "role")
-}
 
 #[derive(Deserialize)]
 pub struct AccessQuery {
@@ -52,7 +41,7 @@ pub async fn overview(
     user: ConsoleUser,
     AppQuery(query): AppQuery<AccessQuery>,
 ) -> Result<Response, AppError> {
-    require_manager(&user)?;
+    user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "role")?;
     let roles = state.db.assignable_roles().await?;
     let filter = PermissionFilter {
         search: None,
@@ -124,11 +113,8 @@ pub async fn save_role(
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     };
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        field("csrfToken"),
-    )?;
-    require_manager(&user)?;
+    check_form_token(&headers, field("csrfToken"))?;
+    user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "role")?;
     let mut problems = Problems::default();
     let reason = field("reason")
         .map(str::trim)

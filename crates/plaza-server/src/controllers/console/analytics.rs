@@ -7,12 +7,10 @@
 use axum::extract::State;
 use axum::response::Response;
 use plaza_domain::grants;
-use plaza_domain::policy;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{ConsoleUser, page};
-use crate::auth::authorize;
 use crate::controllers::admin::analytics::{Dashboard, build_dashboard};
 use crate::http::error::AppError;
 use crate::http::extract::AppQuery;
@@ -63,12 +61,7 @@ pub async fn dashboard(
     user: ConsoleUser,
     AppQuery(query): AppQuery<AnalyticsQuery>,
 ) -> Result<Response, AppError> {
-    let holds = user
-        .principal
-        .session
-        .capabilities
-        .hold(grants::READ_ANALYTICS);
-    authorize(policy::administer(user.actor(), holds), "analytics")?;
+    user.require_administrator(Some(grants::READ_ANALYTICS), "analytics")?;
     let range = query
         .range
         .filter(|range| !range.is_empty())

@@ -6,13 +6,11 @@ use axum::extract::State;
 use axum::response::Response;
 use plaza_domain::audit::AuditFilter;
 use plaza_domain::listing::Page;
-use plaza_domain::policy;
 use plaza_domain::time::rfc3339;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{ConsoleUser, page, page_number};
-use crate::auth::authorize;
 use crate::controllers::params::{self, Problems};
 use crate::http::error::AppError;
 use crate::http::extract::AppQuery;
@@ -41,7 +39,7 @@ pub async fn list(
     user: ConsoleUser,
     AppQuery(query): AppQuery<AuditQuery>,
 ) -> Result<Response, AppError> {
-    authorize(policy::administer(user.actor(), true), "audit log")?;
+    user.require_administrator(None, "audit log")?;
     let blank = |value: Option<String>| {
         value
             .map(|value| value.trim().to_owned())

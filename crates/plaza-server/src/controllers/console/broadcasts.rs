@@ -13,8 +13,8 @@ use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page, page_number};
+use crate::auth::{RequestAudit, authorize};
 use crate::controllers::admin_v1::broadcasts::{BroadcastBody, BroadcastDraft, BroadcastItem};
 use crate::controllers::params::Problems;
 use crate::http::error::AppError;
@@ -96,10 +96,7 @@ pub async fn send(
     headers: HeaderMap,
     AppForm(form): AppForm<ComposeForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
     authorize(policy::send_broadcast(user.actor()), "broadcast")?;
     let targets = form
         .targets
@@ -174,10 +171,7 @@ pub async fn cancel(
     headers: HeaderMap,
     AppForm(form): AppForm<CancelForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
     authorize(policy::send_broadcast(user.actor()), "broadcast")?;
     broadcasts::cancel(&state, context, id).await?;
     Ok(Redirect::to("/admin/broadcasts?done=cancelled").into_response())

@@ -13,8 +13,8 @@ use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page, page_number};
+use crate::auth::{RequestAudit, authorize};
 use crate::controllers::emojis::EmojiItem;
 use crate::controllers::params::Problems;
 use crate::http::error::AppError;
@@ -87,10 +87,7 @@ pub async fn review(
     headers: HeaderMap,
     AppForm(form): AppForm<ReviewForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
     authorize(policy::moderate_emojis(user.actor()), "custom emoji")?;
     let moderator = user.actor();
     let done = match form.decision.as_deref() {

@@ -8,12 +8,11 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::listing::Page;
-use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page};
+use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::feature_flags::{FeatureFlagItem, FlagWriteBody, checked_write};
 use crate::http::error::AppError;
 use crate::http::extract::{AppForm, AppQuery, TextPath};
@@ -35,7 +34,7 @@ pub async fn list(
     user: ConsoleUser,
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Response, AppError> {
-    authorize(policy::administer(user.actor(), true), "feature flag")?;
+    user.require_administrator(None, "feature flag")?;
     let found = state
         .db
         .feature_flags(Page {
@@ -83,11 +82,8 @@ pub async fn save(
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let form = FlagForm::from_fields(fields);
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
-    authorize(policy::administer(user.actor(), true), "feature flag")?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.require_administrator(None, "feature flag")?;
     let name = form.name.unwrap_or_default().trim().to_owned();
     let rollout_percentage = match form.rollout_percentage.as_deref().map(str::trim) {
         None | Some("") => None,
@@ -148,11 +144,8 @@ pub async fn delete(
     headers: HeaderMap,
     AppForm(form): AppForm<DeleteForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
-    authorize(policy::administer(user.actor(), true), "feature flag")?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.require_administrator(None, "feature flag")?;
     flags::delete(&state, context, name).await?;
     Ok(Redirect::to("/admin/flags?done=deleted").into_response())
 }

@@ -30,11 +30,13 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use plaza_domain::grants;
 use plaza_domain::policy::{self, Actor};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{
-    OptionalUser, Principal, SessionPrincipal, authorize, csrf, require_second_factor,
+    CSRF_COOKIE, OptionalUser, Principal, SessionPrincipal, authorize, cookie_value, csrf,
+    require_second_factor,
 };
 use crate::controllers::params::Problems;
 use crate::http::error::AppError;
@@ -148,6 +150,35 @@ impl FromRequestParts<AppState> for ConsoleUser {
     }
 }
 
+/// Refuses (403) a console form post whose `csrfToken` is not the token
+/// of its `plaza_csrf` cookie.
+fn check_form_token(headers: &HeaderMap, submitted: Option<&str>) -> Result<(), AppError> {
+    csrf::check(cookie_value(headers, CSRF_COOKIE).as_deref(), submitted)
+}
+
+impl ConsoleUser {
+    /// Whether the viewer administers, holding `capability` (none: the
+    /// administrator role is enough), as `plaza_domain::policy` decides.
+    pub fn administers(&self, capability: Option<&str>) -> bool {
+        self.administration(capability).is_allowed()
+    }
+
+    /// Refuses (403) a viewer who does not administer with `capability`;
+    /// `what` names what the page is about.
+    pub fn require_administrator(
+        &self,
+        capability: Option<&str>,
+        what: &'static str,
+    ) -> Result<(), AppError> {
+        authorize(self.administration(capability), what)
+    }
+
+    fn administration(&self, capability: Option<&str>) -> policy::Decision {
+        let holds = capability.is_none_or(|name| self.principal.session.capabilities.hold(name));
+        policy::administer(self.actor(), holds)
+    }
+}
+
 /// The sign-in page, coming back to the page asked for (a path on this
 /// origin, so the sign-in keeps it).
 fn to_sign_in(parts: &Parts) -> Redirect {
@@ -177,18 +208,10 @@ fn page(
     context["viewer"] = serde_json::json!({
         "name": row.name.as_deref().unwrap_or(&row.username),
         "role": user.principal.role().as_str(),
-        "manages_users": users::manages_users(user),
-        "reads_analytics": policy::administer(
-            user.actor(),
-            user.principal.session.capabilities.hold(plaza_domain::grants::READ_ANALYTICS),
-        )
-        .is_allowed(),
-        "manages_permissions": policy::administer(
-            user.actor(),
-            user.principal.session.capabilities.hold(plaza_domain::grants::MANAGE_PERMISSIONS),
-        )
-        .is_allowed(),
-        "is_admin": user.principal.role().is_admin(),
+        "manages_users": user.administers(Some(grants::MANAGE_USERS)),
+        "reads_analytics": user.administers(Some(grants::READ_ANALYTICS)),
+        "manages_permissions": user.administers(Some(grants::MANAGE_PERMISSIONS)),
+        "is_admin": user.administers(None),
     });
     context["section"] = serde_json::json!(section);
     context["csrf_token"] = serde_json::json!(user.csrf_token);

@@ -15,8 +15,8 @@ use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, page, page_number};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page, page_number};
+use crate::auth::{RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::extract::{AppForm, AppQuery, IdPath};
@@ -237,10 +237,7 @@ pub async fn decide(
     headers: HeaderMap,
     AppForm(form): AppForm<DecisionForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
     let queue = Queue::parse(form.state.as_deref())?;
     let mut problems = Problems::default();
     let action = problems.check(

@@ -9,12 +9,11 @@
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page};
+use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::system::{MaintenanceBody, checked};
 use crate::http::error::AppError;
 use crate::http::extract::AppForm;
@@ -26,7 +25,7 @@ pub async fn overview(
     State(state): State<AppState>,
     user: ConsoleUser,
 ) -> Result<Response, AppError> {
-    authorize(policy::administer(user.actor(), true), "system")?;
+    user.require_administrator(None, "system")?;
     render(&state, &user, None).await
 }
 
@@ -48,11 +47,8 @@ pub async fn run_maintenance(
     headers: HeaderMap,
     AppForm(form): AppForm<MaintenanceForm>,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(&headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
-    authorize(policy::administer(user.actor(), true), "system")?;
+    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.require_administrator(None, "system")?;
     let request = checked(MaintenanceBody {
         action: form.action.unwrap_or_default(),
         scope: form.scope.filter(|scope| !scope.trim().is_empty()),

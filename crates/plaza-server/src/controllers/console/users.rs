@@ -12,14 +12,13 @@ use plaza_domain::bans;
 use plaza_domain::grants;
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::locks::Resource;
-use plaza_domain::policy;
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
-use crate::auth::{CSRF_COOKIE, RequestAudit, authorize, cookie_value, csrf};
+use super::{ConsoleUser, check_form_token, page, page_number};
+use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::BanTerms;
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -32,32 +31,6 @@ const PAGE_SIZE: i64 = 25;
 const MAX_SEARCH_CHARS: usize = 100;
 /// Activity items and bans shown on a user's page.
 const DETAIL_ITEMS: i64 = 20;
-
-/// Whether `user` manages users (`users:manage`), which the user pages need.
-pub fn manages_users(user: &ConsoleUser) -> bool {
-    policy::administer(
-        user.actor(),
-        user.principal
-            .session
-            .capabilities
-            .hold(grants::MANAGE_USERS),
-    )
-    .is_allowed()
-}
-
-/// Refuses (403) a viewer who does not manage users.
-fn require_manager(user: &ConsoleUser) -> Result<(), AppError> {
-    authorize(
-        policy::administer(
-            user.actor(),
-            user.principal
-                .session
-                .capabilities
-                .hold(grants::MANAGE_USERS),
-        ),
-        "user",
-    )
-}
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -84,7 +57,7 @@ pub async fn list(
     user: ConsoleUser,
     AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<Response, AppError> {
-    require_manager(&user)?;
+    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
     let blank = |value: Option<String>| value.filter(|value| !value.trim().is_empty());
     let search = blank(query.search).map(|search| search.trim().to_owned());
@@ -185,7 +158,7 @@ pub async fn detail(
     IdPath(id): IdPath,
     AppQuery(query): AppQuery<DetailQuery>,
 ) -> Result<Response, AppError> {
-    require_manager(&user)?;
+    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let shown = state.db.user_by_id(id).await?;
     let activity = state.db.recent_activity(id, DETAIL_ITEMS).await?;
     let bans = state.db.ban_history(id, DETAIL_ITEMS).await?;
@@ -275,11 +248,8 @@ async fn change_ban(
     form: BanForm,
     banning: bool,
 ) -> Result<Response, AppError> {
-    csrf::check(
-        cookie_value(headers, CSRF_COOKIE).as_deref(),
-        form.csrf_token.as_deref(),
-    )?;
-    require_manager(user)?;
+    check_form_token(headers, form.csrf_token.as_deref())?;
+    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
     let duration = form.duration.filter(|duration| !duration.is_empty());
     let terms = BanTerms::check(
