@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Two builds of Plaza side by side on loopback, for changes that must not
 # cost anything: the figures of the new binary against the previous one,
-# measured in the same run. Both serve their own fresh SQLite
-# database (same set-up, rate limits off) at the same time; each round runs
-# wrk on every route against the base and then the new binary, rounds
-# interleaved, and the medians are compared:
-#   GET /api/version                (the middleware and routing alone)
-#   GET /api/health                 (one database round trip)
-#   GET /api/auth/session signed in (session lookup)
-#   GET /api/posts                  (the cached public list)
+# measured in the same run. Both serve their own fresh database (SQLite,
+# or PostgreSQL with SIDE_BY_SIDE_DATABASE=postgres; same set-up, rate
+# limits off) at the same time; each round runs wrk on every route against
+# the base and then the new binary, rounds interleaved, and the medians are
+# compared. SIDE_BY_SIDE_ROUTES picks the routes (default: the first four):
+#   version   GET /api/version                (the middleware and routing alone)
+#   health    GET /api/health                 (one database round trip)
+#   session   GET /api/auth/session signed in (session lookup)
+#   posts     GET /api/posts                  (the cached public list)
+#   rendered  GET /api/posts?limit=20 with Cache-Control: no-cache (rendered
+#             every time; 10,000 posts seeded)
+#   flags     GET /api/feature-flags signed in, with 20 flags stored
+#   admin     GET /api/admin/users?limit=20 signed in as an administrator,
+#             1,000 users seeded (each read writes its audit entry)
 # Both log as shipped (INFO, so an access line per request, into a file);
 # BASE_RUST_LOG / NEW_RUST_LOG set another filter for one of them, e.g.
 # NEW_RUST_LOG=info,plaza::access=warn to measure the access log itself.
@@ -29,8 +35,17 @@ start() {
   local name=$1 binary=$2 port cookie
   port=$(free_port)
   export PLAZA_DATA_DIR="$WORK/$name" PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=$3
+  if [ "${SIDE_BY_SIDE_DATABASE:-sqlite}" = postgres ]; then
+    local database="plaza_side_by_side_${name}_$$"
+    psql "$POSTGRES_SERVER/postgres" -qc "CREATE DATABASE $database" >/dev/null
+    DATABASES+=("$database")
+    export PLAZA_DATABASE_URL="$POSTGRES_SERVER/$database"
+  fi
   "$binary" migrate >/dev/null 2>&1
-  "$binary" user create --email bench@example.com --password bench-password >/dev/null 2>&1
+  "$binary" user create --email bench@example.com --password bench-password --role admin >/dev/null 2>&1
+  if [[ " $ROUTE_LIST " == *" admin "* || " $ROUTE_LIST " == *" rendered "* ]]; then
+    "$binary" dev seed --users 1000 --posts 10000 >/dev/null 2>&1
+  fi
   PLAZA_BIND="127.0.0.1:$port" "$binary" serve 2>"$WORK/$name.log" &
   PIDS+=($!)
   wait_http "http://127.0.0.1:$port/api/version"
@@ -40,28 +55,58 @@ start() {
   [ -n "$cookie" ] || { echo "sign-in on $name failed" >&2; exit 1; }
   printf -v "PORT_$name" '%s' "$port"
   printf -v "COOKIE_$name" '%s' "$cookie"
+  if [[ " $ROUTE_LIST " == *" flags "* ]]; then
+    local token flag
+    token=$("$binary" token --email bench@example.com --permissions admin:read,admin:write)
+    for flag in $(seq 1 20); do
+      curl -sf -o /dev/null -X PUT -H "authorization: Bearer $token" -H 'content-type: application/json' \
+        -d "{\"enabled\":true,\"rolloutPercentage\":$((flag * 5)),\"description\":\"flag $flag\"}" \
+        "http://127.0.0.1:$port/api/v1/admin/feature-flags/bench-flag-$flag"
+    done
+  fi
 }
-start base "$BASE" "${BASE_RUST_LOG:-info}"
-start new "$NEW" "${NEW_RUST_LOG:-info}"
+POSTGRES_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
+DATABASES=()
+drop_databases() {
+  for database in "${DATABASES[@]}"; do
+    psql "$POSTGRES_SERVER/postgres" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 || true
+  done
+}
+on_exit drop_databases
+ROUTE_LIST="${SIDE_BY_SIDE_ROUTES:-version health session posts}"
+read -r -a ROUTES <<<"$ROUTE_LIST"
 
-ROUTES=(version health session posts)
 path_of() {
   case $1 in
     version) echo /api/version ;;
     health) echo /api/health ;;
     session) echo /api/auth/session ;;
     posts) echo /api/posts ;;
+    rendered) echo '/api/posts?limit=20' ;;
+    flags) echo /api/feature-flags ;;
+    admin) echo '/api/admin/users?limit=20' ;;
+    *) echo "unknown route $1" >&2; exit 1 ;;
+  esac
+}
+# headers_of ROUTE BUILD -> the request's extra wrk arguments, one a line.
+headers_of() {
+  local cookie_var="COOKIE_$2"
+  case $1 in
+    session | flags | admin) printf '%s\n' -H "Cookie: ${!cookie_var}" ;;
+    rendered) printf '%s\n' -H 'Cache-Control: no-cache' ;;
   esac
 }
 
 # measure BUILD ROUTE -> appends req/s to $WORK/BUILD.ROUTE
 measure() {
-  local build=$1 route=$2 port_var="PORT_$1" cookie_var="COOKIE_$1" header=()
-  [ "$route" = session ] && header=(-H "Cookie: ${!cookie_var}")
+  local build=$1 route=$2 port_var="PORT_$1" header=()
+  mapfile -t header < <(headers_of "$route" "$build")
   wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" "${header[@]}" "http://127.0.0.1:${!port_var}$(path_of "$route")" |
     awk '/Requests\/sec/ {print $2}' >>"$WORK/$build.$route"
 }
 
+start base "$BASE" "${BASE_RUST_LOG:-info}"
+start new "$NEW" "${NEW_RUST_LOG:-info}"
 echo "side by side: base $BASE, new $NEW; wrk ${DURATION}s, $CONNECTIONS connections, 2 threads, $ROUNDS rounds; $(nproc) cores"
 for route in "${ROUTES[@]}"; do
   for build in base new; do
