@@ -295,9 +295,8 @@ impl Database {
 
     /// How many units of work ([`Database::write`]) this process has
     /// committed through this handle and its clones, counted once each has
-    /// committed: on SQLite, whose only writers are this process and its
-    /// command line, a count unchanged since a read means no write of this
-    /// process landed after it.
+    /// committed: a count unchanged since a read began means no write of
+    /// this process landed after it.
     pub fn commits(&self) -> u64 {
         self.warm.commits.load(Ordering::SeqCst)
     }

@@ -75,6 +75,8 @@ pub fn record_current_figures(state: &AppState) {
         .set(if content.listening() { 1.0 } else { 0.0 });
     metrics::counter!("plaza_content_notifications_connects_total", "channel" => content.channel().as_str())
         .absolute(content.connects());
+    metrics::counter!("plaza_content_notifications_received_total", "channel" => content.channel().as_str())
+        .absolute(content.heard());
     metrics::counter!("plaza_content_generation_reads_total").absolute(content.reads());
 }
 
@@ -99,6 +101,10 @@ fn describe_metrics() {
     metrics::describe_counter!(
         "plaza_content_notifications_connects_total",
         "Times the channel of notifications of writes to posts connected"
+    );
+    metrics::describe_counter!(
+        "plaza_content_notifications_received_total",
+        "Writes to posts announced to this instance on its channel of notifications"
     );
     metrics::describe_counter!(
         "plaza_content_generation_reads_total",

@@ -4,9 +4,10 @@
 //!
 //! The instance learns of writes through a channel: PostgreSQL's
 //! `LISTEN/NOTIFY` on a connection of its own, or Redis pub/sub
-//! (`content_notifications = "redis"`), or, on SQLite, its own units of
-//! work as they commit. Every announced write, and every connect or loss
-//! of the channel, bumps a count of events. A read of the generation
+//! (`content_notifications = "redis"`); on SQLite, and for its own writes
+//! everywhere, its units of work as they commit. Every announced write,
+//! every unit of work committed here, and every connect or loss of the
+//! channel count as events. A read of the generation
 //! confirms it for [`TRUST`] from when the read began, provided the channel
 //! was listening throughout and no event came meanwhile; the generation is
 //! then answered from memory until the next event or the end of that
@@ -86,9 +87,10 @@ pub struct ContentGeneration {
     /// Whether the channel is connected (on SQLite: whether its task runs).
     listening: AtomicBool,
     confirmed: RwLock<Option<Confirmed>>,
-    /// Times the channel connected, and reads of the generation made for
-    /// requests, for the metrics.
+    /// Times the channel connected, writes it announced, and reads of the
+    /// generation made for requests, for the metrics.
     connects: AtomicU64,
+    heard: AtomicU64,
     reads: AtomicU64,
 }
 
@@ -109,6 +111,7 @@ impl ContentGeneration {
             listening: AtomicBool::new(false),
             confirmed: RwLock::new(None),
             connects: AtomicU64::new(0),
+            heard: AtomicU64::new(0),
             reads: AtomicU64::new(0),
         }
     }
@@ -125,6 +128,11 @@ impl ContentGeneration {
     /// Times the channel connected since start.
     pub fn connects(&self) -> u64 {
         self.connects.load(Ordering::Relaxed)
+    }
+
+    /// Writes the channel announced since start.
+    pub fn heard(&self) -> u64 {
+        self.heard.load(Ordering::Relaxed)
     }
 
     /// Reads of the generation made for requests since start.
@@ -146,13 +154,11 @@ impl ContentGeneration {
         Ok(generation)
     }
 
-    /// On SQLite this process's own commits count as announcements.
+    /// This process's own units of work count as announcements as soon as
+    /// they commit (on SQLite they are the announcements), so a write is
+    /// seen at once by the anonymous readers of the instance that made it.
     fn events(&self) -> u64 {
-        let own_commits = match self.channel {
-            Channel::InProcess => self.db.commits(),
-            Channel::Postgres | Channel::Redis => 0,
-        };
-        self.events.load(Ordering::SeqCst) + own_commits
+        self.events.load(Ordering::SeqCst) + self.db.commits()
     }
 
     fn trusted(&self) -> Option<i64> {
@@ -186,6 +192,12 @@ impl ContentGeneration {
 
     fn announced(&self) {
         self.events.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A write announced on the channel.
+    fn hear(&self) {
+        self.announced();
+        self.heard.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A connect counts as an event before the channel listens, so a read
@@ -275,7 +287,7 @@ impl ContentGeneration {
             let next = tokio::select! {
                 () = stop.cancelled() => break String::new(),
                 () = &mut beat => Ok(()),
-                next = listener.next() => next.map(|()| self.announced()),
+                next = listener.next() => next.map(|()| self.hear()),
             };
             if let Err(error) = next {
                 break error.to_string();
@@ -335,7 +347,7 @@ impl ContentGeneration {
                         return Lost::AfterConnecting(error);
                     }
                     message = stream.next() => match message {
-                        Some(_) => self.announced(),
+                        Some(_) => self.hear(),
                         None => {
                             self.set_listening(false);
                             return Lost::AfterConnecting("the subscription was closed".to_owned());
@@ -364,7 +376,6 @@ impl ContentGeneration {
             if published == Some(generation) {
                 continue;
             }
-            self.announced();
             let mut publish = redis::cmd("PUBLISH");
             publish.arg(REDIS_CHANNEL).arg(generation);
             let sent = publish.query_async::<i64>(&mut publisher);
