@@ -198,7 +198,8 @@ async fn redis_notifications_carry_writes_between_instances() {
     wait_listening(&b, "redis").await;
     assert_eq!(
         a.sql_count(&format!(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = '{}'",
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE application_name = '{}' AND datname = current_database()",
             plaza_domain::content_notifications::APPLICATION_NAME
         ))
         .await,
