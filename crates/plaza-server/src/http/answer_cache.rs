@@ -147,32 +147,28 @@ impl AnswerCache {
 
     /// Keeps an answer; when full, answers of older generations go first,
     /// then everything.
-    fn put(&self, key: String, generation: i64, body: Tagged) {
-        if body.len() > MAX_ANSWER_BYTES {
+    fn put(&self, key: String, generation: i64, answer: Tagged) {
+        if answer.len() > MAX_ANSWER_BYTES {
             return;
         }
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + body.len() > MAX_TOTAL_BYTES {
+        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + answer.len() > MAX_TOTAL_BYTES {
             entries
                 .by_key
                 .retain(|_, (rendered_at, _)| *rendered_at == generation);
             if entries.by_key.len() >= MAX_ENTRIES {
                 entries.by_key.clear();
             }
-            entries.bytes = entries
-                .by_key
-                .values()
-                .map(|(_, answer)| answer.len())
-                .sum();
-            if entries.bytes + body.len() > MAX_TOTAL_BYTES {
+            entries.bytes = entries.by_key.values().map(|(_, kept)| kept.len()).sum();
+            if entries.bytes + answer.len() > MAX_TOTAL_BYTES {
                 entries.by_key.clear();
                 entries.bytes = 0;
             }
         }
-        entries.bytes += body.len();
-        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, body)) {
+        entries.bytes += answer.len();
+        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, answer)) {
             entries.bytes -= replaced.len();
         }
     }
