@@ -171,7 +171,8 @@ pub async fn list_posts(
         ..PostQuery::default()
     };
     let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
-    answer_cache::answer(&state, &state.answer_caches.posts, key, &headers, async {
+    let request = (&headers, answer_cache::Audience::of(caller.is_none()));
+    answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
         let listed = state.db.list_posts(&filter, viewer, page).await?;
         Ok(PostList {
             posts: listed

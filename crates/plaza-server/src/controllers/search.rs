@@ -290,7 +290,7 @@ pub async fn search(
         &state,
         &state.answer_caches.search,
         key,
-        &headers,
+        (&headers, answer_cache::Audience::of(caller.is_none())),
         run(&state, caller.as_ref(), q, kind, page),
     )
     .await
@@ -328,7 +328,7 @@ pub async fn search_posts(
         &state,
         &state.answer_caches.search,
         key,
-        &headers,
+        (&headers, answer_cache::Audience::of(caller.is_none())),
         run(&state, caller.as_ref(), q, kind, page),
     )
     .await

@@ -199,25 +199,21 @@ pub async fn answer<T: Serialize>(
     state: &AppState,
     cache: &AnswerCache,
     key: Option<String>,
-    headers: &HeaderMap,
+    request: (&HeaderMap, Audience),
     render: impl Future<Output = Result<T, AppError>>,
 ) -> Result<Response, AppError> {
+    let (headers, audience) = request;
     let generation = match &key {
         Some(key) => {
             let generation = state.content_generation.current().await?;
             if let Some(answer) = cache.get(key, generation) {
-                return Ok(tagged_response(&answer, headers, Audience::Anyone));
+                return Ok(tagged_response(&answer, headers, audience));
             }
             Some(generation)
         }
         None => None,
     };
     let answer = Tagged::json(&render.await?)?;
-    let audience = if key.is_some() {
-        Audience::Anyone
-    } else {
-        Audience::Caller
-    };
     let response = tagged_response(&answer, headers, audience);
     if let (Some(key), Some(generation)) = (key, generation) {
         cache.put(key, generation, answer);
@@ -230,8 +226,8 @@ pub async fn answer<T: Serialize>(
 pub enum Audience {
     /// The same for every anonymous reader: a shared cache may keep it.
     Anyone,
-    /// Rendered for this caller (signed in, or asked afresh): only the
-    /// caller's own cache may keep it.
+    /// Rendered for this signed-in caller: only the caller's own cache may
+    /// keep it.
     Caller,
 }
 

@@ -309,6 +309,25 @@ async fn if_none_match_answers_304_and_a_changed_list_a_new_tag(backend: Backend
     )
     .await;
     assert_eq!(status, StatusCode::NOT_MODIFIED);
+    // Caches may keep an answer but must ask again; a signed-in caller's
+    // only in their own.
+    for (cookie, cache_control) in [
+        (None, "no-cache"),
+        (Some(author.as_str()), "private, no-cache"),
+    ] {
+        let mut request = server.client.get(server.url(LIST));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.headers()["cache-control"], cache_control);
+        assert!(
+            response.headers()["vary"]
+                .to_str()
+                .unwrap()
+                .contains("cookie, authorization")
+        );
+    }
 
     let (_, before, _) = tagged(&server, LIST, &[]).await;
     post(
