@@ -13,11 +13,15 @@
 #
 # Usage: bench/public-reads.sh [posts, default 100000] [users, default 10000]
 #                              [seconds per run, default 10] [connections, default 50]
-# Environment: PLAZA_BASE_BIN (the previous binary) or PLAZA_BASE_REV (a git
-# revision to build it from, in a temporary worktree sharing ./target; one of
-# them is needed), PLAZA_BIN (a built binary to use instead of building
-# this tree), PLAZA_BENCH_POSTGRES (server URL without a database, default
-# postgres://postgres@127.0.0.1:5432), WRK_THREADS (default 1).
+# Environment: PLAZA_BASE_BIN (the previous binary, needed; build it in a
+# worktree of the revision with a target folder of its own, e.g.
+#   git worktree add --detach /tmp/base REV && cp -a target /tmp/base-target &&
+#   (cd /tmp/base && CARGO_TARGET_DIR=/tmp/base-target cargo build --release -p plaza-server)
+# — two worktrees sharing one target folder can each take the other's
+# build of a workspace crate for up to date), PLAZA_BIN (a built binary to
+# use instead of building this tree), PLAZA_BENCH_POSTGRES (server URL
+# without a database, default postgres://postgres@127.0.0.1:5432),
+# WRK_THREADS (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 POSTS="${1:-100000}"
@@ -27,24 +31,14 @@ CONNECTIONS="${4:-50}"
 PG_SERVER="${PLAZA_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}"
 THREADS="${WRK_THREADS:-1}"
 source bench/lib.sh
-need wrk curl psql python3 git
-
-if [ -n "${PLAZA_BASE_BIN:-}" ]; then
-  BASE="$PLAZA_BASE_BIN"
-else
-  rev="${PLAZA_BASE_REV:?set PLAZA_BASE_BIN or PLAZA_BASE_REV}"
-  git worktree add -q --detach "$WORK/base-tree" "$rev"
-  on_exit "git worktree remove --force '$WORK/base-tree' 2>/dev/null || true"
-  (cd "$WORK/base-tree" && CARGO_TARGET_DIR="$OLDPWD/target" cargo build --release -q -p plaza-server)
-  cp target/release/plaza "$WORK/plaza-base"
-  BASE="$WORK/plaza-base"
-fi
+need wrk curl psql python3
+BASE="${PLAZA_BASE_BIN:?set PLAZA_BASE_BIN to the previous binary (see the header)}"
 build_plaza
 echo "base: $("$BASE" --version 2>/dev/null || echo "$BASE"); new: $PLAZA"
 
 DB="plaza_bench_reads_$$"
 DROP_ALL="for d in ${DB} ${DB}_base ${DB}_new; do psql '$PG_SERVER/postgres' -qc \"DROP DATABASE IF EXISTS \$d WITH (FORCE)\" >/dev/null 2>&1; done"
-on_exit "$DROP_ALL; git worktree remove --force '$WORK/base-tree' 2>/dev/null || true"
+on_exit "$DROP_ALL"
 psql "$PG_SERVER/postgres" -qc "CREATE DATABASE $DB" >/dev/null
 export PLAZA_RATE_LIMITS_ENABLED=false RUST_LOG=warn PLAZA_METRICS_PUBLIC=true
 mkdir -p "$WORK/seed"
