@@ -122,6 +122,10 @@ struct WarmConnections {
     /// How often leases waited for a connection, and in vain.
     waits: AtomicU64,
     timeouts: AtomicU64,
+    /// Units of work committed through this handle (see [`Database::commits`]).
+    commits: AtomicU64,
+    /// Woken after each of those commits (see [`Database::committed`]).
+    committed: tokio::sync::Notify,
 }
 
 /// A connection in the warm stack, and since when.
@@ -215,6 +219,8 @@ impl Database {
                 writers: (backend == Backend::Sqlite).then(|| tokio::sync::Mutex::new(())),
                 waits: AtomicU64::new(0),
                 timeouts: AtomicU64::new(0),
+                commits: AtomicU64::new(0),
+                committed: tokio::sync::Notify::new(),
             }),
         })
     }
@@ -280,7 +286,31 @@ impl Database {
         };
         let ended = outcome?;
         lease.unit_of_work_open = false;
+        if ended.is_ok() {
+            self.warm.commits.fetch_add(1, Ordering::SeqCst);
+            self.warm.committed.notify_one();
+        }
         ended
+    }
+
+    /// How many units of work ([`Database::write`]) this process has
+    /// committed through this handle and its clones, counted once each has
+    /// committed: a count unchanged since a read began means no write of
+    /// this process landed after it.
+    pub fn commits(&self) -> u64 {
+        self.warm.commits.load(Ordering::SeqCst)
+    }
+
+    /// Returns once a unit of work has committed through this handle since
+    /// the last call returned (at once if one has): for one task that
+    /// follows this process's writes.
+    pub async fn committed(&self) {
+        self.warm.committed.notified().await;
+    }
+
+    /// The URL the pool was opened with, for connections of their own.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
     }
 
     /// One real round trip, for health checks.

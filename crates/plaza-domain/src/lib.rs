@@ -24,6 +24,7 @@ pub mod analytics;
 pub mod audit;
 pub mod auth_state;
 pub mod bans;
+pub mod content_notifications;
 pub mod db;
 mod dialect;
 pub mod email_tokens;

@@ -186,6 +186,12 @@ impl Server {
         state.mail.log_destination();
         let stop_background = CancellationToken::new();
         crate::services::jobs::spawn_all(&state, stop_background.clone());
+        state.background.spawn(
+            state
+                .content_generation
+                .clone()
+                .run(stop_background.clone()),
+        );
         state
             .background
             .spawn(crate::services::analytics::ingest::run_writer(

@@ -58,6 +58,9 @@ pub struct Shared {
     pub link_preview: LinkPreviews,
     /// Rendered answers kept for anonymous readers (`cache_clear` empties them).
     pub answer_caches: AnswerCaches,
+    /// The content generation as this instance knows it, the answers'
+    /// check (its channel's task starts with the server).
+    pub content_generation: Arc<crate::services::content_generation::ContentGeneration>,
     /// Held while a maintenance action runs: one at a time per instance, so
     /// a repeated click does not start a second backup or rebuild.
     pub maintenance_running: tokio::sync::Mutex<()>,
@@ -137,6 +140,25 @@ impl AppState {
             &settings.storage.data_dir,
         )?;
         let settings_storage = settings.storage.clone();
+        let content_redis = match (
+            settings.database.content_notifications,
+            &settings.limits.redis_url,
+        ) {
+            (crate::settings::ContentNotifications::Redis, Some(url)) => Some(
+                crate::http::rate_limit::shared::redis_client(
+                    url,
+                    settings.limits.redis_ca_file.as_deref(),
+                )
+                .map_err(|error| format!("{}: {error}", error.setting))?,
+            ),
+            _ => None,
+        };
+        let content_generation =
+            Arc::new(crate::services::content_generation::ContentGeneration::new(
+                db.clone(),
+                settings.database.content_notifications,
+                content_redis,
+            ));
         let mail = crate::services::mail::Mailer::new(
             &settings.mail,
             &settings.server,
@@ -148,6 +170,7 @@ impl AppState {
             auth: Arc::new(auth),
             link_preview,
             answer_caches: AnswerCaches::default(),
+            content_generation,
             maintenance_running: tokio::sync::Mutex::new(()),
             rate_limiter,
             quotes,

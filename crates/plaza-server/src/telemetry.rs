@@ -70,6 +70,14 @@ pub fn record_current_figures(state: &AppState) {
     metrics::counter!("db_pool_timeouts_total").absolute(pool.timeouts);
     metrics::gauge!("plaza_queue_depth", "queue" => "analytics")
         .set(state.analytics.ingest.queued() as f64);
+    let content = &state.content_generation;
+    metrics::gauge!("plaza_content_notifications_listening", "channel" => content.channel().as_str())
+        .set(if content.listening() { 1.0 } else { 0.0 });
+    metrics::counter!("plaza_content_notifications_connects_total", "channel" => content.channel().as_str())
+        .absolute(content.connects());
+    metrics::counter!("plaza_content_notifications_received_total", "channel" => content.channel().as_str())
+        .absolute(content.heard());
+    metrics::counter!("plaza_content_generation_reads_total").absolute(content.reads());
 }
 
 /// Every metric Plaza records, with its `# HELP` text: the one list to
@@ -85,6 +93,22 @@ fn describe_metrics() {
     metrics::describe_counter!(
         "db_pool_timeouts_total",
         "Database leases that waited the acquire timeout in vain (answered 503)"
+    );
+    metrics::describe_gauge!(
+        "plaza_content_notifications_listening",
+        "1 while this instance's channel of notifications of writes to posts is connected (cached public answers are then checked in memory), else 0"
+    );
+    metrics::describe_counter!(
+        "plaza_content_notifications_connects_total",
+        "Times the channel of notifications of writes to posts connected"
+    );
+    metrics::describe_counter!(
+        "plaza_content_notifications_received_total",
+        "Writes to posts announced to this instance on its channel of notifications"
+    );
+    metrics::describe_counter!(
+        "plaza_content_generation_reads_total",
+        "Reads of the content generation made to check a cached public answer (none while notifications are connected and confirmed)"
     );
     metrics::describe_gauge!(
         "plaza_queue_depth",

@@ -120,9 +120,10 @@ pub struct PostListQuery {
     get,
     path = "/api/posts",
     tag = "posts",
-    params(PostListQuery),
+    params(PostListQuery, ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "A page of posts and the total", body = PostList),
+        (status = 200, description = "A page of posts and the total", body = PostList, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 422, description = "A filter, sort, order, limit or offset is invalid", body = GeneralError),
     )
 )]
@@ -170,7 +171,8 @@ pub async fn list_posts(
         ..PostQuery::default()
     };
     let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
-    answer_cache::answer(&state, &state.answer_caches.posts, key, async {
+    let request = (&headers, answer_cache::Audience::of(caller.is_none()));
+    answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
         let listed = state.db.list_posts(&filter, viewer, page).await?;
         Ok(PostList {
             posts: listed

@@ -18,7 +18,7 @@ use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
-use crate::http::extract::{AppJson, AppQuery};
+use crate::http::extract::AppQuery;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 use plaza_domain::policy;
@@ -268,9 +268,10 @@ async fn run(
     get,
     path = "/api/search",
     tag = "search",
-    params(SearchParams),
+    params(SearchParams, ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "Results, most relevant first", body = SearchResponse),
+        (status = 200, description = "Results, most relevant first", body = SearchResponse, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 422, description = "Missing or invalid q, type, limit or offset", body = GeneralError),
     )
 )]
@@ -289,6 +290,7 @@ pub async fn search(
         &state,
         &state.answer_caches.search,
         key,
+        (&headers, answer_cache::Audience::of(caller.is_none())),
         run(&state, caller.as_ref(), q, kind, page),
     )
     .await
@@ -301,9 +303,10 @@ pub async fn search(
     get,
     path = "/api/search/posts",
     tag = "search",
-    params(SearchParams),
+    params(SearchParams, ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "Matching posts, most relevant first", body = SearchResponse),
+        (status = 200, description = "Matching posts, most relevant first", body = SearchResponse, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 422, description = "Missing or invalid q, limit or offset", body = GeneralError),
     )
 )]
@@ -325,6 +328,7 @@ pub async fn search_posts(
         &state,
         &state.answer_caches.search,
         key,
+        (&headers, answer_cache::Audience::of(caller.is_none())),
         run(&state, caller.as_ref(), q, kind, page),
     )
     .await
@@ -335,19 +339,24 @@ pub async fn search_posts(
     get,
     path = "/api/search/users",
     tag = "search",
-    params(SearchParams),
+    params(SearchParams, ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "Matching users, most relevant first", body = SearchResponse),
+        (status = 200, description = "Matching users, most relevant first", body = SearchResponse, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 422, description = "Missing or invalid q, limit or offset", body = GeneralError),
     )
 )]
 pub async fn search_users(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    headers: HeaderMap,
     AppQuery(params): AppQuery<SearchParams>,
-) -> Result<AppJson<SearchResponse>, AppError> {
+) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, Some(Kind::Users))?;
-    run(&state, caller.as_ref(), q, kind, page)
-        .await
-        .map(AppJson)
+    let found = run(&state, caller.as_ref(), q, kind, page).await?;
+    answer_cache::tagged_json(
+        &found,
+        &headers,
+        answer_cache::Audience::of(caller.is_none()),
+    )
 }

@@ -4,7 +4,7 @@
 //! ones, exist only for themselves and admins.
 
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
@@ -24,6 +24,7 @@ use crate::auth::password::check_password;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::docs::Binary;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::http::answer_cache;
 use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
@@ -335,23 +336,27 @@ pub async fn list_users(
     get,
     path = "/api/users/{id}",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)", example = "2")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2"), ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "The user", body = UserView),
+        (status = 200, description = "The user", body = UserView, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
     )
 )]
 pub async fn get_user(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    headers: HeaderMap,
     IdPath(id): IdPath,
-) -> Result<AppJson<UserView>, AppError> {
+) -> Result<Response, AppError> {
     let user = state.db.user_by_id(id).await?;
     let actor = actor_of(caller.as_ref());
     authorize(policy::view_user(actor, &user), "user")?;
-    Ok(AppJson(
-        UserView::new(&user, policy::see_email(actor, &user)).with_own_settings(&user, actor),
-    ))
+    answer_cache::tagged_json(
+        &UserView::new(&user, policy::see_email(actor, &user)).with_own_settings(&user, actor),
+        &headers,
+        answer_cache::Audience::of(caller.is_none()),
+    )
 }
 
 /// Reads a present-but-null JSON field as `Some(None)`, so an update can
@@ -731,21 +736,23 @@ pub struct PublicProfile {
     get,
     path = "/api/users/{id}/profile",
     tag = "users",
-    params(("id" = String, Path, description = "User id (digits)", example = "2")),
+    params(("id" = String, Path, description = "User id (digits)", example = "2"), ("If-None-Match" = Option<String>, Header, description = "ETag(s) of an answer held: 304 when one is current")),
     responses(
-        (status = 200, description = "The profile", body = PublicProfile),
+        (status = 200, description = "The profile", body = PublicProfile, headers(("ETag" = String, description = "Strong tag of this answer, for If-None-Match"))),
+        (status = 304, description = "Not modified: If-None-Match names the current answer's ETag", headers(("ETag" = String, description = "Strong tag of the current answer"))),
         (status = 404, description = "No such user, or the profile is not public", body = GeneralError),
     )
 )]
 pub async fn user_profile(
     State(state): State<AppState>,
+    headers: HeaderMap,
     IdPath(id): IdPath,
-) -> Result<AppJson<PublicProfile>, AppError> {
+) -> Result<Response, AppError> {
     let user = state.db.user_by_id(id).await?;
     if !user.is_public() {
         return Err(AppError::NotFound("user"));
     }
-    Ok(AppJson(PublicProfile {
+    let profile = PublicProfile {
         id: user.id().to_string(),
         username: user.row.username.clone(),
         display_name: display_name(&user),
@@ -753,5 +760,6 @@ pub async fn user_profile(
         bio: user.row.bio.clone(),
         created_at: rfc3339(user.row.created_at),
         profile_visibility: "public".to_owned(),
-    }))
+    };
+    answer_cache::tagged_json(&profile, &headers, answer_cache::Audience::Anyone)
 }

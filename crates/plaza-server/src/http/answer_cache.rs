@@ -2,20 +2,31 @@
 //! anonymous readers: the front page and popular searches are asked for
 //! over and over with the same parameters.
 //!
-//! An answer is reused only while the database's content generation (bumped
-//! by triggers on every write to posts, by any instance or process) is the
-//! one it was rendered at, so a cached answer is never older than a fresh
-//! one would be: checking costs one single-row read instead of the list or
-//! search query. Signed-in callers see their own drafts and are never served
-//! from here; a request with `Cache-Control: no-cache` is rendered afresh.
+//! An answer is reused only while the content generation (bumped by
+//! triggers on every write to posts, by any instance or process) is the one
+//! it was rendered at. The instance knows the generation without a read
+//! while its notifications of writes are connected, for at most a second
+//! after its last confirmation
+//! ([`crate::services::content_generation`]), so a cached answer is at
+//! most a second older than a fresh one; without them it reads the
+//! generation for each request, and a cached answer is never older. Signed-in
+//! callers see their own drafts and are never served from here; a request
+//! with `Cache-Control: no-cache` is rendered afresh.
+//!
+//! Every answer carries a strong `ETag`, a hash of its bytes kept with a
+//! cached answer, so `If-None-Match` with the current tag is answered 304
+//! from memory, without rendering.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use base64::Engine;
+use headers::{ETag, HeaderMapExt, IfNoneMatch};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::http::error::AppError;
 use crate::state::AppState;
@@ -33,9 +44,39 @@ pub struct AnswerCache {
     entries: Mutex<Entries>,
 }
 
+/// A rendered answer and its tag.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tagged {
+    body: Bytes,
+    etag: ETag,
+}
+
+impl Tagged {
+    /// `body` tagged with the hash of its bytes.
+    pub fn new(body: Bytes) -> Self {
+        let digest = Sha256::digest(&body);
+        let tag = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..16]);
+        let etag = format!("\"{tag}\"")
+            .parse()
+            .expect("a quoted base64url string is an entity tag");
+        Tagged { body, etag }
+    }
+
+    /// The value as JSON, tagged.
+    pub fn json<T: Serialize>(value: &T) -> Result<Self, AppError> {
+        Ok(Tagged::new(Bytes::from(
+            serde_json::to_vec(value).map_err(AppError::internal)?,
+        )))
+    }
+
+    fn len(&self) -> usize {
+        self.body.len()
+    }
+}
+
 #[derive(Default)]
 struct Entries {
-    by_key: HashMap<String, (i64, Bytes)>,
+    by_key: HashMap<String, (i64, Tagged)>,
     bytes: usize,
     /// Keys whose answer one request is rendering anew (see [`answer_in_slot`]).
     refreshing: HashSet<String>,
@@ -78,7 +119,7 @@ impl AnswerCache {
     }
 
     /// The answer kept for `key` whatever its stamp, with that stamp.
-    fn get_any(&self, key: &str) -> Option<(i64, Bytes)> {
+    fn get_any(&self, key: &str) -> Option<(i64, Tagged)> {
         let entries = self.entries.lock().ok()?;
         entries.by_key.get(key).cloned()
     }
@@ -95,39 +136,39 @@ impl AnswerCache {
             })
     }
 
-    fn get(&self, key: &str, generation: i64) -> Option<Bytes> {
+    fn get(&self, key: &str, generation: i64) -> Option<Tagged> {
         let entries = self.entries.lock().ok()?;
         entries
             .by_key
             .get(key)
             .filter(|(rendered_at, _)| *rendered_at == generation)
-            .map(|(_, body)| body.clone())
+            .map(|(_, answer)| answer.clone())
     }
 
     /// Keeps an answer; when full, answers of older generations go first,
     /// then everything.
-    fn put(&self, key: String, generation: i64, body: Bytes) {
-        if body.len() > MAX_ANSWER_BYTES {
+    fn put(&self, key: String, generation: i64, answer: Tagged) {
+        if answer.len() > MAX_ANSWER_BYTES {
             return;
         }
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + body.len() > MAX_TOTAL_BYTES {
+        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + answer.len() > MAX_TOTAL_BYTES {
             entries
                 .by_key
                 .retain(|_, (rendered_at, _)| *rendered_at == generation);
             if entries.by_key.len() >= MAX_ENTRIES {
                 entries.by_key.clear();
             }
-            entries.bytes = entries.by_key.values().map(|(_, body)| body.len()).sum();
-            if entries.bytes + body.len() > MAX_TOTAL_BYTES {
+            entries.bytes = entries.by_key.values().map(|(_, kept)| kept.len()).sum();
+            if entries.bytes + answer.len() > MAX_TOTAL_BYTES {
                 entries.by_key.clear();
                 entries.bytes = 0;
             }
         }
-        entries.bytes += body.len();
-        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, body)) {
+        entries.bytes += answer.len();
+        if let Some((_, replaced)) = entries.by_key.insert(key, (generation, answer)) {
             entries.bytes -= replaced.len();
         }
     }
@@ -151,28 +192,96 @@ pub fn key(
 
 /// Answers from `cache` when `key` is cached at the current content
 /// generation; otherwise renders with `render` (and keeps the answer when
-/// there is a key). Never older than a fresh answer would be.
+/// there is a key). At most a second older than a fresh answer (see the
+/// module's documentation). `If-None-Match` naming the answer's tag is
+/// answered 304; for a cached answer without rendering.
 pub async fn answer<T: Serialize>(
     state: &AppState,
     cache: &AnswerCache,
     key: Option<String>,
+    request: (&HeaderMap, Audience),
     render: impl Future<Output = Result<T, AppError>>,
 ) -> Result<Response, AppError> {
+    let (headers, audience) = request;
     let generation = match &key {
         Some(key) => {
-            let generation = state.db.content_generation().await?;
-            if let Some(body) = cache.get(key, generation) {
-                return Ok(json_response(body));
+            let generation = state.content_generation.current().await?;
+            if let Some(answer) = cache.get(key, generation) {
+                return Ok(tagged_response(&answer, headers, audience));
             }
             Some(generation)
         }
         None => None,
     };
-    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    let answer = Tagged::json(&render.await?)?;
+    let response = tagged_response(&answer, headers, audience);
     if let (Some(key), Some(generation)) = (key, generation) {
-        cache.put(key, generation, body.clone());
+        cache.put(key, generation, answer);
     }
-    Ok(json_response(body))
+    Ok(response)
+}
+
+/// Who an answer is for, as its `Cache-Control` tells caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// The same for every anonymous reader: a shared cache may keep it.
+    Anyone,
+    /// Rendered for this signed-in caller: only the caller's own cache may
+    /// keep it.
+    Caller,
+}
+
+impl Audience {
+    /// Anyone for an anonymous caller, else the caller.
+    pub fn of(anonymous: bool) -> Self {
+        if anonymous {
+            Audience::Anyone
+        } else {
+            Audience::Caller
+        }
+    }
+}
+
+/// `value` as JSON with its strong `ETag`, or 304 when `If-None-Match`
+/// names that tag; for answers rendered every time.
+pub fn tagged_json<T: Serialize>(
+    value: &T,
+    headers: &HeaderMap,
+    audience: Audience,
+) -> Result<Response, AppError> {
+    Ok(tagged_response(&Tagged::json(value)?, headers, audience))
+}
+
+/// The answer, or 304 when `If-None-Match` names its tag (compared weakly,
+/// as RFC 9110 says). Either way with the tag, `Cache-Control: no-cache`
+/// (a cache must ask again before reusing it, and may with the tag) and
+/// `Vary` on the credentials that change what the route answers.
+fn tagged_response(answer: &Tagged, request: &HeaderMap, audience: Audience) -> Response {
+    let unchanged = request
+        .typed_get::<IfNoneMatch>()
+        .is_some_and(|if_none_match| !if_none_match.precondition_passes(&answer.etag));
+    let mut response = if unchanged {
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        *response.headers_mut() = HeaderMap::with_capacity(10);
+        response
+    } else {
+        json_response(answer.body.clone())
+    };
+    let headers = response.headers_mut();
+    headers.typed_insert(answer.etag.clone());
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(match audience {
+            Audience::Anyone => "no-cache",
+            Audience::Caller => "private, no-cache",
+        }),
+    );
+    headers.insert(
+        header::VARY,
+        HeaderValue::from_static("cookie, authorization"),
+    );
+    response
 }
 
 /// A request rendering a key's answer anew; dropped (rendered, failed or
@@ -202,19 +311,20 @@ pub async fn answer_in_slot<T: Serialize>(
 ) -> Result<Response, AppError> {
     let mut claim = None;
     if let Some((key, stamp)) = &keyed
-        && let Some((rendered_in, body)) = cache.get_any(key)
+        && let Some((rendered_in, answer)) = cache.get_any(key)
     {
         if rendered_in == *stamp {
-            return Ok(json_response(body));
+            return Ok(json_response(answer.body));
         }
         claim = cache.claim(key);
         if claim.is_none() {
-            return Ok(json_response(body));
+            return Ok(json_response(answer.body));
         }
     }
-    let body = Bytes::from(serde_json::to_vec(&render.await?).map_err(AppError::internal)?);
+    let answer = Tagged::json(&render.await?)?;
+    let body = answer.body.clone();
     if let Some((key, stamp)) = keyed {
-        cache.put(key, stamp, body.clone());
+        cache.put(key, stamp, answer);
     }
     drop(claim);
     Ok(json_response(body))
@@ -227,7 +337,7 @@ pub async fn answer_in_slot<T: Serialize>(
 fn json_response(body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     let headers = response.headers_mut();
-    *headers = HeaderMap::with_capacity(8);
+    *headers = HeaderMap::with_capacity(12);
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -242,8 +352,11 @@ mod tests {
     #[test]
     fn answers_are_served_only_at_their_generation() {
         let cache = AnswerCache::default();
-        cache.put("posts?".into(), 7, Bytes::from_static(b"[1]"));
-        assert_eq!(cache.get("posts?", 7), Some(Bytes::from_static(b"[1]")));
+        cache.put("posts?".into(), 7, Tagged::new(Bytes::from_static(b"[1]")));
+        assert_eq!(
+            cache.get("posts?", 7),
+            Some(Tagged::new(Bytes::from_static(b"[1]")))
+        );
         assert_eq!(cache.get("posts?", 8), None);
         assert_eq!(cache.get("posts?limit=1", 7), None);
     }
@@ -284,12 +397,16 @@ mod tests {
     fn the_cache_stays_bounded() {
         let cache = AnswerCache::default();
         for n in 0..(MAX_ENTRIES + 10) {
-            cache.put(format!("k{n}"), 1, Bytes::from_static(b"x"));
+            cache.put(format!("k{n}"), 1, Tagged::new(Bytes::from_static(b"x")));
         }
         let entries = cache.entries.lock().unwrap();
         assert!(entries.by_key.len() <= MAX_ENTRIES);
         drop(entries);
-        cache.put("big".into(), 1, Bytes::from(vec![0; MAX_ANSWER_BYTES + 1]));
+        cache.put(
+            "big".into(),
+            1,
+            Tagged::new(Bytes::from(vec![0; MAX_ANSWER_BYTES + 1])),
+        );
         assert_eq!(cache.get("big", 1), None);
     }
 
@@ -298,16 +415,22 @@ mod tests {
         let caches = AnswerCaches::default();
         caches
             .posts
-            .put("posts?".into(), 1, Bytes::from_static(b"[1]"));
-        caches
-            .posts
-            .put("posts?limit=1".into(), 1, Bytes::from_static(b"[]"));
-        caches
-            .search
-            .put("search?q=a".into(), 1, Bytes::from_static(b"{}"));
-        caches
-            .emojis
-            .put("windows|10|".into(), 1, Bytes::from_static(b"{}"));
+            .put("posts?".into(), 1, Tagged::new(Bytes::from_static(b"[1]")));
+        caches.posts.put(
+            "posts?limit=1".into(),
+            1,
+            Tagged::new(Bytes::from_static(b"[]")),
+        );
+        caches.search.put(
+            "search?q=a".into(),
+            1,
+            Tagged::new(Bytes::from_static(b"{}")),
+        );
+        caches.emojis.put(
+            "windows|10|".into(),
+            1,
+            Tagged::new(Bytes::from_static(b"{}")),
+        );
         assert_eq!(
             caches.clear_all(),
             vec![("posts", 2), ("search", 1), ("emojis", 1)]
@@ -317,6 +440,30 @@ mod tests {
             caches.clear_all(),
             vec![("posts", 0), ("search", 0), ("emojis", 0)]
         );
+    }
+
+    #[test]
+    fn a_tag_names_the_bytes_and_if_none_match_with_it_answers_304() {
+        let answer = Tagged::new(Bytes::from_static(b"[1]"));
+        assert_eq!(answer, Tagged::new(Bytes::from_static(b"[1]")));
+        assert_ne!(answer.etag, Tagged::new(Bytes::from_static(b"[2]")).etag);
+        let mut tagged = HeaderMap::new();
+        tagged.typed_insert(answer.etag.clone());
+        let tag = tagged[header::ETAG].to_str().unwrap().to_owned();
+        let status = |if_none_match: Option<&str>| {
+            let mut request = HeaderMap::new();
+            if let Some(value) = if_none_match {
+                request.insert(header::IF_NONE_MATCH, value.parse().unwrap());
+            }
+            let response = tagged_response(&answer, &request, Audience::Anyone);
+            assert_eq!(response.headers()[header::ETAG].to_str().unwrap(), tag);
+            response.status().as_u16()
+        };
+        assert_eq!(status(None), 200);
+        assert_eq!(status(Some(&tag)), 304);
+        assert_eq!(status(Some(&format!("\"other\", W/{tag}"))), 304);
+        assert_eq!(status(Some("*")), 304);
+        assert_eq!(status(Some("\"other\"")), 200);
     }
 
     #[test]

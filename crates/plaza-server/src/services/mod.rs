@@ -1,5 +1,5 @@
-//! The work behind the routes: uploads and the object store, the analytics
-//! writer, the live alert stream, the audit of reads, health probes, the
+//! The work behind the routes: uploads and the object store, the content
+//! generation as this instance knows it, the analytics writer, the live alert stream, the audit of reads, health probes, the
 //! feature flags as last read, users' data exports and the deletion of
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
@@ -13,6 +13,7 @@ pub mod audit_reads;
 pub mod backup;
 pub mod blocking;
 pub mod broadcasts;
+pub mod content_generation;
 pub mod erased_files;
 pub mod export;
 pub mod flag_snapshot;

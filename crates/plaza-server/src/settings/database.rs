@@ -16,6 +16,21 @@ pub struct DatabaseSettings {
     pub database_connect_timeout_secs: u64,
     /// How long a request waits for a pooled connection before failing with 503.
     pub database_acquire_timeout_secs: u64,
+    /// How instances on PostgreSQL learn of writes to posts, so cached
+    /// public answers are checked in memory (SQLite: always in process).
+    pub content_notifications: ContentNotifications,
+}
+
+/// The channel of [`DatabaseSettings::content_notifications`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContentNotifications {
+    /// PostgreSQL's `LISTEN/NOTIFY`, on one connection per instance
+    /// outside the pool.
+    Database,
+    /// Redis pub/sub on `redis_url`, for a PostgreSQL reached through a
+    /// pooler that cannot keep a `LISTEN`.
+    Redis,
 }
 
 impl Default for DatabaseSettings {
@@ -25,6 +40,7 @@ impl Default for DatabaseSettings {
             database_max_connections: None,
             database_connect_timeout_secs: 30,
             database_acquire_timeout_secs: 5,
+            content_notifications: ContentNotifications::Database,
         }
     }
 }

@@ -156,7 +156,16 @@ impl Settings {
         self.alerts.validate()?;
         self.analytics.validate()?;
         self.mail.validate()?;
-        self.link_preview.validate()
+        self.link_preview.validate()?;
+        if self.database.content_notifications == ContentNotifications::Redis
+            && self.limits.redis_url.is_none()
+        {
+            return Err(SettingsError::new(
+                "content_notifications",
+                "is \"redis\", but redis_url is not set",
+            ));
+        }
+        Ok(())
     }
 
     /// The database URL in use: the setting, or the embedded SQLite file.

@@ -989,8 +989,8 @@ async fn cached_answers_never_outlive_a_write(backend: Backend) {
         "the same answer twice"
     );
 
-    // A write through the API, then one behind its back in plain SQL: the
-    // next anonymous answer shows each at once.
+    // A write through the API: the instance that made it answers with it at
+    // once.
     let second = post(
         &server,
         &author,
@@ -1001,21 +1001,22 @@ async fn cached_answers_never_outlive_a_write(backend: Backend) {
     assert_eq!(ids(&after, "posts"), vec![second.clone(), first.clone()]);
     let (_, found) = get(&server, search, None).await;
     assert_eq!(items(&found, "results").len(), 2);
+    // Writes behind its back in plain SQL: answered within a second.
     server
         .sql(&format!(
             "UPDATE posts SET title = 'Renamed' WHERE id = {second}"
         ))
         .await;
-    let (_, renamed) = get(&server, list, None).await;
+    let renamed =
+        within_a_second(&server, list, |page| page["posts"][0]["title"] == "Renamed").await;
     assert_eq!(renamed["posts"][0]["title"], "Renamed");
     server
         .sql(&format!(
             "UPDATE posts SET published = FALSE WHERE id = {first}"
         ))
         .await;
-    let (_, hidden) = get(&server, list, None).await;
+    let hidden = within_a_second(&server, list, |page| page["pagination"]["total"] == 1).await;
     assert_eq!(ids(&hidden, "posts"), vec![second.clone()]);
-    assert_eq!(hidden["pagination"]["total"], 1);
     // Signed-in callers and no-cache requests are answered afresh.
     let (_, own) = get(&server, list, Some(&author)).await;
     assert_eq!(
@@ -1032,6 +1033,24 @@ async fn cached_answers_never_outlive_a_write(backend: Backend) {
     assert_eq!(fresh.headers()["content-type"], "application/json");
     let fresh: Value = fresh.json().await.unwrap();
     assert_eq!(fresh, hidden);
+}
+
+/// The anonymous answer to `path` once `fresh` holds for it, failing when
+/// a request sent more than a second after the call is still answered
+/// otherwise (the bound docs/api.md states for cached public answers).
+async fn within_a_second(server: &TestServer, path: &str, fresh: impl Fn(&Value) -> bool) -> Value {
+    let written = std::time::Instant::now();
+    loop {
+        let sent = std::time::Instant::now();
+        let (_, answer) = get(server, path, None).await;
+        if fresh(&answer) {
+            return answer;
+        }
+        assert!(
+            sent.duration_since(written) < std::time::Duration::from_secs(1),
+            "still {answer} more than a second after the write"
+        );
+    }
 }
 
 /// Who gets what on the public content routes: every actor of the cast,

@@ -34,6 +34,7 @@ mod mail;
 mod middleware;
 mod og;
 mod operations;
+mod public_reads;
 mod rate_limits;
 mod resilience;
 mod scale_out;
