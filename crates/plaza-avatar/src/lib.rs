@@ -24,6 +24,12 @@ pub use prng::Prng;
 
 use std::fmt::Write;
 
+/// The version of what [`render_svg`] draws: raised whenever the same seed
+/// and size give different bytes (the golden files change with it, and a
+/// test pins the output of this version), so that whoever keeps avatars by
+/// their parameters (the server's ETags and image cache) sees them change.
+pub const RENDERER_VERSION: &str = "1";
+
 /// Size used when the caller gives none (pixels).
 pub const DEFAULT_SIZE: u32 = 200;
 /// Smallest size accepted (pixels).

@@ -154,3 +154,30 @@ fn output_is_well_formed_square_svg_without_active_content() {
         }
     }
 }
+
+/// The output this `RENDERER_VERSION` draws, pinned: when the drawing
+/// changes, this fails until the version is raised and the new digest
+/// pinned, so that caches keyed by the version let go of old avatars.
+#[test]
+fn the_renderer_version_pins_the_output() {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for seed in GOLDEN_SEEDS {
+        for size in [DEFAULT_SIZE, MIN_SIZE, 333, MAX_SIZE] {
+            hasher.update(render_svg(seed, size).expect("valid size"));
+        }
+    }
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(
+        (plaza_avatar::RENDERER_VERSION, digest.as_str()),
+        (
+            "1",
+            "b059ffe5944a31011fe8fe1ea13d538c706e6de5c59afa480f4248e03eb0415e"
+        ),
+        "the avatars changed: raise RENDERER_VERSION and pin the new digest"
+    );
+}

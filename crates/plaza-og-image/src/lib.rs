@@ -22,10 +22,31 @@ pub use fonts::FONT_FAMILY;
 pub use render::{OgError, preload, render_png};
 pub use text::{MAX_AUTHOR_CHARS, MAX_QUOTE_CHARS};
 
+/// A quote as [`render_svg`] draws it: whitespace collapsed, control and
+/// bidi override characters dropped, at most [`MAX_QUOTE_CHARS`]. Two quotes
+/// with the same clean form give the same card.
+pub fn clean_quote(quote: &str) -> String {
+    text::clean(quote, MAX_QUOTE_CHARS)
+}
+
+/// An author as [`render_svg`] draws it, like [`clean_quote`] with
+/// [`MAX_AUTHOR_CHARS`].
+pub fn clean_author(author: &str) -> String {
+    text::clean(author, MAX_AUTHOR_CHARS)
+}
+
 use base64::Engine as _;
 use fonts::Weight;
 use plaza_avatar::Prng;
 use std::fmt::Write;
+
+/// The version of what [`render_svg`] and [`render_png`] make: raised
+/// whenever the same seed, quote and author give different SVG or PNG bytes
+/// (a change of the drawing, the fonts or the rasteriser; a test pins the
+/// SVG of this version), so that whoever keeps cards by their parameters
+/// (the server's ETags and image cache) sees them change. The embedded
+/// avatar has its own, `plaza_avatar::RENDERER_VERSION`.
+pub const RENDERER_VERSION: &str = "1";
 
 /// Card width in pixels.
 pub const WIDTH: u32 = 1200;

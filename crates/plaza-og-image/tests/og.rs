@@ -247,3 +247,45 @@ fn cards_are_identical_across_processes() {
     assert_eq!(first, second);
     assert_eq!(first, digests());
 }
+
+/// The SVG this `RENDERER_VERSION` makes, pinned: when the drawing or the
+/// text layout change it, this fails until the version is raised and the
+/// new digest pinned, so that caches keyed by the version let go of old
+/// cards. (PNG bytes are not pinned: the rasteriser's may differ between
+/// processors.)
+#[test]
+fn the_renderer_version_pins_the_output() {
+    let mut hasher = Sha256::new();
+    for (seed, quote, author) in golden_cards() {
+        hasher.update(render_svg(&seed, &quote, &author).as_bytes());
+    }
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(
+        (plaza_og_image::RENDERER_VERSION, digest.as_str()),
+        (
+            "1",
+            "219e06e047940fd4b213e8522f24861e46abb5ee30c8c8584ec96b5fddf59094"
+        ),
+        "the cards changed: raise RENDERER_VERSION and pin the new digest"
+    );
+}
+
+/// Parameters are normalised by their clean forms: a card from cleaned text
+/// is the card of the text as given.
+#[test]
+fn cleaning_first_gives_the_same_card() {
+    for (seed, quote, author) in golden_cards() {
+        let cleaned = render_svg(
+            &seed,
+            &plaza_og_image::clean_quote(&quote),
+            &plaza_og_image::clean_author(&author),
+        );
+        assert_eq!(cleaned, render_svg(&seed, &quote, &author), "{seed}");
+    }
+    let spaced = render_svg("s", "  Hello \n\t world  ", "\u{202e}Me ");
+    assert_eq!(spaced, render_svg("s", "Hello world", "Me"));
+}

@@ -52,6 +52,9 @@ pub struct Shared {
     pub quotes: Arc<plaza_og_image::quotes::QuoteSource>,
     /// Slots for share images being rendered to PNG, one per core.
     pub og_renders: crate::services::blocking::BlockingSlots,
+    /// Rendered avatars and share images by their parameters (`cache_clear`
+    /// empties it).
+    pub image_cache: crate::services::image_cache::ImageCache,
     /// Counts requests for every limited route group.
     pub rate_limiter: crate::http::rate_limit::RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
@@ -159,6 +162,12 @@ impl AppState {
                 settings.database.content_notifications,
                 content_redis,
             ));
+        // Metrics first: the cache's counters belong to the recorder it installs.
+        let metrics = crate::telemetry::metrics_handle();
+        let image_cache = crate::services::image_cache::ImageCache::new(
+            settings.images.image_cache_bytes,
+            SHARE_IMAGE_RENDER_WAIT,
+        );
         let mail = crate::services::mail::Mailer::new(
             &settings.mail,
             &settings.server,
@@ -178,7 +187,8 @@ impl AppState {
                 std::thread::available_parallelism().map_or(1, usize::from),
                 SHARE_IMAGE_RENDER_WAIT,
             ),
-            metrics: crate::telemetry::metrics_handle(),
+            image_cache,
+            metrics,
             started_at: Instant::now(),
             instance_id: crate::auth::tokens::random_token(),
             background: TaskTracker::new(),

@@ -1,5 +1,6 @@
 //! Logs and metrics set-up, and the figures read when metrics are scraped:
-//! the process (memory, open files, CPU), the database pool and the queues.
+//! the process (memory, open files, CPU), the database pool, the queues and
+//! the image cache.
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
@@ -59,7 +60,8 @@ fn process_collector() -> &'static metrics_process::Collector {
 }
 
 /// Reads the figures that are states rather than events, just before a
-/// scrape renders them: the process, the database pool, the queues.
+/// scrape renders them: the process, the database pool, the queues, the
+/// image cache.
 pub fn record_current_figures(state: &AppState) {
     process_collector().collect();
     let pool = state.db.pool_stats();
@@ -78,6 +80,7 @@ pub fn record_current_figures(state: &AppState) {
     metrics::counter!("plaza_content_notifications_received_total", "channel" => content.channel().as_str())
         .absolute(content.heard());
     metrics::counter!("plaza_content_generation_reads_total").absolute(content.reads());
+    state.image_cache.record_figures();
 }
 
 /// Every metric Plaza records, with its `# HELP` text: the one list to
@@ -168,6 +171,32 @@ fn describe_metrics() {
         "plaza_mail_attempt_failures_total",
         "Attempts at a mail that failed, by kind; the mail is retried unless it was given up on"
     );
+    metrics::describe_gauge!(
+        "plaza_image_cache_bytes",
+        Unit::Bytes,
+        "Bytes the cache of generated images holds: bodies plus a fixed bookkeeping share per entry"
+    );
+    metrics::describe_gauge!(
+        "plaza_image_cache_capacity_bytes",
+        Unit::Bytes,
+        "The most bytes the cache of generated images may hold (image_cache_bytes)"
+    );
+    metrics::describe_gauge!(
+        "plaza_image_cache_entries",
+        "Generated images held by the cache"
+    );
+    metrics::describe_counter!(
+        "plaza_image_cache_hits_total",
+        "Generated images answered from the cache (or from a rendering another request made), by image (avatar, og)"
+    );
+    metrics::describe_counter!(
+        "plaza_image_cache_misses_total",
+        "Generated images rendered because the cache did not hold them, by image (avatar, og)"
+    );
+    metrics::describe_counter!(
+        "plaza_image_cache_evictions_total",
+        "Generated images dropped from the cache to make room (or too large to keep)"
+    );
     metrics::describe_counter!(
         "plaza_mail_failed_total",
         "Mails given up on and kept as failed in outgoing_mail, by kind"
@@ -186,6 +215,16 @@ mod tests {
         metrics::counter!("plaza_rate_limit_store_errors_total").increment(1);
         metrics::counter!("plaza_analytics_events_stored_total").increment(1);
         metrics::histogram!("plaza_analytics_batch_events").record(1.0);
+        metrics::counter!("plaza_image_cache_hits_total", "image" => "og").increment(1);
+        metrics::counter!("plaza_image_cache_misses_total", "image" => "og").increment(1);
+        metrics::counter!("plaza_image_cache_evictions_total").increment(1);
+        for name in [
+            "plaza_image_cache_bytes",
+            "plaza_image_cache_capacity_bytes",
+            "plaza_image_cache_entries",
+        ] {
+            metrics::gauge!(name).set(1.0);
+        }
         for name in [
             "plaza_mail_sent_total",
             "plaza_mail_attempt_failures_total",

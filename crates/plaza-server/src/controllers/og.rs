@@ -9,13 +9,17 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
+use axum::body::Bytes;
+
 use crate::controllers::docs::Binary;
+use crate::controllers::images;
 use crate::controllers::system::no_store_headers;
 use crate::http::error::AppError;
 use crate::http::error::schema::ImageError;
 use crate::http::extract::AppQuery;
 use crate::http::pages;
 use crate::services::blocking::SlotError;
+use crate::services::image_cache::{CacheError, ImageKey, ImageKind};
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -77,6 +81,13 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
 /// quote. Crawlers get the image (PNG, or SVG with `type=svg`); browsers are
 /// redirected to `/og-image-viewer` unless `direct=true`. A rendering failure
 /// answers the fallback card.
+///
+/// A card whose URL names all it shows (a `seed`, not `random=true`, and a
+/// `quote` or `author`) is kept by its parameters, so a crawler storm on one
+/// share link renders it once, and served with a strong `ETag` and a year's
+/// `Cache-Control` (`If-None-Match` is answered 304 without rendering). A
+/// card with a random seed or a provider's quote is a new image each time:
+/// never kept, `no-store`.
 #[utoipa::path(
     get,
     path = "/api/og-image",
@@ -84,8 +95,18 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
     params(OgQuery),
     responses(
         (status = 200, description = "The image: PNG, or SVG with `type=svg` and when rendering fails",
-            content((inline(Binary) = "image/png"), (String = "image/svg+xml"))),
-        (status = 302, description = "A browser: redirected to the viewer page with the same query"),
+            content((inline(Binary) = "image/png"), (String = "image/svg+xml")),
+            headers(
+                ("ETag" = String, description = "Strong tag of a card the URL names entirely: of its parameters and the renderers' versions"),
+                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable` for a card the URL names entirely; else `no-cache, no-store, must-revalidate`"),
+                ("Vary" = String, description = "`User-Agent` on a kept card without `direct=true` (browsers are redirected instead)"))),
+        (status = 302, description = "A browser: redirected to the viewer page with the same query",
+            headers(("Vary" = String, description = "`User-Agent`"))),
+        (status = 304, description = "`If-None-Match` names this card: the client's copy is current; no body",
+            headers(
+                ("ETag" = String, description = "Strong tag of the card"),
+                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"),
+                ("Vary" = String, description = "`User-Agent` without `direct=true`"))),
         (status = 400, description = "`type` is not png or svg", body = ImageError),
         (status = 503, description = "Every rendering slot is busy; retry after `Retry-After`", body = ImageError,
             headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
@@ -107,63 +128,142 @@ pub async fn og_image(
             )));
         }
     };
-    if query.direct.as_deref() != Some("true") && !is_crawler(&headers) {
+    let direct = query.direct.as_deref() == Some("true");
+    if !direct && !is_crawler(&headers) {
         let target = match raw_query {
             Some(raw) if !raw.is_empty() => format!("/og-image-viewer?{raw}"),
             _ => "/og-image-viewer".to_owned(),
         };
         return Ok(found(&target));
     }
-    let seed = match (&query.seed, query.random.as_deref()) {
-        (Some(seed), random) if !seed.is_empty() && random != Some("true") => seed.clone(),
-        _ => plaza_og_image::random_seed(),
-    };
-    let (quote, author) = match (query.quote, query.author) {
-        (None, None) => {
-            let quote = state.quotes.next_quote().await;
-            (quote.text, quote.author)
+    let seed = query
+        .seed
+        .filter(|seed| !seed.is_empty() && query.random.as_deref() != Some("true"));
+    let (seed, quote, author) = match (seed, query.quote, query.author) {
+        (Some(seed), quote, author) if quote.is_some() || author.is_some() => (
+            seed,
+            plaza_og_image::clean_quote(&quote.unwrap_or_default()),
+            plaza_og_image::clean_author(&author.unwrap_or_default()),
+        ),
+        (seed, quote, author) => {
+            let seed = seed.unwrap_or_else(plaza_og_image::random_seed);
+            let (quote, author) = match (quote, author) {
+                (None, None) => {
+                    let quote = state.quotes.next_quote().await;
+                    (quote.text, quote.author)
+                }
+                (quote, author) => (quote.unwrap_or_default(), author.unwrap_or_default()),
+            };
+            return Ok(
+                match render_card(&state, svg_wanted, &seed, &quote, &author).await {
+                    Ok(card) => card_response(svg_wanted, card, None),
+                    Err(failure) => failure.answer(&state)?,
+                },
+            );
         }
-        (quote, author) => (quote.unwrap_or_default(), author.unwrap_or_default()),
     };
-    let svg = plaza_og_image::render_svg(&seed, &quote, &author);
-    if svg_wanted {
-        return Ok(image_response("image/svg+xml", svg.into_bytes()));
+    let key = ImageKey::new(
+        if svg_wanted { "og-svg" } else { "og-png" },
+        &[&seed, &quote, &author],
+    );
+    if key.is_held_by(&headers) {
+        return Ok(images::not_modified(&key, !direct));
     }
-    let fallback_title = state.settings.server.app_name.clone();
-    let fallback_tagline = state.settings.images.tagline.clone();
-    let rendered = state
-        .og_renders
-        .run(move || plaza_og_image::render_png(&svg))
-        .await
-        .map_err(|error| match error {
-            SlotError::Busy => AppError::Busy {
+    let card = state
+        .image_cache
+        .get_or_render(key, ImageKind::ShareCard, || {
+            render_card(&state, svg_wanted, &seed, &quote, &author)
+        })
+        .await;
+    match card {
+        Ok(card) => Ok(card_response(svg_wanted, card, Some((&key, !direct)))),
+        Err(CacheError::Busy) => CardFailure::Busy.answer(&state),
+        Err(CacheError::Render(failure)) => failure.answer(&state),
+    }
+}
+
+/// Why a card has no image.
+enum CardFailure {
+    /// No rendering slot freed up in time.
+    Busy,
+    /// The rendering panicked.
+    Panicked(tokio::task::JoinError),
+    /// The renderer refused the card: the fallback card is answered.
+    Failed(plaza_og_image::OgError),
+}
+
+impl CardFailure {
+    /// The answer: the fallback card (never kept) when rendering failed,
+    /// else the error.
+    fn answer(self, state: &AppState) -> Result<Response, AppError> {
+        match self {
+            CardFailure::Busy => Err(AppError::Busy {
                 retry_after_secs: crate::state::SHARE_IMAGE_RENDER_WAIT.as_secs(),
-            },
-            SlotError::Panicked(error) => AppError::internal(error),
-        })?;
-    match rendered {
-        Ok(png) => Ok(image_response("image/png", png)),
-        Err(error) => {
-            tracing::error!(%error, "share image rendering failed; answering the fallback card");
-            let fallback = plaza_og_image::fallback_svg(&fallback_title, &fallback_tagline);
-            Ok(image_response("image/svg+xml", fallback.into_bytes()))
+            }),
+            CardFailure::Panicked(error) => Err(AppError::internal(error)),
+            CardFailure::Failed(error) => {
+                tracing::error!(%error, "share image rendering failed; answering the fallback card");
+                let fallback = plaza_og_image::fallback_svg(
+                    &state.settings.server.app_name,
+                    &state.settings.images.tagline,
+                );
+                Ok(no_store_image("image/svg+xml", Bytes::from(fallback)))
+            }
         }
     }
 }
 
-/// A 302 redirect, as DECISIONS.md asks for the browser case.
+/// The card's bytes: its SVG, or the SVG rasterised in a rendering slot.
+async fn render_card(
+    state: &AppState,
+    svg_wanted: bool,
+    seed: &str,
+    quote: &str,
+    author: &str,
+) -> Result<Bytes, CardFailure> {
+    let svg = plaza_og_image::render_svg(seed, quote, author);
+    if svg_wanted {
+        return Ok(Bytes::from(svg));
+    }
+    state
+        .og_renders
+        .run(move || plaza_og_image::render_png(&svg))
+        .await
+        .map_err(|error| match error {
+            SlotError::Busy => CardFailure::Busy,
+            SlotError::Panicked(error) => CardFailure::Panicked(error),
+        })?
+        .map(Bytes::from)
+        .map_err(CardFailure::Failed)
+}
+
+/// A card: kept and validated when its URL names it (`named`: its key, and
+/// whether the answer varies by agent), else never stored.
+fn card_response(svg: bool, card: Bytes, named: Option<(&ImageKey, bool)>) -> Response {
+    let content_type = if svg { "image/svg+xml" } else { "image/png" };
+    match named {
+        Some((key, vary_agent)) => images::immutable_image(content_type, card, key, vary_agent),
+        None => no_store_image(content_type, card),
+    }
+}
+
+/// A 302 redirect, as DECISIONS.md asks for the browser case; the same URL
+/// answers crawlers with the image, so the answer varies by agent.
 fn found(target: &str) -> Response {
     match HeaderValue::from_str(target) {
         Ok(location) => (
             axum::http::StatusCode::FOUND,
-            [(header::LOCATION, location)],
+            [
+                (header::LOCATION, location),
+                (header::VARY, HeaderValue::from_static("User-Agent")),
+            ],
         )
             .into_response(),
         Err(_) => AppError::BadRequest("query cannot be redirected".to_owned()).into_response(),
     }
 }
 
-fn image_response(content_type: &'static str, body: Vec<u8>) -> Response {
+fn no_store_image(content_type: &'static str, body: Bytes) -> Response {
     (
         [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         no_store_headers(),

@@ -271,6 +271,7 @@ fn clear_caches(state: &AppState) -> CacheReport {
         .answer_caches
         .clear_all()
         .into_iter()
+        .chain([("images", state.image_cache.clear())])
         .map(|(name, entries)| ClearedCache {
             name: name.to_owned(),
             entries_cleared: entries as u64,

@@ -4,7 +4,8 @@
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
 //! with the maintenance actions it and the admins start, moderators'
-//! decisions on posts, broadcasts and feature flag writes. Nothing here
+//! decisions on posts, broadcasts and feature flag writes, and generated
+//! images kept by their parameters. Nothing here
 //! knows about HTTP routes.
 
 pub mod alert_stream;
@@ -20,6 +21,7 @@ pub mod flag_snapshot;
 pub mod flags;
 pub mod group_commit;
 pub mod health;
+pub mod image_cache;
 pub mod jobs;
 pub mod mail;
 pub mod maintenance;

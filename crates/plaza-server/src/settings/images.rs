@@ -1,8 +1,9 @@
-//! Settings of one section: share images.
+//! Settings of one section: generated images (avatars and share images).
 
 use serde::{Deserialize, Serialize};
 
-/// Share images.
+/// Generated images: share images' quotes and fallback, and the memory
+/// rendered images are kept in.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImageSettings {
     /// Quote providers for share images; unset uses the built-in rotation
@@ -13,6 +14,10 @@ pub struct ImageSettings {
     pub og_quotes_api_key: Option<String>,
     /// The tagline of the fallback share image.
     pub tagline: String,
+    /// Memory for rendered avatars and share images kept by their
+    /// parameters (bodies and bookkeeping); the least used go first when it
+    /// is full. `0` keeps none: every request renders.
+    pub image_cache_bytes: u64,
 }
 
 impl Default for ImageSettings {
@@ -21,6 +26,7 @@ impl Default for ImageSettings {
             og_quote_providers: None,
             og_quotes_api_key: None,
             tagline: "A community platform".to_owned(),
+            image_cache_bytes: 32 * 1024 * 1024,
         }
     }
 }

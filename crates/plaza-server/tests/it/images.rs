@@ -3,17 +3,22 @@
 use crate::common::{Backend, TestServer};
 use serde_json::Value;
 
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
 #[tokio::test]
-async fn avatars_are_deterministic_uncached_svg() {
+async fn avatars_are_deterministic_svg_kept_a_year() {
     let server = TestServer::start(Backend::Sqlite).await;
     let first = server.get("/api/avatar-image?seed=Alice&size=120").await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "image/svg+xml");
+    assert_eq!(first.headers()["cache-control"], IMMUTABLE);
     assert!(
-        first.headers()["cache-control"]
-            .to_str()
-            .unwrap()
-            .contains("no-store")
+        !first
+            .headers()
+            .get_all("vary")
+            .iter()
+            .any(|v| v == "User-Agent"),
+        "an avatar is the same for every agent"
     );
     let first = first.text().await.unwrap();
     assert!(
@@ -41,6 +46,118 @@ async fn avatars_are_deterministic_uncached_svg() {
         .await
         .unwrap();
     assert!(default.contains("width=\"200\""));
+}
+
+async fn etag(server: &TestServer, query: &str) -> String {
+    let response = server.get(&format!("/api/avatar-image{query}")).await;
+    assert_eq!(response.status(), 200, "{query}");
+    response.headers()["etag"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn if_none_match_with_the_avatars_etag_is_304_without_a_body() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let tag = etag(&server, "?seed=Alice&size=120").await;
+    assert!(
+        tag.starts_with('"') && tag.ends_with('"'),
+        "a strong tag: {tag}"
+    );
+    let again = server
+        .client
+        .get(server.url("/api/avatar-image?seed=Alice&size=120"))
+        .header("if-none-match", &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"], tag.as_str());
+    assert_eq!(again.headers()["cache-control"], IMMUTABLE);
+    assert!(again.headers().get("content-type").is_none());
+    assert!(again.bytes().await.unwrap().is_empty(), "no body");
+    let other = server
+        .client
+        .get(server.url("/api/avatar-image?seed=Alice&size=121"))
+        .header("if-none-match", &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 200, "another image is not the one held");
+    assert_ne!(other.headers()["etag"], tag.as_str());
+    let distinct: std::collections::HashSet<String> = [
+        etag(&server, "?seed=Alice").await,
+        etag(&server, "?seed=alice").await,
+        etag(&server, "?seed=Alice&size=50").await,
+        etag(&server, "?seed=Alice&size=1000").await,
+        tag,
+    ]
+    .into();
+    assert_eq!(distinct.len(), 5, "{distinct:?}");
+    assert_eq!(
+        etag(&server, "?seed=Alice&size=200").await,
+        etag(&server, "?seed=Alice").await,
+        "the default size is the same image"
+    );
+}
+
+/// The value of the sample `name` (with its labels, as rendered).
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {name}:\n{text}"))
+}
+
+#[tokio::test]
+async fn the_image_cache_stays_within_its_byte_bound() {
+    const BOUND: u64 = 64 * 1024;
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_METRICS_PUBLIC", "true"),
+            ("PLAZA_IMAGE_CACHE_BYTES", "65536"),
+        ],
+    )
+    .await;
+    let mut smallest = usize::MAX;
+    let mut total = 0;
+    for index in 0..80 {
+        let avatar = server
+            .get(&format!("/api/avatar-image?seed=bound-{index}&size=1000"))
+            .await;
+        assert_eq!(avatar.status(), 200);
+        let card = server
+            .client
+            .get(server.url(&format!(
+                "/api/og-image?seed=bound-{index}&quote=Quote%20{index}&type=svg"
+            )))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(card.status(), 200);
+        for body in [avatar.bytes().await.unwrap(), card.bytes().await.unwrap()] {
+            smallest = smallest.min(body.len());
+            total += body.len();
+        }
+    }
+    assert!(
+        total as u64 > 4 * BOUND,
+        "the images outweigh the bound: {total}"
+    );
+    let text = server.get("/api/metrics").await.text().await.unwrap();
+    let bytes = sample(&text, "plaza_image_cache_bytes");
+    let entries = sample(&text, "plaza_image_cache_entries");
+    assert_eq!(
+        sample(&text, "plaza_image_cache_capacity_bytes"),
+        BOUND as f64
+    );
+    assert!(bytes > 0.0 && bytes <= BOUND as f64, "{bytes} bytes held");
+    assert!(
+        entries >= 1.0 && entries * smallest as f64 <= BOUND as f64,
+        "{entries} entries of at least {smallest} bytes each"
+    );
+    assert!(sample(&text, "plaza_image_cache_evictions_total") > 0.0);
+    let misses = sample(&text, r#"plaza_image_cache_misses_total{image="avatar"}"#)
+        + sample(&text, r#"plaza_image_cache_misses_total{image="og"}"#);
+    assert_eq!(misses, 160.0, "every image was new");
 }
 
 /// The policy every generated SVG is served with: no script runs and

@@ -1,11 +1,14 @@
 //! Share images through HTTP: crawlers, browsers, formats, quotes.
 
+use std::collections::HashSet;
+
 use crate::common::{Backend, TestServer};
 use axum::Router;
 use axum::routing::get;
 use serde_json::{Value, json};
 
 const CRAWLER: &str = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
 
 async fn fetch(server: &TestServer, query: &str, agent: &str) -> reqwest::Response {
@@ -56,7 +59,7 @@ async fn crawlers_get_a_1200_by_630_png() {
 }
 
 #[tokio::test]
-async fn svg_is_deterministic_for_a_seed_and_uncached() {
+async fn a_named_svg_is_deterministic_and_kept_a_year_a_random_one_never() {
     let server = TestServer::start(Backend::Sqlite).await;
     let first = fetch(
         &server,
@@ -66,10 +69,8 @@ async fn svg_is_deterministic_for_a_seed_and_uncached() {
     .await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "image/svg+xml");
-    assert_eq!(
-        first.headers()["cache-control"],
-        "no-cache, no-store, must-revalidate"
-    );
+    assert_eq!(first.headers()["cache-control"], IMMUTABLE);
+    assert!(varies_by_agent(&first));
     let first = first.text().await.unwrap();
     assert!(first.contains("width=\"1200\"") && first.contains("height=\"630\""));
     assert!(!first.contains("<b>"), "user text is escaped");
@@ -83,16 +84,19 @@ async fn svg_is_deterministic_for_a_seed_and_uncached() {
     .await
     .unwrap();
     assert_eq!(first, second);
-    let random = fetch(
-        &server,
+    for query in [
         "?seed=abc&quote=Hello&author=Me&type=svg&random=true",
-        CRAWLER,
-    )
-    .await
-    .text()
-    .await
-    .unwrap();
-    assert_ne!(first, random);
+        "?quote=Hello&author=Me&type=svg",
+    ] {
+        let random = fetch(&server, query, CRAWLER).await;
+        assert_eq!(
+            random.headers()["cache-control"],
+            "no-cache, no-store, must-revalidate",
+            "{query}"
+        );
+        assert!(random.headers().get("etag").is_none(), "{query}");
+        assert_ne!(first, random.text().await.unwrap(), "{query}");
+    }
 }
 
 #[tokio::test]
@@ -100,6 +104,7 @@ async fn browsers_are_redirected_to_the_viewer_unless_direct() {
     let server = TestServer::start(Backend::Sqlite).await;
     let redirected = fetch(&server, "?seed=abc&quote=Hi", BROWSER).await;
     assert_eq!(redirected.status(), 302);
+    assert!(varies_by_agent(&redirected));
     assert_eq!(
         redirected.headers()["location"],
         "/og-image-viewer?seed=abc&quote=Hi"
@@ -148,4 +153,142 @@ async fn quotes_come_from_providers_then_built_in_fallbacks() {
         .iter()
         .any(|(quote, _)| svg.contains(quote.split_whitespace().next().unwrap()));
     assert!(builtin_used, "{svg}");
+}
+
+/// Whether a shared cache must keep this answer per User-Agent.
+fn varies_by_agent(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get_all("vary")
+        .iter()
+        .any(|value| value == "User-Agent")
+}
+
+/// The value of the sample `name` (with its labels, as rendered).
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {name}:\n{text}"))
+}
+
+async fn metrics(server: &TestServer) -> String {
+    let response = server.get("/api/metrics").await;
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap()
+}
+
+const OG_MISSES: &str = r#"plaza_image_cache_misses_total{image="og"}"#;
+const OG_HITS: &str = r#"plaza_image_cache_hits_total{image="og"}"#;
+
+#[tokio::test]
+async fn if_none_match_with_the_cards_etag_is_304_without_a_body_or_a_render() {
+    let server = TestServer::start_with(Backend::Sqlite, &[("PLAZA_METRICS_PUBLIC", "true")]).await;
+    let query = "?seed=abc&quote=Hello&author=Me";
+    let first = fetch(&server, query, CRAWLER).await;
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["cache-control"], IMMUTABLE);
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"'),
+        "a strong tag: {etag}"
+    );
+    assert_eq!(&first.bytes().await.unwrap()[1..4], b"PNG");
+    let before = metrics(&server).await;
+    for tag in [
+        etag.clone(),
+        format!("W/{etag}"),
+        format!("\"other\", {etag}"),
+    ] {
+        let again = server
+            .client
+            .get(server.url(&format!("/api/og-image{query}")))
+            .header("user-agent", CRAWLER)
+            .header("if-none-match", &tag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{tag}");
+        assert_eq!(again.headers()["etag"], etag.as_str());
+        assert_eq!(again.headers()["cache-control"], IMMUTABLE);
+        assert!(varies_by_agent(&again));
+        assert!(again.bytes().await.unwrap().is_empty(), "no body");
+    }
+    let after = metrics(&server).await;
+    for name in [OG_MISSES, OG_HITS] {
+        assert_eq!(
+            sample(&before, name),
+            sample(&after, name),
+            "{name}: nothing looked up"
+        );
+    }
+    let stale = server
+        .client
+        .get(server.url(&format!("/api/og-image{query}&direct=true")))
+        .header("if-none-match", "\"0123\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 200);
+    assert_eq!(
+        stale.headers()["etag"],
+        etag.as_str(),
+        "direct does not change the image"
+    );
+    assert!(!varies_by_agent(&stale), "direct answers every agent alike");
+}
+
+#[tokio::test]
+async fn each_parameter_changes_the_etag_and_its_clean_form_does_not() {
+    let server = TestServer::start(Backend::Sqlite).await;
+    let etag = |query: &'static str| {
+        let server = &server;
+        async move {
+            let response = fetch(server, query, CRAWLER).await;
+            assert_eq!(response.status(), 200, "{query}");
+            response.headers()["etag"].to_str().unwrap().to_owned()
+        }
+    };
+    let base = etag("?seed=abc&quote=Hello&author=Me&type=svg").await;
+    let mut seen = HashSet::from([base.clone()]);
+    for query in [
+        "?seed=abd&quote=Hello&author=Me&type=svg",
+        "?seed=abc&quote=Hellp&author=Me&type=svg",
+        "?seed=abc&quote=Hello&author=Mf&type=svg",
+        "?seed=abc&quote=Hello&type=svg",
+        "?seed=abc&author=Me&type=svg",
+        "?seed=abc&quote=Hello&author=Me",
+        "?seed=abc&quote=Hello&author=Me&type=png",
+    ] {
+        seen.insert(etag(query).await);
+    }
+    assert_eq!(seen.len(), 7, "png and type=png are one image: {seen:?}");
+    assert_eq!(
+        etag("?seed=abc&quote=%20Hello%20%20&author=Me%0A&type=svg").await,
+        base,
+        "whitespace the card does not show is not a new image"
+    );
+}
+
+#[tokio::test]
+async fn a_crawler_storm_on_one_share_link_renders_it_once() {
+    let server = TestServer::start_with(Backend::Sqlite, &[("PLAZA_METRICS_PUBLIC", "true")]).await;
+    let url = server.url("/api/og-image?seed=storm&quote=Everyone%20at%20once&author=Crawlers");
+    let mut storm = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let request = server.client.get(&url).header("user-agent", CRAWLER);
+        storm.spawn(async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.bytes().await.unwrap()
+        });
+    }
+    let cards = storm.join_all().await;
+    assert!(
+        cards
+            .iter()
+            .all(|card| card == &cards[0] && &card[1..4] == b"PNG")
+    );
+    let text = metrics(&server).await;
+    assert_eq!(sample(&text, OG_MISSES), 1.0, "rendered once:\n{text}");
+    assert_eq!(sample(&text, OG_HITS), 11.0, "{text}");
 }

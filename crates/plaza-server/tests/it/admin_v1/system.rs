@@ -320,7 +320,8 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
         json!([
             {"name": "posts", "entriesCleared": 1},
             {"name": "search", "entriesCleared": 1},
-            {"name": "emojis", "entriesCleared": 0}
+            {"name": "emojis", "entriesCleared": 0},
+            {"name": "images", "entriesCleared": 0}
         ])
     );
     assert!(data["durationMs"].is_u64(), "{data}");
