@@ -175,9 +175,14 @@ impl Database {
         Ok(tables > 0)
     }
 
-    /// Drops every table and function of the PostgreSQL database's current
-    /// schema, in one transaction: what a forced restore replaces, so that
-    /// tables of a newer schema do not outlive the restore of an older one.
+    /// Drops every table, extension and function of the PostgreSQL
+    /// database's current schema, in one transaction: what a forced restore
+    /// replaces, so that objects of a newer schema do not outlive the
+    /// restore of an older one. An extension goes whole (its functions and
+    /// types with it, as PostgreSQL refuses to drop them one by one), after
+    /// the tables whose indexes use it, and only when nothing of another
+    /// schema uses it: then the whole change is refused. The dump being
+    /// restored creates the extensions its schema uses again.
     /// On SQLite, whose restore replaces the file: a [`DomainError::Conflict`].
     pub async fn drop_schema_objects(&self) -> Result<(), DomainError> {
         if self.backend() != Backend::Postgres {
@@ -193,10 +198,18 @@ impl Database {
                                                 schemaname, tablename) AS statement \
                        FROM pg_tables WHERE schemaname = current_schema() \
                        UNION ALL \
-                       SELECT 2, format('DROP FUNCTION IF EXISTS %s CASCADE', \
+                       SELECT 2, format('DROP EXTENSION IF EXISTS %I RESTRICT', e.extname) \
+                       FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+                       WHERE n.nspname = current_schema() \
+                       UNION ALL \
+                       SELECT 3, format('DROP FUNCTION IF EXISTS %s CASCADE', \
                                         p.oid::regprocedure) \
                        FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
                        WHERE n.nspname = current_schema() AND p.prokind = 'f' \
+                         AND NOT EXISTS ( \
+                           SELECT 1 FROM pg_depend d \
+                           WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid \
+                             AND d.deptype = 'e') \
                      ) AS drops ORDER BY step",
                 )
                 .fetch_all(&mut **tx)
