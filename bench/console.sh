@@ -5,11 +5,12 @@
 # it with the release binary (rate limits off), signs a super admin in and
 # measures each page with wrk on one connection (the target: p99 < 50 ms):
 #   GET /admin/users                         (the newest 25 users)
-#   GET /admin/users?search=seed4242         (a search)
+#   GET /admin/users?search=seed4242         (a search matching 11 users)
+#   GET /admin/users?search=plaza.invalid    (a search matching every user)
 #   GET /admin/moderation                    (the open-report queue)
 #   GET /admin/moderation?state=all          (every post, newest first)
 # and, as the peer in the same run, the JSON the admin API answers for the
-# same data: /api/v1/admin/users?limit=25 (and with the same search) and
+# same data: /api/v1/admin/users?limit=25 (and with the same searches) and
 # /api/v1/admin/posts?reported=true&limit=20. Prints requests/s, p50 and
 # p99 of each.
 #
@@ -56,9 +57,11 @@ measure() {
 echo " console pages:"
 measure "/admin/users" "Cookie: $COOKIE"
 measure "/admin/users?search=seed4242" "Cookie: $COOKIE"
+measure "/admin/users?search=plaza.invalid" "Cookie: $COOKIE"
 measure "/admin/moderation" "Cookie: $COOKIE"
 measure "/admin/moderation?state=all" "Cookie: $COOKIE"
 echo " their API twins (peer):"
 measure "/api/v1/admin/users?limit=25" "Authorization: Bearer $TOKEN"
 measure "/api/v1/admin/users?limit=25&search=seed4242" "Authorization: Bearer $TOKEN"
+measure "/api/v1/admin/users?limit=25&search=plaza.invalid" "Authorization: Bearer $TOKEN"
 measure "/api/v1/admin/posts?reported=true&limit=20" "Authorization: Bearer $TOKEN"

@@ -1,9 +1,10 @@
 //! The SQL that differs between SQLite and PostgreSQL, in one place: JSON
 //! pages, query plans, full-text index maintenance (FTS5 against
 //! `tsvector`) and bulk-load tuning. Every other statement is written once
-//! in the SQL both engines understand, in its resource's module; the one
-//! exception is the full-text search statement, which the search module
-//! builds for each engine from a query's words. This module uses no other
+//! in the SQL both engines understand, in its resource's module; the
+//! exceptions are the full-text search statement, which the search module
+//! builds for each engine from a query's words, and the user lists'
+//! narrowing to SQLite's trigram table. This module uses no other
 //! module of the domain, so every module may use it.
 
 /// Which database engine is behind the pool; the few statements that differ
@@ -224,8 +225,14 @@ impl Dialect {
             Backend::Sqlite => &[
                 "INSERT INTO posts_fts (posts_fts) VALUES ('rebuild')",
                 "INSERT INTO users_fts (users_fts) VALUES ('rebuild')",
+                "INSERT INTO users_substring_fts (users_substring_fts) VALUES ('rebuild')",
             ],
-            Backend::Postgres => &["REINDEX INDEX posts_search", "REINDEX INDEX users_search"],
+            Backend::Postgres => &[
+                "REINDEX INDEX posts_search",
+                "REINDEX INDEX users_search",
+                "REINDEX INDEX users_username_trigram_search",
+                "REINDEX INDEX users_email_trigram_search",
+            ],
         }
     }
 
@@ -257,6 +264,7 @@ impl Dialect {
             Backend::Sqlite => &[
                 "INSERT INTO posts_fts (posts_fts) VALUES ('optimize')",
                 "INSERT INTO users_fts (users_fts) VALUES ('optimize')",
+                "INSERT INTO users_substring_fts (users_substring_fts) VALUES ('optimize')",
             ],
             Backend::Postgres => &[
                 "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))",

@@ -5,7 +5,7 @@
 use sqlx::FromRow;
 
 use super::model::{User, UserRow};
-use super::query::UserQuery;
+use super::query::{Narrowing, UserQuery};
 use crate::listing::{Arg, Args, JsonFlag, Page, parse_json_page, where_clause};
 use crate::{Database, DomainError, Flag};
 
@@ -97,11 +97,12 @@ impl Database {
         query: &UserQuery,
         page: Page,
     ) -> Result<AdminUserPage, DomainError> {
+        let narrowing = self.narrowing(query).await?;
         let (total, json) = self
             .counted_page(
                 page,
-                |args| query.total_sql(true, args),
-                |args| self.admin_user_page_sql(query, page, args),
+                |args| query.total_sql(true, &narrowing, args),
+                |args| self.admin_user_page_sql(query, &narrowing, page, args),
             )
             .await?;
         let Some(json) = json else {
@@ -139,10 +140,38 @@ impl Database {
         Ok(AdminUserPage { users, total })
     }
 
+    /// The query plan of [`Database::admin_user_page`]'s first page, for
+    /// the tests that check the admin list reads indexes.
+    #[cfg(feature = "testing")]
+    pub async fn explain_admin_user_page(
+        &self,
+        query: &UserQuery,
+    ) -> Result<Vec<String>, DomainError> {
+        let narrowing = self.narrowing(query).await?;
+        let page = Page {
+            limit: 25,
+            offset: 0,
+        };
+        let mut args = Args::default();
+        let total = query.total_sql(true, &narrowing, &mut args);
+        let rows = self.admin_user_page_sql(query, &narrowing, page, &mut args);
+        self.explain(
+            &format!("SELECT {total} AS total, {rows} AS page"),
+            args.into_vec(),
+        )
+        .await
+    }
+
     /// An SQL expression for one page of the admin list as one JSON text
     /// (see [`Dialect::json_rows`]), post counts included.
-    fn admin_user_page_sql(&self, query: &UserQuery, page: Page, args: &mut Args) -> String {
-        let conditions = query.conditions(true, args);
+    fn admin_user_page_sql(
+        &self,
+        query: &UserQuery,
+        narrowing: &Narrowing,
+        page: Page,
+        args: &mut Args,
+    ) -> String {
+        let conditions = query.conditions(true, narrowing, args);
         let limit = args.push(Arg::Int(page.limit));
         let offset = args.push(Arg::Int(page.offset));
         let dialect = self.dialect();

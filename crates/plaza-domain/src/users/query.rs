@@ -1,8 +1,11 @@
 //! Reading users: one by id or email, and the filtered and ordered user
 //! lists with their totals (the trigger-kept counter where nothing narrows
-//! the list).
+//! the list). A search for a part of a username or email reads trigram
+//! indexes: PostgreSQL's serve the search's `LIKE` itself; on SQLite the
+//! list first narrows to the users the FTS5 trigram table matches.
 
 use super::model::{Role, USER_COLUMNS, User, UserRow, UserStatus, normalize_email};
+use crate::dialect::Backend;
 use crate::listing::{Arg, Args, Page, SortOrder, bind_all, escape_like, where_clause};
 use crate::{Database, DomainError};
 
@@ -90,10 +93,65 @@ pub struct UserPage {
 /// How many users there are, from the row the triggers keep.
 pub(crate) const ALL_USERS_TOTAL: &str = "(SELECT total FROM user_counts WHERE scope = 'all')";
 
+/// A search shorter than a trigram matches nothing in a trigram index.
+const TRIGRAM_CHARS: usize = 3;
+
+/// Most users a search may match in SQLite's trigram table for a list to
+/// read only them: past that, reading the users in the list's order finds
+/// a page of matches sooner than reading and sorting every match.
+const MAX_NARROWED_MATCHES: i64 = 2000;
+
+/// Where a list's search looks for its users.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) enum Narrowing {
+    /// Through the search's `LIKE` alone (on PostgreSQL its trigram
+    /// indexes serve it).
+    #[default]
+    Like,
+    /// Only among the users whose trigrams match this FTS5 phrase (SQLite),
+    /// the `LIKE` then deciding: the trigram table folds case more widely.
+    Trigrams(String),
+}
+
+impl Database {
+    /// Where `query`'s search looks for its users: among the trigram
+    /// matches on SQLite when the search has a trigram and matches at most
+    /// [`MAX_NARROWED_MATCHES`] users there, else through the `LIKE`.
+    pub(super) async fn narrowing(&self, query: &UserQuery) -> Result<Narrowing, DomainError> {
+        let Some(search) = query.search.as_deref() else {
+            return Ok(Narrowing::Like);
+        };
+        if self.dialect().0 != Backend::Sqlite || search.chars().count() < TRIGRAM_CHARS {
+            return Ok(Narrowing::Like);
+        }
+        // One FTS5 string: the trigram tokenizer reads every character of
+        // it, a doubled quote standing for one.
+        let phrase = format!("\"{}\"", search.replace('"', "\"\""));
+        let (matches,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM (SELECT rowid FROM users_substring_fts \
+             WHERE users_substring_fts MATCH $1 LIMIT $2) matched",
+        )
+        .bind(&phrase)
+        .bind(MAX_NARROWED_MATCHES + 1)
+        .fetch_one(&mut *self.lease().await?)
+        .await?;
+        Ok(if matches > MAX_NARROWED_MATCHES {
+            Narrowing::Like
+        } else {
+            Narrowing::Trigrams(phrase)
+        })
+    }
+}
+
 impl UserQuery {
     /// The conditions of the filters and of what the caller may see, their
-    /// values added to `args`.
-    pub(super) fn conditions(&self, everyone: bool, args: &mut Args) -> Vec<String> {
+    /// values added to `args`; the search looks where `narrowing` says.
+    pub(super) fn conditions(
+        &self,
+        everyone: bool,
+        narrowing: &Narrowing,
+        args: &mut Args,
+    ) -> Vec<String> {
         let mut conditions = Vec::new();
         if !everyone {
             conditions.push("u.status = 'active' AND u.profile_public = TRUE".to_owned());
@@ -114,22 +172,33 @@ impl UserQuery {
             conditions.push(format!(
                 "(LOWER(u.username) LIKE {pattern} ESCAPE '\\' OR u.email LIKE {pattern} ESCAPE '\\')"
             ));
+            if let Narrowing::Trigrams(phrase) = narrowing {
+                let phrase = args.push(Arg::Text(phrase.clone()));
+                conditions.push(format!(
+                    "u.id IN (SELECT rowid FROM users_substring_fts WHERE users_substring_fts MATCH {phrase})"
+                ));
+            }
         }
         conditions
     }
 
     /// The count statement of a list.
-    fn count_sql(&self, everyone: bool) -> (String, Vec<Arg>) {
+    fn count_sql(&self, everyone: bool, narrowing: &Narrowing) -> (String, Vec<Arg>) {
         let mut args = Args::default();
-        let total = self.total_sql(everyone, &mut args);
+        let total = self.total_sql(everyone, narrowing, &mut args);
         (format!("SELECT {total}"), args.into_vec())
     }
 
     /// An SQL expression for how many users match: the trigger-kept counter
     /// row when nothing narrows an admin's list (so its cost does not grow
     /// with the users), else a count of the index range.
-    pub(super) fn total_sql(&self, everyone: bool, args: &mut Args) -> String {
-        let conditions = self.conditions(everyone, args);
+    pub(super) fn total_sql(
+        &self,
+        everyone: bool,
+        narrowing: &Narrowing,
+        args: &mut Args,
+    ) -> String {
+        let conditions = self.conditions(everyone, narrowing, args);
         if conditions.is_empty() {
             return ALL_USERS_TOTAL.to_owned();
         }
@@ -164,7 +233,8 @@ impl Database {
         everyone: bool,
         page: Page,
     ) -> Result<UserPage, DomainError> {
-        let (count_sql, count_args) = query.count_sql(everyone);
+        let narrowing = self.narrowing(query).await?;
+        let (count_sql, count_args) = query.count_sql(everyone, &narrowing);
         let (total,): (i64,) = bind_all(sqlx::query_as(&count_sql), count_args)
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -174,7 +244,7 @@ impl Database {
                 total,
             });
         }
-        let (sql, args) = list_users_sql(query, everyone, page);
+        let (sql, args) = list_users_sql(query, everyone, &narrowing, page);
         let rows: Vec<UserRow> = bind_all(sqlx::query_as(&sql), args)
             .fetch_all(&mut *self.lease().await?)
             .await?;
@@ -193,25 +263,32 @@ impl Database {
         query: &UserQuery,
         everyone: bool,
     ) -> Result<Vec<String>, DomainError> {
+        let narrowing = self.narrowing(query).await?;
         let (sql, args) = list_users_sql(
             query,
             everyone,
+            &narrowing,
             Page {
                 limit: 20,
                 offset: 0,
             },
         );
         let mut plan = self.explain(&sql, args).await?;
-        let (count_sql, count_args) = query.count_sql(everyone);
+        let (count_sql, count_args) = query.count_sql(everyone, &narrowing);
         plan.extend(self.explain(&count_sql, count_args).await?);
         Ok(plan)
     }
 }
 
 /// The page statement of [`Database::list_users`].
-fn list_users_sql(query: &UserQuery, everyone: bool, page: Page) -> (String, Vec<Arg>) {
+fn list_users_sql(
+    query: &UserQuery,
+    everyone: bool,
+    narrowing: &Narrowing,
+    page: Page,
+) -> (String, Vec<Arg>) {
     let mut args = Args::default();
-    let conditions = query.conditions(everyone, &mut args);
+    let conditions = query.conditions(everyone, narrowing, &mut args);
     let limit = args.push(Arg::Int(page.limit));
     let offset = args.push(Arg::Int(page.offset));
     let columns = USER_COLUMNS

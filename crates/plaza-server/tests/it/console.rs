@@ -5,7 +5,10 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{Backend, TestServer, call, member, post};
+use plaza_domain::users::UserQuery;
+use plaza_domain::{Database, DatabaseOptions};
+
+use crate::common::{As, Backend, PASSWORD, TestServer, call, member, post};
 
 /// A GET as the session behind `cookie` (or nobody), without following
 /// redirects: (status, headers, body).
@@ -102,6 +105,7 @@ on_both_databases!(
     an_administrator_checks_the_system_and_takes_a_backup,
     a_super_admin_grants_and_revokes_a_roles_permissions,
     the_analytics_page_draws_the_dashboard,
+    user_search_reads_trigram_indexes_and_finds_what_the_scan_found,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -960,4 +964,206 @@ async fn the_analytics_page_draws_the_dashboard(backend: Backend) {
             .unwrap()
             .starts_with("text/csv")
     );
+}
+
+/// The user lists' search condition as it was before trigram indexes,
+/// with `search` written in: what a search must still find.
+fn scanned_condition(search: &str) -> String {
+    let mut escaped = String::new();
+    for c in search.to_ascii_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    let pattern = format!("%{escaped}%").replace('\'', "''");
+    format!(
+        "(LOWER(u.username) LIKE '{pattern}' ESCAPE '\\' OR u.email LIKE '{pattern}' ESCAPE '\\')"
+    )
+}
+
+/// What scanning every user answers for `search` from `offset`: how many
+/// match, and the sum of each id of the page of 25 times its place.
+async fn scanned(server: &TestServer, search: &str, offset: i64) -> (i64, i64) {
+    let condition = scanned_condition(search);
+    let total = server
+        .sql_count(&format!("SELECT COUNT(*) FROM users u WHERE {condition}"))
+        .await;
+    let checksum = server
+        .sql_count(&format!(
+            "SELECT CAST(COALESCE(SUM(id * place), 0) AS BIGINT) FROM (SELECT u.id, \
+             ROW_NUMBER() OVER (ORDER BY u.created_at DESC, u.id DESC) AS place \
+             FROM users u WHERE {condition}) ranked \
+             WHERE place > {offset} AND place <= {}",
+            offset + 25
+        ))
+        .await;
+    (total, checksum)
+}
+
+/// What the admin API's user list answers for `search` from `offset`:
+/// (total, checksum as [`scanned`] sums it, the ids in order).
+async fn searched(
+    server: &TestServer,
+    token: &str,
+    search: &str,
+    offset: i64,
+) -> (i64, i64, Vec<i64>) {
+    let encoded: String = url::form_urlencoded::byte_serialize(search.as_bytes()).collect();
+    let response = server
+        .send(
+            As::Token(token),
+            "GET",
+            &format!("/api/v1/admin/users?limit=25&offset={offset}&search={encoded}"),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200, "search {search:?}");
+    let body: Value = response.json().await.unwrap();
+    let ids: Vec<i64> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| user["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let checksum = ids
+        .iter()
+        .zip(offset + 1..)
+        .map(|(id, place)| id * place)
+        .sum();
+    let total = body["meta"]["pagination"]["total"].as_i64().unwrap();
+    (total, checksum, ids)
+}
+
+/// Plan lines that read every user (a sequential scan on PostgreSQL, a
+/// table or index scan on SQLite).
+fn user_scans(backend: Backend, plan: &[String]) -> Vec<String> {
+    plan.iter()
+        .filter(|line| match backend {
+            Backend::Sqlite => ["SCAN u", "SCAN users"]
+                .iter()
+                .any(|scan| *line == scan || line.starts_with(&format!("{scan} "))),
+            Backend::Postgres => line.contains("Seq Scan on users"),
+        })
+        .cloned()
+        .collect()
+}
+
+async fn user_search_reads_trigram_indexes_and_finds_what_the_scan_found(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", PASSWORD, "admin");
+    let token = server.mint("admin@example.com", "admin:read");
+    let mut named = std::collections::BTreeMap::new();
+    for (index, (username, email)) in [
+        ("ann_lee", "ann.lee@example.com"),
+        ("annxlee", "annx@example.com"),
+        ("bob", "bob50%off@example.com"),
+        ("dora", "DORA@Example.COM"),
+        ("emil2", "ÉMIL@x.example"),
+        ("émile", "emile@x.example"),
+        ("o\"neil", "oneil@example.com"),
+        ("kelvin", "\u{212A}elvin@x.example"),
+        ("zed_old", "zed@example.com"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = server.create_user(&format!("made{index}@example.com"), PASSWORD, "user");
+        server
+            .sql(&format!(
+                "UPDATE users SET username = '{username}', email = '{email}' WHERE id = {id}"
+            ))
+            .await;
+        named.insert(username, id);
+    }
+    server
+        .sql(&format!(
+            "UPDATE users SET username = 'zed_new' WHERE id = {}",
+            named["zed_old"]
+        ))
+        .await;
+    let searches = [
+        "ann",
+        "an",
+        "a",
+        "n_l",
+        "50%",
+        "%",
+        "_",
+        "dora@example",
+        "DORA@",
+        "émil",
+        "ÉMIL",
+        "o\"ne",
+        "\"",
+        "kelvin@",
+        "elvin@",
+        "example.com",
+        "lee@",
+        "zed_old",
+        "zed_new",
+        "xyz",
+        "ann lee",
+    ];
+    for search in searches {
+        let (total, checksum, _) = searched(&server, &token, search, 0).await;
+        assert_eq!(
+            (total, checksum),
+            scanned(&server, search, 0).await,
+            "search {search:?}"
+        );
+    }
+    for (search, expected) in [
+        ("n_l", vec![named["ann_lee"]]),
+        ("émil", vec![named["émile"]]),
+        ("o\"ne", vec![named["o\"neil"]]),
+        ("kelvin@", vec![]),
+        ("zed_old", vec![]),
+        ("zed_new", vec![named["zed_old"]]),
+    ] {
+        let (_, _, ids) = searched(&server, &token, search, 0).await;
+        assert_eq!(ids, expected, "search {search:?}");
+    }
+
+    // Past the number of matches a search narrows to, a search reads the
+    // users in the list's order; both ways answer what the scan did.
+    let seeded = server.cli(&["dev", "seed", "--users", "2100", "--posts", "0"]);
+    assert!(
+        seeded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seeded.stderr)
+    );
+    for search in ["seed", "seed1", "seed20", "plaza.invalid", "d99@"] {
+        for offset in [0, 25] {
+            let (total, checksum, _) = searched(&server, &token, search, offset).await;
+            assert_eq!(
+                (total, checksum),
+                scanned(&server, search, offset).await,
+                "search {search:?} from {offset}"
+            );
+        }
+    }
+
+    // PostgreSQL is told not to scan sequentially where an index can serve,
+    // so a plan with a sequential scan means no index fits the query.
+    let url = match backend {
+        Backend::Sqlite => server.database_url.clone(),
+        Backend::Postgres => format!("{}?options=-c%20enable_seqscan%3Doff", server.database_url),
+    };
+    let db = Database::connect(&url, &DatabaseOptions::default())
+        .await
+        .unwrap();
+    for search in ["seed20", "seed1", "annx", "example.com"] {
+        let query = UserQuery {
+            search: Some(search.to_owned()),
+            ..Default::default()
+        };
+        let mut plan = db.explain_admin_user_page(&query).await.unwrap();
+        plan.extend(db.explain_list_users(&query, true).await.unwrap());
+        assert!(
+            user_scans(backend, &plan).is_empty(),
+            "search {search:?}:\n{}",
+            plan.join("\n")
+        );
+    }
 }
