@@ -60,6 +60,10 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/console/user.html"),
     ),
     (
+        "console/bulk.html",
+        include_str!("../../templates/console/bulk.html"),
+    ),
+    (
         "console/audit.html",
         include_str!("../../templates/console/audit.html"),
     ),

@@ -1,7 +1,7 @@
 //! The operator console at `/admin/` through HTTP, as a browser without
 //! scripts uses it: who gets in, the moderation queue and a decision taken
-//! by form post with its audit entry and the author's alert, and the
-//! refusals of forged posts.
+//! by form post with its audit entry and the author's alert, the users,
+//! access and analytics pages' forms, and the refusals of forged posts.
 
 use serde_json::{Value, json};
 
@@ -106,6 +106,8 @@ on_both_databases!(
     a_super_admin_grants_and_revokes_a_roles_permissions,
     the_analytics_page_draws_the_dashboard,
     user_search_reads_trigram_indexes_and_finds_what_the_scan_found,
+    an_administrator_changes_a_users_role,
+    an_administrator_bans_and_unbans_ticked_users_together,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -1166,4 +1168,329 @@ async fn user_search_reads_trigram_indexes_and_finds_what_the_scan_found(backend
             plan.join("\n")
         );
     }
+}
+
+/// The refusals every console write shares, for a form post to `path` of
+/// `fields` (holding `csrfToken` as its first field): nobody signed in is
+/// sent to sign in, a plain user and a moderator get 403, and so does a
+/// post without the CSRF cookie, with another token, or from another
+/// origin. `cookies` are the administrator's and the CSRF cookie.
+async fn writes_are_refused_to_others(
+    server: &TestServer,
+    path: &str,
+    cookies: &[&str],
+    fields: &[(&str, &str)],
+) {
+    let (status, location, _) = submit(server, path, &cookies[1..], fields, &[]).await;
+    assert_eq!(status, 303, "{path}: nobody signed in goes to sign in");
+    assert!(
+        location.starts_with("/api/auth/signin?callbackUrl="),
+        "{location}"
+    );
+    static OTHERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let round = OTHERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    for role in ["user", "moderator"] {
+        let email = format!("other-{role}-{round}@example.com");
+        let (_, other) = member(server, &email, role).await;
+        let (status, _, page) = submit(server, path, &[&other, cookies[1]], fields, &[]).await;
+        assert_eq!(status, 403, "{path}: a {role}: {page}");
+        assert!(page.contains("<html"), "errors are console pages: {page}");
+    }
+    let (status, _, page) = submit(server, path, &cookies[..1], fields, &[]).await;
+    assert_eq!(status, 403, "{path}: without the CSRF cookie: {page}");
+    let mut forged = fields.to_vec();
+    forged[0] = ("csrfToken", "forged");
+    let (status, _, page) = submit(server, path, cookies, &forged, &[]).await;
+    assert_eq!(status, 403, "{path}: another token: {page}");
+    let (status, _, page) = submit(
+        server,
+        path,
+        cookies,
+        fields,
+        &[("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(status, 403, "{path}: from another origin: {page}");
+}
+
+/// The console page at `path` for `cookie`, with its CSRF cookie and token:
+/// (the cookies to post with, the token).
+async fn form_page(server: &TestServer, path: &str, cookie: &str) -> ([String; 2], String) {
+    let (status, headers, page) = open(server, path, Some(cookie)).await;
+    assert_eq!(status, 200, "{path}: {page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    ([cookie.to_owned(), csrf_cookie], token)
+}
+
+async fn an_administrator_changes_a_users_role(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (target, _) = member(&server, "target@example.com", "user").await;
+    let (peer, _) = member(&server, "peer@example.com", "admin").await;
+    let (cookies, token) = form_page(&server, &format!("/admin/users/{target}"), &admin).await;
+    let cookies = [cookies[0].as_str(), cookies[1].as_str()];
+    let path = format!("/admin/users/{target}/role");
+
+    writes_are_refused_to_others(
+        &server,
+        &path,
+        &cookies,
+        &[("csrfToken", &token), ("role", "moderator")],
+    )
+    .await;
+    for (role, why) in [
+        ("king", "not a role"),
+        ("super_admin", "not granted here"),
+        ("", "missing"),
+    ] {
+        let (status, _, page) = submit(
+            &server,
+            &path,
+            &cookies,
+            &[("csrfToken", &token), ("role", role)],
+            &[],
+        )
+        .await;
+        assert!(status == 400 || status == 422, "{why}: {status} {page}");
+        assert!(page.contains("role"), "the page names the field: {page}");
+    }
+    let (status, _, page) = submit(
+        &server,
+        &format!("/admin/users/{peer}/role"),
+        &cookies,
+        &[("csrfToken", &token), ("role", "user")],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        status, 403,
+        "an admin does not demote another admin: {page}"
+    );
+    let (status, _, page) = submit(
+        &server,
+        "/admin/users/999999/role",
+        &cookies,
+        &[("csrfToken", &token), ("role", "moderator")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 404, "{page}");
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM audit_log WHERE action = 'user.update'")
+            .await,
+        0,
+        "no refused change is audited"
+    );
+
+    let (status, location, page) = submit(
+        &server,
+        &path,
+        &cookies,
+        &[("csrfToken", &token), ("role", "moderator")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{page}");
+    assert_eq!(location, format!("/admin/users/{target}?done=role"));
+    let (_, _, page) = open(&server, &location, Some(&admin)).await;
+    assert!(page.contains("<dd id=\"role\">moderator</dd>"), "{page}");
+    assert!(page.contains("The role is saved"), "{page}");
+    let entries = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'user.update' AND target_id = '{target}' \
+             AND actor_id = {admin_id} AND surface = 'console'"
+        ))
+        .await;
+    assert_eq!(
+        entries, 1,
+        "the change is audited once, naming the administrator"
+    );
+    let (_, _, page) = open(&server, "/admin/audit?action=user.update", Some(&admin)).await;
+    assert!(
+        page.contains("moderator"),
+        "the entry shows the new role: {page}"
+    );
+}
+
+async fn an_administrator_bans_and_unbans_ticked_users_together(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (admin_id, admin) = member(&server, "admin@example.com", "admin").await;
+    let (first, first_cookie) = member(&server, "first@example.com", "user").await;
+    let (second, _) = member(&server, "second@example.com", "user").await;
+    let (peer, _) = member(&server, "peer@example.com", "admin").await;
+    let (status, _, page) = open(&server, "/admin/users", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(&format!(
+            "<input type=\"checkbox\" name=\"ids\" value=\"{first}\" id=\"tick-{first}\"><label for=\"tick-{first}\""
+        )),
+        "each user has a labelled tick: {page}"
+    );
+    let (cookies, token) = form_page(&server, "/admin/users", &admin).await;
+    let cookies = [cookies[0].as_str(), cookies[1].as_str()];
+    let (first_id, second_id, peer_id) = (first.to_string(), second.to_string(), peer.to_string());
+
+    writes_are_refused_to_others(
+        &server,
+        "/admin/users/bulk",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("action", "ban"),
+            ("ids", &first_id),
+            ("reason", "Spam"),
+        ],
+    )
+    .await;
+    let too_many: Vec<String> = (1..=101).map(|id| id.to_string()).collect();
+    let mut crowded = vec![("csrfToken", token.as_str()), ("action", "unban")];
+    crowded.extend(too_many.iter().map(|id| ("ids", id.as_str())));
+    for (fields, field, why) in [
+        (
+            vec![
+                ("csrfToken", token.as_str()),
+                ("action", "ban"),
+                ("reason", "Spam"),
+            ],
+            "ids",
+            "no user ticked",
+        ),
+        (crowded, "ids", "more than 100 users"),
+        (
+            vec![
+                ("csrfToken", token.as_str()),
+                ("action", "ban"),
+                ("ids", "one"),
+                ("reason", "Spam"),
+            ],
+            "ids",
+            "not an id",
+        ),
+        (
+            vec![
+                ("csrfToken", token.as_str()),
+                ("action", "burn"),
+                ("ids", first_id.as_str()),
+            ],
+            "action",
+            "no such action",
+        ),
+        (
+            vec![
+                ("csrfToken", token.as_str()),
+                ("action", "ban"),
+                ("ids", first_id.as_str()),
+            ],
+            "reason",
+            "a ban without a reason",
+        ),
+        (
+            vec![
+                ("csrfToken", token.as_str()),
+                ("action", "ban"),
+                ("ids", first_id.as_str()),
+                ("reason", "Spam"),
+                ("duration", "forever"),
+            ],
+            "duration",
+            "a bad duration",
+        ),
+    ] {
+        let (status, _, page) = submit(&server, "/admin/users/bulk", &cookies, &fields, &[]).await;
+        assert!(status == 400 || status == 422, "{why}: {status} {page}");
+        assert!(
+            page.contains(field),
+            "{why}: the page names {field}: {page}"
+        );
+    }
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM users WHERE status = 'banned'")
+            .await,
+        0,
+        "no refused form banned anyone"
+    );
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/users/bulk",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("action", "ban"),
+            ("ids", &first_id),
+            ("ids", &peer_id),
+            ("ids", &second_id),
+            ("reason", "Spam wave"),
+            ("duration", "1d"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("2 done, 1 refused"), "{page}");
+    let outcome = |page: &str, id: i64| {
+        page.split(&format!("<tr id=\"outcome-{id}\">"))
+            .nth(1)
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or_else(|| panic!("no outcome for {id}: {page}"))
+            .to_owned()
+    };
+    assert!(outcome(&page, first).contains("<td>done</td>"), "{page}");
+    assert!(outcome(&page, second).contains("<td>done</td>"), "{page}");
+    assert!(
+        outcome(&page, peer).contains("refused: "),
+        "an admin does not ban another admin, and the page says so: {page}"
+    );
+    let banned = server
+        .sql_count("SELECT COUNT(*) FROM users WHERE status = 'banned'")
+        .await;
+    assert_eq!(banned, 2, "the others stay banned");
+    let session = server.get_json_as("/api/auth/session", &first_cookie).await;
+    assert_eq!(session, json!({}), "the ban ended the user's session");
+
+    let (status, _, page) = submit(
+        &server,
+        "/admin/users/bulk",
+        &cookies,
+        &[
+            ("csrfToken", &token),
+            ("action", "unban"),
+            ("ids", &first_id),
+            ("ids", &second_id),
+            ("ids", &first_id),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("2 done, 0 refused"), "each user once: {page}");
+    assert_eq!(
+        server
+            .sql_count("SELECT COUNT(*) FROM users WHERE status = 'banned'")
+            .await,
+        0
+    );
+    for action in ["user.ban", "user.unban"] {
+        for id in [first, second] {
+            let entries = server
+                .sql_count(&format!(
+                    "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' AND target_id = '{id}' \
+                     AND actor_id = {admin_id} AND surface = 'console'"
+                ))
+                .await;
+            assert_eq!(entries, 1, "{action} of {id} is audited once");
+        }
+    }
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE target_id = '{peer}' \
+                 AND action IN ('user.ban', 'user.unban')"
+            ))
+            .await,
+        0,
+        "the refusal wrote nothing"
+    );
 }

@@ -27,8 +27,8 @@ use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::state::AppState;
 use plaza_domain::time::rfc3339;
 
-/// Most users one bulk update may name.
-const MAX_BULK_USERS: usize = 100;
+/// Most users one bulk update may name (the console's bulk actions too).
+pub const MAX_BULK_USERS: usize = 100;
 /// Most characters of a ban reason or of admin notes.
 const MAX_REASON_CHARS: usize = 1000;
 const MAX_NOTES_CHARS: usize = 5000;
@@ -313,13 +313,14 @@ pub struct AdminUserUpdate {
 
 /// Checked changes of an [`AdminUserUpdate`].
 #[derive(Debug, Clone, Copy, Default)]
-struct Changes {
+pub struct Changes {
     status: Option<UserStatus>,
     role: Option<Role>,
     is_verified: Option<bool>,
 }
 
-fn checked_update(body: &AdminUserUpdate, problems: &mut Problems) -> Changes {
+/// Checks the status and role of `body`, recording each problem.
+pub fn checked_update(body: &AdminUserUpdate, problems: &mut Problems) -> Changes {
     let status = body.status.as_deref().and_then(|raw| {
         problems.check(
             "status",
@@ -417,8 +418,9 @@ fn actor(admin: &AdminToken) -> Actor {
     }
 }
 
-/// One user's update in `tx`: policy, change, audit entry.
-async fn apply_update(
+/// One user's update in `tx`: policy, change, audit entry (`user.update`,
+/// only when something changed). The console's role change runs it too.
+pub async fn apply_update(
     tx: &mut Tx<'_>,
     actor: Actor,
     context: &AuditContext,

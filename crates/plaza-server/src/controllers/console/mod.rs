@@ -52,9 +52,11 @@ pub const PATHS: &[&str] = &[
     "/admin/moderation",
     "/admin/moderation/{id}",
     "/admin/users",
+    "/admin/users/bulk",
     "/admin/users/{id}",
     "/admin/users/{id}/ban",
     "/admin/users/{id}/unban",
+    "/admin/users/{id}/role",
     "/admin/audit",
     "/admin/broadcasts",
     "/admin/broadcasts/{id}/cancel",
@@ -82,6 +84,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/users/{id}", get(users::detail))
         .route("/admin/users/{id}/ban", post(users::ban))
         .route("/admin/users/{id}/unban", post(users::unban))
+        .route("/admin/users/{id}/role", post(users::change_role))
+        .route("/admin/users/bulk", post(users::bulk))
         .route("/admin/audit", get(audit::list))
         .route(
             "/admin/broadcasts",

@@ -1,9 +1,16 @@
 //! The console's users: the list with search and filters, a user's page
-//! (details, recent activity, ban history) and the ban and unban forms,
-//! for administrators holding `users:manage`. A ban or an unban is the
-//! unit of work the admin APIs run (`plaza_domain::bans`, under the user's
-//! edit lock, audited as `user.ban` / `user.unban`); a ban ends the user's
-//! sessions and admin tokens at once.
+//! (details, recent activity, ban history), the ban, unban and role forms,
+//! and the bulk ban or unban of the users ticked on the list, for
+//! administrators holding `users:manage`. A ban or an unban is the unit of
+//! work the admin APIs run (`plaza_domain::bans`, under the user's edit
+//! lock, audited as `user.ban` / `user.unban`); a ban ends the user's
+//! sessions and admin tokens at once. A role change is the one of
+//! `PUT /api/v1/admin/users/{id}` (its policy rule, lock and `user.update`
+//! entry). A bulk action is one such unit of work per user, as the API's
+//! bulk update: a refusal leaves the others done, and the answer lists
+//! each user's outcome.
+
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -12,6 +19,7 @@ use plaza_domain::bans;
 use plaza_domain::grants;
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::locks::Resource;
+use plaza_domain::policy::Actor;
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
@@ -19,10 +27,12 @@ use serde_json::json;
 
 use super::{ConsoleUser, check_form_token, page, page_number};
 use crate::auth::RequestAudit;
-use crate::controllers::admin_v1::users::BanTerms;
+use crate::controllers::admin_v1::users::{
+    AdminUserUpdate, BanTerms, MAX_BULK_USERS, apply_update, checked_update,
+};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
-use crate::http::extract::{AppForm, AppQuery, IdPath};
+use crate::http::extract::{AppForm, AppQuery, IdPath, parse_id};
 use crate::state::AppState;
 
 /// Users per page of the list.
@@ -31,6 +41,8 @@ const PAGE_SIZE: i64 = 25;
 const MAX_SEARCH_CHARS: usize = 100;
 /// Activity items and bans shown on a user's page.
 const DETAIL_ITEMS: i64 = 20;
+/// The ban lengths the forms offer.
+const DURATIONS: [&str; 5] = ["1h", "1d", "7d", "30d", "permanent"];
 
 #[derive(Deserialize)]
 pub struct ListQuery {
@@ -139,6 +151,8 @@ pub async fn list(
             "status": status.map(UserStatus::as_str).unwrap_or_default(),
             "roles": ["user", "moderator", "admin", "super_admin"],
             "statuses": ["active", "inactive", "banned"],
+            "durations": DURATIONS,
+            "bulk_limit": MAX_BULK_USERS,
             "previous_page": (page_number > 1).then(|| query_string(page_number - 1)),
             "next_page": (page_number * PAGE_SIZE < found.total).then(|| query_string(page_number + 1)),
         }),
@@ -166,6 +180,7 @@ pub async fn detail(
     let done = match query.done.as_deref() {
         Some("banned") => Some("The user is banned; their sessions have ended."),
         Some("unbanned") => Some("The ban is lifted."),
+        Some("role") => Some("The role is saved; the user's sessions hold it now."),
         _ => None,
     };
     page(
@@ -199,7 +214,8 @@ pub async fn detail(
                 "lifted": ban.lifted_at.map(rfc3339),
                 "lift_reason": ban.lift_reason,
             })).collect::<Vec<_>>(),
-            "durations": ["1h", "1d", "7d", "30d", "permanent"],
+            "durations": DURATIONS,
+            "assignable_roles": ["user", "moderator", "admin"],
         }),
     )
 }
@@ -260,25 +276,218 @@ async fn change_ban(
         banning,
     );
     problems.finish()?;
-    let actor = user.actor();
-    let ttl = std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
-    state
+    ban_one(state, user.actor(), context, id, &terms, banning).await?;
+    let done = if banning { "banned" } else { "unbanned" };
+    Ok(Redirect::to(&format!("/admin/users/{id}?done={done}")).into_response())
+}
+
+/// Bans (when `banning`) or unbans user `id` on `terms` in their own unit
+/// of work, under their edit lock; a ban ends their sessions at once.
+/// Answers the user's username.
+async fn ban_one(
+    state: &AppState,
+    actor: Actor,
+    context: plaza_domain::audit::AuditContext,
+    id: i64,
+    terms: &BanTerms,
+    banning: bool,
+) -> Result<String, AppError> {
+    let order = bans::BanOrder {
+        reason: terms.reason.clone().unwrap_or_default(),
+        notes: terms.notes.clone(),
+        length: terms.length,
+    };
+    let reason = terms.reason.clone();
+    let changed = state
         .db
-        .write_locked(Resource::User(id), actor.user_id, ttl, move |tx| {
-            Box::pin(async move {
-                if banning {
-                    bans::ban_user(tx, &context, actor, id, terms.order()).await?;
-                } else {
-                    let reason = terms.reason.as_deref();
-                    bans::unban_user(tx, &context, actor, id, reason).await?;
-                }
-                Ok(())
-            })
-        })
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            lock_ttl(state),
+            move |tx| {
+                Box::pin(async move {
+                    if banning {
+                        Ok(bans::ban_user(tx, &context, actor, id, order).await?.0)
+                    } else {
+                        let reason = reason.as_deref();
+                        Ok(bans::unban_user(tx, &context, actor, id, reason).await?.0)
+                    }
+                })
+            },
+        )
         .await?;
     if banning {
         state.auth.session_lookups.forget_user(id);
     }
-    let done = if banning { "banned" } else { "unbanned" };
-    Ok(Redirect::to(&format!("/admin/users/{id}?done={done}")).into_response())
+    Ok(changed.row.username)
+}
+
+/// How long an edit lock on a user lasts at most.
+fn lock_ttl(state: &AppState) -> Duration {
+    Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
+}
+
+/// The role form.
+#[derive(Deserialize)]
+pub struct RoleForm {
+    #[serde(rename = "csrfToken")]
+    csrf_token: Option<String>,
+    role: Option<String>,
+}
+
+/// `POST /admin/users/{id}/role`: gives the user another role (`user`,
+/// `moderator` or `admin`, as the policy lets the viewer grant), then back
+/// to their page.
+pub async fn change_role(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    AppForm(form): AppForm<RoleForm>,
+) -> Result<Response, AppError> {
+    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
+    let mut problems = Problems::default();
+    let role = form.role.filter(|role| !role.is_empty());
+    if role.is_none() {
+        problems.add("role", "is required: user, moderator or admin");
+    }
+    let update = AdminUserUpdate {
+        role,
+        ..AdminUserUpdate::default()
+    };
+    let changes = checked_update(&update, &mut problems);
+    problems.finish()?;
+    let actor = user.actor();
+    state
+        .db
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            lock_ttl(&state),
+            move |tx| {
+                Box::pin(async move {
+                    apply_update(tx, actor, &context, id, changes, None).await?;
+                    Ok(())
+                })
+            },
+        )
+        .await?;
+    // Sessions carry the role: the user's are looked up afresh.
+    state.auth.session_lookups.forget_user(id);
+    Ok(Redirect::to(&format!("/admin/users/{id}?done=role")).into_response())
+}
+
+/// One user's outcome of a bulk action.
+#[derive(Serialize)]
+struct BulkOutcome {
+    id: i64,
+    username: Option<String>,
+    /// Why not, when the action was refused for this user.
+    error: Option<String>,
+}
+
+/// `POST /admin/users/bulk`: bans (`action=ban`, with a reason and a
+/// duration) or unbans (`action=unban`) each ticked user (`ids`, 1 to
+/// [`MAX_BULK_USERS`]), one unit of work each, and answers a page listing
+/// who was changed and who was not, with why.
+pub async fn bulk(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    RequestAudit(context): RequestAudit,
+    headers: HeaderMap,
+    AppForm(fields): AppForm<Vec<(String, String)>>,
+) -> Result<Response, AppError> {
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    };
+    check_form_token(&headers, field("csrfToken"))?;
+    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
+    let mut problems = Problems::default();
+    let banning = match field("action") {
+        Some("ban") => true,
+        Some("unban") => false,
+        _ => {
+            problems.add("action", "must be ban or unban");
+            false
+        }
+    };
+    let ticked: Vec<&str> = fields
+        .iter()
+        .filter(|(key, _)| key == "ids")
+        .map(|(_, value)| value.as_str())
+        .collect();
+    if ticked.is_empty() || ticked.len() > MAX_BULK_USERS {
+        problems.add(
+            "ids",
+            format!(
+                "tick 1 to {MAX_BULK_USERS} users (this form ticked {})",
+                ticked.len()
+            ),
+        );
+    }
+    let mut ids: Vec<i64> = Vec::with_capacity(ticked.len());
+    for raw in &ticked {
+        match parse_id(raw) {
+            Some(id) if !ids.contains(&id) => ids.push(id),
+            Some(_) => {}
+            None => {
+                problems.add("ids", "must be user ids (positive whole numbers)");
+                break;
+            }
+        }
+    }
+    let duration = field("duration").filter(|duration| !duration.is_empty());
+    let terms = BanTerms::check(
+        &mut problems,
+        field("reason").map(str::to_owned),
+        duration,
+        field("notes").map(str::to_owned),
+        banning,
+    );
+    problems.finish()?;
+    let actor = user.actor();
+    let mut outcomes = Vec::with_capacity(ids.len());
+    for id in ids {
+        let outcome = ban_one(&state, actor, context.clone(), id, &terms, banning).await;
+        // Earlier users may be committed already: a refusal is this user's
+        // outcome, so the page tells the whole truth.
+        outcomes.push(match outcome {
+            Ok(username) => BulkOutcome {
+                id,
+                username: Some(username),
+                error: None,
+            },
+            Err(error) => {
+                if let AppError::Internal(cause) = &error {
+                    tracing::error!(user_id = id, %cause, "a bulk ban failed for a user");
+                }
+                BulkOutcome {
+                    id,
+                    username: None,
+                    error: Some(error.public_message()),
+                }
+            }
+        });
+    }
+    let done = outcomes
+        .iter()
+        .filter(|outcome| outcome.error.is_none())
+        .count();
+    page(
+        &state,
+        &user,
+        "users",
+        "bulk.html",
+        json!({
+            "action": if banning { "ban" } else { "unban" },
+            "done": done,
+            "failed": outcomes.len() - done,
+            "outcomes": outcomes,
+        }),
+    )
 }
