@@ -108,6 +108,7 @@ on_both_databases!(
     user_search_reads_trigram_indexes_and_finds_what_the_scan_found,
     an_administrator_changes_a_users_role,
     an_administrator_bans_and_unbans_ticked_users_together,
+    a_super_admin_creates_disables_and_archives_permissions,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -1493,4 +1494,179 @@ async fn an_administrator_bans_and_unbans_ticked_users_together(backend: Backend
         0,
         "the refusal wrote nothing"
     );
+}
+
+/// The status the access page shows of the permission `reports.export`.
+async fn permission_status(server: &TestServer, cookie: &str) -> String {
+    let (_, _, page) = open(server, "/admin/access", Some(cookie)).await;
+    page.split("<tr id=\"permission-reports.export\">")
+        .nth(1)
+        .and_then(|rest| rest.split("<td class=\"status\">").nth(1))
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_else(|| panic!("no status: {page}"))
+        .to_owned()
+}
+
+async fn a_super_admin_creates_disables_and_archives_permissions(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (root_id, root) = member(&server, "root@example.com", "super_admin").await;
+    let (page_cookies, token) = form_page(&server, "/admin/access", &root).await;
+    let cookies = [page_cookies[0].as_str(), page_cookies[1].as_str()];
+    let create = [
+        ("csrfToken", token.as_str()),
+        ("name", "reports.export"),
+        ("display_name", "Export reports"),
+        ("category", "reports"),
+        ("description", ""),
+        ("risk_level", "medium"),
+        ("dependencies", "posts:moderate"),
+        ("reason", "Moderators export reports"),
+    ];
+    writes_are_refused_to_others(&server, "/admin/access/permissions", &cookies, &create).await;
+    let (status, _, page) = submit(
+        &server,
+        "/admin/access/permissions",
+        &[&admin, cookies[1]],
+        &create,
+        &[],
+    )
+    .await;
+    assert_eq!(
+        status, 403,
+        "permissions:manage is the super admin's: {page}"
+    );
+
+    let mut bad_name = create.to_vec();
+    bad_name[1] = ("name", "Export Reports");
+    let mut bad_dependency = create.to_vec();
+    bad_dependency[6] = ("dependencies", "no:such");
+    let mut bad_risk = create.to_vec();
+    bad_risk[5] = ("risk_level", "extreme");
+    for (fields, named, why) in [
+        (bad_name, "name", "a name with capitals and a space"),
+        (
+            bad_dependency,
+            "no:such",
+            "a dependency that does not exist",
+        ),
+        (bad_risk, "risk_level", "no such risk level"),
+    ] {
+        let (status, _, page) =
+            submit(&server, "/admin/access/permissions", &cookies, &fields, &[]).await;
+        assert!(
+            status == 400 || status == 409 || status == 422,
+            "{why}: {status} {page}"
+        );
+        assert!(page.contains(named), "{why}: the page names it: {page}");
+    }
+
+    let (status, location, page) =
+        submit(&server, "/admin/access/permissions", &cookies, &create, &[]).await;
+    assert_eq!(status, 303, "{page}");
+    assert_eq!(
+        location,
+        "/admin/access?permission=reports.export&done=created#permissions"
+    );
+    let (status, _, page) =
+        submit(&server, "/admin/access/permissions", &cookies, &create, &[]).await;
+    assert_eq!(status, 409, "the name is taken: {page}");
+    let (_, _, page) = open(&server, &location, Some(&root)).await;
+    assert!(
+        page.contains("The permission reports.export is created."),
+        "{page}"
+    );
+    let row = page
+        .split("<tr id=\"permission-reports.export\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("the new permission is listed")
+        .to_owned();
+    assert!(row.contains("<td class=\"status\">active</td>"), "{row}");
+    let id: String = row
+        .split("action=\"&#x2f;admin&#x2f;access&#x2f;permissions&#x2f;")
+        .nth(1)
+        .or_else(|| row.split("action=\"/admin/access/permissions/").nth(1))
+        .expect("a change form")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let path = format!("/admin/access/permissions/{id}");
+
+    writes_are_refused_to_others(
+        &server,
+        &path,
+        &cookies,
+        &[("csrfToken", &token), ("status", "disabled")],
+    )
+    .await;
+    for (status_field, why) in [("burn", "no such status"), ("", "nothing to change")] {
+        let (status, _, page) = submit(
+            &server,
+            &path,
+            &cookies,
+            &[("csrfToken", &token), ("status", status_field)],
+            &[],
+        )
+        .await;
+        assert!(status == 400 || status == 422, "{why}: {status} {page}");
+        assert!(page.contains("status"), "{why}: {page}");
+    }
+    let (status, _, page) = submit(
+        &server,
+        "/admin/access/permissions/999999",
+        &cookies,
+        &[("csrfToken", &token), ("status", "disabled")],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 404, "{page}");
+
+    for (wanted, shown) in [
+        ("disabled", "disabled"),
+        ("active", "enabled"),
+        ("archived", "archived"),
+    ] {
+        let (status, location, page) = submit(
+            &server,
+            &path,
+            &cookies,
+            &[
+                ("csrfToken", &token),
+                ("status", wanted),
+                ("reason", "Tidying"),
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(status, 303, "{wanted}: {page}");
+        let (_, _, page) = open(&server, &location, Some(&root)).await;
+        assert!(
+            page.contains(&format!("The permission reports.export is {shown}.")),
+            "{page}"
+        );
+        assert_eq!(permission_status(&server, &root).await, wanted);
+    }
+    let (status, _, page) = submit(
+        &server,
+        &path,
+        &cookies,
+        &[("csrfToken", &token), ("status", "active")],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        status, 409,
+        "an archived permission changes no more: {page}"
+    );
+
+    for (action, count) in [("permission.create", 1), ("permission.update", 3)] {
+        let entries = server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = '{action}' \
+                 AND actor_id = {root_id} AND surface = 'console'"
+            ))
+            .await;
+        assert_eq!(entries, count, "{action}, naming the super admin");
+    }
 }

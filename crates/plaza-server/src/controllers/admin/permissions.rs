@@ -219,33 +219,33 @@ pub async fn list_permissions(
 pub struct NewPermissionBody {
     /// 1 to 100 of `a-z 0-9 . _ -`, unique.
     #[schema(value_type = String)]
-    name: Option<Value>,
+    pub name: Option<Value>,
     /// 1 to 200 characters.
     #[schema(value_type = String)]
-    display_name: Option<Value>,
+    pub display_name: Option<Value>,
     #[schema(value_type = Option<String>)]
-    description: Option<Value>,
+    pub description: Option<Value>,
     /// 1 to 50 characters.
     #[schema(value_type = String)]
-    category: Option<Value>,
+    pub category: Option<Value>,
     /// Default false.
     #[schema(value_type = Option<bool>)]
-    is_inheritable: Option<Value>,
+    pub is_inheritable: Option<Value>,
     /// `low` (default), `medium`, `high` or `critical`.
     #[schema(value_type = Option<String>)]
-    risk_level: Option<Value>,
+    pub risk_level: Option<Value>,
     /// Names of existing permissions (each at most 100 characters); no
     /// cycle. At most 32 distinct names; a name given twice counts once.
     /// Default empty.
     #[schema(value_type = Option<Vec<String>>)]
-    dependencies: Option<Value>,
+    pub dependencies: Option<Value>,
     /// An object of at most 4096 bytes written as compact JSON, nesting at
     /// most 4 levels deep (the object itself is level 1). Default `{}`.
     #[schema(value_type = Option<Object>)]
-    metadata: Option<Value>,
+    pub metadata: Option<Value>,
     /// Recorded in the audit trail.
     #[schema(value_type = Option<String>)]
-    reason: Option<Value>,
+    pub reason: Option<Value>,
 }
 
 /// The answer of a creation.
@@ -385,7 +385,9 @@ fn check_risk_level(problems: &mut Problems, level: &Option<String>) {
 }
 
 /// Checks every field of the Permission table, naming each problem.
-fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppError> {
+/// Checks each field of a new permission, naming each problem (the
+/// console's form is checked by the same rules).
+pub fn check_new_permission(body: &NewPermissionBody) -> Result<NewPermission, AppError> {
     let mut problems = Problems::default();
     let mut text = |field: &str, value: &Option<Value>, required: bool, lengths| {
         text_field(&mut problems, field, value, required, lengths)
@@ -538,19 +540,19 @@ pub struct PermissionChangeBody {
     /// `active`, `disabled` or `archived`. Only an active permission gives
     /// its holders anything; an archived one changes no more.
     #[schema(value_type = Option<String>)]
-    status: Option<Value>,
+    pub status: Option<Value>,
     /// 1 to 200 characters.
     #[schema(value_type = Option<String>)]
-    display_name: Option<Value>,
+    pub display_name: Option<Value>,
     /// At most 2000 characters.
     #[schema(value_type = Option<String>)]
-    description: Option<Value>,
+    pub description: Option<Value>,
     /// `low`, `medium`, `high` or `critical`.
     #[schema(value_type = Option<String>)]
-    risk_level: Option<Value>,
+    pub risk_level: Option<Value>,
     /// Recorded in the audit trail; at most 1000 characters.
     #[schema(value_type = Option<String>)]
-    reason: Option<Value>,
+    pub reason: Option<Value>,
 }
 
 /// Change a permission's status, display name, description or risk level
@@ -593,7 +595,7 @@ pub async fn update_permission(
 }
 
 /// Checks each field of a permission change, naming each problem.
-fn check_permission_change(body: &PermissionChangeBody) -> Result<PermissionChanges, AppError> {
+pub fn check_permission_change(body: &PermissionChangeBody) -> Result<PermissionChanges, AppError> {
     let mut problems = Problems::default();
     let status = text_field(&mut problems, "status", &body.status, false, (1, 20));
     let display_name = text_field(

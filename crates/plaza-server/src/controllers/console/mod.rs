@@ -68,6 +68,8 @@ pub const PATHS: &[&str] = &[
     "/admin/system/maintenance",
     "/admin/access",
     "/admin/access/roles/{role}",
+    "/admin/access/permissions",
+    "/admin/access/permissions/{id}",
     "/admin/analytics",
     "/admin/reports",
 ];
@@ -99,6 +101,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/system", get(system::overview))
         .route("/admin/access", get(access::overview))
         .route("/admin/access/roles/{role}", post(access::save_role))
+        .route("/admin/access/permissions", post(access::create_permission))
+        .route(
+            "/admin/access/permissions/{id}",
+            post(access::change_permission),
+        )
         .route("/admin/analytics", get(analytics::dashboard))
         .route("/admin/reports", get(reports::summary))
 }
