@@ -109,6 +109,7 @@ on_both_databases!(
     an_administrator_changes_a_users_role,
     an_administrator_bans_and_unbans_ticked_users_together,
     a_super_admin_creates_disables_and_archives_permissions,
+    the_analytics_filters_apply_to_the_charts_and_the_download,
 );
 
 async fn the_console_lets_in_moderators_and_sends_others_away(backend: Backend) {
@@ -1668,5 +1669,110 @@ async fn a_super_admin_creates_disables_and_archives_permissions(backend: Backen
             ))
             .await;
         assert_eq!(entries, count, "{action}, naming the super admin");
+    }
+}
+
+async fn the_analytics_filters_apply_to_the_charts_and_the_download(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, reader) = member(&server, "reader@example.com", "user").await;
+    let now = plaza_domain::time::rfc3339(plaza_domain::time::now_millis());
+    let events: Vec<Value> = ["/welcome", "/rules"]
+        .iter()
+        .map(|path| {
+            json!({
+                "event_type": "page_view",
+                "event_data": {"path": path, "session_id": "s-1"},
+                "timestamp": now,
+            })
+        })
+        .collect();
+    let (status, body) = call(
+        &server,
+        "POST",
+        "/api/analytics/collect/batch",
+        Some(&reader),
+        Some(json!({ "events": events })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // Events are written by the group commit, a moment after their answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, _, page) = open(&server, "/admin/analytics?range=7d", Some(&admin)).await;
+        assert_eq!(status, 200, "{page}");
+        if page.contains("<dt>Page views</dt><dd>2</dd>") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the events never showed: {page}"
+        );
+    }
+
+    let filtered = "/admin/analytics?range=7d&country=&device_type=tablet&include_vpn=false&timezone=Europe%2FBerlin";
+    let (status, _, page) = open(&server, filtered, Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("<dt>Page views</dt><dd>0</dd>"),
+        "the device filter applies to the figures: {page}"
+    );
+    assert!(page.contains("<option selected>tablet</option>"), "{page}");
+    assert!(page.contains("value=\"Europe&#x2f;Berlin\""), "{page}");
+    let csv_link = page
+        .split("id=\"csv-download\"")
+        .next()
+        .and_then(|before| before.rsplit("href=\"").next())
+        .expect("the download link")
+        .split('"')
+        .next()
+        .unwrap()
+        .replace("&amp;", "&")
+        .replace("&#x2f;", "/");
+    assert!(csv_link.contains("device_type=tablet"), "{csv_link}");
+    assert!(csv_link.contains("include_vpn=false"), "{csv_link}");
+    assert!(
+        page.contains("href=\"/admin/analytics?range=30d&amp;device_type=tablet&amp;"),
+        "the period tabs keep the filters: {page}"
+    );
+    let download = |path: String| {
+        let server = &server;
+        let admin = admin.clone();
+        async move {
+            let response = server
+                .client
+                .get(server.url(&path))
+                .header("cookie", admin)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{path}");
+            response.text().await.unwrap()
+        }
+    };
+    let filtered_csv = download(csv_link).await;
+    let whole_csv = download("/api/admin/analytics?dateRange=7d&format=csv".to_owned()).await;
+    let page_views = |csv: &str| {
+        csv.lines()
+            .find(|line| line.starts_with("overview,totalPageViews,"))
+            .unwrap_or_else(|| panic!("no page views in {csv}"))
+            .to_owned()
+    };
+    assert!(page_views(&whole_csv).ends_with(",2"), "{whole_csv}");
+    assert!(page_views(&filtered_csv).ends_with(",0"), "{filtered_csv}");
+
+    for (query, field) in [
+        ("country=Germany", "country"),
+        ("device_type=phone", "device_type"),
+        ("timezone=Mars%2FOlympus", "timezone"),
+        ("include_vpn=maybe", "include_vpn"),
+    ] {
+        let (status, _, page) =
+            open(&server, &format!("/admin/analytics?{query}"), Some(&admin)).await;
+        assert!(status == 400 || status == 422, "{query}: {status} {page}");
+        assert!(
+            page.contains(field),
+            "{query}: the page names {field}: {page}"
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! The console's analytics (administrators holding `analytics:read`): the
 //! dashboard of `GET /api/admin/analytics` over 7, 30 or 90 days or a
-//! year, drawn as charts in SVG written by the server (trends, top pages,
-//! devices, countries, the click heatmap), with its CSV download. No
-//! script draws them and nothing comes from elsewhere.
+//! year, with that route's filters (a country, a device type, without
+//! VPN traffic, the time zone of the buckets), drawn as charts in SVG
+//! written by the server (trends, top pages, devices, countries, the click
+//! heatmap), with its CSV download under the same filters. No script draws
+//! them and nothing comes from elsewhere.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -31,6 +33,14 @@ const LABEL_CHARS: usize = 32;
 #[derive(Deserialize)]
 pub struct AnalyticsQuery {
     range: Option<String>,
+    /// An ISO 3166 alpha-2 code.
+    country: Option<String>,
+    /// `desktop`, `mobile` or `tablet`.
+    device_type: Option<String>,
+    /// `false` leaves out events sent through a VPN.
+    include_vpn: Option<String>,
+    /// An IANA time zone.
+    timezone: Option<String>,
 }
 
 /// A column of a column chart, or a bar of a bar chart.
@@ -62,19 +72,39 @@ pub async fn dashboard(
     AppQuery(query): AppQuery<AnalyticsQuery>,
 ) -> Result<Response, AppError> {
     user.require_administrator(Some(grants::READ_ANALYTICS), "analytics")?;
-    let range = query
-        .range
-        .filter(|range| !range.is_empty())
-        .unwrap_or_else(|| "30d".to_owned());
+    let given = |value: Option<String>| {
+        value
+            .map(|value| value.trim().to_owned())
+            .filter(|value| !value.is_empty())
+    };
+    let range = given(query.range).unwrap_or_else(|| "30d".to_owned());
     if !RANGES.contains(&range.as_str()) {
         return Err(AppError::invalid("range", "must be 7d, 30d, 90d or 1y"));
     }
+    let country = given(query.country);
+    let device_type = given(query.device_type);
+    let timezone = given(query.timezone);
+    let without_vpn = match given(query.include_vpn).as_deref() {
+        None | Some("true") => false,
+        Some("false") => true,
+        Some(_) => return Err(AppError::invalid("include_vpn", "must be true or false")),
+    };
+    // The filters as the API names them, kept by the period tabs; the
+    // API's checks name a bad one.
+    let kept = filter_query(&[
+        ("country", &country),
+        ("device_type", &device_type),
+        ("timezone", &timezone),
+        ("include_vpn", &without_vpn.then(|| "false".to_owned())),
+    ]);
+    let filters = if kept.is_empty() {
+        format!("dateRange={range}")
+    } else {
+        format!("dateRange={range}&{kept}")
+    };
     let granularity = if range == "1y" { "weekly" } else { "daily" };
-    let (figures, _) = build_dashboard(
-        &state,
-        &format!("dateRange={range}&granularity={granularity}"),
-    )
-    .await?;
+    let (figures, _) =
+        build_dashboard(&state, &format!("{filters}&granularity={granularity}")).await?;
     page(
         &state,
         &user,
@@ -83,12 +113,30 @@ pub async fn dashboard(
         json!({
             "range": range,
             "ranges": RANGES,
+            "country": country.unwrap_or_default(),
+            "device_type": device_type.unwrap_or_default(),
+            "device_types": ["desktop", "mobile", "tablet"],
+            "timezone": timezone.unwrap_or_default(),
+            "without_vpn": without_vpn,
+            "kept_filters": kept,
+            "csv_query": format!("{filters}&format=csv"),
             "overview": figures.overview,
             "charts": charts(&figures),
             "chart_width": CHART_WIDTH,
             "chart_height": CHART_HEIGHT,
         }),
     )
+}
+
+/// The query string of the `filters` given.
+fn filter_query(filters: &[(&str, &Option<String>)]) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in filters {
+        if let Some(value) = value {
+            query.append_pair(name, value);
+        }
+    }
+    query.finish()
 }
 
 /// The shapes of every chart of `figures`.
