@@ -1,8 +1,11 @@
 //! The operator console in headless Chromium, driven through ChromeDriver
 //! (WebDriver) as an operator uses it: sign in at `/admin/`, hide a
-//! reported post telling its author, ban and unban a user, grant and revoke
-//! a permission, schedule and withdraw a broadcast, approve an emoji, open
-//! the analytics charts, and find each action in the audit log. With
+//! reported post telling its author, ban and unban a user, change their
+//! role, ban and unban ticked users together, grant and revoke a
+//! permission, create and disable one, schedule and withdraw a broadcast,
+//! approve an emoji, open the analytics charts, and find each action in
+//! the audit log; then every page at 320 px wide, with a label on each
+//! control and the skip link first under the keyboard. With
 //! `PLAZA_TEST_SCREENSHOTS=<folder>` it saves a picture of each page there
 //! (`docs/console/` holds the ones the README links to).
 
@@ -10,6 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
@@ -123,6 +127,32 @@ async fn click_then(client: &Client, css: &str, expected: &str) {
         .unwrap_or_else(|error| panic!("after {css}, {expected}: {error}"));
 }
 
+/// Waits (10 s at most) for the browser to be at `url` on `base`.
+async fn wait_for_url(client: &Client, base: &str, url: &str) {
+    let wanted = url::Url::parse(&format!("{base}{url}")).unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_url(&wanted)
+        .await
+        .unwrap_or_else(|error| panic!("{url}: {error}"));
+}
+
+/// The controls of the page that no label names: each as its id or name.
+async fn unlabelled_controls(client: &Client) -> Vec<Value> {
+    let found = client
+        .execute(
+            "return Array.from(document.querySelectorAll(\
+               'input:not([type=hidden]), select, textarea'))\
+             .filter(control => control.labels.length === 0 && !control.getAttribute('aria-label'))\
+             .map(control => control.id || control.name);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    found.as_array().cloned().unwrap_or_default()
+}
+
 async fn type_into(client: &Client, css: &str, text: &str) {
     client
         .find(Locator::Css(css))
@@ -162,6 +192,8 @@ async fn an_operator_runs_the_community_from_the_console() {
     )
     .await;
     let (target, reader) = member(&server, "reader@example.com", "user").await;
+    let (spammer, _) = member(&server, "spammer-one@example.com", "user").await;
+    let (other_spammer, _) = member(&server, "spammer-two@example.com", "user").await;
     let (status, _) = call(
         &server,
         "POST",
@@ -258,6 +290,44 @@ async fn an_operator_runs_the_community_from_the_console() {
     )
     .await;
     assert_eq!(text_of(&client, "#status").await, "active");
+    click(&client, "#role-choice option[value=moderator]").await;
+    click(&client, "#role-form button").await;
+    wait_for_url(&client, &base, &format!("/admin/users/{target}?done=role")).await;
+    assert_eq!(text_of(&client, "#role").await, "moderator");
+
+    client
+        .goto(&format!("{base}/admin/users?search=spammer"))
+        .await
+        .unwrap();
+    for id in [spammer, other_spammer] {
+        click(&client, &format!("#tick-{id}")).await;
+    }
+    type_into(&client, "#bulk-reason", "Spam wave").await;
+    picture(&client, "users-bulk").await;
+    click_then(&client, "#bulk button", "#bulk-summary").await;
+    assert!(
+        text_of(&client, "#bulk-summary")
+            .await
+            .starts_with("2 done, 0 refused")
+    );
+    assert_eq!(
+        text_of(&client, &format!("#outcome-{spammer} td + td")).await,
+        "done"
+    );
+    client
+        .goto(&format!("{base}/admin/users?search=spammer&status=banned"))
+        .await
+        .unwrap();
+    for id in [spammer, other_spammer] {
+        click(&client, &format!("#tick-{id}")).await;
+    }
+    click(&client, "#bulk-action option[value=unban]").await;
+    click_then(&client, "#bulk button", "#bulk-summary").await;
+    assert!(
+        text_of(&client, "#bulk-summary")
+            .await
+            .starts_with("2 done, 0 refused")
+    );
 
     client.goto(&format!("{base}/admin/access")).await.unwrap();
     let moderator_form = "#role-moderator";
@@ -276,6 +346,34 @@ async fn an_operator_runs_the_community_from_the_console() {
     )
     .await;
     click_then(&client, &format!("{moderator_form} button"), ".notice").await;
+
+    type_into(&client, "#permission-name", "reports.export").await;
+    type_into(&client, "#permission-display-name", "Export reports").await;
+    type_into(&client, "#permission-category", "reports").await;
+    type_into(
+        &client,
+        "#permission-create-reason",
+        "Moderators export reports",
+    )
+    .await;
+    let created = "tr[id=\"permission-reports.export\"]";
+    click_then(&client, "#new-permission button", created).await;
+    assert_eq!(
+        text_of(&client, &format!("{created} .status")).await,
+        "active"
+    );
+    picture(&client, "permissions").await;
+    click(&client, &format!("{created} button[value=disabled]")).await;
+    wait_for_url(
+        &client,
+        &base,
+        "/admin/access?permission=reports.export&done=disabled#permissions",
+    )
+    .await;
+    assert_eq!(
+        text_of(&client, &format!("{created} .status")).await,
+        "disabled"
+    );
 
     client
         .goto(&format!("{base}/admin/broadcasts"))
@@ -352,7 +450,10 @@ async fn an_operator_runs_the_community_from_the_console() {
         "post.moderate.hide",
         "user.ban",
         "user.unban",
+        "user.update",
         "role.permissions.update",
+        "permission.create",
+        "permission.update",
         "broadcast.create",
         "broadcast.cancel",
         "feature_flag.create",
@@ -364,5 +465,53 @@ async fn an_operator_runs_the_community_from_the_console() {
         );
     }
     picture(&client, "audit").await;
+
+    // Every page at 320 px: nothing wider than the window, a label on
+    // every control, and the skip link first under the keyboard.
+    client.set_window_size(320, 900).await.unwrap();
+    let inner = client
+        .execute("return window.innerWidth;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(inner, json!(320), "the window is 320 px wide");
+    for path in [
+        "/admin/".to_owned(),
+        "/admin/moderation".to_owned(),
+        "/admin/reports".to_owned(),
+        "/admin/emojis".to_owned(),
+        "/admin/users".to_owned(),
+        format!("/admin/users/{target}"),
+        "/admin/access".to_owned(),
+        "/admin/analytics".to_owned(),
+        "/admin/audit".to_owned(),
+        "/admin/broadcasts".to_owned(),
+        "/admin/flags".to_owned(),
+        "/admin/system".to_owned(),
+    ] {
+        client.goto(&format!("{base}{path}")).await.unwrap();
+        let width = client
+            .execute("return document.documentElement.scrollWidth;", vec![])
+            .await
+            .unwrap();
+        assert!(
+            width.as_u64().is_some_and(|width| width <= 320),
+            "{path} scrolls sideways at 320 px: {width}"
+        );
+        let unlabelled = unlabelled_controls(&client).await;
+        assert!(unlabelled.is_empty(), "{path}: unlabelled {unlabelled:?}");
+        let tab = KeyActions::new("keyboard".to_owned())
+            .then(KeyAction::Down { value: '\u{e004}' })
+            .then(KeyAction::Up { value: '\u{e004}' });
+        client.perform_actions(tab).await.unwrap();
+        let first = client.active_element().await.unwrap();
+        assert_eq!(
+            first.attr("href").await.unwrap().as_deref(),
+            Some("#main"),
+            "{path}: the skip link comes first"
+        );
+        if path == "/admin/users" {
+            picture(&client, "users-narrow").await;
+        }
+    }
     client.close().await.unwrap();
 }
