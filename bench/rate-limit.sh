@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the rate limiter costs, measured side by side in one run on loopback:
 #   1. GET /api/posts (anonymous, answered from the list cache) on three
-#      instances of the same binary over one database: limits off, limits on
+#      instances of the same binary, each on its own SQLite database: limits off, limits on
 #      in process, limits on with Redis (127.0.0.1:6379). Limits are set
 #      high enough that nothing is refused, and every request comes from a
 #      different client address (X-Forwarded-For through a trusted proxy,
@@ -42,14 +42,16 @@ rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 ADDRESSES=bench/addresses.lua
 
-export PLAZA_DATA_DIR="$WORK/data" RUST_LOG=warn PLAZA_TRUSTED_PROXIES='["127.0.0.1"]'
-"$PLAZA" migrate >/dev/null 2>&1
+export RUST_LOG=warn PLAZA_TRUSTED_PROXIES='["127.0.0.1"]'
 
 start() { # NAME, then extra VAR=value settings; sets $NAME_PORT and $NAME_PID
   local name=$1; shift
   local port; port=$(free_port)
   local binary=$PLAZA
   [ "$name" = redis_base ] && binary=$BASE
+  # One SQLite database per instance: a server refuses a database another serves.
+  export PLAZA_DATA_DIR="$WORK/$name"
+  "$binary" migrate >/dev/null 2>&1
   env PLAZA_BIND="127.0.0.1:$port" "$@" "$binary" serve 2>"$WORK/$name.log" &
   local pid=$!
   PIDS+=("$pid")
