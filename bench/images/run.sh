@@ -32,7 +32,7 @@ if [ ! -d node_modules/@vercel/og ] || [ ! -d node_modules/@dicebear/collection 
   npm install --no-audit --no-fund \
     @dicebear/core@9.4.3 @dicebear/collection@9.4.3 @vercel/og@0.11.1 sharp@0.35.5 react@19.3.1 >&2
 fi
-cp "$ROOT/bench/images/peer.mjs" .
+cp "$ROOT/bench/images/peer.mjs" "$ROOT/bench/images/card.mjs" .
 
 RESULTS="$SCRATCH/results.jsonl"
 : > "$RESULTS"

@@ -229,14 +229,24 @@ impl PostQuery {
         Dialect(backend).json_rows(&post_json(backend, "listed"), &self.page_order(), &source)
     }
 
-    /// The subquery of the page's rows, in [`POST_COLUMNS`].
+    /// The subquery of the page's rows, in [`POST_COLUMNS`]. A first page
+    /// has its limit written in (a checked integer) and no `OFFSET`, so the
+    /// statement of the front page has no parameter that decides how many
+    /// rows the plan reads: PostgreSQL plans it once (a generic plan) rather
+    /// than at every execution, as it must for a `LIMIT` parameter. Later
+    /// pages bind limit and offset, one statement for every page.
     pub(super) fn page_source(&self, viewer: Viewer, page: Page, args: &mut Args) -> String {
         let (from, mut conditions) = self.selection(args);
         conditions.extend(visibility(viewer, args));
-        let limit = args.push(Arg::Int(page.limit));
-        let offset = args.push(Arg::Int(page.offset));
+        let window = if page.offset == 0 {
+            format!("LIMIT {}", page.limit)
+        } else {
+            let limit = args.push(Arg::Int(page.limit));
+            let offset = args.push(Arg::Int(page.offset));
+            format!("LIMIT {limit} OFFSET {offset}")
+        };
         format!(
-            "(SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} LIMIT {limit} OFFSET {offset})",
+            "(SELECT {POST_COLUMNS} FROM {from}{} ORDER BY {} {window})",
             where_clause(&conditions),
             self.order_by()
         )
@@ -515,5 +525,40 @@ impl Database {
         }
         let rows = query.fetch_all(&mut *self.lease().await?).await?;
         Ok(rows.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(viewer: Viewer, limit: i64, offset: i64) -> (String, usize) {
+        let mut args = Args::default();
+        let sql = PostQuery::default().page_source(viewer, Page { limit, offset }, &mut args);
+        (sql, args.into_vec().len())
+    }
+
+    #[test]
+    fn a_first_page_writes_its_limit_in_and_skips_nothing() {
+        let (sql, bound) = source(Viewer::Anonymous, 20, 0);
+        assert!(
+            sql.ends_with("ORDER BY p.created_at DESC, p.id DESC LIMIT 20)"),
+            "{sql}"
+        );
+        assert!(!sql.contains("OFFSET"), "{sql}");
+        assert_eq!(bound, 0, "no parameter: one generic plan");
+        let (sql, bound) = source(Viewer::Member(7), 5, 0);
+        assert!(
+            sql.ends_with("LIMIT 5)") && sql.contains("p.author_id = $1"),
+            "{sql}"
+        );
+        assert_eq!(bound, 1);
+    }
+
+    #[test]
+    fn a_later_page_binds_limit_and_offset() {
+        let (sql, bound) = source(Viewer::Anonymous, 20, 40);
+        assert!(sql.ends_with("LIMIT $1 OFFSET $2)"), "{sql}");
+        assert_eq!(bound, 2);
     }
 }
