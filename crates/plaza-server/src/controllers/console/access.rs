@@ -23,7 +23,7 @@ use plaza_domain::permissions::{self, PermissionFilter, PermissionSort};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ConsoleUser, check_form_token, page};
+use super::{ConsoleUser, check_form_token, form_field, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin::permissions::{
     NewPermissionBody, PermissionChangeBody, check_new_permission, check_permission_change,
@@ -144,12 +144,7 @@ pub async fn save_role(
     headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    };
+    let field = |name: &str| form_field(&fields, name);
     check_form_token(&headers, field("csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "role")?;
     let mut problems = Problems::default();
@@ -196,14 +191,6 @@ pub async fn save_role(
         .append_pair("saved", &saved_role)
         .finish();
     Ok(Redirect::to(&format!("/admin/access?{query}")).into_response())
-}
-
-/// The named fields of a form post, each the first of its name.
-fn form_field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    fields
-        .iter()
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.as_str())
 }
 
 /// A text field of a form as the API's checks read it: absent when

@@ -161,6 +161,14 @@ impl FromRequestParts<AppState> for ConsoleUser {
     }
 }
 
+/// The named fields of a form post, each the first of its name.
+pub(super) fn form_field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
 /// Refuses (403) a console form post whose `csrfToken` is not the token
 /// of its `plaza_csrf` cookie.
 fn check_form_token(headers: &HeaderMap, submitted: Option<&str>) -> Result<(), AppError> {

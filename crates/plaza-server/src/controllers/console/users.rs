@@ -25,7 +25,7 @@ use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, page, page_number};
+use super::{ConsoleUser, check_form_token, form_field, page, page_number};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::{
     AdminUserUpdate, BanTerms, MAX_BULK_USERS, apply_update, checked_update,
@@ -399,12 +399,7 @@ pub async fn bulk(
     headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    };
+    let field = |name: &str| form_field(&fields, name);
     check_form_token(&headers, field("csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
