@@ -83,6 +83,12 @@ impl Default for LimitSettings {
 }
 
 impl LimitSettings {
+    /// How long an admin's edit lock on a resource lasts at most
+    /// (`admin_lock_ttl_secs`).
+    pub fn admin_lock_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.admin_lock_ttl_secs)
+    }
+
     pub(super) fn validate(&self) -> Result<(), SettingsError> {
         crate::http::rate_limit::address::TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|problem| SettingsError::new("trusted_proxies", problem))?;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::users::{PagePosition, lock_ttl, page_and_limit};
+use super::users::{PagePosition, page_and_limit};
 use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
 use crate::controllers::params::Problems;
 use crate::http::error::schema::AdminError;
@@ -581,7 +581,7 @@ pub async fn update_permission(
     AppJson(body): AppJson<PermissionChangeBody>,
 ) -> Result<AppJson<PermissionView>, AppError> {
     let changes = check_permission_change(&body)?;
-    let ttl = lock_ttl(&state);
+    let ttl = state.settings.limits.admin_lock_ttl();
     let permission = state
         .db
         .write_locked(

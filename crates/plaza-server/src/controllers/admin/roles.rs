@@ -11,7 +11,6 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::permissions::{NAME_CHARS, REASON_CHARS, text_field, type_name};
-use super::users::lock_ttl;
 use crate::auth::{Administrator, AnyAdmin, ManagePermissions, RequestAudit};
 use crate::controllers::params::Problems;
 use crate::http::error::schema::AdminError;
@@ -109,7 +108,7 @@ pub async fn grant_role_permissions(
 ) -> Result<AppJson<RoleGrantsView>, AppError> {
     let (requested, reason) = check_role_grants(&body)?;
     let role_id = state.db.role_id(&role).await?;
-    let ttl = lock_ttl(&state);
+    let ttl = state.settings.limits.admin_lock_ttl();
     let granted = state
         .db
         .write_locked(

@@ -434,7 +434,7 @@ pub async fn ban_user(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(&state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(
                     async move { bans::ban_user(tx, &context, actor, id, terms.order()).await },
@@ -485,7 +485,7 @@ pub async fn unban_user(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(&state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(async move {
                     bans::unban_user(tx, &context, actor, id, terms.reason.as_deref()).await
@@ -499,11 +499,6 @@ pub async fn unban_user(
         user: BannedUser::from(&user),
         ban: lifted.map(BanSummary::from),
     }))
-}
-
-/// How long an admin's edit lock lasts (`admin_lock_ttl_secs`).
-pub(super) fn lock_ttl(state: &AppState) -> std::time::Duration {
-    std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
 }
 
 /// A subscription to add.

@@ -3,8 +3,6 @@
 //! policy there, and commits with its audit entry; a refused change writes
 //! nothing.
 
-use std::time::Duration;
-
 use axum::extract::State;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
@@ -394,7 +392,7 @@ pub async fn update_admin_user(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(&state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
             },
@@ -404,11 +402,6 @@ pub async fn update_admin_user(
     // active ends their sessions): their sessions are looked up afresh.
     state.auth.session_lookups.forget_user(id);
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
-}
-
-/// How long an admin's edit lock on a user lasts at most.
-fn lock_ttl(state: &AppState) -> Duration {
-    Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
 }
 
 fn actor(admin: &AdminToken) -> Actor {
@@ -635,7 +628,7 @@ pub async fn ban_admin_user(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(&state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(async move {
                     if banning {
@@ -767,7 +760,7 @@ pub async fn bulk_update_users(
             .write_locked(
                 Resource::User(id),
                 actor.user_id,
-                lock_ttl(&state),
+                state.settings.limits.admin_lock_ttl(),
                 move |tx| {
                     Box::pin(
                         async move { apply_update(tx, actor, &context, id, changes, None).await },

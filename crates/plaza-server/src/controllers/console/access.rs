@@ -172,7 +172,7 @@ pub async fn save_role(
     }
     problems.finish()?;
     let role_id = state.db.role_id(&role).await?;
-    let ttl = std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
+    let ttl = state.settings.limits.admin_lock_ttl();
     let saved_role = role.clone();
     state
         .db
@@ -265,7 +265,7 @@ pub async fn change_permission(
         reason: text_value(&fields, "reason", true),
     };
     let changes = check_permission_change(&body)?;
-    let ttl = std::time::Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
+    let ttl = state.settings.limits.admin_lock_ttl();
     let changed = state
         .db
         .write_locked(

@@ -10,8 +10,6 @@
 //! bulk update: a refusal leaves the others done, and the answer lists
 //! each user's outcome.
 
-use std::time::Duration;
-
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -303,7 +301,7 @@ async fn ban_one(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(async move {
                     if banning {
@@ -320,11 +318,6 @@ async fn ban_one(
         state.auth.session_lookups.forget_user(id);
     }
     Ok(changed.row.username)
-}
-
-/// How long an edit lock on a user lasts at most.
-fn lock_ttl(state: &AppState) -> Duration {
-    Duration::from_secs(state.settings.limits.admin_lock_ttl_secs)
 }
 
 /// The role form.
@@ -365,7 +358,7 @@ pub async fn change_role(
         .write_locked(
             Resource::User(id),
             actor.user_id,
-            lock_ttl(&state),
+            state.settings.limits.admin_lock_ttl(),
             move |tx| {
                 Box::pin(async move {
                     apply_update(tx, actor, &context, id, changes, None).await?;
