@@ -15,6 +15,7 @@
 //! errors, and running PostgreSQL's client tools.
 
 mod restore;
+mod unpack;
 mod write;
 
 pub use restore::{Restored, restore};

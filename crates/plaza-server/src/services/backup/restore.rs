@@ -7,27 +7,24 @@
 //! undone says what it left.
 
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read};
-use std::path::{Component, Path, PathBuf};
+use std::io;
+use std::path::{Path, PathBuf};
 
-use flate2::read::GzDecoder;
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 use serde_json::json;
 use tempfile::TempDir;
 
+use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
 use super::{
-    BackupError, Counts, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
-    SQLITE_ENTRY, STAGING_PREFIX, create_private_file, domain_failed, failed, libpq_command,
-    run_tool, tool_command,
+    BackupError, Counts, Manifest, POSTGRES_ENTRY, SQLITE_ENTRY, STAGING_PREFIX, domain_failed,
+    failed, libpq_command, run_tool, tool_command,
 };
 use crate::services::storage::Storage;
 use crate::settings::Settings;
 use crate::startup::{StartupError, create_private_dir};
 
-/// A manifest is a few hundred bytes; a larger first entry is no manifest.
-const MANIFEST_MAX_BYTES: u64 = 1 << 20;
 /// What a data directory may hold and still count as empty, besides empty
 /// folders, the serve lock and the archive being restored.
 const ALLOWED_IN_EMPTY: [&str; 2] = ["plaza.toml", "backups"];
@@ -361,254 +358,6 @@ fn same_folder(one: &Path, other: &Path) -> bool {
     }
 }
 
-/// What the archive must match.
-struct Expected {
-    backend: Backend,
-    latest_schema: i64,
-    /// Whether this install's upload store is a local folder.
-    local_store: bool,
-    store: String,
-}
-
-/// Where [`unpack`] writes each kind of entry.
-struct Targets {
-    database: PathBuf,
-    keys: PathBuf,
-    uploads: Option<PathBuf>,
-}
-
-/// What [`unpack`] read.
-struct Unpacked {
-    manifest: Manifest,
-    keys: Vec<String>,
-    upload_files: u64,
-    upload_bytes: u64,
-}
-
-fn bad(error: impl std::fmt::Display) -> BackupError {
-    BackupError::BadArchive(format!(
-        "the archive is damaged or not a Plaza backup (.tar.gz): {error}"
-    ))
-}
-
-/// Reads the whole archive into the staging folders, checking its
-/// manifest against `expected` first and every entry's path and kind.
-fn unpack(archive: File, expected: &Expected, targets: &Targets) -> Result<Unpacked, BackupError> {
-    let mut reader = tar::Archive::new(GzDecoder::new(BufReader::new(archive)));
-    let mut manifest: Option<Manifest> = None;
-    let mut database = false;
-    let mut keys = Vec::new();
-    let (mut upload_files, mut upload_bytes) = (0, 0);
-    for entry in reader.entries().map_err(bad)? {
-        let mut entry = entry.map_err(bad)?;
-        let path = entry.path().map_err(bad)?.into_owned();
-        let kind = entry.header().entry_type();
-        let Some(read) = &manifest else {
-            if path != Path::new(MANIFEST_ENTRY) || !kind.is_file() {
-                return Err(BackupError::BadArchive(format!(
-                    "not a Plaza backup: its first entry is {}, not {MANIFEST_ENTRY}",
-                    path.display()
-                )));
-            }
-            let mut text = Vec::new();
-            entry
-                .by_ref()
-                .take(MANIFEST_MAX_BYTES + 1)
-                .read_to_end(&mut text)
-                .map_err(bad)?;
-            if text.len() as u64 > MANIFEST_MAX_BYTES {
-                return Err(BackupError::BadArchive(format!(
-                    "not a Plaza backup: its {MANIFEST_ENTRY} is over {MANIFEST_MAX_BYTES} bytes"
-                )));
-            }
-            let parsed: Manifest = serde_json::from_slice(&text).map_err(|error| {
-                BackupError::BadArchive(format!("its {MANIFEST_ENTRY} cannot be read: {error}"))
-            })?;
-            check_manifest(&parsed, expected)?;
-            manifest = Some(parsed);
-            continue;
-        };
-        let parts = entry_parts(&path)?;
-        let (destination, part) = match parts.as_slice() {
-            [folder, name] if folder == "database" => {
-                let wanted = match expected.backend {
-                    Backend::Sqlite => SQLITE_ENTRY,
-                    Backend::Postgres => POSTGRES_ENTRY,
-                };
-                if name != wanted || database {
-                    return Err(unexpected(&path));
-                }
-                database = true;
-                (targets.database.clone(), Part::Database)
-            }
-            [folder, name] if folder == "keys" && KEYS.contains(&name.as_str()) => {
-                keys.push(name.clone());
-                (targets.keys.join(name), Part::Key)
-            }
-            [folder, rest @ ..] if folder == "uploads" && !rest.is_empty() => {
-                let Some(uploads) = targets
-                    .uploads
-                    .as_ref()
-                    .filter(|_| read.upload_store.files_included)
-                else {
-                    return Err(unexpected(&path));
-                };
-                (
-                    rest.iter()
-                        .fold(uploads.clone(), |path, part| path.join(part)),
-                    Part::Upload,
-                )
-            }
-            _ => return Err(unexpected(&path)),
-        };
-        match kind {
-            tar::EntryType::Directory if part == Part::Upload => {
-                create_private_dir(&destination)
-                    .map_err(failed(format!("creating {}", destination.display())))?;
-            }
-            kind if kind.is_file() => {
-                let written = write_entry(&mut entry, &destination).map_err(|error| {
-                    if error.kind() == io::ErrorKind::AlreadyExists {
-                        BackupError::BadArchive(format!(
-                            "the archive holds {} twice",
-                            path.display()
-                        ))
-                    } else if error.kind() == io::ErrorKind::UnexpectedEof
-                        || error.kind() == io::ErrorKind::InvalidData
-                        || error.kind() == io::ErrorKind::InvalidInput
-                    {
-                        bad(error)
-                    } else {
-                        BackupError::Failed(format!("writing {}: {error}", destination.display()))
-                    }
-                })?;
-                if part == Part::Upload {
-                    upload_files += 1;
-                    upload_bytes += written;
-                }
-            }
-            other => {
-                return Err(BackupError::BadArchive(format!(
-                    "the archive's entry {} is a {other:?}: a Plaza backup holds files and \
-                     folders only",
-                    path.display()
-                )));
-            }
-        }
-    }
-    // The rest of the compressed stream, so its checksum is verified.
-    io::copy(&mut reader.into_inner(), &mut io::sink()).map_err(bad)?;
-    let Some(manifest) = manifest else {
-        return Err(BackupError::BadArchive(
-            "the archive is empty: not a Plaza backup".to_owned(),
-        ));
-    };
-    if !database {
-        return Err(BackupError::BadArchive(
-            "the archive ends before its database: it is incomplete".to_owned(),
-        ));
-    }
-    keys.sort();
-    let mut listed = manifest.keys.clone();
-    listed.sort();
-    if keys != listed {
-        return Err(BackupError::BadArchive(format!(
-            "the archive holds the keys {keys:?}, its manifest lists {listed:?}"
-        )));
-    }
-    Ok(Unpacked {
-        manifest,
-        keys,
-        upload_files,
-        upload_bytes,
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
-    Database,
-    Key,
-    Upload,
-}
-
-fn unexpected(path: &Path) -> BackupError {
-    BackupError::BadArchive(format!(
-        "the archive holds {}, which is not part of a Plaza backup",
-        path.display()
-    ))
-}
-
-/// The parts of an entry's path: plain names only (no root, no `..`, no
-/// `.`), each valid UTF-8.
-fn entry_parts(path: &Path) -> Result<Vec<String>, BackupError> {
-    path.components()
-        .map(|component| match component {
-            Component::Normal(part) => part.to_str().map(str::to_owned),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()
-        .filter(|parts| !parts.is_empty())
-        .ok_or_else(|| {
-            BackupError::BadArchive(format!(
-                "the archive's entry {:?} is not a plain relative path",
-                path.display()
-            ))
-        })
-}
-
-/// Copies one entry into a new file at `destination` (0600); answers its
-/// bytes.
-fn write_entry(entry: &mut impl Read, destination: &Path) -> io::Result<u64> {
-    if let Some(parent) = destination.parent() {
-        create_private_dir(parent)?;
-    }
-    let mut file = create_private_file(destination)?;
-    let written = io::copy(entry, &mut file)?;
-    file.sync_all()?;
-    Ok(written)
-}
-
-fn check_manifest(manifest: &Manifest, expected: &Expected) -> Result<(), BackupError> {
-    if manifest.format != FORMAT {
-        return Err(BackupError::BadArchive(format!(
-            "not a Plaza backup: its manifest's format is {:?}",
-            manifest.format
-        )));
-    }
-    if manifest.format_version > FORMAT_VERSION {
-        return Err(BackupError::Refused(format!(
-            "the archive is of format {}, newer than this Plaza ({}) reads: restore it with \
-             Plaza {} or newer",
-            manifest.format_version,
-            env!("CARGO_PKG_VERSION"),
-            manifest.plaza_version
-        )));
-    }
-    if manifest.engine != expected.backend.name() {
-        return Err(BackupError::Refused(format!(
-            "the archive holds a {} database, but database_url names {}: restore it into the \
-             engine it was taken from",
-            manifest.engine,
-            expected.backend.name()
-        )));
-    }
-    if manifest.schema_version > expected.latest_schema {
-        return Err(BackupError::Refused(format!(
-            "the archive's schema version {} is newer than this Plaza's ({}): restore it with \
-             Plaza {} or newer",
-            manifest.schema_version, expected.latest_schema, manifest.plaza_version
-        )));
-    }
-    if manifest.upload_store.files_included && !expected.local_store {
-        return Err(BackupError::Refused(format!(
-            "the archive holds the files of the local store {}, but storage_url names {}: \
-             restore with a local store (storage_url unset or file://…), then move the files",
-            manifest.upload_store.location, expected.store
-        )));
-    }
-    Ok(())
-}
-
 /// The archive read and staged, about to be put in place.
 struct Restoring<'a> {
     destinations: &'a Destinations,
@@ -890,26 +639,4 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_paths_are_plain_relative_names() {
-        assert_eq!(
-            entry_parts(Path::new("uploads/a/b.png")).unwrap(),
-            ["uploads", "a", "b.png"]
-        );
-        for refused in ["/etc/passwd", "uploads/../../x", "./x", ""] {
-            assert!(
-                matches!(
-                    entry_parts(Path::new(refused)),
-                    Err(BackupError::BadArchive(_))
-                ),
-                "{refused}"
-            );
-        }
-    }
 }
