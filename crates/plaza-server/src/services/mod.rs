@@ -4,7 +4,7 @@
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
 //! with the maintenance actions it and the admins start, moderators'
-//! decisions on posts, broadcasts and feature flag writes, and generated
+//! decisions on posts and admins' changes to users, broadcasts and feature flag writes, and generated
 //! images kept by their parameters. Nothing here
 //! knows about HTTP routes.
 
@@ -30,3 +30,4 @@ pub mod own_pages;
 pub mod storage;
 pub mod templates;
 pub mod uploads;
+pub mod user_admin;

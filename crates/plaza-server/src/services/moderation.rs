@@ -5,8 +5,6 @@
 //! either all of them happen or none. Who may decide is asked of
 //! `plaza_domain::policy` by the caller before this runs.
 
-use std::time::Duration;
-
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::locks::Resource;
@@ -42,7 +40,7 @@ pub async fn moderate_post(
     post_id: i64,
     decision: Decision,
 ) -> Result<Moderated, AppError> {
-    let ttl = Duration::from_secs(state.settings.limits.admin_lock_ttl_secs);
+    let ttl = state.settings.limits.admin_lock_ttl();
     let moderated = state
         .db
         .write_locked(Resource::Post(post_id), moderator_id, ttl, move |tx| {

@@ -6,9 +6,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::AuditAction;
-use plaza_domain::bans::{self, Ban};
+use plaza_domain::bans::Ban;
 use plaza_domain::listing::Page;
-use plaza_domain::locks::Resource;
 use plaza_domain::subscriptions::{
     self, NewSubscription, STATUSES, Subscription, SubscriptionChanges,
 };
@@ -25,6 +24,7 @@ use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::json::OptionalJson;
 use crate::http::extract::{AppJson, IdPath};
+use crate::services::user_admin;
 use crate::state::AppState;
 
 /// SPEC.md "Limits": page size 20 by default, at most 100.
@@ -428,21 +428,7 @@ pub async fn ban_user(
         true,
     );
     problems.finish()?;
-    let actor = admin.actor;
-    let (user, ban) = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(
-                    async move { bans::ban_user(tx, &context, actor, id, terms.order()).await },
-                )
-            },
-        )
-        .await?;
-    state.auth.session_lookups.forget_user(id);
+    let (user, ban) = user_admin::ban_user(&state, context, admin.actor, id, terms.order()).await?;
     Ok(AppJson(BanOutcome {
         success: true,
         message: "user banned".to_owned(),
@@ -479,20 +465,8 @@ pub async fn unban_user(
     let mut problems = Problems::default();
     let terms = BanTerms::check(&mut problems, body.reason, None, None, false);
     problems.finish()?;
-    let actor = admin.actor;
-    let (user, lifted) = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move {
-                    bans::unban_user(tx, &context, actor, id, terms.reason.as_deref()).await
-                })
-            },
-        )
-        .await?;
+    let (user, lifted) =
+        user_admin::unban_user(&state, context, admin.actor, id, terms.reason).await?;
     Ok(AppJson(BanOutcome {
         success: true,
         message: "user unbanned".to_owned(),

@@ -1,17 +1,11 @@
 //! `/api/v1/admin/users`: the user list and detail, updates, bans and bulk
-//! updates. Every change reads its target inside its unit of work, asks the
-//! policy there, and commits with its audit entry; a refused change writes
-//! nothing.
+//! updates. Every change is made by [`crate::services::user_admin`], as the
+//! other admin surfaces make it.
 
 use axum::extract::State;
-use plaza_domain::audit::{self, AuditAction, AuditContext};
-use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
-use plaza_domain::locks::Resource;
-use plaza_domain::policy::{self, Actor};
-use plaza_domain::users::{
-    self, Activity, Role, User, UserChanges, UserQuery, UserSort, UserStatus,
-};
-use plaza_domain::{DomainError, Tx};
+use plaza_domain::bans::{Ban, BanLength, BanOrder};
+use plaza_domain::policy::Actor;
+use plaza_domain::users::{Activity, Role, User, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -22,6 +16,7 @@ use crate::controllers::params::{self, Pagination, Problems, TextRule, check_tex
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::user_admin::{self, Changes};
 use crate::state::AppState;
 use plaza_domain::time::rfc3339;
 
@@ -309,14 +304,6 @@ pub struct AdminUserUpdate {
     pub notes: Option<String>,
 }
 
-/// Checked changes of an [`AdminUserUpdate`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Changes {
-    status: Option<UserStatus>,
-    role: Option<Role>,
-    is_verified: Option<bool>,
-}
-
 /// Checks the status and role of `body`, recording each problem.
 pub fn checked_update(body: &AdminUserUpdate, problems: &mut Problems) -> Changes {
     let status = body.status.as_deref().and_then(|raw| {
@@ -386,21 +373,7 @@ pub async fn update_admin_user(
     let notes = body
         .notes
         .map(|notes| Some(notes).filter(|notes| !notes.trim().is_empty()));
-    let actor = actor(&admin);
-    let user = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
-            },
-        )
-        .await?;
-    // The user's status or role may have changed (a status other than
-    // active ends their sessions): their sessions are looked up afresh.
-    state.auth.session_lookups.forget_user(id);
+    let user = user_admin::update_user(&state, context, actor(&admin), id, changes, notes).await?;
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
@@ -411,91 +384,8 @@ fn actor(admin: &AdminToken) -> Actor {
     }
 }
 
-/// One user's update in `tx`: policy, change, audit entry (`user.update`,
-/// only when something changed). The console's role change runs it too.
-pub async fn apply_update(
-    tx: &mut Tx<'_>,
-    actor: Actor,
-    context: &AuditContext,
-    id: i64,
-    changes: Changes,
-    notes: Option<Option<String>>,
-) -> Result<User, DomainError> {
-    let target = users::user_in(tx, id).await?;
-    policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
-    if let Some(role) = changes.role.filter(|role| *role != target.role) {
-        policy::grant_role(actor, &target, role).check(
-            "user",
-            "an admin grants roles only to others they manage, up to their own role",
-        )?;
-    }
-    let status = changes.status.filter(|status| *status != target.status);
-    if let Some(status) = status {
-        policy::set_status(actor, &target, status).check(
-            "user",
-            "an admin changes the status only of others they manage, and nobody bans a super admin",
-        )?;
-    }
-    let before = &target.row;
-    let verified_changes = changes
-        .is_verified
-        .is_some_and(|verified| verified != before.email_verified_at.is_some());
-    let notes_change = notes
-        .as_ref()
-        .is_some_and(|notes| *notes != before.admin_notes);
-    if verified_changes || notes_change {
-        policy::edit_admin_fields(actor, &target).check(
-            "user",
-            "an admin changes notes and verification only of others they manage",
-        )?;
-    }
-    if status == Some(UserStatus::Banned) {
-        bans::impose(
-            tx,
-            NewBan {
-                user_id: id,
-                banned_by: Some(actor.user_id),
-                reason: "banned by status change".to_owned(),
-                notes: None,
-                length: BanLength::Permanent,
-            },
-        )
-        .await?;
-    } else if status.is_some() && target.status == UserStatus::Banned {
-        bans::lift(tx, id, Some(actor.user_id), "unbanned by status change").await?;
-    }
-    let user = users::update(
-        tx,
-        id,
-        UserChanges {
-            role: changes.role,
-            status,
-            email_verified: changes
-                .is_verified
-                .filter(|verified| *verified != before.email_verified_at.is_some()),
-            admin_notes: notes.clone(),
-            ..UserChanges::default()
-        },
-    )
-    .await?;
-    let changed = audit::user_changes(&target, &user);
-    if !changed.is_empty() {
-        audit::record(
-            tx,
-            context,
-            AuditAction {
-                action: "user.update",
-                target_type: "user",
-                target_id: Some(id.to_string()),
-                changes: changed.into(),
-            },
-        )
-        .await?;
-    }
-    Ok(user)
-}
-
 /// The checked terms of a ban or unban, as both admin surfaces take them.
+#[derive(Clone)]
 pub struct BanTerms {
     /// Trimmed; `None` when empty.
     pub reason: Option<String>,
@@ -623,29 +513,15 @@ pub async fn ban_admin_user(
     problems.finish()?;
     let banning = banning.unwrap_or_default();
     let actor = actor(&admin);
-    let user = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move {
-                    if banning {
-                        Ok(bans::ban_user(tx, &context, actor, id, terms.order())
-                            .await?
-                            .0)
-                    } else {
-                        let reason = terms.reason.as_deref();
-                        Ok(bans::unban_user(tx, &context, actor, id, reason).await?.0)
-                    }
-                })
-            },
-        )
-        .await?;
-    if banning {
-        state.auth.session_lookups.forget_user(id);
-    }
+    let user = if banning {
+        user_admin::ban_user(&state, context, actor, id, terms.order())
+            .await?
+            .0
+    } else {
+        user_admin::unban_user(&state, context, actor, id, terms.reason)
+            .await?
+            .0
+    };
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
@@ -754,31 +630,16 @@ pub async fn bulk_update_users(
     let actor = actor(&admin);
     let mut results = Vec::with_capacity(ids.len());
     for id in ids {
-        let context = context.clone();
-        let outcome = state
-            .db
-            .write_locked(
-                Resource::User(id),
-                actor.user_id,
-                state.settings.limits.admin_lock_ttl(),
-                move |tx| {
-                    Box::pin(
-                        async move { apply_update(tx, actor, &context, id, changes, None).await },
-                    )
-                },
-            )
-            .await;
+        let outcome =
+            user_admin::update_user(&state, context.clone(), actor, id, changes, None).await;
         // Earlier users may be committed already, so a failure is this
         // user's result, not the whole answer: the answer stays true.
         results.push(match outcome {
-            Ok(_) => {
-                state.auth.session_lookups.forget_user(id);
-                BulkUserResult {
-                    user_id: id.to_string(),
-                    success: true,
-                    error: None,
-                }
-            }
+            Ok(_) => BulkUserResult {
+                user_id: id.to_string(),
+                success: true,
+                error: None,
+            },
             Err(failure) => {
                 let error = AppError::from(failure);
                 if let AppError::Internal(cause) = &error {

@@ -1,22 +1,19 @@
 //! The console's users: the list with search and filters, a user's page
 //! (details, recent activity, ban history), the ban, unban and role forms,
 //! and the bulk ban or unban of the users ticked on the list, for
-//! administrators holding `users:manage`. A ban or an unban is the unit of
-//! work the admin APIs run (`plaza_domain::bans`, under the user's edit
-//! lock, audited as `user.ban` / `user.unban`); a ban ends the user's
-//! sessions and admin tokens at once. A role change is the one of
-//! `PUT /api/v1/admin/users/{id}` (its policy rule, lock and `user.update`
-//! entry). A bulk action is one such unit of work per user, as the API's
+//! administrators holding `users:manage`. A ban, an unban and a role change
+//! are the units of work the admin APIs run ([`crate::services::user_admin`]:
+//! under the user's edit lock, audited as `user.ban`, `user.unban` and
+//! `user.update`); a ban ends the user's sessions and admin tokens at once.
+//! A bulk action is one such unit of work per user, as the API's
 //! bulk update: a refusal leaves the others done, and the answer lists
 //! each user's outcome.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use plaza_domain::bans;
 use plaza_domain::grants;
 use plaza_domain::listing::{Page, SortOrder};
-use plaza_domain::locks::Resource;
 use plaza_domain::policy::Actor;
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
@@ -26,11 +23,12 @@ use serde_json::json;
 use super::{ConsoleUser, check_form_token, form_field, page, page_number};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::{
-    AdminUserUpdate, BanTerms, MAX_BULK_USERS, apply_update, checked_update,
+    AdminUserUpdate, BanTerms, MAX_BULK_USERS, checked_update,
 };
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::extract::{AppForm, AppQuery, IdPath, parse_id};
+use crate::services::user_admin;
 use crate::state::AppState;
 
 /// Users per page of the list.
@@ -290,33 +288,15 @@ async fn ban_one(
     terms: &BanTerms,
     banning: bool,
 ) -> Result<String, AppError> {
-    let order = bans::BanOrder {
-        reason: terms.reason.clone().unwrap_or_default(),
-        notes: terms.notes.clone(),
-        length: terms.length,
+    let changed = if banning {
+        user_admin::ban_user(state, context, actor, id, terms.clone().order())
+            .await?
+            .0
+    } else {
+        user_admin::unban_user(state, context, actor, id, terms.reason.clone())
+            .await?
+            .0
     };
-    let reason = terms.reason.clone();
-    let changed = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move {
-                    if banning {
-                        Ok(bans::ban_user(tx, &context, actor, id, order).await?.0)
-                    } else {
-                        let reason = reason.as_deref();
-                        Ok(bans::unban_user(tx, &context, actor, id, reason).await?.0)
-                    }
-                })
-            },
-        )
-        .await?;
-    if banning {
-        state.auth.session_lookups.forget_user(id);
-    }
     Ok(changed.row.username)
 }
 
@@ -352,23 +332,7 @@ pub async fn change_role(
     };
     let changes = checked_update(&update, &mut problems);
     problems.finish()?;
-    let actor = user.actor();
-    state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move {
-                    apply_update(tx, actor, &context, id, changes, None).await?;
-                    Ok(())
-                })
-            },
-        )
-        .await?;
-    // Sessions carry the role: the user's are looked up afresh.
-    state.auth.session_lookups.forget_user(id);
+    user_admin::update_user(&state, context, user.actor(), id, changes, None).await?;
     Ok(Redirect::to(&format!("/admin/users/{id}?done=role")).into_response())
 }
 

@@ -1,0 +1,181 @@
+//! An admin's change to a user, as every admin surface makes it (the
+//! versioned and unversioned admin APIs and the operator console): under
+//! the user's edit lock, one unit of work reads the target, asks the
+//! domain's policy, writes the change and its audit entry; a refused change
+//! writes nothing. A change that may end the user's sessions (a ban, a new
+//! status or role) drops their cached session lookups once it is committed,
+//! so their next request is checked afresh.
+
+use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
+use plaza_domain::locks::Resource;
+use plaza_domain::policy::{self, Actor};
+use plaza_domain::users::{self, Role, User, UserChanges, UserStatus};
+use plaza_domain::{DomainError, Tx};
+
+use crate::state::AppState;
+
+/// Checked changes to a user's status, role and verification; `None`
+/// leaves a field as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Changes {
+    pub status: Option<UserStatus>,
+    /// Never [`Role::SuperAdmin`]: nobody grants that role through an API.
+    pub role: Option<Role>,
+    pub is_verified: Option<bool>,
+}
+
+/// Applies `changes` and `notes` (`Some(None)` clears them) to user `id` as
+/// `actor`, audited as `user.update` when anything changed.
+pub async fn update_user(
+    state: &AppState,
+    context: AuditContext,
+    actor: Actor,
+    id: i64,
+    changes: Changes,
+    notes: Option<Option<String>>,
+) -> Result<User, DomainError> {
+    let user = state
+        .db
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            state.settings.limits.admin_lock_ttl(),
+            move |tx| {
+                Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
+            },
+        )
+        .await?;
+    state.auth.session_lookups.forget_user(id);
+    Ok(user)
+}
+
+/// Bans user `id` on `order` as `actor` (audited as `user.ban`); their
+/// sessions end at once.
+pub async fn ban_user(
+    state: &AppState,
+    context: AuditContext,
+    actor: Actor,
+    id: i64,
+    order: BanOrder,
+) -> Result<(User, Ban), DomainError> {
+    let banned = state
+        .db
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            state.settings.limits.admin_lock_ttl(),
+            move |tx| Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await }),
+        )
+        .await?;
+    state.auth.session_lookups.forget_user(id);
+    Ok(banned)
+}
+
+/// Lifts user `id`'s ban as `actor`, for `reason` (audited as
+/// `user.unban`); the lifted ban, if there was one.
+pub async fn unban_user(
+    state: &AppState,
+    context: AuditContext,
+    actor: Actor,
+    id: i64,
+    reason: Option<String>,
+) -> Result<(User, Option<Ban>), DomainError> {
+    state
+        .db
+        .write_locked(
+            Resource::User(id),
+            actor.user_id,
+            state.settings.limits.admin_lock_ttl(),
+            move |tx| {
+                Box::pin(async move {
+                    bans::unban_user(tx, &context, actor, id, reason.as_deref()).await
+                })
+            },
+        )
+        .await
+}
+
+/// One user's update in `tx`: the policy for each field that changes, the
+/// change, and its audit entry (only when something changed).
+async fn apply_update(
+    tx: &mut Tx<'_>,
+    actor: Actor,
+    context: &AuditContext,
+    id: i64,
+    changes: Changes,
+    notes: Option<Option<String>>,
+) -> Result<User, DomainError> {
+    let target = users::user_in(tx, id).await?;
+    policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
+    if let Some(role) = changes.role.filter(|role| *role != target.role) {
+        policy::grant_role(actor, &target, role).check(
+            "user",
+            "an admin grants roles only to others they manage, up to their own role",
+        )?;
+    }
+    let status = changes.status.filter(|status| *status != target.status);
+    if let Some(status) = status {
+        policy::set_status(actor, &target, status).check(
+            "user",
+            "an admin changes the status only of others they manage, and nobody bans a super admin",
+        )?;
+    }
+    let before = &target.row;
+    let verified_changes = changes
+        .is_verified
+        .is_some_and(|verified| verified != before.email_verified_at.is_some());
+    let notes_change = notes
+        .as_ref()
+        .is_some_and(|notes| *notes != before.admin_notes);
+    if verified_changes || notes_change {
+        policy::edit_admin_fields(actor, &target).check(
+            "user",
+            "an admin changes notes and verification only of others they manage",
+        )?;
+    }
+    if status == Some(UserStatus::Banned) {
+        bans::impose(
+            tx,
+            NewBan {
+                user_id: id,
+                banned_by: Some(actor.user_id),
+                reason: "banned by status change".to_owned(),
+                notes: None,
+                length: BanLength::Permanent,
+            },
+        )
+        .await?;
+    } else if status.is_some() && target.status == UserStatus::Banned {
+        bans::lift(tx, id, Some(actor.user_id), "unbanned by status change").await?;
+    }
+    let user = users::update(
+        tx,
+        id,
+        UserChanges {
+            role: changes.role,
+            status,
+            email_verified: changes
+                .is_verified
+                .filter(|verified| *verified != before.email_verified_at.is_some()),
+            admin_notes: notes,
+            ..UserChanges::default()
+        },
+    )
+    .await?;
+    let changed = audit::user_changes(&target, &user);
+    if !changed.is_empty() {
+        audit::record(
+            tx,
+            context,
+            AuditAction {
+                action: "user.update",
+                target_type: "user",
+                target_id: Some(id.to_string()),
+                changes: changed.into(),
+            },
+        )
+        .await?;
+    }
+    Ok(user)
+}
