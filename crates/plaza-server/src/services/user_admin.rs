@@ -11,7 +11,7 @@ use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
 use plaza_domain::locks::Resource;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::users::{self, Role, User, UserChanges, UserStatus};
-use plaza_domain::{DomainError, Tx};
+use plaza_domain::{DomainError, Tx, TxFuture};
 
 use crate::state::AppState;
 
@@ -35,17 +35,10 @@ pub async fn update_user(
     changes: Changes,
     notes: Option<Option<String>>,
 ) -> Result<User, DomainError> {
-    let user = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
-            },
-        )
-        .await?;
+    let user = locked(state, actor, id, move |tx| {
+        Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
+    })
+    .await?;
     state.auth.session_lookups.forget_user(id);
     Ok(user)
 }
@@ -59,15 +52,10 @@ pub async fn ban_user(
     id: i64,
     order: BanOrder,
 ) -> Result<(User, Ban), DomainError> {
-    let banned = state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            move |tx| Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await }),
-        )
-        .await?;
+    let banned = locked(state, actor, id, move |tx| {
+        Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await })
+    })
+    .await?;
     state.auth.session_lookups.forget_user(id);
     Ok(banned)
 }
@@ -81,17 +69,26 @@ pub async fn unban_user(
     id: i64,
     reason: Option<String>,
 ) -> Result<(User, Option<Ban>), DomainError> {
+    locked(state, actor, id, move |tx| {
+        Box::pin(async move { bans::unban_user(tx, &context, actor, id, reason.as_deref()).await })
+    })
+    .await
+}
+
+/// Runs `work` as one unit of work under user `id`'s edit lock, held by
+/// `actor`: 423 when another admin holds it.
+async fn locked<T, F>(state: &AppState, actor: Actor, id: i64, work: F) -> Result<T, DomainError>
+where
+    T: Send,
+    F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T> + Send + 'static,
+{
     state
         .db
         .write_locked(
             Resource::User(id),
             actor.user_id,
             state.settings.limits.admin_lock_ttl(),
-            move |tx| {
-                Box::pin(async move {
-                    bans::unban_user(tx, &context, actor, id, reason.as_deref()).await
-                })
-            },
+            work,
         )
         .await
 }
