@@ -19,6 +19,10 @@ pub const MANAGE_USERS: &str = "users:manage";
 pub const MANAGE_PERMISSIONS: &str = "permissions:manage";
 /// The capability of the analytics dashboard.
 pub const READ_ANALYTICS: &str = "analytics:read";
+/// The capability of moderating posts: approving, hiding, flagging and
+/// deleting other people's posts, and the console's moderation queue. A
+/// moderator's powers are this grant's.
+pub const MODERATE_POSTS: &str = "posts:moderate";
 
 /// Most permissions one role may be granted.
 pub const MAX_GRANTS_PER_ROLE: usize = 500;
@@ -59,10 +63,24 @@ impl PermissionStatus {
     }
 }
 
-/// The roles whose grants (and their holders' direct grants) are read:
-/// only an administrator's. The admin surfaces admit no lower role, and a
-/// super admin holds every capability without a grant.
-pub const ROLES_READING_GRANTS: [Role; 1] = [Role::Admin];
+/// The roles whose grants (and their holders' direct grants) are read: a
+/// moderator's ([`MODERATE_POSTS`] is what makes one act as a moderator)
+/// and an administrator's. A super admin holds every capability without a
+/// grant, and a member's grants give nothing.
+pub const ROLES_READING_GRANTS: [Role; 2] = [Role::Moderator, Role::Admin];
+
+/// Whether granting `capability` to `role` gives its holders anything, so
+/// that the console offers it: every permission for an administrator (the
+/// admin surfaces read them), only [`MODERATE_POSTS`] for a moderator (the
+/// one power of the role), nothing for a member or a super admin (who
+/// holds every capability anyway).
+pub fn gates(role: Role, capability: &str) -> bool {
+    match role {
+        Role::Admin => true,
+        Role::Moderator => capability == MODERATE_POSTS,
+        Role::User | Role::SuperAdmin => false,
+    }
+}
 
 /// Changing which permissions `role` holds: any role but `super_admin`,
 /// who holds every capability whatever its grants say.
@@ -234,8 +252,6 @@ mod tests {
     use super::*;
     use crate::policy::{Actor, administer};
 
-    const MODERATE_POSTS: &str = "posts:moderate";
-
     /// What each role holds on a new install, as migrations 0001 and 0029
     /// seed it: `permissions:manage` is nobody's but the super admin's.
     const DEFAULT_GRANTS: [(Role, &[&str]); 2] = [
@@ -315,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn only_an_administrators_grants_of_active_permissions_are_read() {
+    fn only_moderators_and_administrators_grants_of_active_permissions_are_read() {
         let rows: Vec<String> = Role::ALL
             .iter()
             .map(|role| {
@@ -332,7 +348,22 @@ mod tests {
             .collect();
         // A super admin's grants are not read: they hold every capability
         // without one ([`administer`]).
-        assert_eq!(rows, ["NNNN", "NNNN", "NYNN", "NNNN"]);
+        assert_eq!(rows, ["NNNN", "NYNN", "NYNN", "NNNN"]);
+    }
+
+    #[test]
+    fn the_console_offers_a_role_only_the_grants_that_give_it_something() {
+        let rows: Vec<String> = Role::ALL
+            .iter()
+            .map(|role| {
+                CAPABILITIES
+                    .iter()
+                    .map(|capability| if gates(*role, capability) { 'Y' } else { 'N' })
+                    .collect()
+            })
+            .collect();
+        //                 users mod perms analytics
+        assert_eq!(rows, ["NNNN", "NYNN", "YYYY", "NNNN"]);
     }
 
     #[test]

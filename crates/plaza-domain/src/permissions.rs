@@ -628,6 +628,34 @@ pub struct RoleGrants {
     pub permissions: Vec<String>,
 }
 
+/// [`grant_to_role`] from a form that offers `role` only the permissions
+/// whose grant gives it something ([`grants::gates`]): the `ticked` ones
+/// among those, and every grant the role holds that the form did not
+/// offer, kept as it is.
+pub async fn grant_offered_to_role(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    role: &str,
+    ticked: Vec<String>,
+    reason: Option<String>,
+) -> Result<RoleGrants, DomainError> {
+    let offered = |name: &str| Role::parse(role).is_some_and(|role| grants::gates(role, name));
+    let held: Vec<(String,)> = sqlx::query_as(
+        "SELECT p.name FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id \
+         JOIN roles r ON r.id = rp.role_id WHERE r.name = $1 ORDER BY p.name",
+    )
+    .bind(role)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut requested: Vec<String> = ticked.into_iter().filter(|name| offered(name)).collect();
+    for (name,) in held {
+        if !offered(&name) && !requested.contains(&name) {
+            requested.push(name);
+        }
+    }
+    grant_to_role(tx, context, role, requested, reason).await
+}
+
 /// Replaces the grants of `role` with `requested` (distinct names) in
 /// `tx`, audited as `role.permissions.update` with the lists before and
 /// after. `super_admin`'s grants are fixed ([`grants::edit_grants_of`]:

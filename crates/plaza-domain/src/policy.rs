@@ -261,13 +261,14 @@ pub fn use_console(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
 }
 
-/// Deleting a post by a moderation decision, taken with a session (the
-/// console): the session's role must be one that may hold `admin:delete`,
-/// as a token taking the same decision must carry it.
-pub fn delete_post_by_session(actor: Actor) -> Decision {
-    Decision::allowed_if(
-        AdminPermission::allowed_for(actor.role).contains(&AdminPermission::Delete),
-    )
+/// Deleting someone else's post, on every surface a session reaches (the
+/// general `DELETE /api/posts/{id}` and the console's moderation queue):
+/// the rule of [`moderate_post`], so a moderator (who acts as one only with
+/// the `posts:moderate` grant) deletes where they may hide. A token taking
+/// the same decision on the versioned admin surface also carries
+/// `admin:delete`.
+pub fn delete_others_post(actor: Actor) -> Decision {
+    moderate_post(actor)
 }
 
 /// Approving or rejecting custom emojis: moderators and above.
@@ -313,12 +314,30 @@ pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
 }
 
 /// Admin tokens and the admin surfaces while the setting
-/// `admin_totp_required` is on: an administrator needs two-factor sign-in
-/// (TOTP) turned on to mint a token or to use either admin surface, by
-/// session or token. Roles below administrator are left to each surface's
-/// own rule (a moderator reviewing custom emojis).
-pub fn use_admin_credentials(role: Role, has_totp: bool, totp_required: bool) -> Decision {
-    Decision::allowed_if(!totp_required || !role.is_admin() || has_totp)
+/// `admin_totp_required` is on: an administrator needs a second factor
+/// (TOTP turned on, and for a session, a sign-in that passed it) to mint a
+/// token or to use either admin surface, by session or token. Roles below
+/// administrator are left to each surface's own rule (a moderator
+/// reviewing custom emojis).
+pub fn use_admin_credentials(role: Role, second_factor: bool, totp_required: bool) -> Decision {
+    Decision::allowed_if(!totp_required || !role.is_admin() || second_factor)
+}
+
+/// The role a session acts with on every route: its user's, except that
+/// while `admin_totp_required` is on an administrator whose session passed
+/// no second factor acts as a member ([`use_admin_credentials`]), and a
+/// moderator acts as one only while holding [`crate::grants::MODERATE_POSTS`]
+/// (`holds_moderation`; the role's one power is that grant's). So no
+/// route, whatever its own rule, lends either a power they do not hold.
+pub fn acting_role(
+    role: Role,
+    second_factor: bool,
+    totp_required: bool,
+    holds_moderation: bool,
+) -> Role {
+    let held_back = !use_admin_credentials(role, second_factor, totp_required).is_allowed()
+        || (role == Role::Moderator && !holds_moderation);
+    if held_back { Role::User } else { role }
 }
 
 /// A user's own security settings (whether two-factor sign-in is on):
@@ -394,13 +413,13 @@ mod tests {
     }
 
     #[test]
-    fn the_console_opens_to_moderators_and_deletes_for_administrators() {
+    fn moderators_open_the_console_and_delete_on_every_surface() {
         let decide = |rule: fn(Actor) -> Decision| {
             [Role::User, Role::Moderator, Role::Admin, Role::SuperAdmin]
                 .map(|role| rule(Actor { user_id: 1, role }).is_allowed())
         };
         assert_eq!(decide(use_console), [false, true, true, true]);
-        assert_eq!(decide(delete_post_by_session), [false, false, true, true]);
+        assert_eq!(decide(delete_others_post), [false, true, true, true]);
     }
 
     #[test]
@@ -534,6 +553,11 @@ mod tests {
             let others_draft = post(2, false);
             let own_draft = post(1, false);
             let others_public = post(2, true);
+            assert_eq!(
+                edit_post(me, &others_public).is_allowed(),
+                delete_others_post(me).is_allowed(),
+                "one delete rule for {role:?} on the general route and the console"
+            );
             let expect = |allowed: bool, hidden: bool| match (allowed, hidden) {
                 (true, _) => Decision::Allowed,
                 (false, true) => Decision::Hidden,
@@ -580,6 +604,28 @@ mod tests {
             use_admin_credentials(Role::SuperAdmin, false, true),
             Decision::Forbidden
         );
+        for role in ROLES {
+            assert_eq!(acting_role(role, false, false, true), role);
+            assert_eq!(acting_role(role, true, true, true), role);
+            let held_back = acting_role(role, false, true, true);
+            if role.is_admin() {
+                assert_eq!(held_back, Role::User, "{role:?} acts as a member");
+            } else {
+                assert_eq!(held_back, role, "{role:?} keeps its role");
+            }
+        }
+    }
+
+    #[test]
+    fn a_moderator_moderates_only_with_the_grant() {
+        for role in ROLES {
+            let without = acting_role(role, true, false, false);
+            if role == Role::Moderator {
+                assert_eq!(without, Role::User, "a moderator without posts:moderate");
+            } else {
+                assert_eq!(without, role, "{role:?} does not need it to keep its role");
+            }
+        }
     }
 
     #[test]

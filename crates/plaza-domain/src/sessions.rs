@@ -17,6 +17,10 @@ use crate::{Backend, Database, DomainError, Tx};
 pub struct SessionUser {
     pub session_id: i64,
     pub expires_at: i64,
+    /// When the session was signed in.
+    pub created_at: i64,
+    /// When the session passed a second factor, if it did.
+    pub second_factor_at: Option<i64>,
     pub user: User,
     pub capabilities: Capabilities,
 }
@@ -28,6 +32,7 @@ struct SessionUserRow {
     session_expires_at: i64,
     session_last_seen_at: i64,
     session_created_at: i64,
+    session_second_factor_at: Option<i64>,
     session_capabilities: Option<String>,
     #[sqlx(flatten)]
     user: UserRow,
@@ -59,7 +64,7 @@ fn session_users_sql(dialect: Dialect, size_index: usize) -> &'static str {
             "SELECT s.token_hash AS session_token_hash, s.id AS session_id, \
              s.expires_at AS session_expires_at, \
              s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, \
-             {capabilities} AS session_capabilities, {columns} \
+             s.second_factor_at AS session_second_factor_at, {capabilities} AS session_capabilities, {columns} \
              FROM sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.token_hash IN ({hashes}) AND s.expires_at > $1 AND s.created_at > $2",
             capabilities = capabilities_sql(dialect, "u"),
@@ -239,25 +244,38 @@ impl Database {
         Ok(SessionUser {
             session_id: row.session_id,
             expires_at,
+            created_at: row.session_created_at,
+            second_factor_at: row.session_second_factor_at,
             user: User::try_from(row.user)?,
             capabilities: Capabilities::from_names(row.session_capabilities),
         })
     }
 }
 
+/// How a sign-in proved who is signing in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInProof {
+    /// A password, a provider or a mailed link alone.
+    FirstFactor,
+    /// That and a code of the user's second factor.
+    SecondFactor,
+}
+
 /// Stores, in `tx`, a new session for `user_id` that expires after
-/// `ttl_millis`.
+/// `ttl_millis`, signed in with `proof`.
 pub async fn create(
     tx: &mut Tx<'_>,
     token_hash: &str,
     user_id: i64,
     ttl_millis: i64,
+    proof: SignInProof,
     client: &SessionClient,
 ) -> Result<i64, DomainError> {
     let now = now_millis();
+    let second_factor_at = (proof == SignInProof::SecondFactor).then_some(now);
     let (id,): (i64,) = sqlx::query_as(
-        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at, user_agent, ip_address) \
-         VALUES ($1, $2, $3, $4, $3, $5, $6) RETURNING id",
+        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at, user_agent, ip_address, second_factor_at) \
+         VALUES ($1, $2, $3, $4, $3, $5, $6, $7) RETURNING id",
     )
     .bind(token_hash)
     .bind(user_id)
@@ -265,6 +283,7 @@ pub async fn create(
     .bind(now + ttl_millis)
     .bind(client.user_agent.clone())
     .bind(client.ip_address.clone())
+    .bind(second_factor_at)
     .fetch_one(&mut **tx)
     .await?;
     sqlx::query(
@@ -277,6 +296,17 @@ pub async fn create(
     .execute(&mut **tx)
     .await?;
     Ok(id)
+}
+
+/// Records, in `tx`, that the session with this token hash passed a second
+/// factor now (the code that turned two-factor sign-in on in it).
+pub async fn record_second_factor(tx: &mut Tx<'_>, token_hash: &str) -> Result<(), DomainError> {
+    sqlx::query("UPDATE sessions SET second_factor_at = $1 WHERE token_hash = $2")
+        .bind(now_millis())
+        .bind(token_hash)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// Ends one session (sign-out) in `tx`.

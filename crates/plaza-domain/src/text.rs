@@ -30,19 +30,19 @@ pub fn is_web_url(value: &str, max_chars: usize) -> bool {
             .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
 }
 
-/// An address of the form `local@domain.tld`, at most 254 bytes, without
-/// whitespace, control or bidirectional control characters.
+/// An address mail can reach: one mailbox `local@domain.tld` as the mail
+/// crate parses it (no lists, no display names, no brackets), at most 254
+/// bytes, without whitespace, control or bidirectional control characters,
+/// its domain a dotted name.
 pub fn is_email_address(email: &str) -> bool {
     email.len() <= 254
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        })
         && !email
             .chars()
             .any(|c| c.is_whitespace() || is_refused_in_line(c))
+        && email.parse::<lettre::Address>().is_ok_and(|address| {
+            let domain = address.domain();
+            domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+        })
 }
 
 #[cfg(test)]
@@ -55,6 +55,20 @@ mod tests {
         assert!(!is_email_address("a\u{0}b@example.com"));
         assert!(!is_email_address("a\u{202E}b@example.com"));
         assert!(!is_email_address("ada@example"));
+        for unreachable in [
+            "a@b.test,c@evil.test",
+            "a@rt.test>",
+            "<a@rt.test>",
+            "Ada <a@rt.test>",
+            "a@@rt.test",
+            "@rt.test",
+            "a@rt..test",
+            "a@.rt.test",
+            "a\"@rt.test",
+        ] {
+            assert!(!is_email_address(unreachable), "{unreachable}");
+        }
+        assert!(is_email_address("ada.lovelace+plaza@mail.example.org"));
         assert!(is_refused_in_line('\u{2066}') && !is_refused_in_line('é'));
         assert!(is_web_url("https://img.example/a.png", 100));
         assert!(!is_web_url("javascript:alert(1)", 100));

@@ -37,8 +37,24 @@ async fn purge_removes_expired_state_and_keeps_the_rest() {
         .write(|tx| {
             Box::pin(async move {
                 let client = SessionClient::default();
-                sessions::create(tx, "expired", user_id, -1000, &client).await?;
-                sessions::create(tx, "live", user_id, 60_000, &client).await?;
+                sessions::create(
+                    tx,
+                    "expired",
+                    user_id,
+                    -1000,
+                    sessions::SignInProof::FirstFactor,
+                    &client,
+                )
+                .await?;
+                sessions::create(
+                    tx,
+                    "live",
+                    user_id,
+                    60_000,
+                    sessions::SignInProof::FirstFactor,
+                    &client,
+                )
+                .await?;
                 let expired = PendingOAuth {
                     provider: "x".into(),
                     pkce_verifier: "v".into(),

@@ -19,6 +19,6 @@ pub use model::{
 pub(crate) use query::ALL_USERS_TOTAL;
 pub use query::{UserPage, UserQuery, UserSort};
 pub use writes::{
-    create, delete, mark_email_verified, record_login, reset_password, revoke_credentials,
-    set_password, set_role, set_status, update, user_in,
+    Verified, create, delete, record_login, reset_password, revoke_credentials, set_password,
+    set_role, set_status, update, user_in, verify_email_securely,
 };

@@ -161,7 +161,7 @@ pub async fn reset_password(
 /// Marks the email of `user_id` verified at `now` (an earlier time stays)
 /// if it is still `email`, the address a verification link was mailed to;
 /// answers the user, or `None` when their address is another one now.
-pub async fn mark_email_verified(
+async fn mark_email_verified(
     tx: &mut Tx<'_>,
     user_id: i64,
     email: &str,
@@ -177,6 +177,66 @@ pub async fn mark_email_verified(
     .fetch_optional(&mut **tx)
     .await?;
     row.map(User::try_from).transpose()
+}
+
+/// What verifying an address did beyond marking it verified.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub user: User,
+    /// The address was unverified until now: the account's other sessions
+    /// ended.
+    pub first_verification: bool,
+    /// The password set while the address was unverified was dropped: the
+    /// person who proved the mailbox chooses the account's password.
+    pub password_dropped: bool,
+}
+
+/// Marks the email of `user_id` verified ([`mark_email_verified`]) and,
+/// when it was unverified until now, secures the account for the owner of
+/// the mailbox: anyone may sign up with someone else's address, so every
+/// session but `kept_session` (the token hash of the verifying request's
+/// own session of this user, if any) ends, and unless the verification
+/// comes from such a session (whose holder knew the password), a password
+/// set before the address was verified is dropped and the admin tokens of
+/// the user end. `None` when the user's address is another one now.
+pub async fn verify_email_securely(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    email: &str,
+    kept_session: Option<&str>,
+    now: i64,
+) -> Result<Option<Verified>, DomainError> {
+    let before = user_in(tx, user_id).await?;
+    let Some(user) = mark_email_verified(tx, user_id, email, now).await? else {
+        return Ok(None);
+    };
+    let first_verification = before.row.email_verified_at.is_none();
+    let mut password_dropped = false;
+    if first_verification {
+        match kept_session {
+            Some(kept) => crate::sessions::end_others(tx, user_id, kept).await?,
+            None => end_sessions(tx, user_id).await?,
+        }
+        if kept_session.is_none() && before.row.password_hash.is_some() {
+            sqlx::query("UPDATE users SET password_hash = NULL, updated_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(user_id)
+                .execute(&mut **tx)
+                .await?;
+            revoke_credentials(tx, user_id, now).await?;
+            password_dropped = true;
+        }
+    }
+    let user = if password_dropped {
+        user_in(tx, user_id).await?
+    } else {
+        user
+    };
+    Ok(Some(Verified {
+        user,
+        first_verification,
+        password_dropped,
+    }))
 }
 
 /// Changes a user's role; a lower role ends the user's admin tokens

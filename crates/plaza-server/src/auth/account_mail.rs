@@ -7,12 +7,14 @@
 //! (a sign-up, a request), and the mail is handed to the sender after it
 //! commits.
 
+use plaza_domain::auth_state;
 use plaza_domain::email_tokens::{self, NewEmailToken, TokenPurpose};
 use plaza_domain::outgoing_mail::{self, NewMail};
 use plaza_domain::time::now_millis;
 use plaza_domain::users::{self, User};
 use plaza_domain::{DomainError, Tx};
 
+use super::SessionPrincipal;
 use super::tokens::{hash_token, random_token};
 use crate::http::error::AppError;
 use crate::services::mail::{Letter, MailKind, compose};
@@ -74,6 +76,7 @@ impl PreparedLink {
                 name,
                 link: &link,
                 valid_for,
+                change: "",
             },
         )
         .map_err(AppError::internal)?;
@@ -104,13 +107,80 @@ impl PreparedLink {
     }
 }
 
-/// How a mail greets `user`: their name, else their username.
+/// How a mail greets someone whose address is not verified: words of
+/// Plaza's own. Anyone may sign up with anyone's address, so a mail to an
+/// unverified address carries no text a user chose.
+pub const NEUTRAL_GREETING: &str = "there";
+
+/// How a mail greets `user`: their name, else their username, while their
+/// address is verified; [`NEUTRAL_GREETING`] before.
 pub fn greeting_name(user: &User) -> String {
+    if user.row.email_verified_at.is_none() {
+        return NEUTRAL_GREETING.to_owned();
+    }
     user.row
         .name
         .clone()
         .filter(|name| !name.trim().is_empty())
         .unwrap_or_else(|| user.row.username.clone())
+}
+
+/// A change to an account's security settings, which its owner is told of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountChange {
+    PasswordChanged,
+    PasswordReset,
+    TotpEnabled,
+    TotpDisabled,
+}
+
+impl AccountChange {
+    fn describe(self) -> &'static str {
+        match self {
+            AccountChange::PasswordChanged => "its password was changed",
+            AccountChange::PasswordReset => "its password was reset with a mailed link",
+            AccountChange::TotpEnabled => "two-factor sign-in was turned on",
+            AccountChange::TotpDisabled => "two-factor sign-in was turned off",
+        }
+    }
+}
+
+/// The mail that tells `user` of `change`, to their address verified or
+/// not (greeted by [`greeting_name`]), with the link of the page where a
+/// new password is asked for. Queue it in the unit of work of the change.
+pub fn account_change_notice(
+    state: &AppState,
+    user: &User,
+    change: AccountChange,
+) -> Result<NewMail, AppError> {
+    let base = state
+        .settings
+        .server
+        .base_url
+        .as_str()
+        .trim_end_matches('/');
+    let mut mail = compose(
+        &state.templates,
+        &state.settings.server,
+        &Letter {
+            kind: MailKind::AccountChanged,
+            recipient: &users::normalize_email(&user.row.email),
+            name: &greeting_name(user),
+            link: &format!("{base}/forgot-password"),
+            valid_for: "",
+            change: change.describe(),
+        },
+    )
+    .map_err(AppError::internal)?;
+    mail.user_id = Some(user.id());
+    Ok(mail)
+}
+
+/// Queues `notice` ([`account_change_notice`]) in `tx`. Wake the sender
+/// once `tx` commits.
+pub async fn queue_notice(tx: &mut Tx<'_>, notice: &NewMail) -> Result<(), DomainError> {
+    outgoing_mail::enqueue(tx, notice, now_millis()).await?;
+    Ok(())
 }
 
 /// Mails `user` a new verification link.
@@ -130,26 +200,75 @@ pub async fn send_verification(state: &AppState, user: &User) -> Result<(), AppE
     Ok(())
 }
 
+/// An address just verified.
+pub struct VerifiedAddress {
+    pub user: User,
+    /// When the password set before the address was verified was dropped
+    /// ([`users::verify_email_securely`]): a reset token (1 hour, once)
+    /// with which whoever opened the link chooses the password now.
+    pub reset_token: Option<String>,
+}
+
 /// Uses a verification token: marks the address it was mailed to verified
-/// and answers the user; a used, expired or unknown token (or one mailed
-/// to an address the user no longer has) is [`invalid_link`].
-pub async fn verify_email(state: &AppState, token: &str) -> Result<User, AppError> {
+/// as [`users::verify_email_securely`] does, `verifier` being the session
+/// token hash of the request that opened the link. A used, expired or
+/// unknown token (or one mailed to an address the user no longer has) is
+/// [`invalid_link`].
+pub async fn verify_email(
+    state: &AppState,
+    token: &str,
+    verifier: Option<&SessionPrincipal>,
+) -> Result<VerifiedAddress, AppError> {
     let token_hash = hash_token(token);
+    let verifier = verifier.map(|principal| (principal.user_id(), principal.token_hash.clone()));
+    let reset_token = random_token();
+    let reset_token_hash = hash_token(&reset_token);
     let verified = state
         .db
         .write(|tx| {
             Box::pin(async move {
                 let now = now_millis();
-                match email_tokens::redeem(tx, TokenPurpose::VerifyEmail, &token_hash, now).await? {
-                    Some(redeemed) => {
-                        users::mark_email_verified(tx, redeemed.user_id, &redeemed.email, now).await
-                    }
-                    None => Ok(None),
+                let Some(redeemed) =
+                    email_tokens::redeem(tx, TokenPurpose::VerifyEmail, &token_hash, now).await?
+                else {
+                    return Ok(None);
+                };
+                let kept = verifier
+                    .as_ref()
+                    .filter(|(user_id, _)| *user_id == redeemed.user_id)
+                    .map(|(_, token_hash)| token_hash.as_str());
+                let Some(verified) =
+                    users::verify_email_securely(tx, redeemed.user_id, &redeemed.email, kept, now)
+                        .await?
+                else {
+                    return Ok(None);
+                };
+                if verified.password_dropped {
+                    email_tokens::issue(
+                        tx,
+                        &NewEmailToken {
+                            token_hash: reset_token_hash,
+                            purpose: TokenPurpose::ResetPassword,
+                            user_id: redeemed.user_id,
+                            email: redeemed.email,
+                            created_at: now,
+                            expires_at: now.saturating_add(RESET_PASSWORD_TTL_MILLIS),
+                        },
+                    )
+                    .await?;
                 }
+                Ok(Some(verified))
             })
         })
         .await?;
-    verified.ok_or_else(invalid_link)
+    let verified = verified.ok_or_else(invalid_link)?;
+    if verified.first_verification {
+        state.auth.session_lookups.forget_user(verified.user.id());
+    }
+    Ok(VerifiedAddress {
+        reset_token: verified.password_dropped.then_some(reset_token),
+        user: verified.user,
+    })
 }
 
 /// The work of a password-forgotten request, done after it is answered:
@@ -173,8 +292,8 @@ pub async fn send_reset_link(state: &AppState, email: &str) -> Result<(), AppErr
     Ok(())
 }
 
-/// Who a reset token belongs to, if it is still good: its address, for the
-/// per-email rate limit before the password is hashed.
+/// Who a reset token belongs to, if it is still good: its address. Asked
+/// before the password is hashed, so an unusable token costs no hash.
 pub async fn reset_token_email(state: &AppState, token: &str) -> Result<String, AppError> {
     state
         .db
@@ -188,15 +307,25 @@ pub async fn reset_token_email(state: &AppState, token: &str) -> Result<String, 
         .ok_or_else(invalid_link)
 }
 
-/// Uses a reset token: sets the password (already hashed) and ends every
-/// session, admin token and other reset link of the user, in one unit of
-/// work. A used, expired or unknown token is [`invalid_link`].
+/// Uses a reset token: sets the password (already hashed), ends every
+/// session, admin token and other reset link of the user and the sign-in
+/// lock of the account, and queues the notice of the change, in one unit
+/// of work. A used, expired or unknown
+/// token is [`invalid_link`].
 pub async fn reset_password(
     state: &AppState,
     token: &str,
     password_hash: String,
 ) -> Result<(), AppError> {
     let token_hash = hash_token(token);
+    let owner = state
+        .db
+        .email_token(TokenPurpose::ResetPassword, &token_hash, now_millis())
+        .await?
+        .ok_or_else(invalid_link)?;
+    let user = state.db.user_by_id(owner.user_id).await?;
+    let notice = account_change_notice(state, &user, AccountChange::PasswordReset)?;
+    let throttle_key = super::signin::account_throttle_key(&user.row.email);
     let reset = state
         .db
         .write(|tx| {
@@ -209,11 +338,16 @@ pub async fn reset_password(
                 };
                 users::reset_password(tx, redeemed.user_id, &password_hash, now).await?;
                 email_tokens::revoke_all(tx, redeemed.user_id, TokenPurpose::ResetPassword).await?;
+                queue_notice(tx, &notice).await?;
+                // Whoever holds the mailbox is the owner: strangers' wrong
+                // passwords no longer lock them out.
+                auth_state::clear_sign_in_failures(tx, &throttle_key).await?;
                 Ok(Some(redeemed.user_id))
             })
         })
         .await?;
     let user_id = reset.ok_or_else(invalid_link)?;
     state.auth.session_lookups.forget_user(user_id);
+    state.mail.wake();
     Ok(())
 }

@@ -47,15 +47,51 @@ pub const CSRF_COOKIE: &str = "plaza_csrf";
 pub struct SessionPrincipal {
     pub session: Arc<SessionUser>,
     pub token_hash: String,
+    /// The role the session acts with ([`SessionPrincipal::role`]).
+    acting_role: Role,
 }
 
 impl SessionPrincipal {
+    /// The principal of `session`, acting with the authority
+    /// [`plaza_domain::policy::acting_role`] leaves it: under
+    /// `admin_totp_required`, and by the moderator's grant.
+    pub fn new(session: SessionUser, token_hash: String, admin_totp_required: bool) -> Self {
+        let acting_role = plaza_domain::policy::acting_role(
+            session.user.role,
+            passed_second_factor(&session),
+            admin_totp_required,
+            session.capabilities.hold(grants::MODERATE_POSTS),
+        );
+        SessionPrincipal {
+            session: Arc::new(session),
+            token_hash,
+            acting_role,
+        }
+    }
+
     pub fn user_id(&self) -> i64 {
         self.session.user.id()
     }
 
+    /// The role this session acts with: the user's, or a member's while
+    /// `admin_totp_required` holds back an administrator's authority from
+    /// a session that passed no second factor, or for a moderator without
+    /// the `posts:moderate` grant.
     pub fn role(&self) -> Role {
-        self.session.user.role
+        self.acting_role
+    }
+
+    /// Whether this session signed in with the user's second factor, which
+    /// is still on.
+    pub fn passed_second_factor(&self) -> bool {
+        passed_second_factor(&self.session)
+    }
+
+    /// The rule of `admin_totp_required` for this session, by the user's
+    /// own role: 403 saying why for an administrator whose session passed
+    /// no second factor.
+    pub fn require_second_factor(&self, state: &AppState) -> Result<(), AppError> {
+        require_second_factor(state, self.session.user.role, self.passed_second_factor())
     }
 
     /// The signed-in user as the policy's actor.
@@ -65,6 +101,11 @@ impl SessionPrincipal {
             role: self.role(),
         }
     }
+}
+
+/// Whether `session` signed in with its user's second factor, still on.
+fn passed_second_factor(session: &SessionUser) -> bool {
+    session.user.has_totp() && session.second_factor_at.is_some()
 }
 
 /// The actor behind an optional session.
@@ -144,9 +185,12 @@ impl OptionalUser {
                     .lookup_recent(&state.db, &state.auth.sessions, &token_hash, max_age)
                     .await?
                     .filter(|session| session.user.status == UserStatus::Active)
-                    .map(|session| SessionPrincipal {
-                        session: Arc::new(session),
-                        token_hash,
+                    .map(|session| {
+                        SessionPrincipal::new(
+                            session,
+                            token_hash,
+                            state.settings.auth.admin_totp_required,
+                        )
                     })
             }
             None => None,
@@ -235,23 +279,28 @@ async fn session_or_token_principal(
         Ok((actor, token.capabilities))
     } else {
         let principal = CurrentUser::from_request_parts(parts, state).await?.0;
-        require_second_factor(state, principal.role(), principal.session.user.has_totp())?;
+        principal.require_second_factor(state)?;
         Ok((principal.actor(), principal.session.capabilities.clone()))
     }
 }
 
 /// The rule of `admin_totp_required` for an administrator's session or
 /// token ([`plaza_domain::policy::use_admin_credentials`]): 403 in the
-/// surface's shape for an administrator without two-factor sign-in.
-pub fn require_second_factor(state: &AppState, role: Role, has_totp: bool) -> Result<(), AppError> {
+/// surface's shape for an administrator whose credential passed no second
+/// factor.
+pub fn require_second_factor(
+    state: &AppState,
+    role: Role,
+    second_factor: bool,
+) -> Result<(), AppError> {
     plaza_domain::policy::use_admin_credentials(
         role,
-        has_totp,
+        second_factor,
         state.settings.auth.admin_totp_required,
     )
     .check(
         "user",
-        "administrators need two-factor sign-in (TOTP) turned on: `admin_totp_required` is set",
+        "administrators need two-factor sign-in (TOTP) turned on, and a session signed in with it: `admin_totp_required` is set",
     )?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use plaza_domain::accounts::{self, ProviderIdentity};
 use plaza_domain::auth_state;
-use plaza_domain::sessions::{self, SessionClient};
+use plaza_domain::sessions::{self, SessionClient, SignInProof};
 use plaza_domain::text::{
     MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_refused_in_line, is_web_url,
 };
@@ -27,10 +27,12 @@ pub struct StartedSession {
     pub user: User,
 }
 
-/// Creates a session for `user` and counts the sign-in.
+/// Creates a session for `user`, signed in with `proof`, and counts the
+/// sign-in.
 pub async fn start_session(
     state: &AppState,
     user: User,
+    proof: SignInProof,
     client: SessionClient,
 ) -> Result<StartedSession, AppError> {
     let token = random_token();
@@ -41,7 +43,7 @@ pub async fn start_session(
         .db
         .write(|tx| {
             Box::pin(async move {
-                sessions::create(tx, &token_hash, user_id, ttl_millis, &client).await?;
+                sessions::create(tx, &token_hash, user_id, ttl_millis, proof, &client).await?;
                 users::record_login(tx, user_id).await
             })
         })
@@ -62,15 +64,20 @@ pub const SECOND_FACTOR_TTL_MILLIS: i64 = 5 * 60 * 1000;
 /// One attempt at proving who someone is (a password, a second-factor
 /// code), counted for the account and the client address before anything
 /// is checked, so parallel guesses cannot all slip under the limit. Past
-/// the account's limit within the lockout window, the attempt is 429 even
-/// when it would succeed. Past the address's limit (counted by the rate
-/// limiter's prefix: an IPv6 /64), a failure is 429 but a success still
-/// goes through: many people can share one address, and one guesser
-/// behind it must not lock them all out.
+/// the account's limit within the lockout window the account is locked:
+/// the attempt is 429 even when it would succeed, except a sign-in that
+/// brings the password and a second-factor code together and gets both
+/// right (strangers' wrong passwords must not lock out an owner who has
+/// two-factor sign-in; a guesser cannot tell a right password from a wrong
+/// one while locked). A password reset ends the lock. Past the address's
+/// limit (counted by the rate limiter's prefix: an IPv6 /64), a failure is
+/// 429 but a success still goes through: many people can share one
+/// address, and one guesser behind it must not lock them all out.
 pub struct CountedAttempt {
     account_key: String,
     address_key: Option<String>,
     address_locked: bool,
+    account_locked: bool,
 }
 
 impl CountedAttempt {
@@ -84,7 +91,7 @@ impl CountedAttempt {
     ) -> Result<Self, AppError> {
         let settings = &state.settings.auth;
         let window = i64::try_from(settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
-        let account_key = format!("email:{}", normalize_email(email));
+        let account_key = account_throttle_key(email);
         let address_key = address.map(|ip| {
             format!(
                 "ip:{}",
@@ -111,14 +118,21 @@ impl CountedAttempt {
                 .await?
         };
         let max = i64::from(settings.sign_in_max_failures);
-        if account_attempts > max {
-            return Err(locked_out(state));
-        }
         Ok(CountedAttempt {
             account_key,
             address_key,
             address_locked: address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR),
+            account_locked: account_attempts > max,
         })
+    }
+
+    /// 429 while the account is locked.
+    pub fn require_unlocked(&self, state: &AppState) -> Result<(), AppError> {
+        if self.account_locked {
+            Err(locked_out(state))
+        } else {
+            Ok(())
+        }
     }
 
     /// The answer to a failed attempt: `failure`, or 429 past the
@@ -181,6 +195,11 @@ impl CountedAttempt {
     }
 }
 
+/// The key the failed sign-ins of the account of `email` are counted under.
+pub fn account_throttle_key(email: &str) -> String {
+    format!("email:{}", normalize_email(email))
+}
+
 /// The address a session's client connected from.
 fn client_address(client: &SessionClient) -> Option<IpAddr> {
     client.ip_address.as_deref().and_then(|ip| ip.parse().ok())
@@ -211,7 +230,8 @@ pub enum PasswordSignIn {
 /// recovery code). Unknown emails and wrong passwords get the same answer
 /// after the same work; a wrong code gets that answer too. Every attempt is
 /// counted ([`CountedAttempt`]); a right password without a code is given
-/// back, since it guessed nothing.
+/// back, since it guessed nothing. While the account is locked, only a
+/// right password with a right code signs in; anything else is 429.
 pub async fn sign_in_with_password(
     state: &AppState,
     email: &str,
@@ -224,26 +244,43 @@ pub async fn sign_in_with_password(
         return Err(AppError::InvalidCredentials);
     }
     let attempt = CountedAttempt::reserve(state, email, client_address(&client)).await?;
+    let second_factor = second_factor.filter(|code| !code.trim().is_empty());
+    if attempt.account_locked && second_factor.is_none() {
+        return Err(locked_out(state));
+    }
     let user = state.db.user_by_email(email).await?;
     let hash = user
         .as_ref()
         .and_then(|user| user.row.password_hash.as_deref());
     let matched = state.auth.passwords.verify(password, hash).await?;
+    let refused = |attempt: &CountedAttempt| {
+        if attempt.account_locked {
+            locked_out(state)
+        } else {
+            attempt.failed(state, AppError::InvalidCredentials)
+        }
+    };
     let user = match user {
         Some(user) if matched && user.is_active() => user,
-        _ => return Err(attempt.failed(state, AppError::InvalidCredentials)),
+        _ => return Err(refused(&attempt)),
     };
-    if user.has_totp() {
-        let Some(code) = second_factor.filter(|code| !code.trim().is_empty()) else {
+    if attempt.account_locked && !user.has_totp() {
+        return Err(locked_out(state));
+    }
+    let proof = if user.has_totp() {
+        let Some(code) = second_factor else {
             attempt.passed(state).await?;
             return Ok(PasswordSignIn::SecondFactorNeeded(user));
         };
         if !two_factor::use_code(state, user.id(), code).await? {
-            return Err(attempt.failed(state, AppError::InvalidCredentials));
+            return Err(refused(&attempt));
         }
-    }
+        SignInProof::SecondFactor
+    } else {
+        SignInProof::FirstFactor
+    };
     attempt.succeeded(state).await?;
-    start_session(state, user, client)
+    start_session(state, user, proof, client)
         .await
         .map(PasswordSignIn::Started)
 }
@@ -301,6 +338,7 @@ pub async fn finish_second_factor(
         return Ok(None);
     }
     let attempt = CountedAttempt::reserve(state, &user.row.email, client_address(&client)).await?;
+    attempt.require_unlocked(state)?;
     if !two_factor::use_code(state, user.id(), code).await? {
         return Err(attempt.failed(state, AppError::InvalidCredentials));
     }
@@ -314,7 +352,7 @@ pub async fn finish_second_factor(
         return Ok(None);
     }
     attempt.succeeded(state).await?;
-    let session = start_session(state, user, client).await?;
+    let session = start_session(state, user, SignInProof::SecondFactor, client).await?;
     Ok(Some(SecondStepDone {
         session,
         callback_url: waiting.callback_url,

@@ -153,10 +153,16 @@ pub async fn disable_totp(state: &AppState, args: EmailArgs) -> Result<(), Strin
             user.row.email
         ));
     }
+    let notice = crate::auth::account_mail::account_change_notice(
+        state,
+        &user,
+        crate::auth::account_mail::AccountChange::TotpDisabled,
+    )
+    .map_err(|error| error.to_string())?;
     apply_audited(
         state,
         user.id(),
-        CommandChange::DisableTotp,
+        CommandChange::DisableTotp(Box::new(notice)),
         "user.totp.disable",
         json!({"totpEnabled": audit::change(true, false)}),
     )
@@ -257,8 +263,8 @@ pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
 enum CommandChange {
     Status(UserStatus),
     Role(Role),
-    /// Two-factor sign-in turned off.
-    DisableTotp,
+    /// Two-factor sign-in turned off, and the notice mailed to its owner.
+    DisableTotp(Box<plaza_domain::outgoing_mail::NewMail>),
     /// The entry alone (a minted token changes nothing stored).
     Nothing,
 }
@@ -321,12 +327,13 @@ async fn apply_audited(
                         users::set_status(tx, user_id, status).await?;
                     }
                     CommandChange::Role(role) => users::set_role(tx, user_id, role).await?,
-                    CommandChange::DisableTotp => {
+                    CommandChange::DisableTotp(notice) => {
                         if !two_factor::disable(tx, user_id).await? {
                             return Err(DomainError::Conflict(
                                 "two-factor sign-in is not on".to_owned(),
                             ));
                         }
+                        crate::auth::account_mail::queue_notice(tx, &notice).await?;
                     }
                     CommandChange::Nothing => {}
                 }

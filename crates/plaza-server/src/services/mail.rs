@@ -52,6 +52,8 @@ pub const PURGE_CHUNK: i64 = 5_000;
 pub enum MailKind {
     VerifyEmail,
     ResetPassword,
+    /// A notice that the account's password or second factor changed.
+    AccountChanged,
 }
 
 impl MailKind {
@@ -59,6 +61,7 @@ impl MailKind {
         match self {
             MailKind::VerifyEmail => "verify_email",
             MailKind::ResetPassword => "reset_password",
+            MailKind::AccountChanged => "account_changed",
         }
     }
 }
@@ -72,6 +75,8 @@ pub struct Letter<'a> {
     pub link: &'a str,
     /// How long the link works, in words.
     pub valid_for: &'a str,
+    /// What changed, in words of Plaza's own (an account change notice).
+    pub change: &'a str,
 }
 
 #[derive(Serialize)]
@@ -82,6 +87,7 @@ struct LetterContext<'a> {
     email: &'a str,
     link: &'a str,
     valid_for: &'a str,
+    change: &'a str,
 }
 
 /// Renders `letter` into a mail to queue: its subject, text and HTML parts
@@ -99,6 +105,7 @@ pub fn compose(
         email: letter.recipient,
         link: letter.link,
         valid_for: letter.valid_for,
+        change: letter.change,
     };
     let rendered = templates.render(&format!("mail/{kind}.subject.txt"), &context)?;
     // One line, whatever the application name holds.
@@ -601,6 +608,7 @@ mod tests {
                 name: "Ada",
                 link: "http://localhost:3000/reset-password?token=abc",
                 valid_for: "1 hour",
+                change: "",
             },
         )
         .unwrap();

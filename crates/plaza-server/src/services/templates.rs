@@ -28,6 +28,18 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/mail/verify_email.html"),
     ),
     (
+        "mail/account_changed.subject.txt",
+        include_str!("../../templates/mail/account_changed.subject.txt"),
+    ),
+    (
+        "mail/account_changed.txt",
+        include_str!("../../templates/mail/account_changed.txt"),
+    ),
+    (
+        "mail/account_changed.html",
+        include_str!("../../templates/mail/account_changed.html"),
+    ),
+    (
         "mail/reset_password.subject.txt",
         include_str!("../../templates/mail/reset_password.subject.txt"),
     ),

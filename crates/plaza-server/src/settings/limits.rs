@@ -32,9 +32,13 @@ pub struct LimitSettings {
     /// verification mail resent) per client address, or per user when
     /// signed in: a budget of their own.
     pub rate_limit_account_mail: Quota,
-    /// The same requests per email address they name (or, for a reset and
-    /// a resend, the address of the account).
+    /// The same requests per email address they name (for a resend, the
+    /// address of the account) and client address: strangers elsewhere do
+    /// not spend the owner's budget.
     pub rate_limit_account_mail_per_email: Quota,
+    /// The same requests per email address from all clients together: how
+    /// much mail one mailbox gets at most.
+    pub rate_limit_account_mail_email_ceiling: Quota,
     /// Clients the in-process limiter tracks at most; beyond it, new
     /// clients share one count until old ones expire.
     pub rate_limit_max_keys: usize,
@@ -72,6 +76,7 @@ impl Default for LimitSettings {
             rate_limit_admin_user_list: Quota::per_hour(100),
             rate_limit_account_mail: Quota::per_hour(10),
             rate_limit_account_mail_per_email: Quota::per_hour(5),
+            rate_limit_account_mail_email_ceiling: Quota::per_hour(20),
             rate_limit_max_keys: 1_000_000,
             redis_url: None,
             redis_ca_file: None,

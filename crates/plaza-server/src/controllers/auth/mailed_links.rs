@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::account_mail;
 use crate::auth::password::check_new_password;
-use crate::auth::{CSRF_COOKIE, CurrentUser, cookie_value};
+use crate::auth::{CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, cookie_value};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppJson, AppQuery};
@@ -51,6 +51,28 @@ pub struct EmailVerified {
     pub success: bool,
     /// When the address was verified.
     pub email_verified: String,
+    /// Present when the address was unverified until now and the link was
+    /// not opened from a session of the account: the password set before
+    /// (by whoever signed up with this address) no longer works, and this
+    /// reset token (1 hour, once; `POST /api/auth/reset-password`) chooses
+    /// the account's password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_reset_token: Option<String>,
+}
+
+impl EmailVerified {
+    fn new(verified: account_mail::VerifiedAddress) -> Self {
+        EmailVerified {
+            success: true,
+            email_verified: verified
+                .user
+                .row
+                .email_verified_at
+                .map(rfc3339)
+                .unwrap_or_default(),
+            password_reset_token: verified.reset_token,
+        }
+    }
 }
 
 /// A request whose mail is on its way.
@@ -80,9 +102,13 @@ fn private_page(status: StatusCode, html: String) -> Response {
     response
 }
 
-/// Open a verification link: marks the address verified. A browser (one
-/// that accepts `text/html`) gets a small page, other clients JSON; a used,
-/// expired or unknown token is 400 either way.
+/// Open a verification link: marks the address verified. An address
+/// verified for the first time ends the account's other sessions; opened
+/// without a session of the account, it also drops a password set before
+/// (docs/security.md, "Accounts"), and a browser is sent on to choose one.
+/// A browser (one that accepts `text/html`) gets a small page (or that
+/// 303), other clients JSON; a used, expired or unknown token is 400
+/// either way.
 #[utoipa::path(
     get,
     path = "/api/auth/verify-email",
@@ -93,6 +119,7 @@ fn private_page(status: StatusCode, html: String) -> Response {
             (EmailVerified = "application/json"),
             (String = "text/html"),
         )),
+        (status = 303, description = "A browser's address is verified and the account's earlier password dropped: on to the page that chooses a new one"),
         (status = 400, description = "The token is missing, used, expired or unknown (`BAD_REQUEST`)", content(
             (GeneralError = "application/json"),
             (String = "text/html"),
@@ -101,29 +128,40 @@ fn private_page(status: StatusCode, html: String) -> Response {
 )]
 pub async fn verify_email_link(
     State(state): State<AppState>,
+    OptionalUser(verifier): OptionalUser,
     headers: HeaderMap,
     AppQuery(query): AppQuery<VerifyEmailQuery>,
 ) -> Response {
     let verified = match query.token.as_deref().filter(|token| !token.is_empty()) {
-        Some(token) => account_mail::verify_email(&state, token).await,
+        Some(token) => account_mail::verify_email(&state, token, verifier.as_ref()).await,
         None => Err(account_mail::invalid_link()),
     };
     match (verified, wants_html(&headers)) {
-        (Ok(_), true) => private_page(StatusCode::OK, pages::email_verification(&state, true)),
+        (Ok(verified), true) => match verified.reset_token {
+            Some(reset_token) => {
+                let mut response =
+                    Redirect::to(&format!("/reset-password?token={reset_token}")).into_response();
+                let headers = response.headers_mut();
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                headers.insert(
+                    header::REFERRER_POLICY,
+                    HeaderValue::from_static("no-referrer"),
+                );
+                response
+            }
+            None => private_page(StatusCode::OK, pages::email_verification(&state, true)),
+        },
         (Err(AppError::BadRequest(_)), true) => private_page(
             StatusCode::BAD_REQUEST,
             pages::email_verification(&state, false),
         ),
-        (Ok(user), false) => AppJson(EmailVerified {
-            success: true,
-            email_verified: user.row.email_verified_at.map(rfc3339).unwrap_or_default(),
-        })
-        .into_response(),
+        (Ok(verified), false) => AppJson(EmailVerified::new(verified)).into_response(),
         (Err(error), _) => error.into_response(),
     }
 }
 
-/// Verify an address with the token of its mail, as the link does.
+/// Verify an address with the token of its mail, as the link does (the
+/// same sessions end and the same password is dropped).
 #[utoipa::path(
     post,
     path = "/api/auth/verify-email",
@@ -136,13 +174,11 @@ pub async fn verify_email_link(
 )]
 pub async fn verify_email(
     State(state): State<AppState>,
+    OptionalUser(verifier): OptionalUser,
     AppJson(body): AppJson<TokenBody>,
 ) -> Result<AppJson<EmailVerified>, AppError> {
-    let user = account_mail::verify_email(&state, &body.token).await?;
-    Ok(AppJson(EmailVerified {
-        success: true,
-        email_verified: user.row.email_verified_at.map(rfc3339).unwrap_or_default(),
-    }))
+    let verified = account_mail::verify_email(&state, &body.token, verifier.as_ref()).await?;
+    Ok(AppJson(EmailVerified::new(verified)))
 }
 
 /// Mail the signed-in user a new verification link (earlier links keep
@@ -162,6 +198,7 @@ pub async fn verify_email(
 pub async fn resend_verification(
     State(state): State<AppState>,
     CurrentUser(principal): CurrentUser,
+    ClientAddress(address): ClientAddress,
 ) -> Result<Response, AppError> {
     let user = &principal.session.user;
     if user.row.email_verified_at.is_some() {
@@ -169,7 +206,10 @@ pub async fn resend_verification(
             "the email address is verified already".to_owned(),
         ));
     }
-    state.rate_limiter.charge_email(&user.row.email).await?;
+    state
+        .rate_limiter
+        .charge_email(&user.row.email, address)
+        .await?;
     account_mail::send_verification(&state, user).await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -207,6 +247,7 @@ pub struct ForgotPasswordBody {
 )]
 pub async fn forgot_password(
     State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
     request: Request,
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
@@ -229,7 +270,7 @@ pub async fn forgot_password(
             Err(AppError::invalid("email", "must be an email address"))
         };
     }
-    if let Err(refused) = state.rate_limiter.charge_email(email).await {
+    if let Err(refused) = state.rate_limiter.charge_email(email, address).await {
         return match refused {
             AppError::RateLimited { .. } if form => Ok(back("too_many_attempts")),
             other => Err(other),
@@ -283,8 +324,12 @@ pub struct PasswordReset {
 }
 
 /// Set a new password with a reset link's token. Every session and admin
-/// token of the user ends, and so do their other reset links. A form post
-/// is redirected to the page.
+/// token of the user ends, and so do their other reset links and the
+/// account's sign-in lock; the owner is mailed a notice. A valid token is
+/// never refused for a budget (nobody else's requests can block the
+/// owner's recovery); a used, expired or unknown one is counted against
+/// the client under `rate_limit_account_mail`. A form post is redirected
+/// to the page.
 #[utoipa::path(
     post,
     path = "/api/auth/password/reset",
@@ -297,11 +342,12 @@ pub struct PasswordReset {
         (status = 400, description = "The token is used, expired or unknown (`BAD_REQUEST`)", body = GeneralError),
         (status = 403, description = "Form post without a valid CSRF token", body = GeneralError),
         (status = 422, description = "The password breaks the password rules, or differs from `passwordConfirm`", body = GeneralError),
-        (status = 429, description = "Too many requests for this address or account (`RATE_LIMITED`)", body = GeneralError),
+        (status = 429, description = "Too many unusable tokens from this client (`RATE_LIMITED`)", body = GeneralError),
     )
 )]
 pub async fn reset_password(
     State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
     request: Request,
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
@@ -315,7 +361,7 @@ pub async fn reset_password(
             .await?
             .0
     };
-    match reset_with(&state, &body).await {
+    match reset_with(&state, &body, address).await {
         Ok(()) if form => Ok(Redirect::to("/reset-password?done=1").into_response()),
         Ok(()) => Ok(AppJson(PasswordReset { success: true }).into_response()),
         Err(error) if form => {
@@ -343,7 +389,11 @@ pub async fn reset_password(
 /// The checks and the reset, in the order that spends the least on a bad
 /// request: the password rules, the token, the per-email limit, and only
 /// then the hash.
-async fn reset_with(state: &AppState, body: &ResetPasswordBody) -> Result<(), AppError> {
+async fn reset_with(
+    state: &AppState,
+    body: &ResetPasswordBody,
+    address: Option<std::net::IpAddr>,
+) -> Result<(), AppError> {
     check_new_password("password", &body.password)?;
     if body
         .password_confirm
@@ -352,8 +402,14 @@ async fn reset_with(state: &AppState, body: &ResetPasswordBody) -> Result<(), Ap
     {
         return Err(AppError::invalid("passwordConfirm", "must equal password"));
     }
-    let email = account_mail::reset_token_email(state, &body.token).await?;
-    state.rate_limiter.charge_email(&email).await?;
+    match account_mail::reset_token_email(state, &body.token).await {
+        Ok(_) => {}
+        Err(invalid @ AppError::BadRequest(_)) => {
+            state.rate_limiter.charge_mail_client(address).await?;
+            return Err(invalid);
+        }
+        Err(other) => return Err(other),
+    }
     let password_hash = state.auth.passwords.hash(&body.password).await?;
     account_mail::reset_password(state, &body.token, password_hash).await
 }

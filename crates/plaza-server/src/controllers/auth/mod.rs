@@ -62,14 +62,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(verify_email_link, verify_email))
         .routes(crate::documented_routes!(forgot_password_page))
         .routes(crate::documented_routes!(reset_password_page))
+        .routes(crate::documented_routes!(reset_password))
 }
 
-/// The routes that mail a link or spend a password hash on one: a rate
-/// limit of their own, per client and per email address.
+/// The routes that mail a link: a rate limit of their own, per client and
+/// per email address. Setting a password with a mailed link is not one of
+/// them: a valid link is never refused for a budget
+/// ([`reset_password`]).
 pub fn account_mail_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(crate::documented_routes!(forgot_password))
-        .routes(crate::documented_routes!(reset_password))
         .routes(crate::documented_routes!(resend_verification))
 }
 

@@ -1,13 +1,16 @@
 //! Changing one's password while signed in: the current password proves
 //! it is the owner (a user who signed up through a provider and has none
-//! sets one), and every other session of the user ends.
+//! sets one); every other session and every admin token of the user ends,
+//! and the owner's address is told of the change.
 
 use axum::extract::State;
+use plaza_domain::time::now_millis;
 use plaza_domain::{sessions, users};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::CurrentUser;
+use crate::auth::account_mail::{AccountChange, account_change_notice, queue_notice};
 use crate::auth::password::check_new_password;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
@@ -31,7 +34,8 @@ pub struct PasswordChanged {
 }
 
 /// Change the signed-in user's password. Every other session of the user
-/// ends; this one stays.
+/// and every admin token minted for them ends (this session stays), and a
+/// notice is mailed to their address.
 #[utoipa::path(
     put,
     path = "/api/auth/password",
@@ -58,16 +62,24 @@ pub async fn change_password(
         }
     }
     let password_hash = state.auth.passwords.hash(&body.new_password).await?;
+    let notice = account_change_notice(
+        &state,
+        &principal.session.user,
+        AccountChange::PasswordChanged,
+    )?;
     let (user_id, kept) = (principal.user_id(), principal.token_hash.clone());
     state
         .db
         .write(|tx| {
             Box::pin(async move {
                 users::set_password(tx, user_id, &password_hash).await?;
-                sessions::end_others(tx, user_id, &kept).await
+                sessions::end_others(tx, user_id, &kept).await?;
+                users::revoke_credentials(tx, user_id, now_millis()).await?;
+                queue_notice(tx, &notice).await
             })
         })
         .await?;
     state.auth.session_lookups.forget_user(user_id);
+    state.mail.wake();
     Ok(AppJson(PasswordChanged { success: true }))
 }

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::auth_state::{self, PendingOAuth};
+use plaza_domain::sessions::SignInProof;
 use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -226,7 +227,7 @@ async fn finish_provider_sign_in(
         return Ok(to_second_step(state, &token));
     }
     let client = session_client(headers, address);
-    let started = signin::start_session(state, user, client).await?;
+    let started = signin::start_session(state, user, SignInProof::FirstFactor, client).await?;
     Ok(with_session_cookie(
         state,
         &started,

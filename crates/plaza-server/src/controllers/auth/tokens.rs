@@ -72,11 +72,7 @@ pub async fn admin_token(
     } else {
         parse_json(&body)?
     };
-    crate::auth::require_second_factor(
-        &state,
-        principal.role(),
-        principal.session.user.has_totp(),
-    )?;
+    principal.require_second_factor(&state)?;
     let (token, claims) = crate::auth::issue_admin_token(
         &state,
         principal.user_id(),

@@ -1,16 +1,21 @@
 //! Turning two-factor sign-in (TOTP) on and off for the signed-in user: a
 //! setup that makes a pending secret, a first code that turns it on and
 //! answers the recovery codes, and a code (or a recovery code) that turns
-//! it off. Every code checked counts as a sign-in attempt on the user's
-//! account, so guessing one here is bounded as on the sign-in page.
+//! it off. Every code (and password) checked counts as a sign-in attempt on
+//! the user's account, so guessing one here is bounded as on the sign-in
+//! page. Turning it on needs the current password, or a sign-in within
+//! [`RECENT_SIGN_IN_MILLIS`]; it makes this session one that passed the
+//! second factor and ends the user's other sessions. Each change is mailed
+//! to the owner.
 
 use std::net::IpAddr;
 
 use axum::extract::State;
-use plaza_domain::two_factor;
+use plaza_domain::{sessions, two_factor};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::auth::account_mail::{AccountChange, account_change_notice, queue_notice};
 use crate::auth::signin::CountedAttempt;
 use crate::auth::two_factor::{
     matching_step, new_recovery_codes, new_secret, provisioning, use_code,
@@ -38,7 +43,15 @@ pub struct TotpCodeBody {
     /// Six digits; to turn two-factor sign-in off, one of the recovery
     /// codes is taken too.
     pub code: String,
+    /// The current password: needed to turn two-factor sign-in on when the
+    /// session signed in more than 10 minutes ago.
+    #[serde(default)]
+    pub password: Option<String>,
 }
+
+/// How recent a sign-in stands in for the password when two-factor
+/// sign-in is turned on.
+pub const RECENT_SIGN_IN_MILLIS: i64 = 10 * 60 * 1000;
 
 /// The answer of turning two-factor sign-in on.
 #[derive(Serialize, ToSchema)]
@@ -95,10 +108,13 @@ pub async fn totp_setup(
     }))
 }
 
-/// Turn two-factor sign-in on with a current code of the pending secret;
-/// answers the recovery codes, shown this once. A wrong code is 400 and
-/// counts as a failed sign-in of the account (429 past
-/// `sign_in_max_failures`).
+/// Turn two-factor sign-in on with a current code of the pending secret,
+/// and the current password unless the session signed in within the last
+/// 10 minutes; answers the recovery codes, shown this once. This session
+/// counts as one that passed the second factor, the user's other sessions
+/// end, and the owner is mailed a notice. A wrong code is 400 and a wrong
+/// or missing password 403; both count as failed sign-ins of the account
+/// (429 past `sign_in_max_failures`).
 #[utoipa::path(
     post,
     path = "/api/auth/totp/enable",
@@ -109,6 +125,7 @@ pub async fn totp_setup(
         (status = 200, description = "On; the recovery codes", body = TotpEnabled),
         (status = 400, description = "The code is wrong", body = GeneralError),
         (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 403, description = "The session signed in over 10 minutes ago and the current password is wrong or missing (a user without a password signs in again)", body = GeneralError),
         (status = 409, description = "Nothing set up, or two-factor sign-in is already on", body = GeneralError),
         (status = 429, description = "Too many failed codes or sign-ins for this account or address", body = GeneralError),
     )
@@ -134,24 +151,41 @@ pub async fn totp_enable(
         }
     };
     let attempt = counted_attempt(&state, &principal, address).await?;
+    if !signed_in_recently(&principal) {
+        let stored = principal.session.user.row.password_hash.as_deref();
+        let given = body.password.as_deref().unwrap_or_default();
+        if stored.is_none() || !state.auth.passwords.verify(given, stored).await? {
+            return Err(attempt.failed(&state, AppError::Forbidden));
+        }
+    }
     let secret = state.auth.totp.open(user_id, &pending)?;
     let Some(step) = matching_step(&secret, body.code.trim(), None) else {
         return Err(attempt.failed(&state, wrong_code()));
     };
     let (recovery_codes, hashes) = new_recovery_codes();
+    let notice =
+        account_change_notice(&state, &principal.session.user, AccountChange::TotpEnabled)?;
+    let kept = principal.token_hash.clone();
     state
         .db
         .write(|tx| {
-            Box::pin(async move { two_factor::enable(tx, user_id, &pending, step, &hashes).await })
+            Box::pin(async move {
+                two_factor::enable(tx, user_id, &pending, step, &hashes).await?;
+                sessions::record_second_factor(tx, &kept).await?;
+                sessions::end_others(tx, user_id, &kept).await?;
+                queue_notice(tx, &notice).await
+            })
         })
         .await?;
     attempt.passed(&state).await?;
     state.auth.session_lookups.forget_user(user_id);
+    state.mail.wake();
     Ok(AppJson(TotpEnabled { recovery_codes }))
 }
 
 /// Turn two-factor sign-in off with a current code or an unused recovery
-/// code; the secret and the recovery codes are deleted. A wrong code is 400
+/// code; the secret and the recovery codes are deleted, and the owner is
+/// mailed a notice. A wrong code is 400
 /// and counts as a failed sign-in of the account (429 past
 /// `sign_in_max_failures`).
 #[utoipa::path(
@@ -189,12 +223,20 @@ pub async fn totp_disable(
     if !use_code(&state, user_id, &body.code).await? {
         return Err(attempt.failed(&state, wrong_code()));
     }
+    let notice =
+        account_change_notice(&state, &principal.session.user, AccountChange::TotpDisabled)?;
     state
         .db
-        .write(|tx| Box::pin(async move { two_factor::disable(tx, user_id).await }))
+        .write(|tx| {
+            Box::pin(async move {
+                two_factor::disable(tx, user_id).await?;
+                queue_notice(tx, &notice).await
+            })
+        })
         .await?;
     attempt.passed(&state).await?;
     state.auth.session_lookups.forget_user(user_id);
+    state.mail.wake();
     Ok(AppJson(TotpDisabled {
         totp_enabled: false,
     }))
@@ -207,7 +249,16 @@ async fn counted_attempt(
     principal: &SessionPrincipal,
     address: Option<IpAddr>,
 ) -> Result<CountedAttempt, AppError> {
-    CountedAttempt::reserve(state, &principal.session.user.row.email, address).await
+    let attempt =
+        CountedAttempt::reserve(state, &principal.session.user.row.email, address).await?;
+    attempt.require_unlocked(state)?;
+    Ok(attempt)
+}
+
+/// Whether the session signed in within [`RECENT_SIGN_IN_MILLIS`].
+fn signed_in_recently(principal: &SessionPrincipal) -> bool {
+    plaza_domain::time::now_millis().saturating_sub(principal.session.created_at)
+        <= RECENT_SIGN_IN_MILLIS
 }
 
 fn wrong_code() -> AppError {

@@ -20,6 +20,7 @@ use plaza_domain::grants::{self, MAX_GRANTS_PER_ROLE};
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::locks::Resource;
 use plaza_domain::permissions::{self, PermissionFilter, PermissionSort};
+use plaza_domain::users::Role;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -107,14 +108,23 @@ pub async fn overview(
                 .iter()
                 .any(|listed| listed["name"] == name.as_str())
     });
+    // A role is offered the permissions whose grant gives it something.
     let roles: Vec<_> = roles
         .iter()
         .map(|role| {
+            let offered: Vec<_> = permissions
+                .iter()
+                .filter_map(|permission| permission["name"].as_str())
+                .filter(|name| {
+                    Role::parse(&role.name).is_some_and(|role| grants::gates(role, name))
+                })
+                .collect();
             json!({
                 "name": role.name,
                 "display_name": role.display_name,
                 "description": role.description,
                 "permissions": role.permissions,
+                "offered": offered,
             })
         })
         .collect();
@@ -134,8 +144,9 @@ pub async fn overview(
     )
 }
 
-/// `POST /admin/access/roles/{role}`: replaces the role's grants with the
-/// ticked permissions.
+/// `POST /admin/access/roles/{role}`: replaces the grants the page offers
+/// the role with the ticked permissions
+/// ([`permissions::grant_offered_to_role`]).
 pub async fn save_role(
     State(state): State<AppState>,
     user: ConsoleUser,
@@ -182,7 +193,7 @@ pub async fn save_role(
             ttl,
             move |tx| {
                 Box::pin(async move {
-                    permissions::grant_to_role(tx, &context, &role, requested, reason).await
+                    permissions::grant_offered_to_role(tx, &context, &role, requested, reason).await
                 })
             },
         )

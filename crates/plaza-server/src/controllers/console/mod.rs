@@ -36,7 +36,6 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{
     CSRF_COOKIE, OptionalUser, Principal, SessionPrincipal, authorize, cookie_value, csrf,
-    require_second_factor,
 };
 use crate::controllers::params::Problems;
 use crate::http::error::AppError;
@@ -141,9 +140,9 @@ impl FromRequestParts<AppState> for ConsoleUser {
         let Some(principal) = principal else {
             return Err(to_sign_in(parts).into_response());
         };
-        let allowed = authorize(policy::use_console(principal.actor()), "console").and_then(|()| {
-            require_second_factor(state, principal.role(), principal.session.user.has_totp())
-        });
+        let allowed = principal
+            .require_second_factor(state)
+            .and_then(|()| authorize(policy::use_console(principal.actor()), "console"));
         allowed.map_err(IntoResponse::into_response)?;
         // The session is the credential this request acts with: the
         // audit entries of its actions name its user.

@@ -207,7 +207,7 @@ pub async fn queue(
             "posts": posts,
             "total": found.total,
             "done": done,
-            "may_delete": policy::delete_post_by_session(user.actor()).is_allowed(),
+            "may_delete": policy::delete_others_post(user.actor()).is_allowed(),
             "previous_page": (page_number > 1).then_some(page_number - 1),
             "next_page": has_next.then_some(page_number + 1),
         }),
@@ -267,7 +267,7 @@ pub async fn decide(
     };
     authorize(policy::moderate_post(user.actor()), "post")?;
     if action == ModerationAction::Delete {
-        authorize(policy::delete_post_by_session(user.actor()), "post")?;
+        authorize(policy::delete_others_post(user.actor()), "post")?;
     }
     let decision = Decision {
         action,

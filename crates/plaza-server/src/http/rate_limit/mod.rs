@@ -122,6 +122,7 @@ impl Limit {
                 Subject::User(_) => Bucket::MailUser,
                 Subject::Address(_) => Bucket::MailAddress,
                 Subject::Email(_) => Bucket::MailEmail,
+                Subject::EmailCeiling(_) => Bucket::MailEmailCeiling,
             };
         }
         match (self.tier(caller), caller.subject) {
@@ -134,12 +135,15 @@ impl Limit {
             (Some(Tier::General), Subject::User(_)) => Bucket::Admin,
             (Some(_), Subject::Address(_)) => Bucket::AdminAddress,
             (_, Subject::Email(_)) => Bucket::MailEmail,
+            (_, Subject::EmailCeiling(_)) => Bucket::MailEmailCeiling,
         }
     }
 
     fn quota(self, caller: &Caller, settings: &LimitSettings) -> Quota {
-        if let Subject::Email(_) = caller.subject {
-            return settings.rate_limit_account_mail_per_email;
+        match caller.subject {
+            Subject::Email(_) => return settings.rate_limit_account_mail_per_email,
+            Subject::EmailCeiling(_) => return settings.rate_limit_account_mail_email_ceiling,
+            _ => {}
         }
         if self == Limit::AccountMail {
             return settings.rate_limit_account_mail;
@@ -157,6 +161,7 @@ impl Limit {
             (Some(Tier::General), Subject::User(_)) => settings.rate_limit_admin,
             (Some(Tier::System), Subject::User(_)) => settings.rate_limit_admin_system,
             (_, Subject::Email(_)) => settings.rate_limit_account_mail_per_email,
+            (_, Subject::EmailCeiling(_)) => settings.rate_limit_account_mail_email_ceiling,
         }
     }
 
@@ -196,9 +201,14 @@ pub enum Subject {
     User(i64),
     /// The client address, IPv6 cut to its /64.
     Address(IpAddr),
-    /// An email address a request names, by the first half of the SHA-256
-    /// of its stored form (the address itself is kept nowhere).
+    /// An email address a request names together with the client that
+    /// names it, by the first half of the SHA-256 of the address's stored
+    /// form and the client's counted prefix (the address itself is kept
+    /// nowhere).
     Email([u8; 16]),
+    /// An email address a request names, from any client, by the first
+    /// half of the SHA-256 of its stored form.
+    EmailCeiling([u8; 16]),
 }
 
 impl Subject {
@@ -225,6 +235,7 @@ enum Bucket {
     MailUser,
     MailAddress,
     MailEmail,
+    MailEmailCeiling,
 }
 
 impl Bucket {
@@ -242,6 +253,7 @@ impl Bucket {
             Bucket::MailUser => "mail_user",
             Bucket::MailAddress => "mail_addr",
             Bucket::MailEmail => "mail_email",
+            Bucket::MailEmailCeiling => "mail_email_all",
         }
     }
 }
@@ -365,19 +377,49 @@ impl RateLimiter {
         }
     }
 
-    /// Counts one request naming `email` under [`Limit::AccountMail`]'s
-    /// budget per email address (nothing with rate limits off): a refusal
-    /// is the 429 to send; when the shared store cannot answer, it fails
-    /// closed as the route group does.
-    pub async fn charge_email(&self, email: &str) -> Result<(), AppError> {
+    /// Counts one request naming `email` from `client` under
+    /// [`Limit::AccountMail`]'s budgets per email address (nothing with
+    /// rate limits off): per address and client
+    /// (`rate_limit_account_mail_per_email`), so strangers elsewhere cannot
+    /// spend the owner's, and per address from every client
+    /// (`rate_limit_account_mail_email_ceiling`), which bounds the mail one
+    /// mailbox gets. A refusal is the 429 to send; when the shared store
+    /// cannot answer, it fails closed as the route group does.
+    pub async fn charge_email(&self, email: &str, client: Option<IpAddr>) -> Result<(), AppError> {
         if !self.settings.rate_limits_enabled {
             return Ok(());
         }
-        let digest = sha2::Sha256::digest(plaza_domain::users::normalize_email(email).as_bytes());
-        let mut key = [0u8; 16];
-        key.copy_from_slice(&digest[..16]);
+        let email = plaza_domain::users::normalize_email(email);
+        let mut pair = sha2::Sha256::new();
+        pair.update(email.as_bytes());
+        pair.update([0]);
+        if let Some(client) = client {
+            pair.update(counted_prefix(client).to_string().as_bytes());
+        }
+        let charge = |subject| async move {
+            let caller = Caller {
+                subject,
+                super_token: false,
+            };
+            self.charge(Limit::AccountMail, caller, 1).await.map(|_| ())
+        };
+        charge(Subject::Email(first_half(&pair.finalize()))).await?;
+        charge(Subject::EmailCeiling(first_half(&sha2::Sha256::digest(
+            email.as_bytes(),
+        ))))
+        .await
+    }
+
+    /// Counts a request of `client` under [`Limit::AccountMail`]'s budget
+    /// per client, for a route outside that group that spends it only on
+    /// some requests (a reset whose token is no good). A refusal is the
+    /// 429 to send.
+    pub async fn charge_mail_client(&self, client: Option<IpAddr>) -> Result<(), AppError> {
+        if !self.settings.rate_limits_enabled {
+            return Ok(());
+        }
         let caller = Caller {
-            subject: Subject::Email(key),
+            subject: Subject::Address(client.map_or(IpAddr::from([0, 0, 0, 0]), counted_prefix)),
             super_token: false,
         };
         self.charge(Limit::AccountMail, caller, 1).await.map(|_| ())
@@ -424,7 +466,7 @@ fn redis_key(bucket: Bucket, subject: Subject) -> String {
             // Writing to a `String` cannot fail.
             let _ = write!(key, ":a:{address}");
         }
-        Subject::Email(digest) => {
+        Subject::Email(digest) | Subject::EmailCeiling(digest) => {
             key.push_str(":e:");
             for byte in digest {
                 // Writing to a `String` cannot fail.
@@ -433,6 +475,13 @@ fn redis_key(bucket: Bucket, subject: Subject) -> String {
         }
     }
     key
+}
+
+/// The first 16 bytes of a SHA-256 digest.
+fn first_half(digest: &[u8]) -> [u8; 16] {
+    let mut half = [0u8; 16];
+    half.copy_from_slice(&digest[..16]);
+    half
 }
 
 /// Puts `limit` on every route of `router`, and documents its 429 (with the
