@@ -63,21 +63,28 @@ pub const SECOND_FACTOR_TTL_MILLIS: i64 = 5 * 60 * 1000;
 
 /// One attempt at proving who someone is (a password, a second-factor
 /// code), counted for the account and the client address before anything
-/// is checked, so parallel guesses cannot all slip under the limit. Past
-/// the account's limit within the lockout window the account is locked:
-/// the attempt is 429 even when it would succeed, except a sign-in that
-/// brings the password and a second-factor code together and gets both
-/// right (strangers' wrong passwords must not lock out an owner who has
-/// two-factor sign-in; a guesser cannot tell a right password from a wrong
-/// one while locked). A password reset ends the lock. Past the address's
-/// limit (counted by the rate limiter's prefix: an IPv6 /64), a failure is
-/// 429 but a success still goes through: many people can share one
-/// address, and one guesser behind it must not lock them all out.
+/// is checked, so parallel guesses cannot all slip under the limit; a code
+/// is counted again on the account's second-factor key
+/// ([`CountedAttempt::with_code`]). Past the account's limit within the
+/// lockout window the account is locked: the attempt is 429 even when it
+/// would succeed, except a sign-in that brings the password and a code
+/// together and gets both right while the codes are not locked
+/// (strangers' wrong passwords must not lock out an owner who has
+/// two-factor sign-in; while locked, a right password and a wrong one get
+/// the same 429, and wrong codes lock the codes). A password reset ends
+/// the account's lock. Past the address's limit (counted by the rate
+/// limiter's prefix: an IPv6 /64), a failure is 429 but a success still
+/// goes through: many people can share one address, and one guesser
+/// behind it must not lock them all out.
 pub struct CountedAttempt {
+    email: String,
     account_key: String,
     address_key: Option<String>,
+    /// Set once a code is counted.
+    code_key: Option<String>,
     address_locked: bool,
     account_locked: bool,
+    code_locked: bool,
 }
 
 impl CountedAttempt {
@@ -89,8 +96,7 @@ impl CountedAttempt {
         email: &str,
         address: Option<IpAddr>,
     ) -> Result<Self, AppError> {
-        let settings = &state.settings.auth;
-        let window = i64::try_from(settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000;
+        let window = lockout_window(state);
         let account_key = account_throttle_key(email);
         let address_key = address.map(|ip| {
             format!(
@@ -117,40 +123,65 @@ impl CountedAttempt {
                 })
                 .await?
         };
-        let max = i64::from(settings.sign_in_max_failures);
+        let max = max_failures(state);
         Ok(CountedAttempt {
+            email: email.to_owned(),
             account_key,
             address_key,
+            code_key: None,
             address_locked: address_attempts > max * i64::from(ADDRESS_FAILURE_FACTOR),
             account_locked: account_attempts > max,
+            code_locked: false,
         })
     }
 
-    /// 429 while the account is locked.
+    /// Counts the second-factor code this attempt brings on the account's
+    /// code key too, before it is checked.
+    pub async fn with_code(mut self, state: &AppState) -> Result<Self, AppError> {
+        let window = lockout_window(state);
+        let code_key = format!("totp:{}", normalize_email(&self.email));
+        let attempts = {
+            let code_key = code_key.clone();
+            state
+                .db
+                .write(|tx| {
+                    Box::pin(async move {
+                        auth_state::reserve_sign_in_attempt(tx, &code_key, window).await
+                    })
+                })
+                .await?
+        };
+        self.code_locked = attempts > max_failures(state);
+        self.code_key = Some(code_key);
+        Ok(self)
+    }
+
+    /// 429 while the account or its codes are locked.
     pub fn require_unlocked(&self, state: &AppState) -> Result<(), AppError> {
-        if self.account_locked {
+        if self.account_locked || self.code_locked {
             Err(locked_out(state))
         } else {
             Ok(())
         }
     }
 
-    /// The answer to a failed attempt: `failure`, or 429 past the
-    /// address's limit. The attempt stays counted.
+    /// The answer to a failed attempt: `failure`, or 429 while the account
+    /// is locked or past the address's limit. The attempt stays counted.
     pub fn failed(&self, state: &AppState, failure: AppError) -> AppError {
-        if self.address_locked {
+        if self.address_locked || self.account_locked {
             locked_out(state)
         } else {
             failure
         }
     }
 
-    /// The attempt signed someone in: the account's failures are forgotten
-    /// and the address gets its attempt back.
+    /// The attempt signed someone in: the account's failures (and its
+    /// codes') are forgotten and the address gets its attempt back.
     pub async fn succeeded(self, state: &AppState) -> Result<(), AppError> {
         let CountedAttempt {
             account_key,
             address_key,
+            code_key,
             ..
         } = self;
         state
@@ -158,6 +189,9 @@ impl CountedAttempt {
             .write(|tx| {
                 Box::pin(async move {
                     auth_state::clear_sign_in_failures(tx, &account_key).await?;
+                    if let Some(key) = &code_key {
+                        auth_state::clear_sign_in_failures(tx, key).await?;
+                    }
                     if let Some(key) = &address_key {
                         auth_state::release_sign_in_attempt(tx, key).await?;
                     }
@@ -170,21 +204,24 @@ impl CountedAttempt {
 
     /// The attempt proved what it was asked to (a right password still
     /// waiting for its code, a code that turned two-factor sign-in on or
-    /// off) without signing anyone in: the account and the address get it
-    /// back, and earlier failures stay counted, so a right password
-    /// between wrong codes does not reset their count.
+    /// off) without signing anyone in: the account, its codes and the
+    /// address get it back, and earlier failures stay counted, so a right
+    /// password between wrong codes does not reset their count.
     pub async fn passed(self, state: &AppState) -> Result<(), AppError> {
         let CountedAttempt {
             account_key,
             address_key,
+            code_key,
             ..
         } = self;
         state
             .db
             .write(|tx| {
                 Box::pin(async move {
-                    auth_state::release_sign_in_attempt(tx, &account_key).await?;
-                    if let Some(key) = &address_key {
+                    for key in [Some(&account_key), code_key.as_ref(), address_key.as_ref()]
+                        .into_iter()
+                        .flatten()
+                    {
                         auth_state::release_sign_in_attempt(tx, key).await?;
                     }
                     Ok(())
@@ -193,6 +230,16 @@ impl CountedAttempt {
             .await?;
         Ok(())
     }
+}
+
+/// How long failed sign-ins count, in milliseconds.
+fn lockout_window(state: &AppState) -> i64 {
+    i64::try_from(state.settings.auth.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000
+}
+
+/// Failures an account (or its codes) may have within the window.
+fn max_failures(state: &AppState) -> i64 {
+    i64::from(state.settings.auth.sign_in_max_failures)
 }
 
 /// The key the failed sign-ins of the account of `email` are counted under.
@@ -253,31 +300,27 @@ pub async fn sign_in_with_password(
         .as_ref()
         .and_then(|user| user.row.password_hash.as_deref());
     let matched = state.auth.passwords.verify(password, hash).await?;
-    let refused = |attempt: &CountedAttempt| {
-        if attempt.account_locked {
-            locked_out(state)
-        } else {
-            attempt.failed(state, AppError::InvalidCredentials)
-        }
-    };
     let user = match user {
         Some(user) if matched && user.is_active() => user,
-        _ => return Err(refused(&attempt)),
+        _ => return Err(attempt.failed(state, AppError::InvalidCredentials)),
     };
-    if attempt.account_locked && !user.has_totp() {
-        return Err(locked_out(state));
-    }
-    let proof = if user.has_totp() {
+    let (attempt, proof) = if user.has_totp() {
         let Some(code) = second_factor else {
             attempt.passed(state).await?;
             return Ok(PasswordSignIn::SecondFactorNeeded(user));
         };
-        if !two_factor::use_code(state, user.id(), code).await? {
-            return Err(refused(&attempt));
+        let attempt = attempt.with_code(state).await?;
+        if attempt.code_locked {
+            return Err(locked_out(state));
         }
-        SignInProof::SecondFactor
+        if !two_factor::use_code(state, user.id(), code).await? {
+            return Err(attempt.failed(state, AppError::InvalidCredentials));
+        }
+        (attempt, SignInProof::SecondFactor)
+    } else if attempt.account_locked {
+        return Err(locked_out(state));
     } else {
-        SignInProof::FirstFactor
+        (attempt, SignInProof::FirstFactor)
     };
     attempt.succeeded(state).await?;
     start_session(state, user, proof, client)
@@ -337,7 +380,10 @@ pub async fn finish_second_factor(
     if !user.is_active() || !user.has_totp() {
         return Ok(None);
     }
-    let attempt = CountedAttempt::reserve(state, &user.row.email, client_address(&client)).await?;
+    let attempt = CountedAttempt::reserve(state, &user.row.email, client_address(&client))
+        .await?
+        .with_code(state)
+        .await?;
     attempt.require_unlocked(state)?;
     if !two_factor::use_code(state, user.id(), code).await? {
         return Err(attempt.failed(state, AppError::InvalidCredentials));

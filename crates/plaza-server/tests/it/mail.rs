@@ -89,13 +89,23 @@ async fn until_count(server: &TestServer, statement: &str, expected: i64) {
 }
 
 async fn open_as_browser(server: &TestServer, path: &str) -> reqwest::Response {
-    server
+    open_as_browser_of(server, path, None).await
+}
+
+/// Opens `path` as a browser would, signed in with `cookie` when given.
+async fn open_as_browser_of(
+    server: &TestServer,
+    path: &str,
+    cookie: Option<&str>,
+) -> reqwest::Response {
+    let mut request = server
         .client
         .get(server.url(path))
-        .header("accept", BROWSER_ACCEPT)
-        .send()
-        .await
-        .unwrap()
+        .header("accept", BROWSER_ACCEPT);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    request.send().await.unwrap()
 }
 
 fn content_type(response: &reqwest::Response) -> String {
@@ -136,8 +146,10 @@ async fn a_sign_up_mails_a_link_that_verifies_the_address_once(backend: Backend)
         .await;
     assert_eq!(own["emailVerified"], Value::Null);
 
+    // Opened in the browser that signed up (outside it, the account's
+    // password would be dropped: `tests/it/account_security.rs`).
     let link = format!("{VERIFY_PATH}?token={token}");
-    let page = open_as_browser(&server, &link).await;
+    let page = open_as_browser_of(&server, &link, Some(&cookie)).await;
     assert_eq!(page.status(), 200);
     assert!(content_type(&page).starts_with("text/html"));
     assert!(page.text().await.unwrap().contains("confirmed"));
@@ -229,7 +241,7 @@ async fn a_signed_in_user_gets_a_new_verification_link(backend: Backend) {
         &server,
         "POST",
         VERIFY_PATH,
-        None,
+        Some(&cookie),
         Some(json!({"token": second})),
     )
     .await;

@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+mod account_security;
 mod admin;
 mod admin_v1;
 mod alerts;

@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::account_mail;
 use crate::auth::password::check_new_password;
-use crate::auth::{CSRF_COOKIE, ClientAddress, CurrentUser, OptionalUser, cookie_value};
+use crate::auth::{ClientAddress, CurrentUser, OptionalUser};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppJson, AppQuery};
@@ -252,9 +252,9 @@ pub async fn forgot_password(
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
     let body: ForgotPasswordBody = if form {
-        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let csrf = csrf::Presented::from_headers(&state.settings.server, request.headers());
         let AppForm(body) = AppForm::<ForgotPasswordBody>::from_request(request, &state).await?;
-        csrf::check(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        csrf.check(body.csrf_token.as_deref())?;
         body
     } else {
         AppJson::<ForgotPasswordBody>::from_request(request, &state)
@@ -352,9 +352,9 @@ pub async fn reset_password(
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
     let body: ResetPasswordBody = if form {
-        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let csrf = csrf::Presented::from_headers(&state.settings.server, request.headers());
         let AppForm(body) = AppForm::<ResetPasswordBody>::from_request(request, &state).await?;
-        csrf::check(csrf_cookie.as_deref(), body.csrf_token.as_deref())?;
+        csrf.check(body.csrf_token.as_deref())?;
         body
     } else {
         AppJson::<ResetPasswordBody>::from_request(request, &state)

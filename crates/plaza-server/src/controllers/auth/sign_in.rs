@@ -11,9 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin::{self, PasswordSignIn, SecondStepDone};
 use crate::auth::tokens::hash_token;
-use crate::auth::{
-    CSRF_COOKIE, ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie,
-};
+use crate::auth::{ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppJson, AppQuery};
@@ -157,10 +155,10 @@ async fn form_sign_in(
     client: SessionClient,
     request: Request,
 ) -> Result<Response, AppError> {
-    let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+    let csrf = csrf::Presented::from_headers(&state.settings.server, request.headers());
     let challenge = cookie_value(request.headers(), SECOND_FACTOR_COOKIE);
     let AppForm(form): AppForm<SignInForm> = AppForm::from_request(request, state).await?;
-    csrf::check(csrf_cookie.as_deref(), form.csrf_token.as_deref())?;
+    csrf.check(form.csrf_token.as_deref())?;
     let filled = |field: &Option<String>| field.as_deref().is_some_and(|value| !value.is_empty());
     let code = form.totp.filter(|code| !code.is_empty());
     // The second step's form has the code alone.
@@ -272,13 +270,10 @@ pub async fn signout(
     let signed_out =
         cookie_value(request.headers(), SESSION_COOKIE).map(|token| hash_token(&token));
     if form {
-        let csrf_cookie = cookie_value(request.headers(), CSRF_COOKIE);
+        let csrf = csrf::Presented::from_headers(&state.settings.server, request.headers());
         let AppForm(fields): AppForm<std::collections::HashMap<String, String>> =
             AppForm::from_request(request, &state).await?;
-        csrf::check(
-            csrf_cookie.as_deref(),
-            fields.get("csrfToken").map(String::as_str),
-        )?;
+        csrf.check(fields.get("csrfToken").map(String::as_str))?;
     }
     if let Some(principal) = user {
         let token_hash = principal.token_hash.clone();

@@ -14,7 +14,6 @@
 //! lock, audited as `permission.create` and `permission.update`).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::grants::{self, MAX_GRANTS_PER_ROLE};
 use plaza_domain::listing::{Page, SortOrder};
@@ -24,7 +23,7 @@ use plaza_domain::users::Role;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ConsoleUser, check_form_token, form_field, page};
+use super::{ConsoleUser, form_field, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin::permissions::{
     NewPermissionBody, PermissionChangeBody, check_new_permission, check_permission_change,
@@ -152,11 +151,10 @@ pub async fn save_role(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     TextPath(role): TextPath,
-    headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let field = |name: &str| form_field(&fields, name);
-    check_form_token(&headers, field("csrfToken"))?;
+    user.check_form_token(field("csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "role")?;
     let mut problems = Problems::default();
     let reason = field("reason")
@@ -220,10 +218,9 @@ pub async fn create_permission(
     State(state): State<AppState>,
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
-    headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form_field(&fields, "csrfToken"))?;
+    user.check_form_token(form_field(&fields, "csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "permission")?;
     let dependencies = form_field(&fields, "dependencies").map(|listed| {
         Value::Array(
@@ -263,10 +260,9 @@ pub async fn change_permission(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form_field(&fields, "csrfToken"))?;
+    user.check_form_token(form_field(&fields, "csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_PERMISSIONS), "permission")?;
     let body = PermissionChangeBody {
         status: text_value(&fields, "status", true),

@@ -5,7 +5,6 @@
 //! (`services::broadcasts`), checked by the same `BroadcastDraft`.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::listing::Page;
 use plaza_domain::policy;
@@ -13,7 +12,7 @@ use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, page, page_number};
+use super::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::admin_v1::broadcasts::{BroadcastBody, BroadcastDraft, BroadcastItem};
 use crate::controllers::params::Problems;
@@ -93,10 +92,9 @@ pub async fn send(
     State(state): State<AppState>,
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
-    headers: HeaderMap,
     AppForm(form): AppForm<ComposeForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     authorize(policy::send_broadcast(user.actor()), "broadcast")?;
     let targets = form
         .targets
@@ -168,10 +166,9 @@ pub async fn cancel(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<CancelForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     authorize(policy::send_broadcast(user.actor()), "broadcast")?;
     broadcasts::cancel(&state, context, id).await?;
     Ok(Redirect::to("/admin/broadcasts?done=cancelled").into_response())

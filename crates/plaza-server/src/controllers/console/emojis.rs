@@ -5,7 +5,6 @@
 //! `emoji.approve` / `emoji.reject`; nobody approves their own).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::emojis;
 use plaza_domain::listing::Page;
@@ -13,7 +12,7 @@ use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, page, page_number};
+use super::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::emojis::EmojiItem;
 use crate::controllers::params::Problems;
@@ -84,10 +83,9 @@ pub async fn review(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<ReviewForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     authorize(policy::moderate_emojis(user.actor()), "custom emoji")?;
     let moderator = user.actor();
     let done = match form.decision.as_deref() {

@@ -5,13 +5,12 @@
 //! and the writes are its units of work (`services::flags`).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::listing::Page;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, page};
+use super::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::feature_flags::{FeatureFlagItem, FlagWriteBody, checked_write};
 use crate::http::error::AppError;
@@ -78,11 +77,10 @@ pub async fn save(
     State(state): State<AppState>,
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
-    headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let form = FlagForm::from_fields(fields);
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(None, "feature flag")?;
     let name = form.name.unwrap_or_default().trim().to_owned();
     let rollout_percentage = match form.rollout_percentage.as_deref().map(str::trim) {
@@ -141,10 +139,9 @@ pub async fn delete(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     TextPath(name): TextPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<DeleteForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(None, "feature flag")?;
     flags::delete(&state, context, name).await?;
     Ok(Redirect::to("/admin/flags?done=deleted").into_response())

@@ -34,9 +34,7 @@ use plaza_domain::grants;
 use plaza_domain::policy::{self, Actor};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{
-    CSRF_COOKIE, OptionalUser, Principal, SessionPrincipal, authorize, cookie_value, csrf,
-};
+use crate::auth::{OptionalUser, Principal, SessionPrincipal, authorize, csrf};
 use crate::controllers::params::Problems;
 use crate::http::error::AppError;
 use crate::http::pages::CONSOLE_CSP;
@@ -120,8 +118,11 @@ pub fn system_action_routes() -> OpenApiRouter<AppState> {
 pub struct ConsoleUser {
     pub principal: SessionPrincipal,
     pub csrf_token: String,
-    /// The `plaza_csrf` cookie to set when the visitor had none.
+    /// The CSRF cookie to set when the visitor had none bound to their
+    /// session.
     csrf_cookie: Option<HeaderValue>,
+    /// The CSRF cookie and session the request came with, for its form.
+    csrf_presented: csrf::Presented,
 }
 
 impl ConsoleUser {
@@ -156,6 +157,7 @@ impl FromRequestParts<AppState> for ConsoleUser {
             principal,
             csrf_token,
             csrf_cookie,
+            csrf_presented: csrf::Presented::from_headers(&state.settings.server, &parts.headers),
         })
     }
 }
@@ -168,13 +170,13 @@ pub(super) fn form_field<'a>(fields: &'a [(String, String)], name: &str) -> Opti
         .map(|(_, value)| value.as_str())
 }
 
-/// Refuses (403) a console form post whose `csrfToken` is not the token
-/// of its `plaza_csrf` cookie.
-fn check_form_token(headers: &HeaderMap, submitted: Option<&str>) -> Result<(), AppError> {
-    csrf::check(cookie_value(headers, CSRF_COOKIE).as_deref(), submitted)
-}
-
 impl ConsoleUser {
+    /// Refuses (403) a console form post whose `csrfToken` is not the
+    /// token of its CSRF cookie bound to this session.
+    pub fn check_form_token(&self, submitted: Option<&str>) -> Result<(), AppError> {
+        self.csrf_presented.check(submitted)
+    }
+
     /// Whether the viewer administers, holding `capability` (none: the
     /// administrator role is enough), as `plaza_domain::policy` decides.
     pub fn administers(&self, capability: Option<&str>) -> bool {

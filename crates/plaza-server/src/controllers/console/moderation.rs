@@ -7,7 +7,6 @@
 //! administrator is changing answers 423 as a page.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::policy;
@@ -15,7 +14,7 @@ use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, check_form_token, page, page_number};
+use super::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -234,10 +233,9 @@ pub async fn decide(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<DecisionForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     let queue = Queue::parse(form.state.as_deref())?;
     let mut problems = Problems::default();
     let action = problems.check(

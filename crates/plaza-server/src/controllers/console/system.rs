@@ -7,12 +7,11 @@
 //! one at a time per instance) and in the same `system` rate tier.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, page};
+use super::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::system::{MaintenanceBody, checked};
 use crate::http::error::AppError;
@@ -44,10 +43,9 @@ pub async fn run_maintenance(
     State(state): State<AppState>,
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
-    headers: HeaderMap,
     AppForm(form): AppForm<MaintenanceForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(None, "system")?;
     let request = checked(MaintenanceBody {
         action: form.action.unwrap_or_default(),

@@ -10,7 +10,6 @@
 //! each user's outcome.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::grants;
 use plaza_domain::listing::{Page, SortOrder};
@@ -20,7 +19,7 @@ use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, check_form_token, form_field, page, page_number};
+use super::{ConsoleUser, form_field, page, page_number};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::{
     AdminUserUpdate, BanTerms, MAX_BULK_USERS, checked_update,
@@ -232,10 +231,9 @@ pub async fn ban(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<BanForm>,
 ) -> Result<Response, AppError> {
-    change_ban(&state, &user, context, id, &headers, form, true).await
+    change_ban(&state, &user, context, id, form, true).await
 }
 
 /// `POST /admin/users/{id}/unban`: lifts the user's ban, then back to
@@ -245,10 +243,9 @@ pub async fn unban(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<BanForm>,
 ) -> Result<Response, AppError> {
-    change_ban(&state, &user, context, id, &headers, form, false).await
+    change_ban(&state, &user, context, id, form, false).await
 }
 
 async fn change_ban(
@@ -256,11 +253,10 @@ async fn change_ban(
     user: &ConsoleUser,
     context: plaza_domain::audit::AuditContext,
     id: i64,
-    headers: &HeaderMap,
     form: BanForm,
     banning: bool,
 ) -> Result<Response, AppError> {
-    check_form_token(headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
     let duration = form.duration.filter(|duration| !duration.is_empty());
@@ -316,10 +312,9 @@ pub async fn change_role(
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
-    headers: HeaderMap,
     AppForm(form): AppForm<RoleForm>,
 ) -> Result<Response, AppError> {
-    check_form_token(&headers, form.csrf_token.as_deref())?;
+    user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
     let role = form.role.filter(|role| !role.is_empty());
@@ -353,11 +348,10 @@ pub async fn bulk(
     State(state): State<AppState>,
     user: ConsoleUser,
     RequestAudit(context): RequestAudit,
-    headers: HeaderMap,
     AppForm(fields): AppForm<Vec<(String, String)>>,
 ) -> Result<Response, AppError> {
     let field = |name: &str| form_field(&fields, name);
-    check_form_token(&headers, field("csrfToken"))?;
+    user.check_form_token(field("csrfToken"))?;
     user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let mut problems = Problems::default();
     let banning = match field("action") {
