@@ -630,8 +630,8 @@ pub struct RoleGrants {
 
 /// [`grant_to_role`] from a form that offers `role` only the permissions
 /// whose grant gives it something ([`grants::gates`]): the `ticked` ones
-/// among those, and every grant the role holds that the form did not
-/// offer, kept as it is.
+/// (a name not offered is [`DomainError::Invalid`] on `permissions`), and
+/// every grant the role holds that the form did not offer, kept as it is.
 pub async fn grant_offered_to_role(
     tx: &mut Tx<'_>,
     context: &AuditContext,
@@ -640,6 +640,12 @@ pub async fn grant_offered_to_role(
     reason: Option<String>,
 ) -> Result<RoleGrants, DomainError> {
     let offered = |name: &str| Role::parse(role).is_some_and(|role| grants::gates(role, name));
+    if let Some(refused) = ticked.iter().find(|name| !offered(name)) {
+        return Err(DomainError::Invalid {
+            field: "permissions",
+            reason: format!("{refused} is not one the role {role} is offered: it gives it nothing"),
+        });
+    }
     let held: Vec<(String,)> = sqlx::query_as(
         "SELECT p.name FROM role_permissions rp JOIN permissions p ON p.id = rp.permission_id \
          JOIN roles r ON r.id = rp.role_id WHERE r.name = $1 ORDER BY p.name",
@@ -647,7 +653,7 @@ pub async fn grant_offered_to_role(
     .bind(role)
     .fetch_all(&mut **tx)
     .await?;
-    let mut requested: Vec<String> = ticked.into_iter().filter(|name| offered(name)).collect();
+    let mut requested = ticked;
     for (name,) in held {
         if !offered(&name) && !requested.contains(&name) {
             requested.push(name);

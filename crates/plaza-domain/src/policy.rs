@@ -326,7 +326,7 @@ pub fn use_admin_credentials(role: Role, second_factor: bool, totp_required: boo
 /// The role a session acts with on every route: its user's, except that
 /// while `admin_totp_required` is on an administrator whose session passed
 /// no second factor acts as a member ([`use_admin_credentials`]), and a
-/// moderator acts as one only while holding [`crate::grants::MODERATE_POSTS`]
+/// moderator acts as one only while holding `posts:moderate`
 /// (`holds_moderation`; the role's one power is that grant's). So no
 /// route, whatever its own rule, lends either a power they do not hold.
 pub fn acting_role(

@@ -19,7 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::account_mail::PreparedLink;
+use crate::auth::account_mail::{self, PreparedLink};
 use crate::auth::password::check_password;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::docs::Binary;
@@ -181,14 +181,14 @@ pub async fn create_user(
     validate_sign_up(&body)?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
     let name = body.name.map(|name| name.trim().to_owned());
-    // The mail greets by the name, else the username, else the address.
-    let greeting = name
-        .clone()
-        .filter(|name| !name.is_empty())
-        .or_else(|| body.username.clone())
-        .unwrap_or_else(|| body.email.trim().to_owned());
-    let verification =
-        PreparedLink::new(&state, TokenPurpose::VerifyEmail, &body.email, &greeting)?;
+    // The address is not verified yet: the mail carries no text the
+    // person signing up chose.
+    let verification = PreparedLink::new(
+        &state,
+        TokenPurpose::VerifyEmail,
+        &body.email,
+        account_mail::NEUTRAL_GREETING,
+    )?;
     let new = NewUser {
         email: body.email,
         email_verified: false,

@@ -242,15 +242,17 @@ pub async fn totp_disable(
     }))
 }
 
-/// A code checked for the signed-in user, counted on their account as a
-/// sign-in attempt.
+/// A code checked for the signed-in user, counted on their account and its
+/// codes as a sign-in attempt; 429 while either is locked.
 async fn counted_attempt(
     state: &AppState,
     principal: &SessionPrincipal,
     address: Option<IpAddr>,
 ) -> Result<CountedAttempt, AppError> {
-    let attempt =
-        CountedAttempt::reserve(state, &principal.session.user.row.email, address).await?;
+    let attempt = CountedAttempt::reserve(state, &principal.session.user.row.email, address)
+        .await?
+        .with_code(state)
+        .await?;
     attempt.require_unlocked(state)?;
     Ok(attempt)
 }
