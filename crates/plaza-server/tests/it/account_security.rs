@@ -27,6 +27,7 @@ on_both_databases!(
     mail_to_an_unverified_address_carries_no_text_a_user_chose,
     sign_up_refuses_addresses_no_mail_can_reach,
     a_moderator_moderates_only_with_the_posts_moderate_grant,
+    a_form_token_passes_only_with_the_session_it_was_issued_for,
 );
 
 /// A server that asks administrators for a second factor.
@@ -760,4 +761,80 @@ async fn a_moderator_moderates_only_with_the_posts_moderate_grant(backend: Backe
         .await
         .unwrap();
     assert_eq!(console.status(), 403, "the console is closed to them too");
+}
+
+/// The CSRF cookie pair an answer set and the token it carries.
+fn csrf_cookie_of(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find(|value| value.contains("plaza_csrf="))
+        .map(|value| value.to_owned())
+}
+
+async fn a_form_token_passes_only_with_the_session_it_was_issued_for(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (_, first) = member(&server, "first@example.com", "admin").await;
+    let (_, second) = member(&server, "second@example.com", "admin").await;
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    let id = post(
+        &server,
+        &author,
+        json!({"title": "T", "content": "C", "published": true}),
+    )
+    .await;
+    // The token of `GET /api/auth/csrf` is a signed-out one.
+    let (anonymous_cookie, anonymous_token) = server.csrf().await;
+    let issued = server
+        .client
+        .get(server.url("/admin/moderation"))
+        .header("cookie", &first)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(issued.status(), 200);
+    let first_cookie = csrf_cookie_of(&issued)
+        .expect("a token for the session")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let first_token = first_cookie.split_once('=').unwrap().1.to_owned();
+    let hide = |session: &str, csrf_cookie: &str, token: &str| {
+        let request = server
+            .client
+            .post(server.url(&format!("/admin/moderation/{id}")))
+            .header("cookie", format!("{session}; {csrf_cookie}"))
+            .form(&[
+                ("csrfToken", token),
+                ("action", "hide"),
+                ("reason", "Off topic"),
+            ]);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(
+        hide(&second, &first_cookie, &first_token).await,
+        403,
+        "a token planted from another session"
+    );
+    assert_eq!(
+        hide(&first, &anonymous_cookie, &anonymous_token).await,
+        403,
+        "a token issued before signing in"
+    );
+    assert_eq!(hide(&first, &first_cookie, &first_token).await, 303);
+
+    // On https the cookie is a `__Host-` one.
+    let secure =
+        TestServer::start_with(backend, &[("PLAZA_BASE_URL", "https://plaza.example")]).await;
+    let answer = secure.get("/api/auth/csrf").await;
+    let cookie = csrf_cookie_of(&answer).expect("a CSRF cookie");
+    assert!(cookie.starts_with("__Host-plaza_csrf="), "{cookie}");
+    assert!(
+        cookie.contains("Secure") && cookie.contains("Path=/"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Domain"), "{cookie}");
 }
