@@ -84,7 +84,12 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         ))
         .merge(on_surface(
             Surface::Plain,
-            limited(Limit::General, controllers::link_preview::routes()),
+            limited(
+                Limit::General,
+                OpenApiRouter::new()
+                    .merge(controllers::link_preview::routes())
+                    .merge(controllers::profiles::routes()),
+            ),
         ))
         .merge(on_surface(
             Surface::Upload,

@@ -442,7 +442,7 @@ mod tests {
             Surface::Admin
         } else if under("/api/upload") || under("/api/uploads") || under("/api/emojis/custom") {
             Surface::Upload
-        } else if under("/api/link-preview") || under("/api/version") {
+        } else if under("/api/link-preview") || under("/api/version") || under("/api/profile/id") {
             Surface::Plain
         } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
         {
