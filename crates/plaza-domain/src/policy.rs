@@ -139,6 +139,17 @@ pub fn view_user(actor: Option<Actor>, target: &User) -> Decision {
     }
 }
 
+/// Reading a user's profile as idling.app's `/api/profile/id/{id}` does:
+/// as [`view_user`], except that a private profile of an active user is
+/// known to exist (forbidden) rather than hidden; an inactive or banned
+/// user stays hidden.
+pub fn view_profile(actor: Option<Actor>, target: &User) -> Decision {
+    match view_user(actor, target) {
+        Decision::Hidden if target.is_active() => Decision::Forbidden,
+        decision => decision,
+    }
+}
+
 /// A user's email is shown to the user and to administrators.
 pub fn see_email(actor: Option<Actor>, target: &User) -> bool {
     actor.is_some_and(|actor| actor.is(target)) || see_every_user(actor)
@@ -492,6 +503,10 @@ mod tests {
             table(|actor, target| view_user(Some(actor), target)),
             ["AAAAA"; 4]
         );
+        assert_eq!(
+            table(|actor, target| view_profile(Some(actor), target)),
+            ["AAAAA"; 4]
+        );
     }
 
     #[test]
@@ -515,6 +530,30 @@ mod tests {
         }
         assert_eq!(view_user(None, &private), Decision::Hidden);
         assert_eq!(view_user(None, &user(2, Role::User)), Decision::Allowed);
+        // A private profile is forbidden rather than hidden, as idling.app
+        // answers it; a banned user stays hidden.
+        let mut banned = user(2, Role::User);
+        banned.status = UserStatus::Banned;
+        for role in ROLES {
+            let (private_expected, banned_expected) = if role.is_admin() {
+                (Decision::Allowed, Decision::Allowed)
+            } else {
+                (Decision::Forbidden, Decision::Hidden)
+            };
+            assert_eq!(
+                view_profile(Some(actor(role)), &private),
+                private_expected,
+                "{role:?}"
+            );
+            assert_eq!(
+                view_profile(Some(actor(role)), &banned),
+                banned_expected,
+                "{role:?}"
+            );
+        }
+        assert_eq!(view_profile(None, &private), Decision::Forbidden);
+        assert_eq!(view_profile(None, &banned), Decision::Hidden);
+        assert_eq!(view_profile(None, &user(2, Role::User)), Decision::Allowed);
         assert!(!see_email(None, &user(2, Role::User)));
         assert_eq!(create_user_without_signup(None), Decision::Forbidden);
     }

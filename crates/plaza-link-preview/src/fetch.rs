@@ -10,11 +10,15 @@
 //! the environment is used (a proxy would make the check meaningless) and no
 //! cookie store exists.
 //!
-//! The service's own origin is never fetched over the network: its pages
-//! are asked for in process through [`InternalPages`], and its API (paths
+//! The service's own routes are never fetched over the network: they are
+//! asked for in process through [`InternalPages`], and its API (paths
 //! under `/api/`) is refused. A preview of a preview of a preview… could
 //! otherwise recurse through the network without bound, each level holding
-//! a connection and a file descriptor.
+//! a connection and a file descriptor. A path of the own origin that no
+//! route of the service serves (a front end served beside it on the same
+//! origin) is fetched from the base URL over HTTP by a client of its own,
+//! which lets only that origin (scheme, host and port as written) past the
+//! private-address and port rules.
 
 use std::future::Future;
 use std::io;
@@ -275,18 +279,28 @@ pub struct InternalPage {
     pub body: Vec<u8>,
 }
 
+/// What the service makes of a `GET` of one of its own URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InternalAnswer {
+    /// One of its routes answered (a route's own 404 included).
+    Page(InternalPage),
+    /// No route of the service serves the path: the page is another
+    /// application's on the same origin (a front end served beside the
+    /// service), fetched from the base URL over HTTP.
+    NotServed,
+}
+
 /// Future returned by [`InternalPages::get`].
-pub type InternalFetch<'a> = Pin<Box<dyn Future<Output = Option<InternalPage>> + Send + 'a>>;
+pub type InternalFetch<'a> = Pin<Box<dyn Future<Output = Option<InternalAnswer>> + Send + 'a>>;
 
 /// The service's own pages, answered in process.
 ///
 /// Internal links (SPEC.md rule 1: a URL starting with `/`), absolute URLs
 /// on the base URL's origin and redirect hops landing there are asked for
-/// here instead of over the network: a network fetch of the own origin
-/// would bypass the address policy (the base URL is often on localhost, or
-/// names another local service when it is left at its default) and could
-/// recurse through `/api/link-preview`. Paths under `/api/` never reach
-/// this hook.
+/// here first: a network fetch of the service's own routes could recurse
+/// through `/api/link-preview`. Paths under `/api/` never reach this hook.
+/// Only a path the hook does not serve ([`InternalAnswer::NotServed`]) is
+/// fetched from the base URL over the network.
 pub trait InternalPages: Send + Sync + 'static {
     /// Answers a `GET` of `path_and_query` (such as `/og-image-viewer?quote=Hi`),
     /// or `None` when the pages are not available (the server is not
@@ -344,9 +358,12 @@ impl reqwest::dns::Resolve for GuardedDns {
 pub struct PreviewClient {
     config: FetchConfig,
     policy: AddressPolicy,
-    /// The only network client, with the guarded DNS hook: every network
-    /// target passes the address policy.
+    /// The network client for every origin but the own one, with the
+    /// guarded DNS hook: every such target passes the address policy.
     client: reqwest::Client,
+    /// The network client for the own origin's pages that the service does
+    /// not serve: private addresses allowed, used for no other origin.
+    own_origin: reqwest::Client,
     /// The service's own pages; without it, own-origin URLs fail (502)
     /// rather than being fetched over the network.
     internal: Option<Arc<dyn InternalPages>>,
@@ -375,21 +392,20 @@ impl PreviewClient {
             allow_private: config.allow_private,
             allowed_networks: config.allowed_networks.clone(),
         };
-        let client = reqwest::Client::builder()
-            .user_agent(user_agent(&config.app_name))
-            .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .no_proxy()
-            .dns_resolver(Arc::new(GuardedDns {
-                resolver,
-                policy: policy.clone(),
-            }))
-            .connect_timeout(config.timeout)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| BuildError(error_chain(&e)))?;
+        let client = network_client(&config, Arc::clone(&resolver), policy.clone())?;
+        // Only ever asked for the base URL's own origin, so the name it
+        // resolves is the base URL's host as written.
+        let own_origin = network_client(
+            &config,
+            resolver,
+            AddressPolicy {
+                allow_private: true,
+                allowed_networks: Vec::new(),
+            },
+        )?;
         Ok(PreviewClient {
             client,
+            own_origin,
             policy,
             config,
             internal: None,
@@ -409,9 +425,11 @@ impl PreviewClient {
 
     /// Previews `url`: a URL starting with `/` is an internal link resolved
     /// against `base_url` (SPEC.md rule 1); anything else must be an
-    /// absolute `http`/`https` URL. URLs on `base_url`'s origin are answered
-    /// in process ([`InternalPages`]), never over the network, and refused
-    /// under `/api/`. Nothing is cached or stored.
+    /// absolute `http`/`https` URL. URLs on `base_url`'s origin are refused
+    /// under `/api/` and answered in process ([`InternalPages`]); only a
+    /// path the service does not serve is fetched from `base_url`'s origin
+    /// over the network, whatever address and port that origin has.
+    /// Nothing is cached or stored.
     pub async fn preview(&self, url: &str, base_url: &Url) -> Result<LinkPreview, PreviewError> {
         let requested = url.trim();
         if requested.is_empty() {
@@ -464,17 +482,16 @@ impl PreviewClient {
         let mut redirects = 0;
         loop {
             let answer = if url.origin() == base_url.origin() {
-                Answer::Internal(self.internal(&url).await?)
+                match self.internal(&url).await? {
+                    InternalAnswer::Page(page) => Answer::Internal(page),
+                    InternalAnswer::NotServed => {
+                        check_own_origin(&url)?;
+                        Answer::Network(self.send(&self.own_origin, &url).await?)
+                    }
+                }
             } else {
                 self.check(&url)?;
-                let response = self
-                    .client
-                    .get(url.clone())
-                    .header(ACCEPT, "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
-                    .send()
-                    .await
-                    .map_err(|e| classify_send_error(&e))?;
-                Answer::Network(response)
+                Answer::Network(self.send(&self.client, &url).await?)
             };
             let status = answer.status();
             if (300..400).contains(&status) && status != 304 {
@@ -498,9 +515,23 @@ impl PreviewClient {
         }
     }
 
+    /// A `GET` of `url` through `client`.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        url: &Url,
+    ) -> Result<reqwest::Response, PreviewError> {
+        client
+            .get(url.clone())
+            .header(ACCEPT, "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8")
+            .send()
+            .await
+            .map_err(|e| classify_send_error(&e))
+    }
+
     /// Asks the in-process hook for a page of the own origin; its API is
     /// refused first, so no preview can nest another.
-    async fn internal(&self, url: &Url) -> Result<InternalPage, PreviewError> {
+    async fn internal(&self, url: &Url) -> Result<InternalAnswer, PreviewError> {
         if is_api_path(url.path()) {
             return Err(PreviewError::OwnApi);
         }
@@ -572,6 +603,44 @@ impl PreviewClient {
         }
         Ok(extract(&body, content_type.as_deref(), url))
     }
+}
+
+/// The one address rule of the own origin: an IP-literal host must not be
+/// one no connection may go to (`0.0.0.0` reaches the local host on Linux).
+/// A host name is checked by the own-origin client's DNS hook, which
+/// refuses the same addresses.
+fn check_own_origin(url: &Url) -> Result<(), PreviewError> {
+    let literal = match url.host() {
+        Some(Host::Ipv4(ip)) => IpAddr::V4(ip),
+        Some(Host::Ipv6(ip)) => IpAddr::V6(ip),
+        _ => return Ok(()),
+    };
+    if crate::policy::classify(literal) == crate::policy::AddressClass::Never {
+        return Err(PreviewError::AddressRefused {
+            host: url.host_str().unwrap_or_default().to_owned(),
+            addr: literal,
+        });
+    }
+    Ok(())
+}
+
+/// A network client that follows no redirect, sends no referer, uses no
+/// proxy and connects only to the addresses `policy` permits.
+fn network_client(
+    config: &FetchConfig,
+    resolver: Arc<dyn Resolver>,
+    policy: AddressPolicy,
+) -> Result<reqwest::Client, BuildError> {
+    reqwest::Client::builder()
+        .user_agent(user_agent(&config.app_name))
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedDns { resolver, policy }))
+        .connect_timeout(config.timeout)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| BuildError(error_chain(&e)))
 }
 
 /// One hop's answer: from the network, or from the service itself.

@@ -17,6 +17,7 @@ use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
 use crate::http::middleware::RequestLayer;
 use crate::http::rate_limit::address::TrustedProxies;
 use crate::http::rate_limit::{Limit, limited};
+use crate::services::own_pages::FallbackProbe;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -83,7 +84,12 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         ))
         .merge(on_surface(
             Surface::Plain,
-            limited(Limit::General, controllers::link_preview::routes()),
+            limited(
+                Limit::General,
+                OpenApiRouter::new()
+                    .merge(controllers::link_preview::routes())
+                    .merge(controllers::profiles::routes()),
+            ),
         ))
         .merge(on_surface(
             Surface::Upload,
@@ -133,7 +139,14 @@ pub fn build_app(state: AppState) -> Router {
     let proxies = state.rate_limiter.trusted_proxies().clone();
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
-        .fallback(|| async { AppError::RouteNotFound })
+        .fallback(|probe: Option<Extension<FallbackProbe>>| async move {
+            // A link preview asking in process learns that no route serves
+            // the path (see `services::own_pages`).
+            if let Some(Extension(probe)) = probe {
+                probe.reached();
+            }
+            AppError::RouteNotFound
+        })
         .with_state(state.clone())
         // The rate limiter's layers find the state here: they are put on
         // route groups before there is a state to hand them.
@@ -244,8 +257,9 @@ impl Server {
 
 /// Warns when `base_url` names a loopback port other than the one bound:
 /// usually the default base URL left in place. Absolute links and cookies
-/// then point at whatever else listens there (link previews of the own
-/// origin are answered in process, so they are not affected).
+/// then point at whatever else listens there, and link previews of own-origin
+/// pages that Plaza does not serve are fetched from it (Plaza's own routes
+/// are answered in process, so they are not affected).
 fn warn_about_base_url(server: &ServerSettings, bound: SocketAddr) {
     let base = &server.base_url;
     let loopback = match base.host() {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use plaza_link_preview::{
-    FetchConfig, InternalFetch, InternalPage, InternalPages, PreviewClient, PreviewError,
-    StaticResolver,
+    FetchConfig, InternalAnswer, InternalFetch, InternalPage, InternalPages, PreviewClient,
+    PreviewError, StaticResolver,
 };
 use url::Url;
 
@@ -245,12 +245,16 @@ impl InternalPages for Pages {
                 location: Some("/api/link-preview?url=/about".to_owned()),
                 ..InternalPage::default()
             },
+            // A front end's pages beside the service: no route serves them.
+            path if path == "/whoami" || path.starts_with("/redirect?") => {
+                return Box::pin(async move { Some(InternalAnswer::NotServed) });
+            }
             _ => InternalPage {
                 status: 404,
                 ..InternalPage::default()
             },
         };
-        Box::pin(async move { Some(page) })
+        Box::pin(async move { Some(InternalAnswer::Page(page)) })
     }
 }
 
@@ -331,6 +335,51 @@ async fn internal_links_are_answered_in_process_never_over_the_network() {
     assert_eq!(
         pages.asked.lock().expect("lock").as_slice(),
         ["/about?lang=en", "/about?lang=en", "/nothing", "/moved"]
+    );
+}
+
+#[tokio::test]
+async fn pages_the_service_does_not_serve_come_from_the_base_url_over_http() {
+    // The fixture server stands in for a front end on the base URL's
+    // origin: loopback, on a port the settings do not allow.
+    let server = TestServer::start().await;
+    let base = Url::parse(&server.origin()).expect("url");
+    let pages = Arc::new(Pages::default());
+    let client = PreviewClient::new(FetchConfig {
+        allowed_ports: vec![server.port()],
+        ..FetchConfig::default()
+    })
+    .expect("client")
+    .with_internal_pages(pages.clone());
+    for url in ["/whoami".to_owned(), format!("{}whoami", base.as_str())] {
+        let p = client
+            .preview(&url, &base)
+            .await
+            .expect("the own origin is allowed");
+        assert_eq!(p.title, "127.0.0.1", "{url}");
+    }
+    // The service's own routes are still answered in process.
+    let p = client.preview("/about?lang=en", &base).await.expect("own");
+    assert_eq!(p.title, "About us");
+    // Another name for the same address is not the own origin, directly or
+    // as a redirect hop of the front end.
+    let other_name = format!("http://localhost:{}/whoami", server.port());
+    let redirected = format!("/redirect?to={other_name}");
+    for url in [other_name, redirected] {
+        let err = client.preview(&url, &base).await.expect_err(&url);
+        assert!(
+            matches!(err, PreviewError::AddressRefused { .. }),
+            "{url}: {err:?}"
+        );
+    }
+    assert_eq!(
+        pages.asked.lock().expect("lock").as_slice(),
+        [
+            "/whoami",
+            "/whoami",
+            "/about?lang=en",
+            &format!("/redirect?to=http://localhost:{}/whoami", server.port())
+        ]
     );
 }
 

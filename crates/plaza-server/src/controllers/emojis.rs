@@ -31,7 +31,7 @@ use crate::state::AppState;
 pub const ANSWER_SLOT_MILLIS: i64 = 2_000;
 /// Page size when none is asked for (SPEC.md "Emoji page size").
 const DEFAULT_PER_PAGE: i64 = 50;
-/// Largest page size.
+/// Largest page size; a larger `per_page` gets this many.
 const MAX_PER_PAGE: i64 = 100;
 /// Highest page number asked for (far past the catalog's end).
 const MAX_PAGE: i64 = 100_000;
@@ -199,8 +199,9 @@ pub struct EmojiListQuery {
     /// 1 or more, default 1.
     #[param(value_type = Option<u32>, minimum = 1)]
     pub page: Option<String>,
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    /// 1 or more, default 50; above 100 counts as 100 (as idling.app's
+    /// emoji picker expects when it asks for 1000).
+    #[param(value_type = Option<u32>, minimum = 1)]
     pub per_page: Option<String>,
     /// Add the approved custom emojis and, signed in, your own personal
     /// ones. Default false.
@@ -262,6 +263,23 @@ fn whole_number(
     }
 }
 
+/// `per_page`: a whole number of 1 or more, where anything above
+/// [`MAX_PER_PAGE`], however large, is [`MAX_PER_PAGE`] (as idling.app
+/// answers its emoji picker's `per_page=1000`).
+fn page_size(problems: &mut Problems, raw: Option<&str>) -> i64 {
+    let Some(raw) = raw else {
+        return DEFAULT_PER_PAGE;
+    };
+    match raw.trim().parse::<i64>() {
+        Ok(size) if size >= 1 => size.min(MAX_PER_PAGE),
+        Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => MAX_PER_PAGE,
+        _ => {
+            problems.add("per_page", "must be a whole number of 1 or more");
+            DEFAULT_PER_PAGE
+        }
+    }
+}
+
 /// List the emojis the requesting platform can draw: Unicode emojis up to
 /// the Emoji version of its OS (from the User-Agent, and
 /// `Sec-CH-UA-Platform` / `Sec-CH-UA-Platform-Version` where sent; Windows
@@ -297,13 +315,7 @@ pub async fn list_emojis(
         1..=MAX_PAGE,
         1,
     );
-    let per_page = whole_number(
-        &mut problems,
-        "per_page",
-        query.per_page.as_deref(),
-        1..=MAX_PER_PAGE,
-        DEFAULT_PER_PAGE,
-    );
+    let per_page = page_size(&mut problems, query.per_page.as_deref());
     let include_custom = params::boolean(
         &mut problems,
         "include_custom",

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod og;
 pub mod params;
 pub mod posts;
+pub mod profiles;
 pub mod search;
 pub mod system;
 pub mod uploads;

@@ -1,15 +1,19 @@
 //! The service's own pages, answered in process for link previews: a link
 //! to this service is previewed through the app's router and its whole
 //! middleware stack, as a request from outside would be, without a trip
-//! over the network.
+//! over the network. A path no route serves is reported as such (the
+//! router's fallback marks the request's [`FallbackProbe`]), so the
+//! preview fetches it from the base URL: a front end served beside Plaza
+//! on the same origin.
 
-use std::sync::{OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, header};
 use futures_util::StreamExt;
-use plaza_link_preview::{InternalFetch, InternalPage, InternalPages};
+use plaza_link_preview::{InternalAnswer, InternalFetch, InternalPage, InternalPages};
 use tower::ServiceExt;
 
 /// The service's own pages for link previews, answered by the app's router
@@ -41,22 +45,43 @@ impl OwnPages {
     }
 }
 
+/// Put on an in-process request; the router's fallback marks it, which
+/// tells a path no route serves from a route's own 404.
+#[derive(Clone, Default)]
+pub struct FallbackProbe(Arc<AtomicBool>);
+
+impl FallbackProbe {
+    /// Called by the router's fallback.
+    pub fn reached(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    fn was_reached(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 impl InternalPages for OwnPages {
     fn get<'a>(&'a self, path_and_query: &'a str, max_body: usize) -> InternalFetch<'a> {
         Box::pin(async move {
             let router = self.router.get().and_then(Weak::upgrade)?;
+            let probe = FallbackProbe::default();
             let request = Request::get(path_and_query)
                 .header(header::USER_AGENT, self.user_agent.clone())
                 .header(
                     header::ACCEPT,
                     "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
                 )
+                .extension(probe.clone())
                 .body(Body::empty())
                 .ok()?;
             let response = match (*router).clone().oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
+            if probe.was_reached() {
+                return Some(InternalAnswer::NotServed);
+            }
             let (parts, body) = response.into_parts();
             let header = |name| {
                 parts
@@ -79,7 +104,7 @@ impl InternalPages for OwnPages {
                 let room = max_body - page.body.len();
                 page.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
             }
-            Some(page)
+            Some(InternalAnswer::Page(page))
         })
     }
 }

@@ -644,7 +644,11 @@ async fn users_change_themselves_and_admins_change_lower_roles(backend: Backend)
     assert_eq!(status, 200);
     assert_eq!(deactivated["id"], other_id.to_string());
     let (_, session) = get(&server, "/api/auth/session", Some(&other)).await;
-    assert_eq!(session, json!({}), "deactivation ends the sessions at once");
+    assert_eq!(
+        session,
+        Value::Null,
+        "deactivation ends the sessions at once"
+    );
     assert_eq!(put(424242, &admin, json!({"bio": "x"})).await.0, 404);
 }
 
@@ -725,7 +729,7 @@ async fn deleting_a_user_deletes_their_content_everywhere(backend: Backend) {
         0
     );
     assert_eq!(db.moderation_stats(0).await.unwrap().reports_open, 0);
-    let ended = json!({});
+    let ended = Value::Null;
     assert_eq!(
         get(server, "/api/auth/session", Some(&leaver.cookie))
             .await

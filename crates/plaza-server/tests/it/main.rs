@@ -37,6 +37,7 @@ mod og;
 mod operations;
 mod public_reads;
 mod rate_limits;
+mod real_clients;
 mod resilience;
 mod scale_out;
 mod schema;

@@ -21,6 +21,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::signin::StartedSession;
 use crate::auth::{SESSION_COOKIE, set_cookie};
+use crate::http::extract::AppJson;
 use crate::state::AppState;
 
 pub use linked_accounts::*;
@@ -40,8 +41,14 @@ pub fn sign_in_routes() -> OpenApiRouter<AppState> {
             signin_page,
             signin_with_credentials
         ))
-        .routes(crate::documented_routes!(signin_with_provider))
-        .routes(crate::documented_routes!(provider_callback))
+        .routes(crate::documented_routes!(
+            signin_with_provider,
+            signin_with_provider_form
+        ))
+        .routes(crate::documented_routes!(
+            provider_callback,
+            credentials_callback
+        ))
         .routes(crate::documented_routes!(totp_setup))
         .routes(crate::documented_routes!(totp_enable))
         .routes(crate::documented_routes!(totp_disable))
@@ -50,7 +57,7 @@ pub fn sign_in_routes() -> OpenApiRouter<AppState> {
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(crate::documented_routes!(signout_page, signout))
-        .routes(crate::documented_routes!(session))
+        .routes(crate::documented_routes!(session, update_session))
         .routes(crate::documented_routes!(providers))
         .routes(crate::documented_routes!(csrf))
         .routes(crate::documented_routes!(accounts))
@@ -195,6 +202,52 @@ fn safe_callback(state: &AppState, requested: Option<&str>) -> String {
 
 /// The cookie holding the token of a sign-in waiting for its second factor.
 const SECOND_FACTOR_COOKIE: &str = "plaza_2fa";
+
+/// The header with which Auth.js's client (`next-auth/react`) asks for a
+/// redirect as `200 {url}`, since `fetch` cannot read a redirect.
+const RETURN_REDIRECT: &str = "x-auth-return-redirect";
+
+/// Whether the request asks for [`RETURN_REDIRECT`]'s answer (sent as `1`;
+/// Auth.js reads any value).
+fn wants_return_redirect(headers: &HeaderMap) -> bool {
+    headers.contains_key(RETURN_REDIRECT)
+}
+
+/// Where a redirect would send the browser, as an Auth.js client reads it.
+#[derive(Serialize, ToSchema)]
+pub struct RedirectUrl {
+    /// Absolute: the identity provider's page, the callback URL, or the
+    /// sign-in page with `error` or `step`.
+    #[schema(example = "https://plaza.example/api/auth/signin?step=totp")]
+    pub url: String,
+}
+
+/// A redirect answered as Auth.js answers [`RETURN_REDIRECT`]: 200
+/// `{url}` with its `Location` made absolute against the base URL, and
+/// every other header (its cookies) kept. Anything but a redirect is
+/// answered as it is.
+fn as_return_redirect(state: &AppState, response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let location = parts
+        .headers
+        .get(header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|location| state.settings.server.base_url.join(location).ok());
+    let Some(url) = location.filter(|_| parts.status.is_redirection()) else {
+        return Response::from_parts(parts, body);
+    };
+    parts.headers.remove(header::LOCATION);
+    let mut answer = AppJson(RedirectUrl {
+        url: url.to_string(),
+    })
+    .into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            answer.headers_mut().append(name, value.clone());
+        }
+    }
+    answer
+}
 
 /// The sign-in page's `step` that asks for the second factor.
 const SECOND_STEP: &str = "totp";

@@ -3,25 +3,26 @@
 //! links or creates the user and starts the session (or, for a user with
 //! two-factor sign-in on, the wait for their code).
 
-use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::auth_state::{self, PendingOAuth};
 use plaza_domain::sessions::SignInProof;
 use plaza_domain::time::now_millis;
 use serde::Deserialize;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin;
 use crate::auth::tokens::{hash_token, random_token};
-use crate::auth::{ClientAddress, OptionalUser, cookie_value, set_cookie};
+use crate::auth::{ClientAddress, OptionalUser, cookie_value, csrf, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
-use crate::http::extract::{AppQuery, TextPath};
+use crate::http::extract::{AppForm, AppQuery, TextPath};
 use crate::state::AppState;
 
 use super::{
-    callback_url_for, refused, safe_callback, session_client, to_second_step, with_session_cookie,
+    RedirectUrl, as_return_redirect, callback_url_for, is_form, refused, safe_callback,
+    session_client, to_second_step, wants_return_redirect, with_session_cookie,
 };
 
 /// How long a started provider sign-in may take.
@@ -60,25 +61,134 @@ pub async fn signin_with_provider(
     headers: HeaderMap,
     AppQuery(query): AppQuery<ProviderSigninQuery>,
 ) -> Result<Response, AppError> {
+    let started = start_provider_sign_in(
+        &state,
+        signed_in.map(|principal| principal.user_id()),
+        provider_id,
+        &headers,
+        query.callback_url.as_deref(),
+    )
+    .await?;
+    Ok(started.answer(&state, Redirect::to(&started.url).into_response()))
+}
+
+/// The form of a provider sign-in started by a post (Auth.js's `signIn`).
+#[derive(Deserialize, ToSchema)]
+pub struct ProviderSigninForm {
+    /// The token from `GET /api/auth/csrf`, the same as the `plaza_csrf`
+    /// cookie's.
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: Option<String>,
+    /// Where to go after signing in (same origin only).
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+}
+
+/// Start signing in with an identity provider from a form post, as
+/// `next-auth/react`'s `signIn(provider)` does: the sign-in the `GET`
+/// starts, after the CSRF check. With the header `X-Auth-Return-Redirect`
+/// the answer is 200 `{url}` (the provider's page), otherwise a 302 to it.
+#[utoipa::path(
+    post,
+    path = "/api/auth/signin/{provider}",
+    tag = "auth",
+    params(
+        ("provider" = String, Path, description = "Provider id, e.g. github"),
+        ("X-Auth-Return-Redirect" = Option<String>, Header, description = "`1`: answer 200 `{url}` instead of the redirect"),
+    ),
+    request_body(content = ProviderSigninForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "`X-Auth-Return-Redirect`: the identity provider's page", body = RedirectUrl),
+        (status = 302, description = "Redirect to the identity provider"),
+        (status = 403, description = "Without a valid CSRF token", body = GeneralError),
+        (status = 404, description = "No such provider", body = GeneralError),
+        (status = 503, description = "The provider's discovery document could not be read", body = GeneralError),
+    )
+)]
+pub async fn signin_with_provider_form(
+    State(state): State<AppState>,
+    OptionalUser(signed_in): OptionalUser,
+    TextPath(provider_id): TextPath,
+    request: Request,
+) -> Result<Response, AppError> {
+    let headers = request.headers().clone();
+    if !is_form(&headers) {
+        return Err(AppError::UnsupportedMediaType(
+            "expected application/x-www-form-urlencoded".to_owned(),
+        ));
+    }
+    let AppForm(form): AppForm<ProviderSigninForm> = AppForm::from_request(request, &state).await?;
+    csrf::Presented::from_headers(&state.settings.server, &headers)
+        .check(form.csrf_token.as_deref())?;
+    let started = start_provider_sign_in(
+        &state,
+        signed_in.map(|principal| principal.user_id()),
+        provider_id,
+        &headers,
+        form.callback_url.as_deref(),
+    )
+    .await?;
+    let redirect = Redirect::to(&started.url).into_response();
+    if wants_return_redirect(&headers) {
+        return Ok(as_return_redirect(&state, started.answer(&state, redirect)));
+    }
+    let mut response = started.answer(&state, redirect);
+    *response.status_mut() = StatusCode::FOUND;
+    Ok(response)
+}
+
+/// A provider sign-in waiting for its callback: the provider's page and
+/// the browser's binding.
+struct StartedProviderSignIn {
+    url: String,
+    binding: String,
+}
+
+impl StartedProviderSignIn {
+    /// `redirect` with the cookie that binds the sign-in to this browser.
+    fn answer(&self, state: &AppState, mut redirect: Response) -> Response {
+        redirect.headers_mut().append(
+            header::SET_COOKIE,
+            set_cookie(
+                &state.settings.server,
+                OAUTH_BINDING_COOKIE,
+                &self.binding,
+                OAUTH_STATE_TTL_MILLIS / 1000,
+            ),
+        );
+        redirect
+    }
+}
+
+/// Starts a provider sign-in (or, from a session, a link): the provider's
+/// URL with a fresh state, PKCE challenge and nonce, the state stored with
+/// the same-origin `callback_url` for the callback.
+async fn start_provider_sign_in(
+    state: &AppState,
+    link_user_id: Option<i64>,
+    provider_id: String,
+    headers: &HeaderMap,
+    callback_url: Option<&str>,
+) -> Result<StartedProviderSignIn, AppError> {
     let provider = state
         .auth
         .provider(&provider_id)
         .ok_or(AppError::NotFound("provider"))?;
     let authorization = provider
-        .authorize(&state.auth.http, &callback_url_for(&state, &provider_id))
+        .authorize(&state.auth.http, &callback_url_for(state, &provider_id))
         .await
         .map_err(|error| AppError::Unavailable(error.to_string()))?;
     // The browser keeps its binding cookie across sign-ins started in
     // several tabs; a new one is made when it has none.
-    let binding = cookie_value(&headers, OAUTH_BINDING_COOKIE).unwrap_or_else(random_token);
+    let binding = cookie_value(headers, OAUTH_BINDING_COOKIE).unwrap_or_else(random_token);
     let state_hash = hash_token(&authorization.state);
     let pending = PendingOAuth {
         provider: provider_id,
         pkce_verifier: authorization.pkce_verifier,
-        callback_url: safe_callback(&state, query.callback_url.as_deref()),
+        callback_url: safe_callback(state, callback_url),
         expires_at: now_millis() + OAUTH_STATE_TTL_MILLIS,
         browser_hash: hash_token(&binding),
-        link_user_id: signed_in.map(|principal| principal.user_id()),
+        link_user_id,
         nonce: authorization.nonce,
     };
     state
@@ -87,17 +197,10 @@ pub async fn signin_with_provider(
             Box::pin(async move { auth_state::save_oauth_state(tx, &state_hash, &pending).await })
         })
         .await?;
-    let mut response = Redirect::to(&authorization.url).into_response();
-    response.headers_mut().append(
-        header::SET_COOKIE,
-        set_cookie(
-            &state.settings.server,
-            OAUTH_BINDING_COOKIE,
-            &binding,
-            OAUTH_STATE_TTL_MILLIS / 1000,
-        ),
-    );
-    Ok(response)
+    Ok(StartedProviderSignIn {
+        url: authorization.url,
+        binding,
+    })
 }
 
 #[derive(Deserialize, IntoParams)]

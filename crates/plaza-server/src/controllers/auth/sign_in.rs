@@ -14,14 +14,14 @@ use crate::auth::tokens::hash_token;
 use crate::auth::{ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
-use crate::http::extract::{AppForm, AppJson, AppQuery};
+use crate::http::extract::{AppForm, AppJson, AppQuery, TextPath};
 use crate::http::pages;
 use crate::state::AppState;
 
 use super::{
-    SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, callback_url_for, is_form, refused,
-    safe_callback, second_step_url, session_client, session_view, signin_error_url, to_second_step,
-    with_session_cookie,
+    RedirectUrl, SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, as_return_redirect,
+    callback_url_for, is_form, refused, safe_callback, second_step_url, session_client,
+    session_view, signin_error_url, to_second_step, wants_return_redirect, with_session_cookie,
 };
 use crate::auth::csrf;
 
@@ -149,6 +149,73 @@ pub async fn signin_with_credentials(
     ))
 }
 
+/// Auth.js's credentials callback, where `next-auth/react`'s
+/// `signIn('credentials', …)` posts its form: the form of
+/// `POST /api/auth/signin`, signed in the same way.
+// The document's description of the form; the sign-in page's form reader
+// reads it.
+#[derive(ToSchema)]
+pub struct CredentialsCallbackForm {
+    pub email: String,
+    pub password: String,
+    /// The token from `GET /api/auth/csrf`, the same as the `plaza_csrf`
+    /// cookie's.
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: String,
+    /// Where to go afterwards (same origin only).
+    #[serde(rename = "callbackUrl")]
+    pub callback_url: Option<String>,
+    /// For a user with two-factor sign-in on, a code given at once.
+    pub totp: Option<String>,
+}
+
+/// Sign in with email and password as the sign-in page's form does, for
+/// `next-auth/react`'s `signIn('credentials', …)`; only the `credentials`
+/// provider has this callback. Answered as the form is: a redirect to the
+/// callback URL with the session cookie, to the page's code step for a
+/// user with two-factor sign-in on (with the `plaza_2fa` cookie), or back
+/// to the sign-in page with `error`. With the header
+/// `X-Auth-Return-Redirect` the redirect is answered as 200 `{url}`.
+#[utoipa::path(
+    post,
+    path = "/api/auth/callback/{provider}",
+    tag = "auth",
+    params(
+        ("provider" = String, Path, description = "`credentials`"),
+        ("X-Auth-Return-Redirect" = Option<String>, Header, description = "`1`: answer 200 `{url}` instead of the redirect"),
+    ),
+    request_body(content = CredentialsCallbackForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "`X-Auth-Return-Redirect`: where the redirect would go", body = RedirectUrl),
+        (status = 303, description = "Signed in (to the callback URL), on to the code step, or back to the sign-in page with `error`"),
+        (status = 403, description = "Without a valid CSRF token", body = GeneralError),
+        (status = 404, description = "A provider other than `credentials`", body = GeneralError),
+    )
+)]
+pub async fn credentials_callback(
+    State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
+    TextPath(provider_id): TextPath,
+    request: Request,
+) -> Result<Response, AppError> {
+    if provider_id != "credentials" {
+        return Err(AppError::NotFound("provider"));
+    }
+    if !is_form(request.headers()) {
+        return Err(AppError::UnsupportedMediaType(
+            "expected application/x-www-form-urlencoded".to_owned(),
+        ));
+    }
+    let return_redirect = wants_return_redirect(request.headers());
+    let client = session_client(request.headers(), address);
+    let response = form_sign_in(&state, client, request).await?;
+    Ok(if return_redirect {
+        as_return_redirect(&state, response)
+    } else {
+        response
+    })
+}
+
 /// The sign-in page's form posts, answered with redirects.
 async fn form_sign_in(
     state: &AppState,
@@ -250,14 +317,17 @@ pub struct SignedOut {
 }
 
 /// Sign out: ends the session and clears the cookie. JSON callers get
-/// `{success}`; form posts are redirected home.
+/// `{success}`; form posts are redirected to their `callbackUrl` (same
+/// origin only, else home), or with the header `X-Auth-Return-Redirect`
+/// (`next-auth/react`'s `signOut`) answered 200 `{url}`.
 #[utoipa::path(
     post,
     path = "/api/auth/signout",
     tag = "auth",
+    params(("X-Auth-Return-Redirect" = Option<String>, Header, description = "Form posts: `1` answers 200 `{url}` instead of the redirect")),
     responses(
-        (status = 200, description = "Signed out", body = SignedOut),
-        (status = 303, description = "Form post: signed out, redirected home"),
+        (status = 200, description = "Signed out: `{success}`, or for a form post with `X-Auth-Return-Redirect` `{url}`", body = SignOutAnswer),
+        (status = 303, description = "Form post: signed out, redirected to the callback URL"),
         (status = 403, description = "Cross-origin request or a form without a valid CSRF token", body = GeneralError),
     )
 )]
@@ -267,13 +337,19 @@ pub async fn signout(
     request: Request,
 ) -> Result<Response, AppError> {
     let form = is_form(request.headers());
+    let return_redirect = wants_return_redirect(request.headers());
     let signed_out =
         cookie_value(request.headers(), SESSION_COOKIE).map(|token| hash_token(&token));
+    let mut callback = None;
     if form {
         let csrf = csrf::Presented::from_headers(&state.settings.server, request.headers());
-        let AppForm(fields): AppForm<std::collections::HashMap<String, String>> =
+        let AppForm(mut fields): AppForm<std::collections::HashMap<String, String>> =
             AppForm::from_request(request, &state).await?;
         csrf.check(fields.get("csrfToken").map(String::as_str))?;
+        callback = Some(safe_callback(
+            &state,
+            fields.remove("callbackUrl").as_deref(),
+        ));
     }
     if let Some(principal) = user {
         let token_hash = principal.token_hash.clone();
@@ -285,57 +361,86 @@ pub async fn signout(
     if let Some(token_hash) = signed_out {
         state.auth.session_lookups.forget(&token_hash);
     }
-    let mut response = if form {
-        Redirect::to("/").into_response()
-    } else {
-        AppJson(SignedOut { success: true }).into_response()
+    let mut response = match callback {
+        Some(callback) => Redirect::to(&callback).into_response(),
+        None => AppJson(SignOutAnswer::SignedOut(SignedOut { success: true })).into_response(),
     };
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(&state.settings.server, SESSION_COOKIE, "", 0),
     );
-    Ok(response)
+    Ok(if return_redirect {
+        as_return_redirect(&state, response)
+    } else {
+        response
+    })
 }
 
-/// No session: an empty object, as NextAuth clients expect.
-#[derive(Serialize)]
-pub struct NoSession {}
-
-impl utoipa::PartialSchema for NoSession {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::ObjectBuilder::new()
-            .description(Some("No session: an empty object"))
-            .additional_properties(Some(
-                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
-            ))
-            .into()
-    }
+/// The answer of `POST /api/auth/signout`: `{success}`, or `{url}` for a
+/// form post with `X-Auth-Return-Redirect`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum SignOutAnswer {
+    SignedOut(SignedOut),
+    Redirect(RedirectUrl),
 }
 
-impl ToSchema for NoSession {}
-
-/// The answer of `GET /api/auth/session`: one shape or the other.
+/// The answer of `GET /api/auth/session`: the session, or the JSON `null`
+/// without one, as Auth.js v5 answers (its client reads any object, `{}`
+/// included, as signed in).
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum SessionAnswer {
     SignedIn(SessionView),
-    SignedOut(NoSession),
+    SignedOut,
 }
 
-/// The current session: `{user, expires}`, or `{}` when signed out.
+/// The current session: `{user, expires}`, or `null` when signed out.
 #[utoipa::path(
     get,
     path = "/api/auth/session",
     tag = "auth",
-    responses((status = 200, description = "The session, or an empty object without one", body = SessionAnswer))
+    responses((status = 200, description = "The session, or `null` without one", body = SessionAnswer))
 )]
 pub async fn session(OptionalUser(user): OptionalUser) -> Response {
+    session_answer(user.as_ref())
+}
+
+/// What next-auth's `update()` posts: its CSRF token and the data it would
+/// have Auth.js merge into the session. Plaza's session holds nothing a
+/// client may change, so both are ignored.
+#[derive(Deserialize, ToSchema)]
+pub struct SessionUpdateBody {
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: Option<String>,
+    /// Ignored.
+    pub data: Option<serde_json::Value>,
+}
+
+/// The current session again, as `GET` answers it: next-auth's `update()`
+/// posts here and shows what it gets. A cookie-bearing post from another
+/// origin is refused (403), as every cookie write is; nothing is changed.
+#[utoipa::path(
+    post,
+    path = "/api/auth/session",
+    tag = "auth",
+    request_body(content = Option<SessionUpdateBody>, content_type = "application/json", description = "next-auth's `{csrfToken, data}`, ignored"),
+    responses(
+        (status = 200, description = "The session, or `null` without one", body = SessionAnswer),
+        (status = 403, description = "Signed in, from another origin", body = GeneralError),
+    )
+)]
+pub async fn update_session(OptionalUser(user): OptionalUser) -> Response {
+    session_answer(user.as_ref())
+}
+
+fn session_answer(user: Option<&crate::auth::SessionPrincipal>) -> Response {
     let answer = match user {
         Some(principal) => SessionAnswer::SignedIn(session_view(
             &principal.session.user,
             principal.session.expires_at,
         )),
-        None => SessionAnswer::SignedOut(NoSession {}),
+        None => SessionAnswer::SignedOut,
     };
     let mut response = AppJson(answer).into_response();
     response
@@ -400,7 +505,8 @@ pub async fn providers(
             name: "Email and password".to_owned(),
             kind: "credentials".to_owned(),
             signin_url: format!("{base}/api/auth/signin"),
-            callback_url: format!("{base}/api/auth/signin"),
+            // Where `next-auth/react`'s `signIn('credentials', …)` posts.
+            callback_url: callback_url_for(&state, "credentials"),
         },
     );
     AppJson(all)

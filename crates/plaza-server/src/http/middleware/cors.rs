@@ -35,7 +35,12 @@ static EXPOSED: HeaderValue = HeaderValue::from_static(
     "x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after",
 );
 static METHODS: HeaderValue = HeaderValue::from_static("GET,POST,PUT,PATCH,DELETE");
-static HEADERS: HeaderValue = HeaderValue::from_static("content-type,authorization");
+/// Besides the API's own, the headers next-auth's client
+/// (`x-auth-return-redirect`) and cache-busting fetch helpers
+/// (`cache-control`, `pragma`, `x-request-id`) send.
+static HEADERS: HeaderValue = HeaderValue::from_static(
+    "content-type,authorization,x-auth-return-redirect,cache-control,pragma,x-request-id",
+);
 /// How long a browser may keep a preflight answer, in seconds.
 static MAX_AGE: HeaderValue = HeaderValue::from_static("600");
 
