@@ -28,7 +28,7 @@ use crate::http::answer_cache;
 use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
-use crate::services::{erased_files, export};
+use crate::services::{erased_files, export, user_admin};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -531,6 +531,7 @@ fn checked_changes(
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
         (status = 409, description = "Username taken", body = GeneralError),
         (status = 422, description = "Invalid fields, nothing to change, or a status change into or out of `banned` (bans go through the ban operations)", body = GeneralError),
+        (status = 423, description = "Another administrator is changing this user (`RESOURCE_LOCKED`)", body = GeneralError),
     )
 )]
 pub async fn update_user(
@@ -543,31 +544,19 @@ pub async fn update_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
-    let by_someone_else = caller.user_id() != id;
+    if caller.user_id() != id {
+        // Someone changing another user takes the admin's way: the user's
+        // edit lock, the policy asked inside the unit of work, the audit.
+        let user = user_admin::update_profile(&state, context, caller.actor(), id, changes).await?;
+        return Ok(AppJson(
+            UserView::new(&user, true).with_own_settings(&user, Some(caller.actor())),
+        ));
+    }
+    // A user changing their own profile is not an admin action: no lock,
+    // no audit entry.
     let user = state
         .db
-        .write(|tx| {
-            Box::pin(async move {
-                let user = users::update(tx, id, changes).await?;
-                // Someone changing another user is audited; a user
-                // changing their own profile is not an admin action.
-                let changed = audit::user_changes(&target, &user);
-                if by_someone_else && !changed.is_empty() {
-                    audit::record(
-                        tx,
-                        &context,
-                        AuditAction {
-                            action: "user.update",
-                            target_type: "user",
-                            target_id: Some(id.to_string()),
-                            changes: changed.into(),
-                        },
-                    )
-                    .await?;
-                }
-                Ok(user)
-            })
-        })
+        .write(|tx| Box::pin(async move { users::update(tx, id, changes).await }))
         .await?;
     // The user's status or role may have changed (a status other than
     // active ends their sessions): their sessions are looked up afresh.

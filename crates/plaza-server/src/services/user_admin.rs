@@ -1,5 +1,6 @@
 //! An admin's change to a user, as every admin surface makes it (the
-//! versioned and unversioned admin APIs and the operator console): under
+//! versioned and unversioned admin APIs, the operator console, and
+//! `PUT /api/users/{id}` on someone else): under
 //! the user's edit lock, one unit of work reads the target, asks the
 //! domain's policy, writes the change and its audit entry; a refused change
 //! writes nothing. A change that may end the user's sessions (a ban, a new
@@ -37,6 +38,76 @@ pub async fn update_user(
 ) -> Result<User, DomainError> {
     let user = locked(state, actor, id, move |tx| {
         Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
+    })
+    .await?;
+    state.auth.session_lookups.forget_user(id);
+    Ok(user)
+}
+
+/// Applies `changes` (already checked as fields) to another user `id` as
+/// `actor`, through the general `PUT /api/users/{id}`: under the user's
+/// edit lock, the policy is asked again of the user as the unit of work
+/// reads them (a role or status that no longer changes asks nothing; a
+/// change into or out of `banned` is refused: bans keep a reason and a
+/// history), and the change is audited as `user.update`.
+pub async fn update_profile(
+    state: &AppState,
+    context: AuditContext,
+    actor: Actor,
+    id: i64,
+    changes: UserChanges,
+) -> Result<User, DomainError> {
+    let user = locked(state, actor, id, move |tx| {
+        Box::pin(async move {
+            let target = users::user_in(tx, id).await?;
+            policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
+            let role = changes.role.filter(|role| *role != target.role);
+            if let Some(role) = role {
+                policy::grant_role(actor, &target, role).check(
+                    "user",
+                    "an admin grants roles only to others they manage, up to their own role",
+                )?;
+            }
+            let status = changes.status.filter(|status| *status != target.status);
+            if let Some(status) = status {
+                policy::set_status(actor, &target, status).check(
+                    "user",
+                    "an admin changes the status only of others they manage",
+                )?;
+                if status == UserStatus::Banned || target.status == UserStatus::Banned {
+                    return Err(DomainError::Invalid {
+                        field: "status",
+                        reason: "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban"
+                            .to_owned(),
+                    });
+                }
+            }
+            let user = users::update(
+                tx,
+                id,
+                UserChanges {
+                    role,
+                    status,
+                    ..changes
+                },
+            )
+            .await?;
+            let changed = audit::user_changes(&target, &user);
+            if !changed.is_empty() {
+                audit::record(
+                    tx,
+                    &context,
+                    AuditAction {
+                        action: "user.update",
+                        target_type: "user",
+                        target_id: Some(id.to_string()),
+                        changes: changed.into(),
+                    },
+                )
+                .await?;
+            }
+            Ok(user)
+        })
     })
     .await?;
     state.auth.session_lookups.forget_user(id);

@@ -28,6 +28,7 @@ on_both_databases!(
     sign_up_refuses_addresses_no_mail_can_reach,
     a_moderator_moderates_only_with_the_posts_moderate_grant,
     a_form_token_passes_only_with_the_session_it_was_issued_for,
+    an_admins_change_through_the_general_route_takes_the_users_edit_lock,
 );
 
 /// A server that asks administrators for a second factor.
@@ -837,4 +838,80 @@ async fn a_form_token_passes_only_with_the_session_it_was_issued_for(backend: Ba
         "{cookie}"
     );
     assert!(!cookie.contains("Domain"), "{cookie}");
+}
+
+async fn an_admins_change_through_the_general_route_takes_the_users_edit_lock(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let holder = server.create_user("holder@example.com", PASSWORD, "super_admin");
+    let (_, admin) = member(&server, "admin@example.com", "admin").await;
+    let (_, second) = member(&server, "second@example.com", "admin").await;
+    let (target, _) = member(&server, "target@example.com", "user").await;
+    let path = format!("/api/users/{target}");
+    server
+        .sql(&format!(
+            "INSERT INTO edit_locks (resource_type, resource_id, holder_id, locked_at, expires_at) \
+             VALUES ('user', {target}, {holder}, 1700000000000, 4000000000000)"
+        ))
+        .await;
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &path,
+        Some(&admin),
+        Some(json!({"role": "moderator"})),
+    )
+    .await;
+    assert_eq!(status, 423, "another administrator holds the user: {body}");
+    assert_eq!(body["error"]["code"], "RESOURCE_LOCKED", "{body}");
+    server.sql("DELETE FROM edit_locks").await;
+
+    // Two administrators at once: each answer is a whole change or a 423,
+    // and the audit holds exactly the changes made.
+    let (first, other) = tokio::join!(
+        call(
+            &server,
+            "PUT",
+            &path,
+            Some(&admin),
+            Some(json!({"role": "moderator"}))
+        ),
+        call(
+            &server,
+            "PUT",
+            &path,
+            Some(&second),
+            Some(json!({"location": "Elsewhere"}))
+        ),
+    );
+    for (status, body) in [&first, &other] {
+        assert!(*status == 200 || *status == 423, "{status} {body}");
+    }
+    let made = [&first, &other]
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .count();
+    assert!(made >= 1);
+    let audited = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'user.update' AND target_id = '{target}'"
+        ))
+        .await;
+    assert_eq!(audited, i64::try_from(made).unwrap());
+    // A user's own profile takes no lock.
+    server
+        .sql(&format!(
+            "INSERT INTO edit_locks (resource_type, resource_id, holder_id, locked_at, expires_at) \
+             VALUES ('user', {target}, {holder}, 1700000000000, 4000000000000)"
+        ))
+        .await;
+    let own = server.sign_in("target@example.com", PASSWORD).await;
+    let (status, body) = call(
+        &server,
+        "PUT",
+        &path,
+        Some(&own),
+        Some(json!({"bio": "Mine"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
 }
