@@ -645,9 +645,10 @@ pub async fn delete_user(
 /// they filed), `alerts.json`, `analytics.json` (their events),
 /// `sessions.json` (no token material), `uploads.json` and the uploaded
 /// files under `uploads/`. It is written while it is sent; a few exports
-/// run at once per instance, and one cut off (the server stopping, or
-/// `export_timeout_secs` passing) ends in a broken download, never a
-/// short archive.
+/// run at once per instance, one at a time per caller, and one cut off
+/// (the client reading nothing for `export_idle_secs`, the server
+/// stopping, or `export_timeout_secs` passing) ends in a broken download,
+/// never a short archive.
 #[utoipa::path(
     get,
     path = "/api/users/{id}/export",
@@ -660,7 +661,9 @@ pub async fn delete_user(
         (status = 401, description = "Not signed in", body = GeneralError),
         (status = 403, description = "Not the user, nor an administrator holding `users:manage` who outranks them", body = GeneralError),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
-        (status = 503, description = "Every export slot of this instance is taken (`export_max_concurrent`); retry after `Retry-After`", body = GeneralError),
+        (status = 409, description = "The caller has an export in progress on this instance already (`CONFLICT`): one at a time", body = GeneralError),
+        (status = 503, description = "Every export slot of this instance is taken (`export_max_concurrent`); retry after `Retry-After`", body = GeneralError,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
 pub async fn export_user(
@@ -675,9 +678,19 @@ pub async fn export_user(
         .capabilities
         .hold(plaza_domain::grants::MANAGE_USERS);
     authorize(policy::export_user(caller.actor(), &target, holds), "user")?;
-    let slot = state.exports.slot().ok_or(AppError::Busy {
-        retry_after_secs: EXPORT_RETRY_AFTER_SECS,
-    })?;
+    let slot = state
+        .exports
+        .slot(caller.user_id())
+        .map_err(|refusal| match refusal {
+            export::Refusal::Exporting => AppError::Conflict(
+                "an export you started is still in progress: one export at a time (finish or \
+                 cancel that download first)"
+                    .to_owned(),
+            ),
+            export::Refusal::Full => AppError::Busy {
+                retry_after_secs: EXPORT_RETRY_AFTER_SECS,
+            },
+        })?;
     if caller.user_id() != id {
         state
             .audit_reads
@@ -703,7 +716,10 @@ pub async fn export_user(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/zip"),
     );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
     if let Ok(value) = HeaderValue::from_str(&disposition) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
