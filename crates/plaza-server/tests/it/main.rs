@@ -34,6 +34,7 @@ mod mail;
 mod middleware;
 mod og;
 mod operations;
+mod personal_answers;
 mod public_reads;
 mod rate_limits;
 mod resilience;
