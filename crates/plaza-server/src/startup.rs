@@ -83,6 +83,15 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
 /// it is: for commands that read or replace a database another process may
 /// serve (`plaza backup`, `plaza restore`).
 pub async fn connect_database(settings: &Settings) -> Result<Database, StartupError> {
+    connect_database_as(settings, None).await
+}
+
+/// [`connect_database`] with PostgreSQL connections named
+/// `application_name` (see [`DatabaseOptions::application_name`]).
+pub async fn connect_database_as(
+    settings: &Settings,
+    application_name: Option<String>,
+) -> Result<Database, StartupError> {
     create_private_dir(&settings.storage.data_dir).map_err(|source| StartupError::DataDir {
         path: settings.storage.data_dir.display().to_string(),
         source,
@@ -101,6 +110,7 @@ pub async fn connect_database(settings: &Settings) -> Result<Database, StartupEr
             .database
             .pool_size(Backend::from_url(&url).unwrap_or(Backend::Sqlite)),
         acquire_timeout: Duration::from_secs(settings.database.database_acquire_timeout_secs),
+        application_name,
         ..DatabaseOptions::default()
     };
     let deadline =
