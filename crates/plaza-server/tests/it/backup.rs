@@ -504,7 +504,10 @@ fn untouched(backend: Backend) -> Vec<String> {
 }
 
 async fn an_archive_writes_no_more_than_its_manifest_states_nor_than_fits(backend: Backend) {
-    if !postgres_tools_present(backend, "an_archive_writes_no_more_than_its_manifest_states") {
+    if !postgres_tools_present(
+        backend,
+        "an_archive_writes_no_more_than_its_manifest_states",
+    ) {
         return;
     }
     let source = server_with_generated_keys(backend, &[]).await;
@@ -623,7 +626,10 @@ async fn a_restore_shows_key_fingerprints_and_needs_force_when_they_differ(backe
 }
 
 async fn a_restore_is_refused_while_another_plaza_uses_the_database() {
-    if !postgres_tools_present(Backend::Postgres, "a_restore_is_refused_while_another_plaza") {
+    if !postgres_tools_present(
+        Backend::Postgres,
+        "a_restore_is_refused_while_another_plaza",
+    ) {
         return;
     }
     let server = server_with_generated_keys(Backend::Postgres, &[]).await;

@@ -76,9 +76,7 @@ async fn a_named_svg_is_deterministic_tagged_and_not_cached() {
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
     let held = server
         .client
-        .get(server.url(
-            "/api/og-image?seed=abc&quote=Hello%20%3Cb%3E&author=Me&type=svg",
-        ))
+        .get(server.url("/api/og-image?seed=abc&quote=Hello%20%3Cb%3E&author=Me&type=svg"))
         .header("user-agent", CRAWLER)
         .header("if-none-match", &etag)
         .send()

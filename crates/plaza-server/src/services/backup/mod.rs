@@ -110,7 +110,10 @@ pub fn fingerprint(secret: &str) -> String {
         .chain_update(b"plaza key fingerprint\n")
         .chain_update(secret.trim().as_bytes())
         .finalize();
-    digest[..8].iter().map(|byte| format!("{byte:02x}")).collect()
+    digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// The setting that replaces the generated key file `name`, when set.

@@ -14,8 +14,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
-use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::db::{APPLICATION_NAME, application_name_of};
+use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 use serde_json::json;
 use tempfile::TempDir;
@@ -342,11 +342,12 @@ fn compare_keys(settings: &Settings, unpacked: &Unpacked, staging: &Staging) -> 
                 .get(*name)
                 .cloned()
                 .or_else(|| archived.clone());
-            let install = key_in_force(settings, name)
-                .map(|(source, value)| (source, fingerprint(&value)));
+            let install =
+                key_in_force(settings, name).map(|(source, value)| (source, fingerprint(&value)));
             let after = match &install {
                 Some((KeySource::Setting, fingerprint)) => Some(fingerprint.clone()),
-                _ => archived.or_else(|| install.as_ref().map(|(_, fingerprint)| fingerprint.clone())),
+                _ => archived
+                    .or_else(|| install.as_ref().map(|(_, fingerprint)| fingerprint.clone())),
             };
             KeyComparison {
                 name,

@@ -116,7 +116,8 @@ async fn write_into(
         key_fingerprints: KEYS
             .iter()
             .filter_map(|key| {
-                key_in_force(settings, key).map(|(_, value)| ((*key).to_owned(), fingerprint(&value)))
+                key_in_force(settings, key)
+                    .map(|(_, value)| ((*key).to_owned(), fingerprint(&value)))
             })
             .collect(),
     };
@@ -248,12 +249,14 @@ fn write_archive(
             .map_err(writing)?;
     }
     let (files, bytes) = match uploads {
-        Some((folder, listed)) => append_uploads(&mut archive, folder, listed).map_err(|error| {
-            BackupError::Failed(format!(
-                "archiving the uploads in {}: {error}",
-                folder.display()
-            ))
-        })?,
+        Some((folder, listed)) => {
+            append_uploads(&mut archive, folder, listed).map_err(|error| {
+                BackupError::Failed(format!(
+                    "archiving the uploads in {}: {error}",
+                    folder.display()
+                ))
+            })?
+        }
         None => (0, 0),
     };
     let encoder = archive.into_inner().map_err(writing)?;
