@@ -190,8 +190,9 @@ impl Database {
             return Ok(Vec::new());
         }
         let rows: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT application_name, COALESCE(host(client_addr), 'a local socket') AS client, \
-             COUNT(*) AS connections FROM pg_stat_activity \
+            "SELECT application_name, \
+             COALESCE(host(client_addr), 'a local socket (or an address hidden from this role)') \
+             AS client, COUNT(*) AS connections FROM pg_stat_activity \
              WHERE datname = current_database() AND pid <> pg_backend_pid() \
              AND application_name <> $1 \
              AND (application_name LIKE 'plaza%' OR application_name = $2) \

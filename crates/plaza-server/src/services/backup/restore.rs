@@ -156,10 +156,7 @@ pub async fn restore(
             let database = crate::startup::connect_database_as(settings, Some(own.clone()))
                 .await
                 .map_err(|error| BackupError::Failed(error.to_string()))?;
-            let others = database
-                .other_plaza_connections(&own, application_name_of(&url).as_deref())
-                .await
-                .map_err(domain_failed("reading the database's connections"))?;
+            let others = other_plaza_connections(&database, &own, &url).await?;
             if !others.is_empty() {
                 database.close().await;
                 return Err(BackupError::Refused(format!(
@@ -358,6 +355,33 @@ fn compare_keys(settings: &Settings, unpacked: &Unpacked, staging: &Staging) -> 
         })
         .filter(|key| key.archive.is_some() || key.install.is_some())
         .collect()
+}
+
+/// How long a restore waits for other Plaza connections to go before it
+/// refuses: a server just stopped leaves its connections in
+/// `pg_stat_activity` until their backends have exited.
+const CONNECTIONS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The other Plaza connections to the PostgreSQL database of `url` that
+/// are still there after [`CONNECTIONS_GRACE`] (see
+/// [`Database::other_plaza_connections`]).
+async fn other_plaza_connections(
+    database: &Database,
+    own: &str,
+    url: &str,
+) -> Result<Vec<String>, BackupError> {
+    let configured = application_name_of(url);
+    let deadline = tokio::time::Instant::now() + CONNECTIONS_GRACE;
+    loop {
+        let others = database
+            .other_plaza_connections(own, configured.as_deref())
+            .await
+            .map_err(domain_failed("reading the database's connections"))?;
+        if others.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(others);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Removes the staging folders a restore that crashed left behind. Only
