@@ -59,6 +59,11 @@ pub struct DatabaseOptions {
     pub acquire_timeout: Duration,
     /// How long SQLite waits on a locked database file before giving up.
     pub sqlite_busy_timeout: Duration,
+    /// The `application_name` of PostgreSQL connections, as
+    /// `pg_stat_activity` shows them: this one, replacing the URL's; or,
+    /// when `None`, the URL's, else [`APPLICATION_NAME`]. A restore looks
+    /// for other Plaza connections by it.
+    pub application_name: Option<String>,
 }
 
 impl Default for DatabaseOptions {
@@ -67,9 +72,14 @@ impl Default for DatabaseOptions {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(5),
             sqlite_busy_timeout: Duration::from_secs(5),
+            application_name: None,
         }
     }
 }
+
+/// The `application_name` of Plaza's PostgreSQL connections when the URL
+/// names none. Every connection of Plaza has a name starting with it.
+pub const APPLICATION_NAME: &str = "plaza";
 
 /// Connection-pool figures exported as metrics.
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +214,11 @@ impl Database {
                     Ok(())
                 })
             })
-            .connect_lazy(&with_sqlite_create(url, backend))?;
+            .connect_lazy(&with_application_name(
+                &with_sqlite_create(url, backend),
+                backend,
+                options.application_name.as_deref(),
+            ))?;
         Ok(Database {
             pool,
             backend,
@@ -518,6 +532,42 @@ fn with_sqlite_create(url: &str, backend: Backend) -> String {
     }
 }
 
+/// A PostgreSQL URL naming its connections' `application_name`: `name`,
+/// replacing the URL's own; without `name`, the URL's own, else
+/// [`APPLICATION_NAME`].
+fn with_application_name(url: &str, backend: Backend, name: Option<&str>) -> String {
+    if backend != Backend::Postgres {
+        return url.to_owned();
+    }
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return url.to_owned();
+    };
+    if name.is_none() && application_name_of(url).is_some() {
+        return url.to_owned();
+    }
+    let kept: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(key, _)| key != "application_name")
+        .map(|(key, value)| (key.into_owned(), value.into_owned()))
+        .collect();
+    parsed
+        .query_pairs_mut()
+        .clear()
+        .extend_pairs(kept)
+        .append_pair("application_name", name.unwrap_or(APPLICATION_NAME));
+    parsed.into()
+}
+
+/// The `application_name` a PostgreSQL URL names, if any.
+pub fn application_name_of(url: &str) -> Option<String> {
+    url::Url::parse(url).ok().and_then(|parsed| {
+        parsed
+            .query_pairs()
+            .find(|(key, _)| key == "application_name")
+            .map(|(_, value)| value.into_owned())
+    })
+}
+
 /// A database URL fit for logs and error messages: the password is replaced.
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
@@ -532,6 +582,25 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postgres_connections_are_named_unless_the_url_names_them() {
+        let url = "postgres://u@h/db?sslmode=disable";
+        assert_eq!(
+            with_application_name(url, Backend::Postgres, None),
+            "postgres://u@h/db?sslmode=disable&application_name=plaza"
+        );
+        let named = "postgres://u@h/db?application_name=mine";
+        assert_eq!(with_application_name(named, Backend::Postgres, None), named);
+        assert_eq!(
+            with_application_name(named, Backend::Postgres, Some("plaza-restore-7")),
+            "postgres://u@h/db?application_name=plaza-restore-7"
+        );
+        assert_eq!(application_name_of(named).as_deref(), Some("mine"));
+        assert_eq!(application_name_of(url), None);
+        let sqlite = "sqlite://plaza.db?mode=rwc";
+        assert_eq!(with_application_name(sqlite, Backend::Sqlite, None), sqlite);
+    }
 
     #[test]
     fn backend_follows_the_url_scheme() {

@@ -175,6 +175,39 @@ impl Database {
         Ok(tables > 0)
     }
 
+    /// The other connections of a Plaza to this PostgreSQL database (a
+    /// server, a command, the content listener: `application_name`
+    /// starting with `plaza`, or equal to `also`, the name the settings'
+    /// URL gives), other than those named `own`: one line per name and
+    /// client, with its count. SQLite has none to tell (its serve lock
+    /// does that).
+    pub async fn other_plaza_connections(
+        &self,
+        own: &str,
+        also: Option<&str>,
+    ) -> Result<Vec<String>, DomainError> {
+        if self.backend() != Backend::Postgres {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT application_name, \
+             COALESCE(host(client_addr), 'a local socket (or an address hidden from this role)') \
+             AS client, COUNT(*) AS connections FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND application_name <> $1 \
+             AND (application_name LIKE 'plaza%' OR application_name = $2) \
+             GROUP BY application_name, client ORDER BY application_name, client",
+        )
+        .bind(own)
+        .bind(also.unwrap_or(own))
+        .fetch_all(&mut *self.lease().await?)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, client, count)| format!("{count} × {name:?} from {client}"))
+            .collect())
+    }
+
     /// Drops every table, extension and function of the PostgreSQL
     /// database's current schema, in one transaction: what a forced restore
     /// replaces, so that objects of a newer schema do not outlive the

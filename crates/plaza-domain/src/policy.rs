@@ -152,7 +152,13 @@ pub fn view_profile(actor: Option<Actor>, target: &User) -> Decision {
 
 /// A user's email is shown to the user and to administrators.
 pub fn see_email(actor: Option<Actor>, target: &User) -> bool {
-    actor.is_some_and(|actor| actor.is(target)) || see_every_user(actor)
+    see_email_of(actor, target.id())
+}
+
+/// [`see_email`] for a user known by id alone (the actor of an audit
+/// entry): so moderators see no one's email but their own.
+pub fn see_email_of(actor: Option<Actor>, user_id: i64) -> bool {
+    actor.is_some_and(|actor| actor.user_id == user_id) || see_every_user(actor)
 }
 
 /// Creating users while open sign-up is off: administrators.
@@ -556,6 +562,12 @@ mod tests {
         assert_eq!(view_profile(None, &user(2, Role::User)), Decision::Allowed);
         assert!(!see_email(None, &user(2, Role::User)));
         assert_eq!(create_user_without_signup(None), Decision::Forbidden);
+        for role in ROLES {
+            let someone = Some(Actor { user_id: 7, role });
+            assert_eq!(see_email_of(someone, 8), role.is_admin(), "{role:?}");
+            assert!(see_email_of(someone, 7), "{role:?}: their own");
+        }
+        assert!(!see_email_of(None, 8));
     }
 
     #[test]

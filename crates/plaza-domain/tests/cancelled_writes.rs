@@ -24,6 +24,7 @@ async fn a_cancelled_unit_of_work_releases_the_write_lock() {
         max_connections: 4,
         acquire_timeout: Duration::from_secs(2),
         sqlite_busy_timeout: Duration::from_millis(500),
+        application_name: None,
     };
     let db = Database::connect(&url, &options).await.expect("connect");
     db.migrate().await.expect("migrate");

@@ -15,6 +15,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::controllers::{self, docs};
 use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
 use crate::http::middleware::RequestLayer;
+use crate::http::personal::personal;
 use crate::http::rate_limit::address::TrustedProxies;
 use crate::http::rate_limit::{Limit, limited};
 use crate::services::own_pages::FallbackProbe;
@@ -22,7 +23,8 @@ use crate::settings::ServerSettings;
 use crate::state::AppState;
 
 /// Every documented route, in groups that each declare here their error
-/// surface ([`on_surface`]) and their rate limit ([`limited`]). The OpenAPI
+/// surface ([`on_surface`]), their rate limit ([`limited`]) and, for those
+/// that answer one user's private data, [`personal`]. The OpenAPI
 /// document is collected from this, so it is the single
 /// list of what Plaza serves.
 pub fn api_router() -> OpenApiRouter<AppState> {
@@ -48,11 +50,13 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             limited(
                 Limit::General,
                 OpenApiRouter::new()
-                    .merge(controllers::auth::routes())
+                    // The caller's identity, sessions and tokens; their
+                    // alerts (`users` marks the answers showing an email).
+                    .merge(personal(controllers::auth::routes()))
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
                     .merge(controllers::search::routes())
-                    .merge(controllers::alerts::routes())
+                    .merge(personal(controllers::alerts::routes()))
                     .merge(controllers::emojis::routes())
                     .merge(controllers::feature_flags::routes()),
             ),
@@ -65,13 +69,17 @@ pub fn api_router() -> OpenApiRouter<AppState> {
             Surface::General,
             limited(Limit::Analytics, controllers::analytics::routes()),
         ))
+        // Everything the admin surfaces answer is for administrators only.
         .merge(on_surface(
             Surface::Admin,
-            limited(Limit::General, controllers::admin::routes()),
+            limited(Limit::General, personal(controllers::admin::routes())),
         ))
         .merge(on_surface(
             Surface::Admin,
-            limited(Limit::AdminUserList, controllers::admin::user_list_routes()),
+            limited(
+                Limit::AdminUserList,
+                personal(controllers::admin::user_list_routes()),
+            ),
         ))
         .merge(on_surface(
             Surface::Image,
@@ -107,11 +115,14 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         ))
         .merge(on_surface(
             Surface::AdminV1,
-            limited(Limit::AdminV1, controllers::admin_v1::routes()),
+            limited(Limit::AdminV1, personal(controllers::admin_v1::routes())),
         ))
         .merge(on_surface(
             Surface::AdminV1,
-            limited(Limit::SystemAction, controllers::admin_v1::system_routes()),
+            limited(
+                Limit::SystemAction,
+                personal(controllers::admin_v1::system_routes()),
+            ),
         ))
         // The operator console's pages are not in the API document; their
         // surface is named in `build_app`.

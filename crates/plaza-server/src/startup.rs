@@ -83,6 +83,15 @@ pub async fn open_database(settings: &Settings) -> Result<Database, StartupError
 /// it is: for commands that read or replace a database another process may
 /// serve (`plaza backup`, `plaza restore`).
 pub async fn connect_database(settings: &Settings) -> Result<Database, StartupError> {
+    connect_database_as(settings, None).await
+}
+
+/// [`connect_database`] with PostgreSQL connections named
+/// `application_name` (see [`DatabaseOptions::application_name`]).
+pub async fn connect_database_as(
+    settings: &Settings,
+    application_name: Option<String>,
+) -> Result<Database, StartupError> {
     create_private_dir(&settings.storage.data_dir).map_err(|source| StartupError::DataDir {
         path: settings.storage.data_dir.display().to_string(),
         source,
@@ -101,6 +110,7 @@ pub async fn connect_database(settings: &Settings) -> Result<Database, StartupEr
             .database
             .pool_size(Backend::from_url(&url).unwrap_or(Backend::Sqlite)),
         acquire_timeout: Duration::from_secs(settings.database.database_acquire_timeout_secs),
+        application_name,
         ..DatabaseOptions::default()
     };
     let deadline =
@@ -137,7 +147,8 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Held for as long as this process serves its SQLite database: an exclusive
 /// lock on `<database>.lock`, which the operating system releases when the
-/// process ends, also by a crash. The file holds the holder's pid.
+/// process ends, also by a crash. The file holds the holder's pid and is
+/// 0600, as the database files are.
 #[derive(Debug)]
 pub struct ServeLock {
     _file: std::fs::File,
@@ -164,13 +175,12 @@ pub fn lock_embedded_database(settings: &Settings) -> Result<Option<ServeLock>, 
     {
         create_private_dir(parent).map_err(failed)?;
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(failed)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path).map_err(failed)?;
+    make_private(&file).map_err(failed)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -196,6 +206,23 @@ pub fn lock_embedded_database(settings: &Settings) -> Result<Option<ServeLock>, 
         .and_then(|()| writeln!(file, "{}", std::process::id()))
         .map_err(failed)?;
     Ok(Some(ServeLock { _file: file }))
+}
+
+/// Takes group and other permissions off an open file (a lock file an
+/// earlier version created 0644).
+#[cfg(unix)]
+fn make_private(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o7700))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_private(_file: &std::fs::File) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// The file of a `sqlite:` URL, as sqlx reads it (the part before `?`);

@@ -72,6 +72,9 @@ pub async fn restore(settings: &Settings, args: RestoreArgs) -> Result<(), Strin
         restored.upload_files,
         restored.upload_bytes
     );
+    for key in &restored.keys {
+        eprintln!("{}", key.line());
+    }
     if !restored.replaced.is_empty() {
         eprintln!("replaced (--force): {}", restored.replaced.join(", "));
     }

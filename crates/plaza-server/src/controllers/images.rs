@@ -9,6 +9,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::controllers::system::no_store_headers;
 use crate::http::error::AppError;
 use crate::http::error::schema::ImageError;
 use crate::http::extract::AppQuery;
@@ -30,9 +31,10 @@ pub struct AvatarQuery {
 }
 
 /// A deterministic adventurer-style avatar as SVG. The image depends on
-/// `seed` and `size` alone, so it is served with a strong `ETag` and kept by
-/// browsers and shared caches for a year; `If-None-Match` with that tag is
-/// answered 304 without drawing.
+/// `seed` and `size` alone, so it is served with a strong `ETag`
+/// (`If-None-Match` with that tag is answered 304 without drawing) and kept
+/// in the server's memory; clients are told not to cache it, as SPEC.md
+/// says (`Cache-Control: no-cache, no-store, must-revalidate`).
 #[utoipa::path(
     get,
     path = "/api/avatar-image",
@@ -42,11 +44,11 @@ pub struct AvatarQuery {
         (status = 200, description = "The avatar", content_type = "image/svg+xml", body = String,
             headers(
                 ("ETag" = String, description = "Strong tag of the image: of its parameters and the renderer's version"),
-                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"))),
+                ("Cache-Control" = String, description = "`no-cache, no-store, must-revalidate` (avatars are not cached)"))),
         (status = 304, description = "`If-None-Match` names this image: the client's copy is current; no body",
             headers(
                 ("ETag" = String, description = "Strong tag of the image"),
-                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"))),
+                ("Cache-Control" = String, description = "`no-cache, no-store, must-revalidate`"))),
         (status = 400, description = "Missing seed, or a size that is not a number in 50..1000", body = ImageError),
         (status = 500, description = "Generation failed", body = ImageError),
         (status = 503, description = "Another request was drawing the same avatar and did not finish in time; retry after `Retry-After`", body = ImageError,
@@ -66,7 +68,7 @@ pub async fn avatar_image(
         .map_err(|error| AppError::BadRequest(error.to_string()))?;
     let key = ImageKey::new("avatar", &[&seed, &size.to_string()]);
     if key.is_held_by(&headers) {
-        return Ok(not_modified(&key, false));
+        return Ok(not_modified(&key, Caching::NotKept, false));
     }
     let svg = state
         .image_cache
@@ -80,16 +82,35 @@ pub async fn avatar_image(
             },
             CacheError::Render(error) => AppError::BadRequest(error.to_string()),
         })?;
-    Ok(immutable_image("image/svg+xml", svg, &key, false))
+    Ok(named_image(
+        "image/svg+xml",
+        svg,
+        &key,
+        Caching::NotKept,
+        false,
+    ))
 }
 
-/// A generated image named by its URL: its strong `ETag` and a year's
-/// `Cache-Control`; `vary_agent` when the same URL answers browsers
-/// otherwise (a redirect), so shared caches keep one answer per agent.
-pub fn immutable_image(
+/// What clients are told about keeping an image named by its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// A year, without asking again (`public, max-age=31536000,
+    /// immutable`): the PNG share card, for which SPEC.md states no header.
+    Year,
+    /// Not at all (`no-cache, no-store, must-revalidate`, with `Pragma` and
+    /// `Expires`): what SPEC.md states for avatars and SVG share cards.
+    NotKept,
+}
+
+/// A generated image named by its URL: its strong `ETag` and the
+/// `Cache-Control` of `caching`; `vary_agent` when the same URL answers
+/// browsers otherwise (a redirect), so shared caches keep one answer per
+/// agent.
+pub fn named_image(
     content_type: &'static str,
     body: Bytes,
     key: &ImageKey,
+    caching: Caching,
     vary_agent: bool,
 ) -> Response {
     let mut response = (
@@ -97,23 +118,28 @@ pub fn immutable_image(
         body,
     )
         .into_response();
-    validators(response.headers_mut(), key, vary_agent);
+    validators(response.headers_mut(), key, caching, vary_agent);
     response
 }
 
 /// 304 for a client that holds the image already: the validators, no body.
-pub fn not_modified(key: &ImageKey, vary_agent: bool) -> Response {
+pub fn not_modified(key: &ImageKey, caching: Caching, vary_agent: bool) -> Response {
     let mut response = StatusCode::NOT_MODIFIED.into_response();
-    validators(response.headers_mut(), key, vary_agent);
+    validators(response.headers_mut(), key, caching, vary_agent);
     response
 }
 
-fn validators(headers: &mut HeaderMap, key: &ImageKey, vary_agent: bool) {
+fn validators(headers: &mut HeaderMap, key: &ImageKey, caching: Caching, vary_agent: bool) {
     headers.insert(header::ETAG, key.etag());
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(image_cache::IMMUTABLE),
-    );
+    match caching {
+        Caching::Year => {
+            headers.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static(image_cache::IMMUTABLE),
+            );
+        }
+        Caching::NotKept => headers.extend(no_store_headers()),
+    }
     if vary_agent {
         headers.insert(header::VARY, HeaderValue::from_static("User-Agent"));
     }

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use axum::body::Bytes;
 
 use crate::controllers::docs::Binary;
-use crate::controllers::images;
+use crate::controllers::images::{self, Caching};
 use crate::controllers::system::no_store_headers;
 use crate::http::error::AppError;
 use crate::http::error::schema::ImageError;
@@ -83,11 +83,12 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
 /// answers the fallback card.
 ///
 /// A card whose URL names all it shows (a `seed`, not `random=true`, and a
-/// `quote` or `author`) is kept by its parameters, so a crawler storm on one
-/// share link renders it once, and served with a strong `ETag` and a year's
-/// `Cache-Control` (`If-None-Match` is answered 304 without rendering). A
-/// card with a random seed or a provider's quote is a new image each time:
-/// never kept, `no-store`.
+/// `quote` or `author`) is kept in the server's memory by its parameters,
+/// so a crawler storm on one share link renders it once, and served with a
+/// strong `ETag` (`If-None-Match` is answered 304 without rendering); as a
+/// PNG with a year's `Cache-Control`, as SVG with `no-cache, no-store,
+/// must-revalidate` (SPEC.md). A card with a random seed or a provider's
+/// quote is a new image each time: never kept, `no-store`.
 #[utoipa::path(
     get,
     path = "/api/og-image",
@@ -98,14 +99,14 @@ pub fn is_crawler(headers: &HeaderMap) -> bool {
             content((inline(Binary) = "image/png"), (String = "image/svg+xml")),
             headers(
                 ("ETag" = String, description = "Strong tag of a card the URL names entirely: of its parameters and the renderers' versions"),
-                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable` for a card the URL names entirely; else `no-cache, no-store, must-revalidate`"),
+                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable` for a PNG card the URL names entirely; else (SVG, the fallback card, a card with a random seed or a provider's quote) `no-cache, no-store, must-revalidate`"),
                 ("Vary" = String, description = "`User-Agent` on a kept card without `direct=true` (browsers are redirected instead)"))),
         (status = 302, description = "A browser: redirected to the viewer page with the same query",
             headers(("Vary" = String, description = "`User-Agent`"))),
         (status = 304, description = "`If-None-Match` names this card: the client's copy is current; no body",
             headers(
                 ("ETag" = String, description = "Strong tag of the card"),
-                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable`"),
+                ("Cache-Control" = String, description = "`public, max-age=31536000, immutable` for a PNG card, `no-cache, no-store, must-revalidate` for SVG"),
                 ("Vary" = String, description = "`User-Agent` without `direct=true`"))),
         (status = 400, description = "`type` is not png or svg", body = ImageError),
         (status = 503, description = "Every rendering slot is busy; retry after `Retry-After`", body = ImageError,
@@ -167,7 +168,7 @@ pub async fn og_image(
         &[&seed, &quote, &author],
     );
     if key.is_held_by(&headers) {
-        return Ok(images::not_modified(&key, !direct));
+        return Ok(images::not_modified(&key, caching(svg_wanted), !direct));
     }
     let card = state
         .image_cache
@@ -242,9 +243,17 @@ async fn render_card(
 fn card_response(svg: bool, card: Bytes, named: Option<(&ImageKey, bool)>) -> Response {
     let content_type = if svg { "image/svg+xml" } else { "image/png" };
     match named {
-        Some((key, vary_agent)) => images::immutable_image(content_type, card, key, vary_agent),
+        Some((key, vary_agent)) => {
+            images::named_image(content_type, card, key, caching(svg), vary_agent)
+        }
         None => no_store_image(content_type, card),
     }
+}
+
+/// What clients may keep of a named card: SPEC.md says an SVG card is not
+/// cached and states nothing for the PNG.
+fn caching(svg: bool) -> Caching {
+    if svg { Caching::NotKept } else { Caching::Year }
 }
 
 /// A 302 redirect, as DECISIONS.md asks for the browser case; the same URL

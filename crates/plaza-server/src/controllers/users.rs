@@ -28,6 +28,7 @@ use crate::http::answer_cache;
 use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::http::personal;
 use crate::services::{erased_files, export, user_admin};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
@@ -261,14 +262,15 @@ pub struct UserListQuery {
 }
 
 /// List users: active users with public profiles, or everyone for admins.
-/// Emails are shown to admins, and to each user on their own entry.
+/// Emails are shown to admins, and to each user on their own entry; an
+/// answer that shows one is `Cache-Control: private, no-store`.
 #[utoipa::path(
     get,
     path = "/api/users",
     tag = "users",
     params(UserListQuery),
     responses(
-        (status = 200, description = "A page of users and the total", body = UserList),
+        (status = 200, description = "A page of users and the total; `Cache-Control: private, no-store` when it shows an email", body = UserList),
         (status = 422, description = "A filter, sort, order, limit or offset is invalid", body = GeneralError),
     )
 )]
@@ -276,7 +278,7 @@ pub async fn list_users(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
     AppQuery(query): AppQuery<UserListQuery>,
-) -> Result<AppJson<UserList>, AppError> {
+) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let role = query.role.as_deref().and_then(|raw| {
         problems.check(
@@ -318,20 +320,29 @@ pub async fn list_users(
         ..UserQuery::default()
     };
     let listed = state.db.list_users(&filter, everyone, page).await?;
-    Ok(AppJson(UserList {
-        users: listed
-            .users
-            .iter()
-            .map(|user| {
-                UserView::new(user, policy::see_email(actor, user)).with_own_settings(user, actor)
-            })
-            .collect(),
+    let users: Vec<UserView> = listed
+        .users
+        .iter()
+        .map(|user| {
+            UserView::new(user, policy::see_email(actor, user)).with_own_settings(user, actor)
+        })
+        .collect();
+    let shows_email = users.iter().any(|user| user.email.is_some());
+    let mut response = AppJson(UserList {
+        users,
         pagination: Pagination::new(listed.total, page),
-    }))
+    })
+    .into_response();
+    if shows_email {
+        personal::mark(response.headers_mut());
+    }
+    Ok(response)
 }
 
 /// Get a user in the general schema. Users without a public profile, and
-/// inactive or banned ones, are 404 except to themselves and admins.
+/// inactive or banned ones, are 404 except to themselves and admins. An
+/// answer that shows the email (to the user, or an admin) is
+/// `Cache-Control: private, no-store`.
 #[utoipa::path(
     get,
     path = "/api/users/{id}",
@@ -352,10 +363,16 @@ pub async fn get_user(
     let user = state.db.user_by_id(id).await?;
     let actor = actor_of(caller.as_ref());
     authorize(policy::view_user(actor, &user), "user")?;
+    let show_email = policy::see_email(actor, &user);
+    let audience = if show_email {
+        answer_cache::Audience::Personal
+    } else {
+        answer_cache::Audience::of(caller.is_none())
+    };
     answer_cache::tagged_json(
-        &UserView::new(&user, policy::see_email(actor, &user)).with_own_settings(&user, actor),
+        &UserView::new(&user, show_email).with_own_settings(&user, actor),
         &headers,
-        answer_cache::Audience::of(caller.is_none()),
+        audience,
     )
 }
 
@@ -634,9 +651,10 @@ pub async fn delete_user(
 /// they filed), `alerts.json`, `analytics.json` (their events),
 /// `sessions.json` (no token material), `uploads.json` and the uploaded
 /// files under `uploads/`. It is written while it is sent; a few exports
-/// run at once per instance, and one cut off (the server stopping, or
-/// `export_timeout_secs` passing) ends in a broken download, never a
-/// short archive.
+/// run at once per instance, one at a time per caller, and one cut off
+/// (the client reading nothing for `export_idle_secs`, the server
+/// stopping, or `export_timeout_secs` passing) ends in a broken download,
+/// never a short archive.
 #[utoipa::path(
     get,
     path = "/api/users/{id}/export",
@@ -649,7 +667,9 @@ pub async fn delete_user(
         (status = 401, description = "Not signed in", body = GeneralError),
         (status = 403, description = "Not the user, nor an administrator holding `users:manage` who outranks them", body = GeneralError),
         (status = 404, description = "No such user, or not one the caller may see", body = GeneralError),
-        (status = 503, description = "Every export slot of this instance is taken (`export_max_concurrent`); retry after `Retry-After`", body = GeneralError),
+        (status = 409, description = "The caller has an export in progress on this instance already (`CONFLICT`): one at a time", body = GeneralError),
+        (status = 503, description = "Every export slot of this instance is taken (`export_max_concurrent`); retry after `Retry-After`", body = GeneralError,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
 pub async fn export_user(
@@ -664,9 +684,19 @@ pub async fn export_user(
         .capabilities
         .hold(plaza_domain::grants::MANAGE_USERS);
     authorize(policy::export_user(caller.actor(), &target, holds), "user")?;
-    let slot = state.exports.slot().ok_or(AppError::Busy {
-        retry_after_secs: EXPORT_RETRY_AFTER_SECS,
-    })?;
+    let slot = state
+        .exports
+        .slot(caller.user_id())
+        .map_err(|refusal| match refusal {
+            export::Refusal::Exporting => AppError::Conflict(
+                "an export you started is still in progress: one export at a time (finish or \
+                 cancel that download first)"
+                    .to_owned(),
+            ),
+            export::Refusal::Full => AppError::Busy {
+                retry_after_secs: EXPORT_RETRY_AFTER_SECS,
+            },
+        })?;
     if caller.user_id() != id {
         state
             .audit_reads
@@ -692,7 +722,10 @@ pub async fn export_user(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/zip"),
     );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
     if let Ok(value) = HeaderValue::from_str(&disposition) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }

@@ -229,6 +229,9 @@ pub enum Audience {
     /// Rendered for this signed-in caller: only the caller's own cache may
     /// keep it.
     Caller,
+    /// One user's private data (an email): no cache keeps it
+    /// ([`crate::http::personal`]).
+    Personal,
 }
 
 impl Audience {
@@ -275,6 +278,7 @@ fn tagged_response(answer: &Tagged, request: &HeaderMap, audience: Audience) -> 
         HeaderValue::from_static(match audience {
             Audience::Anyone => "no-cache",
             Audience::Caller => "private, no-cache",
+            Audience::Personal => crate::http::personal::PRIVATE_NO_STORE,
         }),
     );
     headers.insert(

@@ -4,12 +4,17 @@
 //! small pipe, whose fullness holds the writer back while the client reads
 //! slowly; so an export holds about one page and one pipe of memory
 //! whatever its size. A few exports run at once per instance
-//! (`export_max_concurrent`); each ends when its client hangs up (the next
-//! write into the pipe fails), when the server stops, or after
+//! (`export_max_concurrent`), and one user holds at most one of them; each
+//! ends when its client hangs up (the next write into the pipe fails), when
+//! its client reads nothing for `export_idle_secs` (a write into the full
+//! pipe waits that long), when the server stops, or after
 //! `export_timeout_secs`. An export cut off ends its body with an error,
 //! so the client sees a failed download, never a short archive.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use async_zip::base::write::ZipFileWriter;
@@ -21,7 +26,9 @@ use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
 use serde::Serialize;
 use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, DuplexStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Sleep;
 use tokio_util::compat::Compat;
 use tokio_util::sync::CancellationToken;
 
@@ -34,32 +41,147 @@ const PIPE_BYTES: usize = 64 * 1024;
 /// Rows read per statement.
 const PAGE: i64 = 200;
 
-/// The exports of this instance: their slots, and the signal that ends
-/// them when the server stops.
+/// The exports of this instance: their slots, the users who hold one, and
+/// the signal that ends them when the server stops.
 pub struct Exports {
     slots: Arc<Semaphore>,
+    exporting: Arc<Mutex<HashSet<i64>>>,
     stop: CancellationToken,
     timeout: Duration,
+    idle: Duration,
+}
+
+/// Why an export was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The caller has an export in progress on this instance already.
+    Exporting,
+    /// Every slot of the instance is taken.
+    Full,
+}
+
+/// What one export holds until it ends: a slot of the instance and its
+/// caller's place among those exporting.
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _caller: Caller,
+}
+
+/// A caller's place among those exporting, given up when dropped.
+struct Caller {
+    user_id: i64,
+    exporting: Arc<Mutex<HashSet<i64>>>,
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        self.exporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.user_id);
+    }
 }
 
 impl Exports {
     pub fn new(settings: &StorageSettings) -> Exports {
         Exports {
             slots: Arc::new(Semaphore::new(settings.export_max_concurrent)),
+            exporting: Arc::new(Mutex::new(HashSet::new())),
             stop: CancellationToken::new(),
             timeout: Duration::from_secs(settings.export_timeout_secs),
+            idle: Duration::from_secs(settings.export_idle_secs),
         }
     }
 
-    /// A slot for one export, held until it ends; `None` when every slot
+    /// A slot for one export started by `caller_id`, held until it ends;
+    /// refused while that caller has one in progress, or when every slot
     /// is taken.
-    pub fn slot(&self) -> Option<OwnedSemaphorePermit> {
-        self.slots.clone().try_acquire_owned().ok()
+    pub fn slot(&self, caller_id: i64) -> Result<Slot, Refusal> {
+        let mut exporting = self
+            .exporting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if exporting.contains(&caller_id) {
+            return Err(Refusal::Exporting);
+        }
+        let permit = self
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Refusal::Full)?;
+        exporting.insert(caller_id);
+        Ok(Slot {
+            _permit: permit,
+            _caller: Caller {
+                user_id: caller_id,
+                exporting: self.exporting.clone(),
+            },
+        })
     }
 
     /// Ends every export in progress (at shutdown).
     pub fn stop(&self) {
         self.stop.cancel();
+    }
+}
+
+/// The writing end of the pipe, failing a write that has waited `idle` for
+/// room: the body is not read, so the client reads nothing.
+struct IdleLimit {
+    pipe: DuplexStream,
+    idle: Duration,
+    /// Armed while a write waits for room.
+    waiting: Option<Pin<Box<Sleep>>>,
+}
+
+impl IdleLimit {
+    fn new(pipe: DuplexStream, idle: Duration) -> Self {
+        IdleLimit {
+            pipe,
+            idle,
+            waiting: None,
+        }
+    }
+
+    /// `poll` on the pipe, or an error once it has been pending for `idle`.
+    fn limit<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(Pin<&mut DuplexStream>, &mut Context<'_>) -> Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if let Poll::Ready(done) = poll(Pin::new(&mut self.pipe), cx) {
+            self.waiting = None;
+            return Poll::Ready(done);
+        }
+        let idle = self.idle;
+        let waiting = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        ready!(waiting.as_mut().poll(cx));
+        self.waiting = None;
+        Poll::Ready(Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the client read nothing for {} s", idle.as_secs()),
+        )))
+    }
+}
+
+impl AsyncWrite for IdleLimit {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.get_mut()
+            .limit(cx, |pipe, cx| pipe.poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.get_mut().limit(cx, |pipe, cx| pipe.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.get_mut().limit(cx, |pipe, cx| pipe.poll_shutdown(cx))
     }
 }
 
@@ -78,12 +200,12 @@ pub fn file_name(user: &User) -> String {
 
 /// The body of `user`'s export, written by a task of its own that holds
 /// `slot` until it ends.
-pub fn body(state: &AppState, user: User, slot: OwnedSemaphorePermit) -> Body {
+pub fn body(state: &AppState, user: User, slot: Slot) -> Body {
     let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
+    let pipe_in = IdleLimit::new(pipe_in, state.exports.idle);
     let (finished, ended) = tokio::sync::oneshot::channel();
     let state = state.clone();
     tokio::spawn(async move {
-        let _slot = slot;
         let exports = &state.exports;
         let user_id = user.id();
         let outcome = tokio::select! {
@@ -97,6 +219,9 @@ pub fn body(state: &AppState, user: User, slot: OwnedSemaphorePermit) -> Body {
             Ok(()) => tracing::info!(user_id, "data export sent"),
             Err(error) => tracing::info!(user_id, %error, "data export cut off"),
         }
+        // Free before the body ends: a client that read the whole archive
+        // may start its next export at once.
+        drop(slot);
         let _ = finished.send(outcome.is_ok());
     });
     // The pipe ends when the writer is done or gone; only a writer that
@@ -113,16 +238,12 @@ pub fn body(state: &AppState, user: User, slot: OwnedSemaphorePermit) -> Body {
     )
 }
 
-type Archive = ZipFileWriter<Compat<tokio::io::DuplexStream>>;
+type Archive = ZipFileWriter<Compat<IdleLimit>>;
 
 /// Why writing stopped, for the log.
 type Failure = String;
 
-async fn write_archive(
-    state: &AppState,
-    user: &User,
-    pipe: tokio::io::DuplexStream,
-) -> Result<(), Failure> {
+async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
     write_profile(state, user, &mut zip).await?;
     write_posts(state, user, &mut zip).await?;
@@ -163,7 +284,7 @@ fn entry(name: &str, compression: Compression, millis: i64) -> ZipEntryBuilder {
 
 /// A JSON array written into an entry one item at a time.
 struct JsonArray<'a> {
-    entry: async_zip::base::write::EntryStreamWriter<'a, Compat<tokio::io::DuplexStream>>,
+    entry: async_zip::base::write::EntryStreamWriter<'a, Compat<IdleLimit>>,
     empty: bool,
 }
 

@@ -40,8 +40,10 @@ const RENDERERS: [&str; 3] = [
     plaza_og_image::RENDERER_VERSION,
 ];
 
-/// The `Cache-Control` of an image named by its URL: it never changes,
-/// so browsers and shared caches may keep it for a year without asking.
+/// The `Cache-Control` of a PNG share card named by its URL: it never
+/// changes, so browsers and shared caches may keep it for a year without
+/// asking. (SPEC.md states no header for it; avatars and SVG cards are
+/// not to be cached.)
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// One generated image: a digest of the renderers and its parameters.

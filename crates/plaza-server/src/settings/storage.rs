@@ -48,6 +48,10 @@ pub struct StorageSettings {
     pub export_max_concurrent: usize,
     /// The longest one export may take to send; then its answer is cut off.
     pub export_timeout_secs: u64,
+    /// How long an export may wait for its client to read before it ends
+    /// (its pipe and the socket full, nothing taken): a client that stops
+    /// reading gives its slot back.
+    pub export_idle_secs: u64,
     /// How long after a failed attempt the store is first asked again to
     /// delete a file of an erased user (and how often the retry job runs);
     /// the wait doubles with each attempt, up to an hour.
@@ -70,6 +74,7 @@ impl Default for StorageSettings {
             storage_moved: false,
             export_max_concurrent: 2,
             export_timeout_secs: 3600,
+            export_idle_secs: 60,
             erased_file_retry_secs: 60,
         }
     }
@@ -87,6 +92,9 @@ impl StorageSettings {
                 "export_timeout_secs",
                 "must be 1 to 86400",
             ));
+        }
+        if self.export_idle_secs == 0 || self.export_idle_secs > 3600 {
+            return Err(SettingsError::new("export_idle_secs", "must be 1 to 3600"));
         }
         if self.erased_file_retry_secs == 0 || self.erased_file_retry_secs > 3600 {
             return Err(SettingsError::new(

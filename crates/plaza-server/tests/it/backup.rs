@@ -3,7 +3,10 @@
 //! data directory (and PostgreSQL database) that `plaza serve` then serves
 //! with the same users, sessions, posts, files and admin tokens; what a
 //! restore refuses (a directory or database in use, a served SQLite
-//! database, a damaged or foreign archive); and the scheduled backup.
+//! database or a PostgreSQL one another Plaza is connected to, a damaged
+//! or foreign archive, one writing more than its manifest states or than
+//! fits, keys other than the install's without `--force`); and the
+//! scheduled backup.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -17,7 +20,11 @@ on_both_databases!(
     an_install_that_is_not_empty_is_replaced_only_with_force,
     damaged_and_foreign_archives_are_refused_with_a_clear_error,
     a_backup_is_written_on_schedule,
+    an_archive_writes_no_more_than_its_manifest_states_nor_than_fits,
+    a_restore_shows_key_fingerprints_and_needs_force_when_they_differ,
 );
+
+on_postgres!(a_restore_is_refused_while_another_plaza_uses_the_database);
 
 /// Whether `pg_dump` and `pg_restore` can run; a PostgreSQL test without
 /// them says so and passes, unless `PLAZA_TEST_REQUIRE_TOOLS=1`.
@@ -283,11 +290,14 @@ async fn an_install_that_is_not_empty_is_replaced_only_with_force(backend: Backe
         401
     );
     if backend == Backend::Postgres {
-        // An empty data directory beside a database that holds tables.
+        // An empty data directory beside a database that holds tables (no
+        // longer served: a served one is refused before, see
+        // a_restore_is_refused_while_another_plaza_uses_the_database).
+        let stopped = server.stop();
         let database_in_use = Prepared::new(
             backend,
             "",
-            &[("PLAZA_DATABASE_URL", server.database_url.as_str())],
+            &[("PLAZA_DATABASE_URL", stopped.database_url.as_str())],
         )
         .await;
         let refused = restore(&database_in_use, &archive, false);
@@ -481,4 +491,162 @@ async fn a_backup_is_written_on_schedule(backend: Backend) {
         .find(|line| line.contains("the scheduled backup failed"))
         .unwrap();
     assert!(line.contains("WARN"), "{line}");
+}
+
+/// The contents of `folder` a failed restore into a fresh install leaves.
+fn untouched(backend: Backend) -> Vec<String> {
+    let mut names = vec!["plaza.toml".to_owned(), "uploads".to_owned()];
+    if backend == Backend::Sqlite {
+        names.push("plaza.db.lock".to_owned());
+    }
+    names.sort();
+    names
+}
+
+async fn an_archive_writes_no_more_than_its_manifest_states_nor_than_fits(backend: Backend) {
+    if !postgres_tools_present(
+        backend,
+        "an_archive_writes_no_more_than_its_manifest_states",
+    ) {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    let (_, cookie) = member(&source, "writer@example.com", "user").await;
+    upload(&source, &cookie).await;
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    let manifest = manifest_of(&archive);
+    let sizes = &manifest["sizes"];
+    assert!(
+        sizes["database"].as_u64().unwrap() > 0
+            && sizes["keys"].as_u64().unwrap() > 0
+            && sizes["uploads"].as_u64().unwrap() > 0,
+        "{manifest}"
+    );
+    assert_eq!(
+        manifest["keyFingerprints"].as_object().unwrap().len(),
+        3,
+        "{manifest}"
+    );
+    let path = |name: &str| folder.path().join(name);
+
+    // 64 MiB of zeros compress to about 64 KiB: a small archive that
+    // would write far more than it was written with.
+    rewrite_archive(&archive, &path("bomb.tar.gz"), |entries| {
+        entries.push((
+            b"uploads/zz/bomb".to_vec(),
+            tar::EntryType::Regular,
+            vec![0; 64 << 20],
+        ));
+    });
+    assert!(std::fs::metadata(path("bomb.tar.gz")).unwrap().len() < 1 << 20);
+    rewrite_archive(&archive, &path("database.tar.gz"), |entries| {
+        let at = entries
+            .iter()
+            .position(|(name, _, _)| name.starts_with(b"database/"))
+            .unwrap();
+        entries[at].2.extend(std::iter::repeat_n(0, 8 << 20));
+    });
+    rewrite_archive(&archive, &path("huge.tar.gz"), |entries| {
+        let mut manifest: Value = serde_json::from_slice(&entries[0].2).unwrap();
+        manifest["sizes"]["uploads"] = json!(1_u64 << 60);
+        entries[0].2 = serde_json::to_vec(&manifest).unwrap();
+    });
+    let cases = [
+        ("bomb.tar.gz", "more than its manifest states"),
+        ("database.tar.gz", "more than its manifest states"),
+        ("huge.tar.gz", "does not fit"),
+    ];
+    let install = fresh_install(backend).await;
+    for (name, expected) in cases {
+        let output = restore(&install, &path(name), false);
+        let said = text(&output);
+        assert!(!output.status.success(), "{name}: {said}");
+        assert!(said.contains(expected), "{name}: {said}");
+        assert_eq!(
+            listing(install.data_dir.path()),
+            untouched(backend),
+            "{name} left files behind"
+        );
+        assert_eq!(listing(&install.data_dir.path().join("uploads")).len(), 0);
+    }
+    let restored = restore(&install, &archive, false);
+    assert!(restored.status.success(), "{}", text(&restored));
+}
+
+async fn a_restore_shows_key_fingerprints_and_needs_force_when_they_differ(backend: Backend) {
+    if !postgres_tools_present(backend, "a_restore_shows_key_fingerprints") {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    source.create_user("kept@example.com", PASSWORD, "user");
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    let manifest = manifest_of(&archive);
+    let totp = manifest["keyFingerprints"]["totp-key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // An empty install without keys takes the archive's: nothing differs.
+    let install = fresh_install(backend).await;
+    let restored = restore(&install, &archive, false);
+    let said = text(&restored);
+    assert!(restored.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "key totp-key: archive {totp}, this install none, in force after the restore {totp}"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("DIFFERS"), "{said}");
+
+    // An install whose settings name another two-factor key.
+    let other_key = "another two-factor key, at least 32 characters long";
+    let install = Prepared::new(backend, "", &[("PLAZA_TOTP_KEY", other_key)])
+        .await
+        .without("PLAZA_JWT_SECRET");
+    let refused = restore(&install, &archive, false);
+    let said = text(&refused);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("key totp-key: archive")
+            && said.contains("(its setting)")
+            && said.contains("DIFFERS")
+            && said.contains("--force"),
+        "{said}"
+    );
+    assert_eq!(listing(install.data_dir.path()), untouched(backend));
+    let forced = restore(&install, &archive, true);
+    let said = text(&forced);
+    assert!(forced.status.success(), "{said}");
+    assert!(said.contains("DIFFERS"), "{said}");
+    let server = install.serve();
+    server.sign_in("kept@example.com", PASSWORD).await;
+}
+
+async fn a_restore_is_refused_while_another_plaza_uses_the_database() {
+    if !postgres_tools_present(
+        Backend::Postgres,
+        "a_restore_is_refused_while_another_plaza",
+    ) {
+        return;
+    }
+    let server = server_with_generated_keys(Backend::Postgres, &[]).await;
+    server.create_user("still@example.com", PASSWORD, "user");
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&server, folder.path(), "plaza.tar.gz");
+    let output = server.cli(&["restore", "--input", archive.to_str().unwrap(), "--force"]);
+    let said = text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("another Plaza is connected to the database") && said.contains("\"plaza\""),
+        "{said}"
+    );
+    // The schema was left alone: the server still serves.
+    server.sign_in("still@example.com", PASSWORD).await;
+
+    let install = server.stop();
+    let restored = restore(&install, &archive, true);
+    assert!(restored.status.success(), "{}", text(&restored));
 }

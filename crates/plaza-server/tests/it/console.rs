@@ -96,6 +96,7 @@ async fn reported_post(server: &TestServer) -> (String, String) {
 on_both_databases!(
     the_console_lets_in_moderators_and_sends_others_away,
     a_moderator_hides_a_reported_post_and_the_author_is_told,
+    moderators_see_no_email_but_their_own_on_the_reports_page,
     forged_and_unauthorised_decisions_are_refused,
     moderators_see_moderation_but_not_users,
     an_administrator_bans_and_unbans_from_the_users_pages,
@@ -238,6 +239,72 @@ async fn a_moderator_hides_a_reported_post_and_the_author_is_told(backend: Backe
     assert_eq!(
         entries, 1,
         "the decision is audited once, naming the moderator"
+    );
+}
+
+/// Takes `action` on the reported post `id` through the console's form, as
+/// the session `cookie`.
+async fn decide(server: &TestServer, cookie: &str, id: &str, action: &str) {
+    let (status, headers, page) = open(server, "/admin/moderation", Some(cookie)).await;
+    assert_eq!(status, 200, "{page}");
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let (status, _, body) = submit(
+        server,
+        &format!("/admin/moderation/{id}"),
+        &[cookie, &csrf_cookie],
+        &[
+            ("csrfToken", &token),
+            ("state", "reported"),
+            ("action", action),
+            ("reason", "Checked"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+}
+
+async fn moderators_see_no_email_but_their_own_on_the_reports_page(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (first, author) = reported_post(&server).await;
+    let second = post(
+        &server,
+        &author,
+        json!({"title": "Another", "content": "More", "published": true}),
+    )
+    .await;
+    let (_, reader) = member(&server, "second-reader@example.com", "user").await;
+    let (status, body) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{second}/report"),
+        Some(&reader),
+        Some(json!({"reason": "spam"})),
+    )
+    .await;
+    assert!(status == 200 || status == 201, "{body}");
+    let (_, admin) = member(&server, "chief@example.com", "admin").await;
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    decide(&server, &admin, &first, "hide").await;
+    decide(&server, &moderator, &second, "hide").await;
+    // The page counts actions before the millisecond it is asked in.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+
+    let (status, _, page) = open(&server, "/admin/reports?days=7", Some(&moderator)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        !page.contains("chief@example.com"),
+        "a moderator sees no administrator's email: {page}"
+    );
+    assert!(
+        page.contains("moderator@example.com"),
+        "a moderator sees their own: {page}"
+    );
+    let (status, _, page) = open(&server, "/admin/reports?days=7", Some(&admin)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("chief@example.com") && page.contains("moderator@example.com"),
+        "an administrator sees emails: {page}"
     );
 }
 

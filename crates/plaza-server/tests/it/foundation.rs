@@ -461,7 +461,7 @@ async fn the_data_directory_and_database_files_are_private() {
     .await;
     assert_eq!(status, 201);
     assert_eq!(mode(&data_dir), 0o700);
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", ".lock"] {
         let file = data_dir.join(format!("plaza.db{suffix}"));
         assert_eq!(mode(&file), 0o600, "{}", file.display());
     }
@@ -482,4 +482,18 @@ async fn the_data_directory_and_database_files_are_private() {
         &["migrate"],
     ));
     assert_eq!(mode(&old_database), 0o600);
+
+    // A lock file an earlier version left readable is tightened when a
+    // server (here the restore, which takes the same lock) opens it.
+    let old_lock = old.join("plaza.db.lock");
+    std::fs::write(&old_lock, b"").unwrap();
+    std::fs::set_permissions(&old_lock, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let _ = run_plaza(
+        &[
+            ("PLAZA_DATABASE_URL", &old_url),
+            ("PLAZA_DATA_DIR", &old_dir),
+        ],
+        &["restore", "--input", "/nonexistent/archive.tar.gz"],
+    );
+    assert_eq!(mode(&old_lock), 0o600);
 }

@@ -3,15 +3,18 @@
 use crate::common::{Backend, TestServer};
 use serde_json::Value;
 
-const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// SPEC.md: avatars are not cached.
+const NOT_CACHED: &str = "no-cache, no-store, must-revalidate";
 
 #[tokio::test]
-async fn avatars_are_deterministic_svg_kept_a_year() {
+async fn avatars_are_deterministic_svg_not_cached() {
     let server = TestServer::start(Backend::Sqlite).await;
     let first = server.get("/api/avatar-image?seed=Alice&size=120").await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "image/svg+xml");
-    assert_eq!(first.headers()["cache-control"], IMMUTABLE);
+    assert_eq!(first.headers()["cache-control"], NOT_CACHED);
+    assert_eq!(first.headers()["pragma"], "no-cache");
+    assert!(first.headers().contains_key("etag"), "the tag stays");
     assert!(
         !first
             .headers()
@@ -71,7 +74,7 @@ async fn if_none_match_with_the_avatars_etag_is_304_without_a_body() {
         .unwrap();
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"], tag.as_str());
-    assert_eq!(again.headers()["cache-control"], IMMUTABLE);
+    assert_eq!(again.headers()["cache-control"], NOT_CACHED);
     assert!(again.headers().get("content-type").is_none());
     assert!(again.bytes().await.unwrap().is_empty(), "no body");
     let other = server

@@ -35,6 +35,7 @@ mod mail;
 mod middleware;
 mod og;
 mod operations;
+mod personal_answers;
 mod public_reads;
 mod rate_limits;
 mod real_clients;

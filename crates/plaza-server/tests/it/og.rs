@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 
 const CRAWLER: &str = "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)";
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// SPEC.md's header of the SVG card.
+const NOT_CACHED: &str = "no-cache, no-store, must-revalidate";
 const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
 
 async fn fetch(server: &TestServer, query: &str, agent: &str) -> reqwest::Response {
@@ -59,7 +61,7 @@ async fn crawlers_get_a_1200_by_630_png() {
 }
 
 #[tokio::test]
-async fn a_named_svg_is_deterministic_and_kept_a_year_a_random_one_never() {
+async fn a_named_svg_is_deterministic_tagged_and_not_cached() {
     let server = TestServer::start(Backend::Sqlite).await;
     let first = fetch(
         &server,
@@ -69,8 +71,19 @@ async fn a_named_svg_is_deterministic_and_kept_a_year_a_random_one_never() {
     .await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "image/svg+xml");
-    assert_eq!(first.headers()["cache-control"], IMMUTABLE);
+    assert_eq!(first.headers()["cache-control"], NOT_CACHED);
     assert!(varies_by_agent(&first));
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    let held = server
+        .client
+        .get(server.url("/api/og-image?seed=abc&quote=Hello%20%3Cb%3E&author=Me&type=svg"))
+        .header("user-agent", CRAWLER)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(held.status(), 304);
+    assert_eq!(held.headers()["cache-control"], NOT_CACHED);
     let first = first.text().await.unwrap();
     assert!(first.contains("width=\"1200\"") && first.contains("height=\"630\""));
     assert!(!first.contains("<b>"), "user text is escaped");
@@ -89,11 +102,7 @@ async fn a_named_svg_is_deterministic_and_kept_a_year_a_random_one_never() {
         "?quote=Hello&author=Me&type=svg",
     ] {
         let random = fetch(&server, query, CRAWLER).await;
-        assert_eq!(
-            random.headers()["cache-control"],
-            "no-cache, no-store, must-revalidate",
-            "{query}"
-        );
+        assert_eq!(random.headers()["cache-control"], NOT_CACHED, "{query}");
         assert!(random.headers().get("etag").is_none(), "{query}");
         assert_ne!(first, random.text().await.unwrap(), "{query}");
     }

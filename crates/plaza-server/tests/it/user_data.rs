@@ -1,8 +1,9 @@
 //! A user's data export and erasure (DECISIONS.md "Accounts (round 4)"):
 //! the archive holds the user's posts, reports, alerts, events, sessions
 //! and files and nothing of anyone else; only the user and administrators
-//! holding `users:manage` export (audited); exports are bounded and stop
-//! when their client hangs up; an erased user's files answer 404 at once
+//! holding `users:manage` export (audited); exports are bounded, one at a
+//! time per user, and stop when their client hangs up or reads nothing; an
+//! erased user's files answer 404 at once
 //! and leave the store, also when the store was down at the erasure, and
 //! their events, sessions, linked accounts and admin tokens are gone.
 
@@ -20,6 +21,7 @@ on_both_databases!(
     an_export_holds_the_users_data_and_nothing_of_another,
     only_the_user_and_administrators_who_manage_users_export,
     exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot,
+    one_export_at_a_time_per_user_and_an_unread_one_ends,
     erasure_takes_files_events_sessions_accounts_and_tokens,
     a_store_that_failed_a_deletion_is_retried_by_the_job,
 );
@@ -386,42 +388,11 @@ async fn exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot(backend: 
     )
     .await;
     let (alice, cookie) = member(&server, "alice@example.com", "user").await;
-    // About 20 MB of events that do not compress: more than the pipe and
-    // the sockets hold, so an export not read stays in progress.
-    let mut noise = 0x2545_f491_u64;
-    for _ in 0..50 {
-        let events: Vec<Value> = (0..100)
-            .map(|_| {
-                let filler: String = (0..3800)
-                    .map(|_| {
-                        noise ^= noise << 13;
-                        noise ^= noise >> 7;
-                        noise ^= noise << 17;
-                        char::from(b'!' + (noise % 90) as u8)
-                    })
-                    .collect();
-                json!({"event_type": "scroll", "event_data": {"filler": filler}, "timestamp": now_text()})
-            })
-            .collect();
-        let (status, body) = call(
-            &server,
-            "POST",
-            "/api/analytics/collect/batch",
-            Some(&cookie),
-            Some(json!({"events": events})),
-        )
-        .await;
-        assert_eq!(status, 200, "{body}");
-    }
-    let held = common::client()
-        .get(server.url(&format!("/api/users/{alice}/export")))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(held.status(), 200);
+    let (bob, bob_cookie) = member(&server, "bob@example.com", "user").await;
+    fill_with_events(&server, &cookie).await;
+    let held = start_export(&server, alice, &cookie).await;
 
-    let refused = export(&server, alice, &cookie).await;
+    let refused = export(&server, bob, &bob_cookie).await;
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
     let body: Value = refused.json().await.unwrap();
@@ -450,13 +421,108 @@ async fn exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot(backend: 
             );
             break;
         }
-        assert_eq!(response.status(), 503);
+        assert_eq!(response.status(), 409, "alice's own export still holds");
         assert!(
             Instant::now() < deadline,
             "the slot of the hung-up export stayed taken"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// About 20 MB of events that do not compress for the user of `cookie`:
+/// more than the pipe and the sockets hold, so an export not read stays in
+/// progress.
+async fn fill_with_events(server: &TestServer, cookie: &str) {
+    let mut noise = 0x2545_f491_u64;
+    for _ in 0..50 {
+        let events: Vec<Value> = (0..100)
+            .map(|_| {
+                let filler: String = (0..3800)
+                    .map(|_| {
+                        noise ^= noise << 13;
+                        noise ^= noise >> 7;
+                        noise ^= noise << 17;
+                        char::from(b'!' + (noise % 90) as u8)
+                    })
+                    .collect();
+                json!({"event_type": "scroll", "event_data": {"filler": filler}, "timestamp": now_text()})
+            })
+            .collect();
+        let (status, body) = call(
+            server,
+            "POST",
+            "/api/analytics/collect/batch",
+            Some(cookie),
+            Some(json!({"events": events})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+}
+
+/// An export of user `id` started and left unread: its answer, whose body
+/// nobody reads.
+async fn start_export(server: &TestServer, id: i64, cookie: &str) -> reqwest::Response {
+    let held = common::client()
+        .get(server.url(&format!("/api/users/{id}/export")))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(held.status(), 200);
+    held
+}
+
+async fn one_export_at_a_time_per_user_and_an_unread_one_ends(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_EXPORT_MAX_CONCURRENT", "3"),
+            ("PLAZA_EXPORT_IDLE_SECS", "2"),
+            ("PLAZA_RATE_LIMITS_ENABLED", "false"),
+        ],
+    )
+    .await;
+    let (alice, cookie) = member(&server, "alice@example.com", "user").await;
+    let (bob, bob_cookie) = member(&server, "bob@example.com", "user").await;
+    fill_with_events(&server, &cookie).await;
+    let held = start_export(&server, alice, &cookie).await;
+
+    // Slots are left, but alice holds her one export.
+    let refused = export(&server, alice, &cookie).await;
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "CONFLICT", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("one export at a time"),
+        "{body}"
+    );
+    let other = export(&server, bob, &bob_cookie).await;
+    assert_eq!(other.status(), 200, "another user exports meanwhile");
+    other.bytes().await.unwrap();
+
+    // Alice reads nothing, and keeps the connection open: her export ends
+    // after the idle time and frees her place.
+    server.wait_for_log("read nothing for 2 s");
+    let again = export(&server, alice, &cookie).await;
+    assert_eq!(again.status(), 200);
+    let entries = unzip(&again.bytes().await.unwrap());
+    assert_eq!(
+        json_of(&entries, "analytics.json")
+            .as_array()
+            .unwrap()
+            .len(),
+        5000
+    );
+    let cut_short = held.bytes().await;
+    assert!(
+        cut_short.is_err(),
+        "the idle export ends in a broken download, not a short archive"
+    );
 }
 
 async fn erasure_takes_files_events_sessions_accounts_and_tokens(backend: Backend) {

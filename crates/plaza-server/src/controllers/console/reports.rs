@@ -2,7 +2,10 @@
 //! 30 or 90 days, the reports received and resolved, those still open and
 //! the posts they are on, how long a resolution took on average, and the
 //! moderation actions by kind and by moderator; the figures of
-//! `GET /api/v1/admin/reports/moderation` for the same period.
+//! `GET /api/v1/admin/reports/moderation` for the same period. Each
+//! moderator is named by email only where the domain's policy shows that
+//! email to the viewer (administrators, or the moderator themself), else
+//! by user id.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -67,7 +70,8 @@ pub async fn summary(
             "average_resolution": stats.average_resolution_millis.map(human_duration),
             "actions_by_type": report.actions_by_type,
             "actions_by_moderator": report.actions_by_moderator.iter().map(|moderator| json!({
-                "email": moderator.moderator_email,
+                "email": moderator.moderator_email.as_ref()
+                    .filter(|_| policy::see_email_of(Some(user.actor()), moderator.moderator_id)),
                 "id": moderator.moderator_id,
                 "actions": moderator.actions,
             })).collect::<Vec<_>>(),

@@ -11,14 +11,17 @@
 //! in), then `keys/jwt-secret` and `keys/analytics-salt` when the data
 //! directory holds them, then `uploads/<key>` for each file of a local
 //! store. An S3 store's objects are not copied; the manifest names the
-//! store. This module holds what both directions share: the manifest, the
-//! errors, and running PostgreSQL's client tools.
+//! store. The manifest states each part's bytes, which bound what a
+//! restore writes, and the fingerprints of the keys in force, which a
+//! restore compares with the install's. This module holds what both
+//! directions share: the manifest, the key fingerprints, the errors, and
+//! running PostgreSQL's client tools.
 
 mod restore;
 mod unpack;
 mod write;
 
-pub use restore::{Restored, restore};
+pub use restore::{KeyComparison, Restored, restore};
 pub use write::{Written, write_backup};
 
 use std::fs::{File, OpenOptions};
@@ -26,9 +29,14 @@ use std::io;
 use std::path::Path;
 use std::process::Stdio;
 
+use std::collections::BTreeMap;
+
 use plaza_domain::DomainError;
 use plaza_domain::maintenance::DatabaseContents;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::settings::Settings;
 
 /// What the manifest says the archive is.
 const FORMAT: &str = "plaza-backup";
@@ -64,6 +72,80 @@ pub struct Manifest {
     pub keys: Vec<String>,
     /// The rows of the copied database.
     pub counts: Counts,
+    /// The bytes of each part, which a restore writes no more than
+    /// (absent from archives of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Sizes>,
+    /// The fingerprint ([`fingerprint`]) of each key in force when the
+    /// backup was taken, set or generated, by its file's name (absent from
+    /// archives of earlier versions).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub key_fingerprints: BTreeMap<String, String>,
+}
+
+/// The bytes of an archive's parts as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sizes {
+    /// The database copy (`database/…`).
+    pub database: u64,
+    /// The generated keys together (`keys/…`).
+    pub keys: u64,
+    /// The upload files together (`uploads/…`).
+    pub uploads: u64,
+}
+
+impl Sizes {
+    pub fn total(&self) -> u64 {
+        self.database
+            .saturating_add(self.keys)
+            .saturating_add(self.uploads)
+    }
+}
+
+/// A key's fingerprint: the first 64 bits of a SHA-256 of the key as Plaza
+/// reads it (trimmed), in hex, so two installs can tell whether they hold
+/// the same key without showing it.
+pub fn fingerprint(secret: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(b"plaza key fingerprint\n")
+        .chain_update(secret.trim().as_bytes())
+        .finalize();
+    digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The setting that replaces the generated key file `name`, when set.
+fn key_setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {
+    match name {
+        "jwt-secret" => settings.auth.jwt_secret.as_deref(),
+        "totp-key" => settings.auth.totp_key.as_deref(),
+        "analytics-salt" => settings.analytics.analytics_salt.as_deref(),
+        _ => None,
+    }
+}
+
+/// Where a key in force comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// The setting (`jwt_secret`, `totp_key`, `analytics_salt`).
+    Setting,
+    /// The file Plaza generated into the data directory.
+    File,
+}
+
+/// The key `name` that `settings` put in force now, with its source: the
+/// setting, else the data directory's file; `None` when neither exists
+/// yet.
+pub fn key_in_force(settings: &Settings, name: &str) -> Option<(KeySource, String)> {
+    if let Some(value) = key_setting(settings, name) {
+        return Some((KeySource::Setting, value.to_owned()));
+    }
+    std::fs::read_to_string(settings.storage.data_dir.join(name))
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .map(|value| (KeySource::File, value))
 }
 
 /// The store the upload records name.
@@ -169,8 +251,17 @@ fn libpq_command(program: &str, url: &str) -> Result<std::process::Command, Back
         .map(|(key, value)| (key.into_owned(), value.into_owned()))
         .collect();
     parsed.set_query(None);
+    let named = kept.iter().any(|(key, _)| key == "application_name");
     if !kept.is_empty() {
         parsed.query_pairs_mut().extend_pairs(kept);
+    }
+    if !named {
+        // Named as Plaza's own connections are, so that a restore sees a
+        // backup being taken.
+        parsed.query_pairs_mut().append_pair(
+            "application_name",
+            &format!("{}-{program}", plaza_domain::db::APPLICATION_NAME),
+        );
     }
     let mut command = tool_command(program);
     command
@@ -227,6 +318,14 @@ async fn run_tool(program: &str, mut command: std::process::Command) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fingerprints_tell_keys_apart_and_ignore_the_trailing_newline() {
+        let key = "k".repeat(64);
+        assert_eq!(fingerprint(&key), fingerprint(&format!("{key}\n")));
+        assert_ne!(fingerprint(&key), fingerprint(&"j".repeat(64)));
+        assert_eq!(fingerprint(&key).len(), 16);
+    }
 
     #[test]
     fn passwords_are_decoded_for_pgpassword() {

@@ -4,13 +4,17 @@
 //! upload folder, which may be a mount point), the database copy is
 //! checked against the manifest, then everything is renamed into place; a
 //! failure puts back whatever had been moved, and a failure that cannot be
-//! undone says what it left.
+//! undone says what it left. A PostgreSQL restore is refused while another
+//! Plaza is connected to the database (its connections are named `plaza…`
+//! in `pg_stat_activity`), and any restore whose archive's keys are not
+//! the install's needs `--force`.
 
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
+use plaza_domain::db::{APPLICATION_NAME, application_name_of};
 use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 use serde_json::json;
@@ -18,8 +22,8 @@ use tempfile::TempDir;
 
 use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
 use super::{
-    BackupError, Counts, Manifest, POSTGRES_ENTRY, SQLITE_ENTRY, STAGING_PREFIX, domain_failed,
-    failed, libpq_command, run_tool, tool_command,
+    BackupError, Counts, KEYS, KeySource, Manifest, POSTGRES_ENTRY, SQLITE_ENTRY, STAGING_PREFIX,
+    domain_failed, failed, fingerprint, key_in_force, libpq_command, run_tool, tool_command,
 };
 use crate::services::storage::Storage;
 use crate::settings::Settings;
@@ -45,6 +49,8 @@ pub struct Restored {
     /// Things the operator should know (an S3 store, another store than
     /// the configured one).
     pub notes: Vec<String>,
+    /// The archive's keys against this install's.
+    pub keys: Vec<KeyComparison>,
 }
 
 /// Where a restore puts things.
@@ -145,11 +151,24 @@ pub async fn restore(
     };
     remove_stale_staging(&destinations);
     let database = match backend {
-        Backend::Postgres => Some(
-            crate::startup::connect_database(settings)
+        Backend::Postgres => {
+            let own = format!("{APPLICATION_NAME}-restore-{}", std::process::id());
+            let database = crate::startup::connect_database_as(settings, Some(own.clone()))
                 .await
-                .map_err(|error| BackupError::Failed(error.to_string()))?,
-        ),
+                .map_err(|error| BackupError::Failed(error.to_string()))?;
+            let others = other_plaza_connections(&database, &own, &url).await?;
+            if !others.is_empty() {
+                database.close().await;
+                return Err(BackupError::Refused(format!(
+                    "another Plaza is connected to the database {}: {}. Stop every instance \
+                     (and every plaza command) using it before restoring; --force does not \
+                     override this",
+                    plaza_domain::db::redact_url(&url),
+                    others.join(", ")
+                )));
+            }
+            Some(database)
+        }
         Backend::Sqlite => None,
     };
     let mut occupied = occupied_paths(&destinations, input).map_err(failed(format!(
@@ -192,6 +211,20 @@ pub async fn restore(
     let unpacked = tokio::task::spawn_blocking(move || unpack(archive, &expected, &targets))
         .await
         .map_err(|error| BackupError::Failed(format!("reading the archive: {error}")))??;
+    let keys = compare_keys(settings, &unpacked, &staging);
+    if !force && keys.iter().any(KeyComparison::differs) {
+        return Err(BackupError::Refused(format!(
+            "the archive's keys are not this install's:\n{}\nWhat the archive's keys sealed, \
+             signed or hashed (two-factor secrets, admin tokens, client hashes) would not be \
+             read with other keys. Set the settings that name keys (jwt_secret, totp_key, \
+             analytics_salt) as the archived install had them, or pass --force to restore \
+             anyway",
+            keys.iter()
+                .map(|key| format!("  {}", key.line()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )));
+    }
     let archive_name = input
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -236,7 +269,119 @@ pub async fn restore(
         store_renamed,
         replaced,
         notes,
+        keys,
     })
+}
+
+/// One generated key of the archive against this install's, by
+/// fingerprint ([`fingerprint`]).
+#[derive(Debug)]
+pub struct KeyComparison {
+    /// The key file's name (`jwt-secret`, `totp-key`, `analytics-salt`).
+    pub name: &'static str,
+    /// The archive's key in force when it was taken (for an archive of an
+    /// earlier version, its key file's), if known.
+    pub archive: Option<String>,
+    /// This install's key in force now, and where it comes from.
+    pub install: Option<(KeySource, String)>,
+    /// The key in force after the restore: the setting, else the archive's
+    /// file, else this install's file; `None` when a new one would be
+    /// generated.
+    pub after: Option<String>,
+}
+
+impl KeyComparison {
+    /// Whether the archive's key and this install's are not the same, or
+    /// the key in force after the restore would not be the archive's.
+    pub fn differs(&self) -> bool {
+        let Some(archive) = &self.archive else {
+            return false;
+        };
+        let install_differs = self
+            .install
+            .as_ref()
+            .is_some_and(|(_, install)| install != archive);
+        install_differs || self.after.as_ref() != Some(archive)
+    }
+
+    /// One line for the operator.
+    pub fn line(&self) -> String {
+        let install = match &self.install {
+            Some((KeySource::Setting, fingerprint)) => format!("{fingerprint} (its setting)"),
+            Some((KeySource::File, fingerprint)) => format!("{fingerprint} (its file)"),
+            None => "none".to_owned(),
+        };
+        format!(
+            "key {}: archive {}, this install {install}, in force after the restore {}{}",
+            self.name,
+            self.archive.as_deref().unwrap_or("not recorded"),
+            self.after.as_deref().unwrap_or("a new one"),
+            if self.differs() { ": DIFFERS" } else { "" }
+        )
+    }
+}
+
+/// Each generated key of the archive (`keys/…`, or the manifest's
+/// fingerprints) against this install's.
+fn compare_keys(settings: &Settings, unpacked: &Unpacked, staging: &Staging) -> Vec<KeyComparison> {
+    KEYS.iter()
+        .map(|name| {
+            let archived = unpacked
+                .keys
+                .iter()
+                .any(|key| key == name)
+                .then(|| fs::read_to_string(staging.key(name)).ok())
+                .flatten()
+                .map(|value| fingerprint(&value));
+            let archive = unpacked
+                .manifest
+                .key_fingerprints
+                .get(*name)
+                .cloned()
+                .or_else(|| archived.clone());
+            let install =
+                key_in_force(settings, name).map(|(source, value)| (source, fingerprint(&value)));
+            let after = match &install {
+                Some((KeySource::Setting, fingerprint)) => Some(fingerprint.clone()),
+                _ => archived
+                    .or_else(|| install.as_ref().map(|(_, fingerprint)| fingerprint.clone())),
+            };
+            KeyComparison {
+                name,
+                archive,
+                install,
+                after,
+            }
+        })
+        .filter(|key| key.archive.is_some() || key.install.is_some())
+        .collect()
+}
+
+/// How long a restore waits for other Plaza connections to go before it
+/// refuses: a server just stopped leaves its connections in
+/// `pg_stat_activity` until their backends have exited.
+const CONNECTIONS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The other Plaza connections to the PostgreSQL database of `url` that
+/// are still there after [`CONNECTIONS_GRACE`] (see
+/// [`Database::other_plaza_connections`]).
+async fn other_plaza_connections(
+    database: &Database,
+    own: &str,
+    url: &str,
+) -> Result<Vec<String>, BackupError> {
+    let configured = application_name_of(url);
+    let deadline = tokio::time::Instant::now() + CONNECTIONS_GRACE;
+    loop {
+        let others = database
+            .other_plaza_connections(own, configured.as_deref())
+            .await
+            .map_err(domain_failed("reading the database's connections"))?;
+        if others.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(others);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Removes the staging folders a restore that crashed left behind. Only

@@ -2,8 +2,12 @@
 //! checked against this install before anything else is read, then each
 //! entry, whose path must be a plain relative name of a part a Plaza backup
 //! holds (the database, a generated key, an upload file) and whose kind a
-//! file or, for uploads, a folder. A damaged stream, a duplicate, a missing
-//! database or keys other than the manifest lists refuse the whole archive.
+//! file or, for uploads, a folder. Each entry's bytes are checked before it
+//! is written: against what the manifest states for its part (each part a
+//! total) and against the free space left on the staging folder's
+//! filesystem; so an archive cannot write more than it says, nor fill the
+//! disk. A damaged stream, a duplicate, a missing database or keys other
+//! than the manifest lists refuse the whole archive.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -20,6 +24,8 @@ use crate::startup::create_private_dir;
 
 /// A manifest is a few hundred bytes; a larger first entry is no manifest.
 const MANIFEST_MAX_BYTES: u64 = 1 << 20;
+/// A generated key is under 100 bytes; a larger one is no key.
+const KEY_MAX_BYTES: u64 = 4096;
 
 /// What the archive must match.
 pub(super) struct Expected {
@@ -35,6 +41,83 @@ pub(super) struct Targets {
     pub(super) database: PathBuf,
     pub(super) keys: PathBuf,
     pub(super) uploads: Option<PathBuf>,
+}
+
+impl Targets {
+    /// The folders entries are written into.
+    fn folders(&self) -> Vec<&Path> {
+        let mut folders = vec![self.keys.as_path()];
+        folders.extend(self.database.parent());
+        folders.extend(self.uploads.as_deref());
+        folders
+    }
+}
+
+/// The free space of the filesystems the staging folders are on, taken as
+/// entries are planned or written.
+#[derive(Clone)]
+struct FreeSpace {
+    /// By filesystem (device number): the bytes still free.
+    left: Vec<(u64, u64)>,
+}
+
+impl FreeSpace {
+    #[cfg(unix)]
+    fn of(folders: &[&Path]) -> io::Result<FreeSpace> {
+        let mut left = Vec::new();
+        for folder in folders {
+            let device = device_of(folder)?;
+            if !left.iter().any(|(known, _)| *known == device) {
+                let stats = rustix::fs::statvfs(*folder)?;
+                left.push((device, stats.f_bavail.saturating_mul(stats.f_frsize)));
+            }
+        }
+        Ok(FreeSpace { left })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_folders: &[&Path]) -> io::Result<FreeSpace> {
+        Ok(FreeSpace { left: Vec::new() })
+    }
+
+    /// Takes `bytes` from the filesystem of `folder`; fails saying what
+    /// would not fit.
+    fn take(&mut self, folder: &Path, bytes: u64, what: &str) -> Result<(), BackupError> {
+        let Ok(device) = device_of(folder) else {
+            return Ok(());
+        };
+        let Some((_, left)) = self.left.iter_mut().find(|(known, _)| *known == device) else {
+            return Ok(());
+        };
+        if bytes > *left {
+            return Err(BackupError::Refused(format!(
+                "{what} does not fit: {bytes} bytes into {}, whose filesystem has {} bytes free \
+                 for it. Free space there, or restore an archive that fits",
+                folder.display(),
+                *left
+            )));
+        }
+        *left -= bytes;
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn device_of(folder: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(folder).map(|metadata| metadata.dev())
+}
+
+#[cfg(not(unix))]
+fn device_of(_folder: &Path) -> io::Result<u64> {
+    Ok(0)
+}
+
+/// What the entries read so far hold, against what the manifest states.
+#[derive(Default)]
+struct Written {
+    keys: u64,
+    uploads: u64,
 }
 
 /// What [`unpack`] read.
@@ -58,6 +141,9 @@ pub(super) fn unpack(
     expected: &Expected,
     targets: &Targets,
 ) -> Result<Unpacked, BackupError> {
+    let mut space = FreeSpace::of(&targets.folders())
+        .map_err(failed("reading the free space of the staging folders"))?;
+    let mut written = Written::default();
     let mut reader = tar::Archive::new(GzDecoder::new(BufReader::new(archive)));
     let mut manifest: Option<Manifest> = None;
     let mut database = false;
@@ -89,6 +175,23 @@ pub(super) fn unpack(
                 BackupError::BadArchive(format!("its {MANIFEST_ENTRY} cannot be read: {error}"))
             })?;
             check_manifest(&parsed, expected)?;
+            if let Some(sizes) = &parsed.sizes {
+                let mut planned = space.clone();
+                let database = targets.database.parent().unwrap_or(Path::new("."));
+                planned.take(database, sizes.database, "the archive's database")?;
+                planned.take(&targets.keys, sizes.keys, "the archive's keys")?;
+                if let Some(uploads) = targets
+                    .uploads
+                    .as_deref()
+                    .filter(|_| parsed.upload_store.files_included)
+                {
+                    planned.take(
+                        uploads,
+                        sizes.uploads,
+                        "the archive's upload files together",
+                    )?;
+                }
+            }
             manifest = Some(parsed);
             continue;
         };
@@ -125,6 +228,12 @@ pub(super) fn unpack(
             }
             _ => return Err(unexpected(&path)),
         };
+        if kind.is_file() {
+            let size = entry.size();
+            check_size(read, part, size, &mut written, &path)?;
+            let folder = destination.parent().unwrap_or(Path::new("."));
+            space.take(folder, size, &format!("the archive's {}", path.display()))?;
+        }
         match kind {
             tar::EntryType::Directory if part == Part::Upload => {
                 create_private_dir(&destination)
@@ -186,6 +295,48 @@ pub(super) fn unpack(
         upload_files,
         upload_bytes,
     })
+}
+
+/// Refuses an entry of `size` bytes that would write more than the
+/// manifest states for its part (a decompression bomb: a small archive
+/// whose entries claim far more than it was written with), or a key larger
+/// than any key. Archives without stated sizes are bounded by the free
+/// space alone.
+fn check_size(
+    manifest: &Manifest,
+    part: Part,
+    size: u64,
+    written: &mut Written,
+    path: &Path,
+) -> Result<(), BackupError> {
+    if part == Part::Key && size > KEY_MAX_BYTES {
+        return Err(BackupError::BadArchive(format!(
+            "the archive's {} holds {size} bytes: no key is over {KEY_MAX_BYTES}",
+            path.display()
+        )));
+    }
+    let Some(sizes) = &manifest.sizes else {
+        return Ok(());
+    };
+    let (total, stated, what) = match part {
+        Part::Database => (size, sizes.database, "its database"),
+        Part::Key => {
+            written.keys = written.keys.saturating_add(size);
+            (written.keys, sizes.keys, "its keys")
+        }
+        Part::Upload => {
+            written.uploads = written.uploads.saturating_add(size);
+            (written.uploads, sizes.uploads, "its upload files")
+        }
+    };
+    if total > stated {
+        return Err(BackupError::BadArchive(format!(
+            "the archive holds more than its manifest states: with {} ({size} bytes), {what} \
+             come to {total} bytes, over the {stated} stated. Nothing was put in place",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,9 @@
 //! transaction on SQLite, in an exported snapshot on PostgreSQL), then the
 //! manifest, the copy, the keys and the upload files streamed into a
 //! gzip-compressed tar file that is renamed into place once complete. The
+//! manifest states the bytes of the copy, the keys and the upload files
+//! (listed before it is written) and the fingerprints of the keys in force.
+//! The
 //! database is copied before the files are listed, and an upload stores
 //! its files before its record: every upload the copy records has its
 //! files in the archive, unless it was deleted meanwhile.
@@ -17,8 +20,8 @@ use plaza_domain::{Backend, Database};
 
 use super::{
     BackupError, Counts, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
-    SQLITE_ENTRY, STAGING_PREFIX, UploadStore, create_private_file, domain_failed, failed,
-    libpq_command, run_tool,
+    SQLITE_ENTRY, STAGING_PREFIX, Sizes, UploadStore, create_private_file, domain_failed, failed,
+    fingerprint, key_in_force, libpq_command, run_tool,
 };
 use crate::services::storage::Storage;
 use crate::settings::Settings;
@@ -109,18 +112,52 @@ async fn write_into(
             .map(|key| (*key).to_owned())
             .collect(),
         counts: Counts::of(&contents),
+        sizes: None,
+        key_fingerprints: KEYS
+            .iter()
+            .filter_map(|key| {
+                key_in_force(settings, key)
+                    .map(|(_, value)| ((*key).to_owned(), fingerprint(&value)))
+            })
+            .collect(),
     };
-    let archived = manifest.clone();
     let engine = db.backend();
-    let (upload_files, upload_bytes) = tokio::task::spawn_blocking(move || {
-        write_archive(
+    let (manifest, upload_files, upload_bytes) = tokio::task::spawn_blocking(move || {
+        let listed = match uploads.as_deref() {
+            Some(folder) => list_uploads(folder).map_err(|error| {
+                BackupError::Failed(format!(
+                    "listing the uploads in {}: {error}",
+                    folder.display()
+                ))
+            })?,
+            None => Vec::new(),
+        };
+        let size = |path: &Path| {
+            fs::metadata(path)
+                .map(|metadata| metadata.len())
+                .map_err(failed(format!("reading {}", path.display())))
+        };
+        let mut keys = 0;
+        for key in &manifest.keys {
+            keys += size(&data_dir.join(key))?;
+        }
+        let manifest = Manifest {
+            sizes: Some(Sizes {
+                database: size(&copy)?,
+                keys,
+                uploads: listed.iter().map(|(_, bytes)| bytes).sum(),
+            }),
+            ..manifest
+        };
+        let (files, bytes) = write_archive(
             file,
-            &archived,
+            &manifest,
             engine,
             &copy,
             &data_dir,
-            uploads.as_deref(),
-        )
+            uploads.as_deref().map(|folder| (folder, listed.as_slice())),
+        )?;
+        Ok::<_, BackupError>((manifest, files, bytes))
     })
     .await
     .map_err(|error| BackupError::Failed(format!("writing the archive: {error}")))??;
@@ -173,15 +210,15 @@ async fn copy_database(
 }
 
 /// Streams the archive into `file`: the manifest, the database copy, the
-/// keys, then every file of the local upload folder. Answers the upload
-/// files written and their bytes.
+/// keys, then the listed files of the local upload folder. Answers the
+/// upload files written and their bytes.
 fn write_archive(
     file: File,
     manifest: &Manifest,
     engine: Backend,
     database: &Path,
     data_dir: &Path,
-    uploads: Option<&Path>,
+    uploads: Option<(&Path, &[(PathBuf, u64)])>,
 ) -> Result<(u64, u64), BackupError> {
     let writing = |error: io::Error| BackupError::Failed(format!("writing the archive: {error}"));
     let encoder = GzEncoder::new(BufWriter::new(file), Compression::default());
@@ -212,12 +249,14 @@ fn write_archive(
             .map_err(writing)?;
     }
     let (files, bytes) = match uploads {
-        Some(folder) => append_uploads(&mut archive, folder).map_err(|error| {
-            BackupError::Failed(format!(
-                "archiving the uploads in {}: {error}",
-                folder.display()
-            ))
-        })?,
+        Some((folder, listed)) => {
+            append_uploads(&mut archive, folder, listed).map_err(|error| {
+                BackupError::Failed(format!(
+                    "archiving the uploads in {}: {error}",
+                    folder.display()
+                ))
+            })?
+        }
         None => (0, 0),
     };
     let encoder = archive.into_inner().map_err(writing)?;
@@ -229,14 +268,12 @@ fn write_archive(
     Ok((files, bytes))
 }
 
-/// Appends every stored file under `folder` as `uploads/<key>`, folder by
-/// folder in name order. Symbolic links and other special files are no
-/// stored uploads and are left out, as are a restore's staging folders.
-fn append_uploads<W: Write>(
-    archive: &mut tar::Builder<W>,
-    folder: &Path,
-) -> io::Result<(u64, u64)> {
-    let (mut files, mut bytes) = (0, 0);
+/// Lists every stored file under `folder` with its bytes (its path
+/// relative to `folder`), folder by folder in name order. Symbolic links
+/// and other special files are no stored uploads and are left out, as are
+/// a restore's staging folders and writes in progress.
+fn list_uploads(folder: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    let mut listed = Vec::new();
     let mut pending = vec![PathBuf::new()];
     while let Some(relative) = pending.pop() {
         let listing = match fs::read_dir(folder.join(&relative)) {
@@ -265,15 +302,40 @@ fn append_uploads<W: Write>(
             if !kind.is_file() || name.to_string_lossy().contains('#') {
                 continue;
             }
-            let mut file = match File::open(folder.join(&path)) {
+            match entry.metadata() {
                 // An upload deleted since the folder was listed.
-                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
-                opened => opened?,
-            };
-            bytes += file.metadata()?.len();
-            files += 1;
-            archive.append_file(Path::new("uploads").join(&path), &mut file)?;
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                metadata => listed.push((path, metadata?.len())),
+            }
         }
+    }
+    Ok(listed)
+}
+
+/// Appends each listed file of `folder` as `uploads/<key>`. A file deleted
+/// since it was listed is left out; one that grew is refused, since the
+/// manifest states the bytes listed (stored uploads are never rewritten).
+fn append_uploads<W: Write>(
+    archive: &mut tar::Builder<W>,
+    folder: &Path,
+    listed: &[(PathBuf, u64)],
+) -> io::Result<(u64, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    for (path, listed_bytes) in listed {
+        let mut file = match File::open(folder.join(path)) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+            opened => opened?,
+        };
+        let size = file.metadata()?.len();
+        if size > *listed_bytes {
+            return Err(io::Error::other(format!(
+                "{} grew while the backup was written",
+                path.display()
+            )));
+        }
+        bytes += size;
+        files += 1;
+        archive.append_file(Path::new("uploads").join(path), &mut file)?;
     }
     Ok((files, bytes))
 }
