@@ -214,7 +214,7 @@ pub async fn verify_email_securely(
     let mut password_dropped = false;
     if first_verification {
         match kept_session {
-            Some(kept) => crate::sessions::end_others(tx, user_id, kept).await?,
+            Some(kept) => end_sessions_but(tx, user_id, kept).await?,
             None => end_sessions(tx, user_id).await?,
         }
         if kept_session.is_none() && before.row.password_hash.is_some() {
@@ -378,6 +378,16 @@ pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<User, DomainError> {
     .fetch_optional(&mut **tx)
     .await?;
     User::try_from(row.ok_or(DomainError::NotFound("user"))?)
+}
+
+/// Ends every session of `user_id` but the one whose token hash is `kept`.
+async fn end_sessions_but(tx: &mut Tx<'_>, user_id: i64, kept: &str) -> Result<(), DomainError> {
+    sqlx::query("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2")
+        .bind(user_id)
+        .bind(kept)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 async fn end_sessions(tx: &mut Tx<'_>, user_id: i64) -> Result<(), DomainError> {
