@@ -5,7 +5,7 @@ use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
 use plaza_server::cli::{backup, commands};
-use plaza_server::settings::Settings;
+use plaza_server::settings::{Settings, unknown_environment_variables};
 use plaza_server::startup::{lock_embedded_database, open_database};
 use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
@@ -39,6 +39,12 @@ fn main() -> ExitCode {
         }
     };
     init_logging(settings.telemetry.log_format);
+    for variable in unknown_environment_variables() {
+        tracing::warn!(
+            %variable,
+            "{variable} is no setting and is ignored (misspelled? the README lists the settings)"
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
