@@ -29,6 +29,11 @@ dpkg -i "$package"
 test -x /usr/bin/plaza
 test -f /etc/plaza/plaza.toml
 getent passwd plaza >/dev/null
+# One source of settings: plaza.env names the data directory and is read by
+# the binary (service and commands), not by systemd alone.
+grep -qx 'PLAZA_DATA_DIR=/var/lib/plaza' /etc/plaza/plaza.env
+test "$(stat -c '%a %U:%G' /etc/plaza/plaza.env)" = "640 root:plaza"
+! grep -q '^EnvironmentFile=\|^Environment=PLAZA_' /lib/systemd/system/plaza.service
 systemd-analyze verify /lib/systemd/system/plaza.service
 
 install -d -o plaza -g plaza -m 0700 "$work/data"

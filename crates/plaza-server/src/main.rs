@@ -5,7 +5,8 @@ use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
 use plaza_server::cli::{backup, commands};
-use plaza_server::settings::{Settings, unknown_environment_variables};
+use plaza_server::serving::{record_serving, refuse_other_database};
+use plaza_server::settings::{Settings, config_file, env_file, unknown_environment_variables};
 use plaza_server::startup::{lock_embedded_database, open_database};
 use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
@@ -31,7 +32,24 @@ static ALLOCATOR_OPTIONS: &[u8; 27] = b"oversize_threshold:1048576\0";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    let config = config_file(cli.config.as_deref());
+    match env_file(config.as_deref()) {
+        Ok(Some(file)) => {
+            for (key, value) in file.variables {
+                if std::env::var_os(&key).is_none() {
+                    // SAFETY: no other thread runs yet (the runtime starts
+                    // below), so nothing reads the environment meanwhile.
+                    unsafe { std::env::set_var(key, value) };
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(error) => {
+            eprintln!("plaza: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    let settings = match Settings::load(config.as_deref()) {
         Ok(settings) => settings,
         Err(error) => {
             eprintln!("plaza: {error}");
@@ -55,8 +73,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Serve)
+        && let Err(message) = refuse_other_database(&settings)
+    {
+        eprintln!("plaza: {message}");
+        return ExitCode::FAILURE;
+    }
     let outcome = runtime.block_on(async move {
-        match cli.command.unwrap_or(Command::Serve) {
+        match command {
             Command::Serve => serve(settings).await,
             Command::Migrate => open_database(&settings)
                 .await
@@ -119,6 +144,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
     let database = open_database(&settings)
         .await
         .map_err(|error| error.to_string())?;
+    let _record = record_serving(&settings)?;
     let state = AppState::new(settings, database)?;
     state.uploads.confirm_store(&state.db).await?;
     let server = Server::bind(state)

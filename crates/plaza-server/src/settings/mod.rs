@@ -12,6 +12,7 @@ mod alerts;
 mod analytics;
 mod auth;
 mod database;
+mod files;
 mod images;
 mod limits;
 mod link_preview;
@@ -24,6 +25,7 @@ pub use alerts::*;
 pub use analytics::*;
 pub use auth::*;
 pub use database::*;
+pub use files::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
@@ -92,7 +94,8 @@ impl SettingsError {
 
 impl Settings {
     /// Loads defaults, then `config_file` if it exists (it must, when given
-    /// explicitly), then the environment.
+    /// explicitly; [`config_file`] finds the one in use), then the
+    /// environment.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
         match config_file {
