@@ -145,6 +145,7 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .await
         .map_err(|error| error.to_string())?;
     let _record = record_serving(&settings)?;
+    warn_of_generated_keys(&settings, database.backend());
     let state = AppState::new(settings, database)?;
     state.uploads.confirm_store(&state.db).await?;
     let server = Server::bind(state)
@@ -157,4 +158,35 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .run(shutdown)
         .await
         .map_err(|error| format!("server error: {error}"))
+}
+
+/// On PostgreSQL (shared by several instances, or restored onto another
+/// machine) keys generated into one instance's data directory differ
+/// from the others': admin tokens, two-factor secrets and the analytics
+/// hash then fail or disagree between instances. Says which are generated.
+fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
+    if backend != plaza_domain::Backend::Postgres {
+        return;
+    }
+    let generated: Vec<&str> = [
+        ("jwt_secret", settings.auth.jwt_secret.is_none()),
+        ("totp_key", settings.auth.totp_key.is_none()),
+        (
+            "analytics_salt",
+            settings.analytics.analytics_salt.is_none(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, unset)| unset.then_some(key))
+    .collect();
+    if !generated.is_empty() {
+        let keys = generated.join(", ");
+        tracing::warn!(
+            %keys,
+            "PostgreSQL with keys generated into this instance's data directory ({keys}): \
+             another instance, or this database restored elsewhere, has other keys, so admin \
+             tokens and two-factor sign-in fail there; set them (docs/operations.md, \
+             \"Several instances\")"
+        );
+    }
 }

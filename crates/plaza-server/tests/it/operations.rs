@@ -15,6 +15,7 @@ on_both_databases!(
     the_start_up_line_names_the_migrations_it_ran,
     metrics_show_the_process_the_pool_the_queues_and_each_job,
     the_command_line_reads_the_services_settings_and_refuses_another_database,
+    postgresql_with_generated_keys_is_warned_about_at_start,
 );
 
 /// The access line of `request_id`, as JSON.
@@ -284,4 +285,28 @@ async fn the_command_line_reads_the_services_settings_and_refuses_another_databa
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backend) {
+    let warning = "PostgreSQL with keys generated";
+    // Test servers set jwt_secret only.
+    let server = TestServer::start(backend).await;
+    let postgres = server.database_url.starts_with("postgres");
+    server.wait_for_log("listening on");
+    let logs = server.logs();
+    let line = logs.lines().find(|line| line.contains(warning));
+    assert_eq!(line.is_some(), postgres, "{logs}");
+    if let Some(line) = line {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains("(totp_key, analytics_salt)"), "{line}");
+    }
+    drop(server);
+    let key = "a-key-of-at-least-32-characters-0123456789";
+    let server = TestServer::start_with(
+        backend,
+        &[("PLAZA_TOTP_KEY", key), ("PLAZA_ANALYTICS_SALT", key)],
+    )
+    .await;
+    server.wait_for_log("listening on");
+    assert!(!server.logs().contains(warning), "{}", server.logs());
 }
