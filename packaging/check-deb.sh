@@ -29,7 +29,20 @@ dpkg -i "$package"
 test -x /usr/bin/plaza
 test -f /etc/plaza/plaza.toml
 getent passwd plaza >/dev/null
+# One source of settings: plaza.env names the data directory and is read by
+# the binary (service and commands), not by systemd alone.
+grep -qx 'PLAZA_DATA_DIR=/var/lib/plaza' /etc/plaza/plaza.env
+test "$(stat -c '%a %U:%G' /etc/plaza/plaza.env)" = "640 root:plaza"
+! grep -q '^EnvironmentFile=\|^Environment=PLAZA_' /lib/systemd/system/plaza.service
 systemd-analyze verify /lib/systemd/system/plaza.service
+# The settings are the service user's to read, nobody else's.
+test "$(stat -c '%a %U:%G' /etc/plaza/plaza.toml)" = "640 root:plaza"
+# pg_dump for `plaza backup` on PostgreSQL.
+dpkg-query -W -f '${Depends}' plaza | grep -q 'postgresql-client'
+unit=/lib/systemd/system/plaza.service
+for line in ProcSubset=pid PrivateUsers=yes 'SystemCallFilter=~@resources'; do
+  grep -qx "$line" "$unit" || { echo "the unit lacks $line"; exit 1; }
+done
 
 install -d -o plaza -g plaza -m 0700 "$work/data"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -47,6 +60,13 @@ test -f "$work/data/plaza.db"
 kill "$pid"
 wait "$pid" || true
 pid=
+install -d -o plaza -g plaza -m 0700 /var/lib/plaza
+touch /var/lib/plaza/kept
 dpkg --purge plaza
 ! test -e /usr/bin/plaza
+# Purge removes the settings and the user, keeps the data, owned by root.
+! test -e /etc/plaza
+! getent passwd plaza >/dev/null
+test "$(stat -c '%U:%G' /var/lib/plaza /var/lib/plaza/kept | sort -u)" = "root:root"
+rm -rf /var/lib/plaza
 echo "the package installs, serves and purges cleanly"

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod controllers;
 pub mod http;
 pub mod services;
+pub mod serving;
 pub mod settings;
 pub mod startup;
 pub mod state;

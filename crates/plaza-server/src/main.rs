@@ -5,7 +5,8 @@ use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
 use plaza_server::cli::{backup, commands};
-use plaza_server::settings::Settings;
+use plaza_server::serving::{record_serving, refuse_other_database};
+use plaza_server::settings::{Settings, config_file, env_file, unknown_environment_variables};
 use plaza_server::startup::{lock_embedded_database, open_database};
 use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
@@ -31,7 +32,24 @@ static ALLOCATOR_OPTIONS: &[u8; 27] = b"oversize_threshold:1048576\0";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    let config = config_file(cli.config.as_deref());
+    match env_file(config.as_deref()) {
+        Ok(Some(file)) => {
+            for (key, value) in file.variables {
+                if std::env::var_os(&key).is_none() {
+                    // SAFETY: no other thread runs yet (the runtime starts
+                    // below), so nothing reads the environment meanwhile.
+                    unsafe { std::env::set_var(key, value) };
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(error) => {
+            eprintln!("plaza: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    let settings = match Settings::load(config.as_deref()) {
         Ok(settings) => settings,
         Err(error) => {
             eprintln!("plaza: {error}");
@@ -39,6 +57,12 @@ fn main() -> ExitCode {
         }
     };
     init_logging(settings.telemetry.log_format);
+    for variable in unknown_environment_variables() {
+        tracing::warn!(
+            %variable,
+            "{variable} is no setting and is ignored (misspelled? the README lists the settings)"
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -49,8 +73,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Serve)
+        && let Err(message) = refuse_other_database(&settings)
+    {
+        eprintln!("plaza: {message}");
+        return ExitCode::FAILURE;
+    }
     let outcome = runtime.block_on(async move {
-        match cli.command.unwrap_or(Command::Serve) {
+        match command {
             Command::Serve => serve(settings).await,
             Command::Migrate => open_database(&settings)
                 .await
@@ -113,6 +144,8 @@ async fn serve(settings: Settings) -> Result<(), String> {
     let database = open_database(&settings)
         .await
         .map_err(|error| error.to_string())?;
+    let _record = record_serving(&settings)?;
+    warn_of_generated_keys(&settings, database.backend());
     let state = AppState::new(settings, database)?;
     state.uploads.confirm_store(&state.db).await?;
     let server = Server::bind(state)
@@ -125,4 +158,35 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .run(shutdown)
         .await
         .map_err(|error| format!("server error: {error}"))
+}
+
+/// On PostgreSQL (shared by several instances, or restored onto another
+/// machine) keys generated into one instance's data directory differ
+/// from the others': admin tokens, two-factor secrets and the analytics
+/// hash then fail or disagree between instances. Says which are generated.
+fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
+    if backend != plaza_domain::Backend::Postgres {
+        return;
+    }
+    let generated: Vec<&str> = [
+        ("jwt_secret", settings.auth.jwt_secret.is_none()),
+        ("totp_key", settings.auth.totp_key.is_none()),
+        (
+            "analytics_salt",
+            settings.analytics.analytics_salt.is_none(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(key, unset)| unset.then_some(key))
+    .collect();
+    if !generated.is_empty() {
+        let keys = generated.join(", ");
+        tracing::warn!(
+            %keys,
+            "PostgreSQL with keys generated into this instance's data directory ({keys}): \
+             another instance, or this database restored elsewhere, has other keys, so admin \
+             tokens and two-factor sign-in fail there; set them (docs/operations.md, \
+             \"Several instances\")"
+        );
+    }
 }

@@ -139,9 +139,10 @@ impl PostQuery {
     }
 
     /// Whether the total comes from counting rows (an index range the
-    /// filter selects) rather than from `post_counts`.
+    /// filter selects) rather than from `post_counts`, which knows nothing
+    /// of reports: any report filter counts rows.
     fn counts_rows(&self) -> bool {
-        self.author.is_some() || self.tag.is_some() || self.reported_only
+        self.author.is_some() || self.tag.is_some() || self.reported_only || self.open_reports_only
     }
 
     /// ORDER BY text from fixed strings only. A tag page in creation order

@@ -37,6 +37,7 @@ pub enum ProviderKind {
 /// One identity provider as the operator configures it. For `github`,
 /// `google` and `discord` only the client id and secret are needed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProviderSettings {
     /// Path segment and account label, e.g. `github`.
     pub id: String,
@@ -97,6 +98,20 @@ fn preset(id: &str) -> Option<Preset> {
 }
 
 impl ProviderSettings {
+    /// The keys of one `[[auth_providers]]` table (the fields above).
+    pub const KEYS: &'static [&'static str] = &[
+        "id",
+        "name",
+        "kind",
+        "client_id",
+        "client_secret",
+        "authorization_url",
+        "token_url",
+        "userinfo_url",
+        "issuer",
+        "scopes",
+    ];
+
     /// Checks the entry can work: an id fit for a path, and either every
     /// endpoint, an issuer (kind `oidc`), or a preset.
     pub fn validate(&self) -> Result<(), String> {
@@ -711,6 +726,19 @@ mod tests {
             issuer: None,
             scopes: None,
         }
+    }
+
+    #[test]
+    fn the_listed_keys_are_the_fields() {
+        let fields = match serde_json::to_value(settings("x")) {
+            Ok(serde_json::Value::Object(fields)) => fields,
+            other => panic!("a provider serializes to an object, not {other:?}"),
+        };
+        let mut fields: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let mut keys = ProviderSettings::KEYS.to_vec();
+        fields.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(fields, keys);
     }
 
     #[test]

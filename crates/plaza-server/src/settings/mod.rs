@@ -12,6 +12,7 @@ mod alerts;
 mod analytics;
 mod auth;
 mod database;
+mod files;
 mod images;
 mod limits;
 mod link_preview;
@@ -24,6 +25,7 @@ pub use alerts::*;
 pub use analytics::*;
 pub use auth::*;
 pub use database::*;
+pub use files::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
@@ -92,7 +94,8 @@ impl SettingsError {
 
 impl Settings {
     /// Loads defaults, then `config_file` if it exists (it must, when given
-    /// explicitly), then the environment.
+    /// explicitly; [`config_file`] finds the one in use), then the
+    /// environment.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
         match config_file {
@@ -206,7 +209,10 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
         _ => return Ok(()),
     };
     let data = figment::Provider::data(&file).map_err(figment_error)?;
-    for key in data.values().flat_map(|dict| dict.keys()) {
+    for (key, value) in data.values().flat_map(|dict| dict.iter()) {
+        if key == "auth_providers" {
+            check_provider_keys(path, value)?;
+        }
         if let Some(problem) = replaced(key) {
             return Err(SettingsError {
                 setting: format!("`{key}` (in {})", path.display()),
@@ -221,6 +227,52 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
         }
     }
     Ok(())
+}
+
+/// A key of a `[[auth_providers]]` table that no provider has stops
+/// start-up like any other unknown key. TOML puts every `key = value` line
+/// below a table header into that table, so the likeliest cause is a plain
+/// setting written after the table, which the message says.
+fn check_provider_keys(path: &Path, value: &figment::value::Value) -> Result<(), SettingsError> {
+    let known = crate::auth::oauth::ProviderSettings::KEYS;
+    let tables = value.as_array().unwrap_or_default();
+    for table in tables.iter().filter_map(figment::value::Value::as_dict) {
+        if let Some(key) = table.keys().find(|key| !known.contains(&key.as_str())) {
+            return Err(SettingsError {
+                setting: format!(
+                    "`{key}` (in an [[auth_providers]] table of {})",
+                    path.display()
+                ),
+                problem: format!(
+                    "is no identity provider key (those are {}); a setting written below an \
+                     [[auth_providers]] table belongs to that table: move it above the first table",
+                    known.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every `PLAZA_*` environment variable that names no setting (nor
+/// `PLAZA_CONFIG`, nor the test harness's `PLAZA_TEST_*`): such a variable
+/// is ignored, so the server warns about each at start.
+pub fn unknown_environment_variables() -> Vec<String> {
+    let known = match serde_json::to_value(Settings::default()) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => return Vec::new(),
+    };
+    let mut unknown: Vec<String> = std::env::vars_os()
+        .filter_map(|(variable, _)| variable.into_string().ok())
+        .filter(|variable| {
+            variable.strip_prefix(ENV_PREFIX).is_some_and(|key| {
+                let key = key.to_ascii_lowercase();
+                key != "config" && !key.starts_with("test_") && !known.contains_key(&key)
+            })
+        })
+        .collect();
+    unknown.sort();
+    unknown
 }
 
 /// Settings that earlier versions read, with what took their place: left
@@ -254,9 +306,11 @@ fn figment_error(error: figment::Error) -> SettingsError {
         _ => "from the environment".to_owned(),
     };
     SettingsError {
+        // A key inside a table (`auth_providers.0.secret`) is written in
+        // the variable of the setting that holds the table.
         setting: format!(
             "`{key}` ({ENV_PREFIX}{}, {source})",
-            key.replace('.', "__").to_uppercase()
+            error.path[0].to_uppercase()
         ),
         problem: error.kind.to_string(),
     }
@@ -285,6 +339,20 @@ mod tests {
         };
         let missing: Vec<&String> = keys.filter(|key| !listed(key)).collect();
         assert!(missing.is_empty(), "plaza.example.toml lacks {missing:?}");
+        // Tables come last: a plain setting below a table header would be
+        // read (and refused) as a key of the table once uncommented.
+        let first_table = text
+            .lines()
+            .position(|line| line.trim_start_matches("# ").starts_with("[["))
+            .expect("the example has tables");
+        let fields = defaults.as_object().expect("settings are a map");
+        let below: Vec<&str> = text
+            .lines()
+            .skip(first_table)
+            .filter_map(|line| line.trim_start_matches("# ").split(" = ").next())
+            .filter(|key| fields.contains_key(*key))
+            .collect();
+        assert!(below.is_empty(), "settings below the tables: {below:?}");
     }
 
     #[test]

@@ -97,6 +97,7 @@ on_both_databases!(
     the_console_lets_in_moderators_and_sends_others_away,
     a_moderator_hides_a_reported_post_and_the_author_is_told,
     moderators_see_no_email_but_their_own_on_the_reports_page,
+    the_reported_queue_counts_only_posts_with_open_reports,
     forged_and_unauthorised_decisions_are_refused,
     moderators_see_moderation_but_not_users,
     an_administrator_bans_and_unbans_from_the_users_pages,
@@ -306,6 +307,53 @@ async fn moderators_see_no_email_but_their_own_on_the_reports_page(backend: Back
         page.contains("chief@example.com") && page.contains("moderator@example.com"),
         "an administrator sees emails: {page}"
     );
+}
+
+async fn the_reported_queue_counts_only_posts_with_open_reports(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (id, author) = reported_post(&server).await;
+    for n in 0..3 {
+        post(
+            &server,
+            &author,
+            json!({"title": format!("Quiet {n}"), "content": "Nothing to see", "published": true}),
+        )
+        .await;
+    }
+    let (_, moderator) = member(&server, "moderator@example.com", "moderator").await;
+
+    let (_, _, page) = open(&server, "/admin/", Some(&moderator)).await;
+    assert!(
+        page.contains("<strong>1</strong> reported posts waiting"),
+        "one of four posts is reported: {page}"
+    );
+    let (_, headers, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert!(page.contains("<p class=\"muted\">1 posts</p>"), "{page}");
+    let (_, _, all) = open(&server, "/admin/moderation?state=all", Some(&moderator)).await;
+    assert!(all.contains("<p class=\"muted\">4 posts</p>"), "{all}");
+
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let (status, _, body) = submit(
+        &server,
+        &format!("/admin/moderation/{id}"),
+        &[&moderator, &csrf_cookie],
+        &[
+            ("csrfToken", &token),
+            ("state", "reported"),
+            ("action", "approve"),
+            ("reason", "Fine"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    let (_, _, page) = open(&server, "/admin/", Some(&moderator)).await;
+    assert!(
+        page.contains("<strong>0</strong> reported posts waiting"),
+        "a decided report no longer waits: {page}"
+    );
+    let (_, _, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert!(page.contains("<p class=\"muted\">0 posts</p>"), "{page}");
 }
 
 async fn forged_and_unauthorised_decisions_are_refused(backend: Backend) {

@@ -375,6 +375,68 @@ fn a_misspelled_key_in_the_settings_file_stops_start_up_naming_it() {
 }
 
 #[test]
+fn an_unknown_key_in_a_provider_table_stops_start_up_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("plaza.toml");
+    // The plain setting below the table belongs to the table in TOML.
+    std::fs::write(
+        &config,
+        "signup = false\n[[auth_providers]]\nid = \"github\"\nclient_id = \"x\"\n\
+         admin_totp_required = true\n",
+    )
+    .unwrap();
+    let output = migrate_with_config(dir.path(), &config);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("`admin_totp_required`"), "{stderr}");
+    assert!(stderr.contains("[[auth_providers]]"), "{stderr}");
+    assert!(stderr.contains("move it above the first table"), "{stderr}");
+
+    // Through the environment as well.
+    let data_dir = dir.path().display().to_string();
+    let output = run_plaza(
+        &[
+            ("PLAZA_DATA_DIR", &data_dir),
+            (
+                "PLAZA_AUTH_PROVIDERS",
+                "[{id = \"github\", client_id = \"x\", secret = \"y\"}]",
+            ),
+        ],
+        &["migrate"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("secret"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_plaza_variable_is_warned_about_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().display().to_string();
+    let output = run_plaza(
+        &[
+            ("PLAZA_DATA_DIR", &data_dir),
+            ("PLAZA_ADMIN_TOTP_REQUIRD", "true"),
+            ("PLAZA_SIGNUP", "false"),
+        ],
+        &["migrate"],
+    );
+    assert_succeeded(&output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("WARN"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("PLAZA_ADMIN_TOTP_REQUIRD is no setting"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn an_unreachable_database_at_start_is_a_clear_error() {
     // Nothing listens on port 9 of loopback.
     let dir = tempfile::tempdir().unwrap();

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Backend, TestServer};
+use crate::common::{Backend, TestServer, plaza_command};
 
 on_both_databases!(
     every_answer_is_logged_at_info_with_its_fields,
     text_logs_carry_no_colour_codes_off_a_terminal,
     the_start_up_line_names_the_migrations_it_ran,
     metrics_show_the_process_the_pool_the_queues_and_each_job,
+    the_command_line_reads_the_services_settings_and_refuses_another_database,
+    postgresql_with_generated_keys_is_warned_about_at_start,
 );
 
 /// The access line of `request_id`, as JSON.
@@ -181,4 +183,130 @@ async fn a_second_server_on_an_embedded_database_stops_at_once() {
     )
     .await;
     assert_eq!(next.get("/api/version").await.status(), 200);
+}
+
+/// `plaza user create` of `email` with `command`'s settings.
+fn create_user(mut command: std::process::Command, email: &str) -> std::process::Output {
+    command
+        .args([
+            "user",
+            "create",
+            "--email",
+            email,
+            "--password",
+            "a long passphrase",
+        ])
+        .output()
+        .expect("run plaza")
+}
+
+async fn the_command_line_reads_the_services_settings_and_refuses_another_database(
+    backend: Backend,
+) {
+    let mut server = TestServer::start(backend).await;
+    let data_dir = server.data_dir.path().to_owned();
+    let users = |email: &str| format!("SELECT COUNT(*) FROM users WHERE email = '{email}'");
+
+    // The settings file and the plaza.env beside it, as the package has them.
+    let etc = tempfile::tempdir().unwrap();
+    std::fs::write(etc.path().join("plaza.toml"), "signup = true\n").unwrap();
+    std::fs::write(
+        etc.path().join("plaza.env"),
+        format!(
+            "# secrets\nPLAZA_DATA_DIR={}\nPLAZA_DATABASE_URL=\"{}\"\n",
+            data_dir.display(),
+            server.database_url
+        ),
+    )
+    .unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut command = plaza_command(&[]);
+    command
+        .current_dir(elsewhere.path())
+        .arg("--config")
+        .arg(etc.path().join("plaza.toml"));
+    let output = create_user(command, "given@example.com");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(server.sql_count(&users("given@example.com")).await, 1);
+    // Found in the working directory without --config, plaza.env beside it.
+    let mut command = plaza_command(&[]);
+    command.current_dir(etc.path());
+    let output = create_user(command, "found@example.com");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(server.sql_count(&users("found@example.com")).await, 1);
+
+    // The data directory's SQLite file (PostgreSQL), or another one.
+    let stale = if server.database_url.starts_with("sqlite") {
+        data_dir.join("stale.db")
+    } else {
+        data_dir.join("plaza.db")
+    };
+    let stale_url = format!("sqlite://{}", stale.display());
+    let stale_env = [("PLAZA_DATABASE_URL", stale_url.as_str())];
+    for args in [
+        &[
+            "user",
+            "create",
+            "--email",
+            "stale@example.com",
+            "--password",
+            "a long passphrase",
+        ][..],
+        &["migrate"][..],
+        &[
+            "backup",
+            "--output",
+            &data_dir.join("stale.tar.gz").display().to_string(),
+        ][..],
+    ] {
+        let output = server.cli_with_env(&stale_env, args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("would act on sqlite:"), "{stderr}");
+        assert!(stderr.contains("nothing was changed"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!stale.exists() || !server.database_url.starts_with("sqlite"));
+    assert!(!data_dir.join("stale.tar.gz").exists());
+
+    // With no service running the command does what it is told.
+    assert!(server.terminate().success());
+    let output = server.cli_with_env(&stale_env, &["migrate"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backend) {
+    let warning = "PostgreSQL with keys generated";
+    // Test servers set jwt_secret only.
+    let server = TestServer::start(backend).await;
+    let postgres = server.database_url.starts_with("postgres");
+    server.wait_for_log("listening on");
+    let logs = server.logs();
+    let line = logs.lines().find(|line| line.contains(warning));
+    assert_eq!(line.is_some(), postgres, "{logs}");
+    if let Some(line) = line {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains("(totp_key, analytics_salt)"), "{line}");
+    }
+    drop(server);
+    let key = "a-key-of-at-least-32-characters-0123456789";
+    let server = TestServer::start_with(
+        backend,
+        &[("PLAZA_TOTP_KEY", key), ("PLAZA_ANALYTICS_SALT", key)],
+    )
+    .await;
+    server.wait_for_log("listening on");
+    assert!(!server.logs().contains(warning), "{}", server.logs());
 }
