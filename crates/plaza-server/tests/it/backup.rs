@@ -24,6 +24,7 @@ on_both_databases!(
     an_archive_writes_no_more_than_its_manifest_states_nor_than_fits,
     a_restore_shows_key_fingerprints_and_needs_force_when_they_differ,
     an_install_on_s3_is_backed_up_and_restored,
+    a_killed_backups_working_copy_is_removed_by_the_next,
 );
 
 on_postgres!(a_restore_is_refused_while_another_plaza_uses_the_database);
@@ -692,4 +693,29 @@ async fn an_install_on_s3_is_backed_up_and_restored(backend: Backend) {
     let server = install.serve();
     server.sign_in("writer@example.com", PASSWORD).await;
     assert_eq!(served_bytes(&server, &file).await, bytes);
+}
+
+/// A backup killed mid-way leaves its working folder (a copy of the
+/// database) behind: the next backup into the same folder removes it,
+/// and leaves the folder of a backup whose process still runs.
+async fn a_killed_backups_working_copy_is_removed_by_the_next(backend: Backend) {
+    if !postgres_tools_present(
+        backend,
+        "a_killed_backups_working_copy_is_removed_by_the_next",
+    ) {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    let folder = tempfile::tempdir().unwrap();
+    // No process has a pid this large (above Linux's pid_max).
+    let abandoned = folder.path().join(".plaza-backup-999999999-Xy12ab");
+    std::fs::create_dir(&abandoned).unwrap();
+    std::fs::write(abandoned.join("plaza.db"), b"a copy of the database").unwrap();
+    let running = folder
+        .path()
+        .join(format!(".plaza-backup-{}-Zz34cd", std::process::id()));
+    std::fs::create_dir(&running).unwrap();
+    back_up(&source, folder.path(), "plaza.tar.gz");
+    assert!(!abandoned.exists(), "{:?}", listing(folder.path()));
+    assert!(running.exists(), "a running backup's folder stays");
 }
