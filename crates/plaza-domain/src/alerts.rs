@@ -504,9 +504,11 @@ impl Database {
 
     /// What changed for the reader from `since` (Unix milliseconds, that
     /// instant included): the alerts delivered to them and still shown,
-    /// oldest first, and the alerts they dismissed, at most [`MAX_LISTED`]
-    /// of each. The live stream asks this with a look-back window, because
-    /// a row's timestamp is taken before its transaction commits.
+    /// oldest first, and the alerts they dismissed, every one of them (read
+    /// [`MAX_LISTED`] at a time until caught up, so a burst of more than
+    /// that within the window loses none). The live stream asks this with
+    /// a look-back window, because a row's timestamp is taken before its
+    /// transaction commits.
     pub async fn alert_changes_since(
         &self,
         reader: Reader,
@@ -520,27 +522,53 @@ impl Database {
                SELECT {ALERT_COLUMNS} FROM alerts a WHERE {BROADCAST_AUDIENCE} \
                  AND a.delivered_at >= $4 \
              ) visible \
-             WHERE NOT EXISTS (SELECT 1 FROM alert_dismissals d \
+             WHERE (visible.delivered_at > $4 OR visible.id > $5) \
+               AND NOT EXISTS (SELECT 1 FROM alert_dismissals d \
                WHERE d.alert_id = visible.id AND d.user_id = $1) \
-             ORDER BY delivered_at, id LIMIT $5"
+             ORDER BY delivered_at, id LIMIT $6"
         );
-        let mut args = reader.args();
-        args.push(Arg::Int(since));
-        args.push(Arg::Int(MAX_LISTED));
         let mut lease = self.lease().await?;
-        let delivered = bind_all(sqlx::query_as::<_, Alert>(&sql), args)
+        let mut delivered: Vec<Alert> = Vec::new();
+        let (mut at, mut after_id) = (since, 0);
+        loop {
+            let mut args = reader.args();
+            args.extend([Arg::Int(at), Arg::Int(after_id), Arg::Int(MAX_LISTED)]);
+            let page = bind_all(sqlx::query_as::<_, Alert>(&sql), args)
+                .fetch_all(&mut *lease)
+                .await?;
+            let full = page.len() as i64 == MAX_LISTED;
+            if let Some(last) = page.last() {
+                (at, after_id) = (last.delivered_at, last.id);
+            }
+            delivered.extend(page);
+            if !full {
+                break;
+            }
+        }
+        let mut dismissed: Vec<Dismissal> = Vec::new();
+        let (mut at, mut after_id) = (since, 0);
+        loop {
+            let page = sqlx::query_as::<_, Dismissal>(
+                "SELECT alert_id, dismissed_at FROM alert_dismissals \
+                 WHERE user_id = $1 AND dismissed_at >= $2 \
+                   AND (dismissed_at > $2 OR alert_id > $3) \
+                 ORDER BY dismissed_at, alert_id LIMIT $4",
+            )
+            .bind(reader.user_id)
+            .bind(at)
+            .bind(after_id)
+            .bind(MAX_LISTED)
             .fetch_all(&mut *lease)
             .await?;
-        let dismissed = sqlx::query_as::<_, Dismissal>(
-            "SELECT alert_id, dismissed_at FROM alert_dismissals \
-             WHERE user_id = $1 AND dismissed_at >= $2 \
-             ORDER BY dismissed_at, alert_id LIMIT $3",
-        )
-        .bind(reader.user_id)
-        .bind(since)
-        .bind(MAX_LISTED)
-        .fetch_all(&mut *lease)
-        .await?;
+            let full = page.len() as i64 == MAX_LISTED;
+            if let Some(last) = page.last() {
+                (at, after_id) = (last.dismissed_at, last.alert_id);
+            }
+            dismissed.extend(page);
+            if !full {
+                break;
+            }
+        }
         Ok(AlertChanges {
             delivered,
             dismissed,

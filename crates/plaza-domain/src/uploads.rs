@@ -169,6 +169,25 @@ impl Database {
         .await
     }
 
+    /// Makes the records (and objects waiting for deletion) of the store
+    /// `from` name `to`, the same store under the name of an earlier
+    /// version; answers how many records changed.
+    pub async fn rename_upload_store(&self, from: &str, to: &str) -> Result<u64, DomainError> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.write(move |tx| {
+            Box::pin(async move {
+                let renamed = rename_store(tx, &from, &to).await?;
+                sqlx::query("UPDATE store_deletions SET store = $2 WHERE store = $1")
+                    .bind(&from)
+                    .bind(&to)
+                    .execute(&mut **tx)
+                    .await?;
+                Ok(renamed)
+            })
+        })
+        .await
+    }
+
     /// Every key a record names (originals and variants).
     pub async fn referenced_upload_keys(&self) -> Result<HashSet<String>, DomainError> {
         let mut keys = HashSet::new();

@@ -63,6 +63,11 @@ fn main() -> ExitCode {
             "{variable} is no setting and is ignored (misspelled? the README lists the settings)"
         );
     }
+    // One TLS crypto provider for the whole process, before any command
+    // opens an HTTPS client: the S3 store of `backup` and `restore` needs
+    // it as much as `serve`'s identity-provider client, and rustls panics
+    // when it must guess between the providers the dependencies enable.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -27,9 +27,10 @@ pub fn version_routes() -> OpenApiRouter<AppState> {
 /// The service's own view of whether it can serve requests.
 #[derive(Serialize, ToSchema)]
 pub struct Health {
-    /// `ok`, or `error` when a dependency the instance needs does not
-    /// answer (the database; the upload store; Redis when it holds the
-    /// shared rate limits).
+    /// `ok`; `degraded` (still 200: the instance serves) when a shared
+    /// dependency does not answer (the upload store; Redis when it holds
+    /// the shared rate limits) or the disk is `low`, and the features that
+    /// need it fail; `error` (503) when the database does not answer.
     #[schema(example = "ok")]
     pub status: &'static str,
     pub timestamp: String,
@@ -46,6 +47,14 @@ pub struct Health {
     /// The upload store (local folder or S3): `connected` or `unreachable`.
     #[schema(example = "connected")]
     pub storage: &'static str,
+    /// The data directory's filesystem: `ok`, or `low` when its free space
+    /// is under `disk_free_min_mb` (writes are about to fail).
+    #[schema(example = "ok")]
+    pub disk: &'static str,
+    /// Free bytes of the data directory's filesystem; absent when they
+    /// cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_free_bytes: Option<u64>,
     /// Time since start, e.g. `3h 12m 5s`.
     #[schema(example = "3h 12m 5s")]
     pub uptime: String,
@@ -53,29 +62,39 @@ pub struct Health {
 
 /// Health check: the database, the upload store and (when it holds the
 /// shared rate limits) Redis, each probed at most once a second per
-/// instance.
+/// instance, and the data directory's free space. 503 only when the
+/// database does not answer: the store and Redis are shared by every
+/// instance, so they degrade the features that need them instead.
 #[utoipa::path(
     get,
     path = "/api/health",
     tag = "system",
     responses(
-        (status = 200, description = "Serving: every dependency the instance needs answers", body = Health),
-        (status = 503, description = "The database, the upload store or the configured Redis does not answer (named in the body)", body = Health),
+        (status = 200, description = "Serving: the database answers; `status` is `degraded` when the upload store or the configured Redis does not answer or the disk is low (named in the body)", body = Health),
+        (status = 503, description = "The database does not answer: take the instance out of rotation", body = Health),
     )
 )]
 pub async fn health(State(state): State<AppState>) -> Response {
     let found = state.health.check(&state).await;
     let reach = |up: bool| if up { "connected" } else { "unreachable" };
     let body = Health {
-        status: if found.all_up() { "ok" } else { "error" },
+        status: if !found.ready() {
+            "error"
+        } else if found.all_up() {
+            "ok"
+        } else {
+            "degraded"
+        },
         timestamp: now_rfc3339(),
         version: env!("CARGO_PKG_VERSION"),
         database: reach(found.database),
         redis: found.redis.map(reach),
         storage: reach(found.storage),
+        disk: if found.disk_low { "low" } else { "ok" },
+        disk_free_bytes: found.disk_free_bytes,
         uptime: human_duration(state.started_at.elapsed()),
     };
-    let status = if found.all_up() {
+    let status = if found.ready() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE

@@ -1,9 +1,13 @@
 //! Whether the services this instance depends on answer: the database
 //! always, the object store of uploads always (uploads and stored files
 //! need it), and Redis when it holds the shared rate limits (sign-in fails
-//! closed without it). `GET /api/health` reports each and is 503 when one
-//! of them is down, so a load balancer takes the instance out of rotation;
-//! start-up logs each that is down as an error.
+//! closed without it); and whether the data directory's disk has room.
+//! `GET /api/health` reports each. Only the database makes the instance
+//! unready (503): the store and Redis are shared by every instance, so
+//! taking this one out of rotation for them would take the whole site down
+//! while posts and reads still work; they, and a disk running out of
+//! space, make it `degraded` (200). Start-up logs each that is down as an
+//! error.
 //!
 //! `/api/health` is unauthenticated and never rate limited, so the probes
 //! run at most once per [`PROBE_INTERVAL`] per instance, and one at a time:
@@ -28,12 +32,22 @@ pub struct Dependencies {
     /// `None` when no Redis is configured, or rate limits are off.
     pub redis: Option<bool>,
     pub storage: bool,
+    /// Free bytes of the data directory's filesystem; `None` when it
+    /// cannot be read.
+    pub disk_free_bytes: Option<u64>,
+    /// Whether that is under `disk_free_min_mb`.
+    pub disk_low: bool,
 }
 
 impl Dependencies {
-    /// Whether every dependency the instance needs answers.
+    /// Whether the instance can serve: its database answers.
+    pub fn ready(&self) -> bool {
+        self.database
+    }
+
+    /// Whether everything answers and the disk has room.
     pub fn all_up(&self) -> bool {
-        self.database && self.redis != Some(false) && self.storage
+        self.database && self.redis != Some(false) && self.storage && !self.disk_low
     }
 }
 
@@ -72,10 +86,20 @@ async fn probe(state: &AppState) -> Dependencies {
         }
     };
     let (database, storage, redis) = tokio::join!(database, storage, redis);
+    let disk_free_bytes = rustix::fs::statvfs(&state.settings.storage.data_dir)
+        .ok()
+        .map(|stats| stats.f_bavail.saturating_mul(stats.f_frsize));
+    let minimum = state
+        .settings
+        .storage
+        .disk_free_min_mb
+        .saturating_mul(1024 * 1024);
     Dependencies {
         database,
         redis,
         storage,
+        disk_free_bytes,
+        disk_low: disk_free_bytes.is_some_and(|free| free < minimum),
     }
 }
 
@@ -100,6 +124,13 @@ pub async fn log_at_start_up(state: &AppState) {
         tracing::error!(
             store = %state.uploads.storage.location,
             "the upload store does not answer: uploads fail and stored files are not served until it does"
+        );
+    }
+    if found.disk_low {
+        tracing::error!(
+            data_dir = %state.settings.storage.data_dir.display(),
+            free_bytes = found.disk_free_bytes.unwrap_or(0),
+            "the data directory's disk is almost full (under disk_free_min_mb): writes may fail"
         );
     }
 }

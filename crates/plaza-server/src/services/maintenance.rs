@@ -287,7 +287,9 @@ fn clear_caches(state: &AppState) -> CacheReport {
 /// may be between its files and its record) and records of this store
 /// whose original file is gone (with the rest of their files). Records of
 /// another store, or of none, are never removed: this store not holding
-/// their files says nothing about them.
+/// their files says nothing about them. A store's name holds its endpoint,
+/// so the same bucket behind another endpoint is another store (and an
+/// instance on it does not start).
 async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
     let storage = &state.uploads.storage;
     let failed =

@@ -23,8 +23,14 @@ pub const UPLOAD_GRACE: Duration = Duration::from_secs(3600);
 pub struct Storage {
     store: Arc<dyn ObjectStore>,
     /// Which store this is, as upload records name it: `file://` and the
-    /// folder's absolute path, or `s3://bucket` and the prefix, if any.
+    /// folder's absolute path, or `s3://bucket` and the prefix, if any,
+    /// followed by `?endpoint=` and the endpoint when one is configured
+    /// (`AWS_ENDPOINT_URL`): the same bucket behind another endpoint is
+    /// another store.
     pub location: String,
+    /// The name earlier versions gave this store (without its endpoint),
+    /// when it differs from `location`.
+    pub earlier_location: Option<String>,
     /// How long one call may take.
     timeout: Duration,
 }
@@ -102,7 +108,12 @@ impl Storage {
                 };
                 let seconds = format!("{}s", timeout.as_secs());
                 let client = |key| object_store::aws::AmazonS3ConfigKey::Client(key);
-                let store = object_store::aws::AmazonS3Builder::from_env()
+                let builder = object_store::aws::AmazonS3Builder::from_env();
+                let endpoint = builder
+                    .get_config_value(&object_store::aws::AmazonS3ConfigKey::Endpoint)
+                    .map(|endpoint| endpoint.trim().trim_end_matches('/').to_ascii_lowercase())
+                    .filter(|endpoint| !endpoint.is_empty());
+                let store = builder
                     .with_bucket_name(bucket)
                     .with_retry(retry)
                     .with_config(client(object_store::ClientConfigKey::Timeout), &seconds)
@@ -112,7 +123,7 @@ impl Storage {
                     )
                     .build()
                     .map_err(|error| format!("storage_url {url:?}: {error}"))?;
-                let (store, location): (Arc<dyn ObjectStore>, String) = if prefix.is_empty() {
+                let (store, name): (Arc<dyn ObjectStore>, String) = if prefix.is_empty() {
                     (Arc::new(store), format!("s3://{bucket}"))
                 } else {
                     (
@@ -120,9 +131,14 @@ impl Storage {
                         format!("s3://{bucket}/{prefix}"),
                     )
                 };
+                let (location, earlier_location) = match endpoint {
+                    Some(endpoint) => (format!("{name}?endpoint={endpoint}"), Some(name)),
+                    None => (name, None),
+                };
                 Ok(Storage {
                     store,
                     location,
+                    earlier_location,
                     timeout,
                 })
             }
@@ -142,6 +158,7 @@ impl Storage {
         Ok(Storage {
             store: Arc::new(store),
             location: format!("file://{}", folder.display()),
+            earlier_location: None,
             timeout,
         })
     }

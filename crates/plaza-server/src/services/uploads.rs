@@ -139,11 +139,20 @@ impl Uploads {
             tracing::info!(%store, moved, "storage_moved: every upload record names this store");
             return Ok(());
         }
-        match db
+        let mut recorded = db
             .other_upload_store(store)
             .await
-            .map_err(|error| format!("reading where uploads are stored: {error}"))?
+            .map_err(|error| format!("reading where uploads are stored: {error}"))?;
+        if let Some(earlier) = &self.storage.earlier_location
+            && recorded.as_ref() == Some(earlier)
         {
+            self.adopt_earlier_name(db, earlier).await?;
+            recorded = db
+                .other_upload_store(store)
+                .await
+                .map_err(|error| format!("reading where uploads are stored: {error}"))?;
+        }
+        match recorded {
             None => Ok(()),
             Some(recorded) => Err(format!(
                 "storage_url (PLAZA_STORAGE_URL) is the store {store}, but the database's uploads \
@@ -151,6 +160,43 @@ impl Uploads {
                  start once with storage_moved = true (PLAZA_STORAGE_MOVED=true)"
             )),
         }
+    }
+
+    /// Records named `earlier`, this store's name before endpoints were
+    /// part of it (the same bucket and prefix on an endpoint then
+    /// unnamed): they are made to name this store only when it holds the
+    /// original of the oldest of them, as a store behind another endpoint
+    /// would not.
+    async fn adopt_earlier_name(
+        &self,
+        db: &plaza_domain::Database,
+        earlier: &str,
+    ) -> Result<(), String> {
+        let store = &self.storage.location;
+        let first = db
+            .uploads_in_store_after(earlier, 0)
+            .await
+            .map_err(|error| format!("reading where uploads are stored: {error}"))?;
+        let Some(first) = first.first() else {
+            return Ok(());
+        };
+        let holds = self
+            .storage
+            .exists(&first.storage_key)
+            .await
+            .map_err(|error| format!("asking {store} for {}: {error}", first.storage_key))?;
+        if !holds {
+            return Err(format!(
+                "the database's uploads are in {earlier}, and {store} does not hold their files                  ({} is missing): set AWS_ENDPOINT_URL to the endpoint of the store the other                  instances use, or, if the files were moved, start once with storage_moved =                  true (PLAZA_STORAGE_MOVED=true)",
+                first.storage_key
+            ));
+        }
+        let renamed = db
+            .rename_upload_store(earlier, store)
+            .await
+            .map_err(|error| format!("naming the upload store {store}: {error}"))?;
+        tracing::info!(%store, %earlier, renamed, "upload records now name the store with its endpoint");
+        Ok(())
     }
 
     /// The rules for an upload of `kinds`, from the settings.

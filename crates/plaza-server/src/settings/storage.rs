@@ -56,6 +56,9 @@ pub struct StorageSettings {
     /// delete a file of an erased user (and how often the retry job runs);
     /// the wait doubles with each attempt, up to an hour.
     pub erased_file_retry_secs: u64,
+    /// Free space of the data directory's filesystem (MiB) under which
+    /// `/api/health` reports the disk `low` (writes are about to fail).
+    pub disk_free_min_mb: u64,
 }
 
 impl Default for StorageSettings {
@@ -76,6 +79,7 @@ impl Default for StorageSettings {
             export_timeout_secs: 3600,
             export_idle_secs: 60,
             erased_file_retry_secs: 60,
+            disk_free_min_mb: 256,
         }
     }
 }

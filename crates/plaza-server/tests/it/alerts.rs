@@ -18,6 +18,7 @@ on_both_databases!(
     notify_author_alerts_the_author,
     racing_deliveries_deliver_once,
     a_resumed_stream_sends_only_what_came_after_its_last_event,
+    a_burst_of_more_than_a_page_of_alerts_reaches_the_stream_whole,
     streams_need_a_session_and_a_free_slot,
     a_zero_lifetime_stream_sends_the_current_alerts_and_ends,
     shutdown_ends_open_streams,
@@ -609,6 +610,34 @@ async fn a_resumed_stream_sends_only_what_came_after_its_last_event(backend: Bac
     let titles = [fresh.next().await.unwrap(), fresh.next().await.unwrap()]
         .map(|event| event.data["title"].as_str().unwrap().to_owned());
     assert_eq!(titles, ["Old".to_owned(), "New".to_owned()], "oldest first");
+}
+
+/// 150 alerts delivered to one user in the same millisecond, more than
+/// one read's page of 100: an open stream sends every one, oldest first
+/// (the newest 50 were once dropped).
+async fn a_burst_of_more_than_a_page_of_alerts_reaches_the_stream_whole(backend: Backend) {
+    let server = TestServer::start_with(backend, &[FAST_STREAMS]).await;
+    let (user_id, user) = member(&server, "user@example.com", "user").await;
+    let now = now_millis();
+    let rows: Vec<String> = (0..150)
+        .map(|n| {
+            format!("('moderation', 'info', 'Burst {n}', 'm', {user_id}, {now}, {now}, {now})")
+        })
+        .collect();
+    server
+        .sql(&format!(
+            "INSERT INTO alerts (source, type, title, message, user_id, created_at, deliver_at, \
+             delivered_at) VALUES {}",
+            rows.join(", ")
+        ))
+        .await;
+    let last_seen = (now - 1_000).to_string();
+    let mut stream = AlertStream::open(&server, &user, Some(&last_seen)).await;
+    for n in 0..150 {
+        let event = stream.next().await.expect("an alert");
+        assert_eq!(event.name, "alert");
+        assert_eq!(event.data["title"], format!("Burst {n}"), "in order");
+    }
 }
 
 async fn streams_need_a_session_and_a_free_slot(backend: Backend) {

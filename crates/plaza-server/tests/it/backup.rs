@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::common::{self, As, Backend, PASSWORD, Prepared, TestServer, call, member};
+use crate::uploads::{Moto, borrowed, create_bucket, s3_env};
 
 on_both_databases!(
     a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens,
@@ -22,6 +23,8 @@ on_both_databases!(
     a_backup_is_written_on_schedule,
     an_archive_writes_no_more_than_its_manifest_states_nor_than_fits,
     a_restore_shows_key_fingerprints_and_needs_force_when_they_differ,
+    an_install_on_s3_is_backed_up_and_restored,
+    a_killed_backups_working_copy_is_removed_by_the_next,
 );
 
 on_postgres!(a_restore_is_refused_while_another_plaza_uses_the_database);
@@ -649,4 +652,70 @@ async fn a_restore_is_refused_while_another_plaza_uses_the_database() {
     let install = server.stop();
     let restored = restore(&install, &archive, true);
     assert!(restored.status.success(), "{}", text(&restored));
+}
+
+/// With `storage_url` on S3 the command line opens an HTTPS-capable
+/// client too: `plaza backup` and `plaza restore` work there (they once
+/// panicked for want of a TLS crypto provider), the archive says the
+/// files stay in the bucket, and the restored install serves them.
+async fn an_install_on_s3_is_backed_up_and_restored(backend: Backend) {
+    const TEST: &str = "an_install_on_s3_is_backed_up_and_restored";
+    if !postgres_tools_present(backend, TEST) {
+        return;
+    }
+    let Some(moto) = Moto::start() else {
+        common::skip(TEST, "python3 -m moto.server is not installed");
+        return;
+    };
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    create_bucket(&endpoint);
+    let env = s3_env(&endpoint, "10");
+    let source = server_with_generated_keys(backend, &borrowed(&env)).await;
+    let (_, cookie) = member(&source, "writer@example.com", "user").await;
+    let file = upload(&source, &cookie).await;
+    let bytes = served_bytes(&source, &file).await;
+
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    let manifest = manifest_of(&archive);
+    assert_eq!(
+        manifest["uploadStore"]["filesIncluded"], false,
+        "{manifest}"
+    );
+    assert_eq!(manifest["counts"]["uploads"], 1, "{manifest}");
+    drop(source);
+
+    let install = Prepared::new(backend, "", &borrowed(&env))
+        .await
+        .without("PLAZA_JWT_SECRET");
+    let restored = restore(&install, &archive, false);
+    assert!(restored.status.success(), "{}", text(&restored));
+    let server = install.serve();
+    server.sign_in("writer@example.com", PASSWORD).await;
+    assert_eq!(served_bytes(&server, &file).await, bytes);
+}
+
+/// A backup killed mid-way leaves its working folder (a copy of the
+/// database) behind: the next backup into the same folder removes it,
+/// and leaves the folder of a backup whose process still runs.
+async fn a_killed_backups_working_copy_is_removed_by_the_next(backend: Backend) {
+    if !postgres_tools_present(
+        backend,
+        "a_killed_backups_working_copy_is_removed_by_the_next",
+    ) {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    let folder = tempfile::tempdir().unwrap();
+    // No process has a pid this large (above Linux's pid_max).
+    let abandoned = folder.path().join(".plaza-backup-999999999-Xy12ab");
+    std::fs::create_dir(&abandoned).unwrap();
+    std::fs::write(abandoned.join("plaza.db"), b"a copy of the database").unwrap();
+    let running = folder
+        .path()
+        .join(format!(".plaza-backup-{}-Zz34cd", std::process::id()));
+    std::fs::create_dir(&running).unwrap();
+    back_up(&source, folder.path(), "plaza.tar.gz");
+    assert!(!abandoned.exists(), "{:?}", listing(folder.path()));
+    assert!(running.exists(), "a running backup's folder stays");
 }

@@ -1,7 +1,8 @@
 //! What an operator sees and relies on: the access line of every answer,
 //! logs without colour codes in files, the start-up line naming the
 //! migrations it ran, the process, pool, queue and job figures of the
-//! metrics, and one server per embedded database.
+//! metrics, one server per embedded database, and a health answer a load
+//! balancer can follow.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 use crate::common::{Backend, TestServer, plaza_command};
 
 on_both_databases!(
+    health_is_ready_while_shared_dependencies_are_down_and_reports_a_low_disk,
     every_answer_is_logged_at_info_with_its_fields,
     text_logs_carry_no_colour_codes_off_a_terminal,
     the_start_up_line_names_the_migrations_it_ran,
@@ -309,4 +311,40 @@ async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backen
     .await;
     server.wait_for_log("listening on");
     assert!(!server.logs().contains(warning), "{}", server.logs());
+}
+
+/// Health is 200 while the upload store (shared by every instance) does
+/// not answer, saying `degraded` and naming it: a load balancer following
+/// health keeps the instance, whose posts and reads still work. A data
+/// directory with less free space than `disk_free_min_mb` is reported
+/// `low`.
+async fn health_is_ready_while_shared_dependencies_are_down_and_reports_a_low_disk(
+    backend: Backend,
+) {
+    // A port nothing listens on: the store refuses every connection.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let env = crate::uploads::s3_env(&endpoint, "2");
+    let mut env = crate::uploads::borrowed(&env);
+    env.push(("PLAZA_DISK_FREE_MIN_MB", "1000000000000"));
+    let server = TestServer::start_with(backend, &env).await;
+    let answer = server.get("/api/health").await;
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(body["database"], "connected", "{body}");
+    assert_eq!(body["storage"], "unreachable", "{body}");
+    assert_eq!(body["disk"], "low", "{body}");
+    assert!(body["disk_free_bytes"].as_u64().is_some(), "{body}");
+    let posts = server.get("/api/posts").await;
+    assert_eq!(posts.status(), 200, "reads still work");
+
+    let plain = TestServer::start(backend).await;
+    let body: Value = plain.get("/api/health").await.json().await.unwrap();
+    assert_eq!(
+        (&body["status"], &body["disk"]),
+        (&"ok".into(), &"ok".into()),
+        "{body}"
+    );
 }

@@ -973,8 +973,13 @@ async fn an_instance_with_another_store_sweeps_nothing_of_the_others() {
 /// Starts `plaza` with `env` and answers its exit and what it wrote to
 /// stderr; fails when it is still running after 30 s (it started).
 fn refused_start(env: &[(String, String)]) -> (std::process::ExitStatus, String) {
+    refused_start_of(common::plaza_command(env))
+}
+
+/// [`refused_start`] of `command`.
+fn refused_start_of(mut command: std::process::Command) -> (std::process::ExitStatus, String) {
     use std::io::Read;
-    let mut child = common::plaza_command(env)
+    let mut child = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1072,4 +1077,77 @@ on_both_databases!(
 on_postgres!(
     an_instance_with_another_store_sweeps_nothing_of_the_others,
     an_instance_with_another_store_refuses_to_start,
+    the_same_bucket_behind_another_endpoint_is_another_store,
 );
+
+/// Two S3 servers (moto) each with a bucket `plaza-test`: an instance
+/// whose `storage_url` is the same name as the records' but whose
+/// endpoint is the other server's refuses to start, so it never sweeps
+/// records it cannot see the files of; records named before endpoints
+/// were part of a store's name are taken over only by an instance whose
+/// store holds their files.
+async fn the_same_bucket_behind_another_endpoint_is_another_store() {
+    const TEST: &str = "the_same_bucket_behind_another_endpoint_is_another_store";
+    let (Some(moto), Some(other)) = (Moto::start(), Moto::start()) else {
+        common::skip(TEST, "python3 -m moto.server is not installed");
+        return;
+    };
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let other_endpoint = format!("http://127.0.0.1:{}", other.port);
+    create_bucket(&endpoint);
+    create_bucket(&other_endpoint);
+    let env = s3_env(&endpoint, "10");
+    let mut first = TestServer::start_with(Backend::Postgres, &borrowed(&env)).await;
+    let (_, cookie) = member(&first, "uploader@example.com", "user").await;
+    first.create_user("admin@example.com", common::PASSWORD, "admin");
+    let token = first.mint("admin@example.com", "admin:write");
+    let png = encoded(&picture(64, 64), ImageFormat::Png);
+    let (status, kept) = upload(&first, &cookie, "kept.png", &png).await;
+    assert_eq!(status, 200, "{kept}");
+    let url = kept["file"]["url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        first
+            .domain()
+            .await
+            .other_upload_store("")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(format!("s3://plaza-test/uploads?endpoint={endpoint}").as_str())
+    );
+
+    let other_dir = tempfile::tempdir().unwrap();
+    let mut elsewhere = first.command();
+    elsewhere
+        .env("AWS_ENDPOINT_URL", &other_endpoint)
+        .env("PLAZA_DATA_DIR", other_dir.path());
+    let (exit, stderr) = refused_start_of(elsewhere);
+    assert!(!exit.success(), "{stderr}");
+    assert!(stderr.contains(&other_endpoint), "{stderr}");
+
+    // Records of an earlier version name the store without its endpoint.
+    first
+        .sql("UPDATE uploads SET store = 's3://plaza-test/uploads'")
+        .await;
+    let mut elsewhere = first.command();
+    elsewhere
+        .env("AWS_ENDPOINT_URL", &other_endpoint)
+        .env("PLAZA_DATA_DIR", other_dir.path());
+    let (exit, stderr) = refused_start_of(elsewhere);
+    assert!(!exit.success(), "{stderr}");
+    assert!(stderr.contains("AWS_ENDPOINT_URL"), "{stderr}");
+    first.restart_with(&[]);
+    assert_eq!(
+        first
+            .domain()
+            .await
+            .other_upload_store("")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(format!("s3://plaza-test/uploads?endpoint={endpoint}").as_str())
+    );
+    let report = cleanup_uploads(&first, &token).await;
+    assert_eq!(report["recordsRemoved"], 0, "{report}");
+    assert_eq!(fetch(&first, &url).await.status(), 200);
+}

@@ -73,6 +73,61 @@ pub async fn write_backup(
     written
 }
 
+/// How a backup's working folder is named: then the pid of the process
+/// writing it, a dash and a random tail.
+const SCRATCH_PREFIX: &str = ".plaza-backup-";
+
+/// Removes the working folders in `folder` of backups whose process is
+/// gone (killed before it could clean up): they hold a copy of the
+/// database. Folders of running backups are left alone, as are any it
+/// cannot read.
+fn remove_abandoned_scratch(folder: &Path) {
+    let Ok(entries) = fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = rustix::process::Pid::from_raw(pid).is_none_or(|pid| {
+            rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+        });
+        if gone && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            match fs::remove_dir_all(entry.path()) {
+                Ok(()) => tracing::info!(
+                    folder = %entry.path().display(),
+                    "removed the working folder of a backup that was stopped"
+                ),
+                Err(error) => tracing::warn!(
+                    folder = %entry.path().display(),
+                    %error,
+                    "cannot remove the working folder of a backup that was stopped"
+                ),
+            }
+        }
+    }
+}
+
+/// Creates the empty file `path` readable by its owner only, for a copy of
+/// the database to be written into (`VACUUM INTO` and `pg_dump` keep the
+/// mode of a file that exists).
+fn private_file(path: &Path) -> Result<(), BackupError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(failed(format!("creating {}", path.display())))
+}
+
 async fn write_into(
     db: &Database,
     settings: &Settings,
@@ -85,8 +140,10 @@ async fn write_into(
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    remove_abandoned_scratch(folder);
     let scratch = tempfile::Builder::new()
-        .prefix(".plaza-backup-")
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir_in(folder)
         .map_err(failed(format!("creating a folder in {}", folder.display())))?;
     let created_at = time::OffsetDateTime::now_utc();
@@ -188,6 +245,7 @@ async fn copy_database(
     match db.backend() {
         Backend::Sqlite => {
             let path = scratch.join(SQLITE_ENTRY);
+            private_file(&path)?;
             db.backup_sqlite_into(&path)
                 .await
                 .map_err(domain_failed("copying the database"))?;
@@ -198,6 +256,7 @@ async fn copy_database(
         }
         Backend::Postgres => {
             let path = scratch.join(POSTGRES_ENTRY);
+            private_file(&path)?;
             let url = settings.effective_database_url();
             let (contents, dumped) = db
                 .with_postgres_snapshot(|snapshot| pg_dump(&url, &path, snapshot))
