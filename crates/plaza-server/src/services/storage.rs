@@ -2,8 +2,9 @@
 //! (`file://<data_dir>/uploads`, the default) or any S3-compatible store
 //! (`s3://bucket/prefix`, configured through the standard `AWS_*`
 //! variables), so several instances can share one store. Every call ends
-//! within `storage_timeout_secs`, so a store that hangs fails a request
-//! instead of holding it.
+//! within `storage_timeout_secs`, and a file read as a stream gets that
+//! long for each chunk (not for the whole transfer), so a store that hangs
+//! fails a request instead of holding it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -17,6 +18,10 @@ use plaza_domain::time::now_millis;
 /// A file younger than this is never swept: an upload may be between
 /// writing its files and committing its record.
 pub const UPLOAD_GRACE: Duration = Duration::from_secs(3600);
+
+/// The longest an S3 request may take as a whole, body included: the
+/// backstop behind the per-call and per-chunk bounds.
+const WHOLE_REQUEST_BACKSTOP: Duration = Duration::from_secs(6 * 3600);
 
 /// The object store of uploads.
 #[derive(Clone, Debug)]
@@ -107,6 +112,12 @@ impl Storage {
                     ..object_store::RetryConfig::default()
                 };
                 let seconds = format!("{}s", timeout.as_secs());
+                // The client bounds each read of a body, not a whole
+                // request: a call is bounded by `timed` and a streamed
+                // file chunk by chunk ([`FileChunks`]), so a long file is
+                // not cut off mid-transfer. Its request timeout is only a
+                // backstop.
+                let backstop = format!("{}s", WHOLE_REQUEST_BACKSTOP.as_secs());
                 let client = |key| object_store::aws::AmazonS3ConfigKey::Client(key);
                 let builder = object_store::aws::AmazonS3Builder::from_env();
                 let endpoint = builder
@@ -116,7 +127,8 @@ impl Storage {
                 let store = builder
                     .with_bucket_name(bucket)
                     .with_retry(retry)
-                    .with_config(client(object_store::ClientConfigKey::Timeout), &seconds)
+                    .with_config(client(object_store::ClientConfigKey::Timeout), &backstop)
+                    .with_config(client(object_store::ClientConfigKey::ReadTimeout), &seconds)
                     .with_config(
                         client(object_store::ClientConfigKey::ConnectTimeout),
                         &seconds,

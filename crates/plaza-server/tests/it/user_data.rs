@@ -24,6 +24,7 @@ on_both_databases!(
     one_export_at_a_time_per_user_and_an_unread_one_ends,
     erasure_takes_files_events_sessions_accounts_and_tokens,
     a_store_that_failed_a_deletion_is_retried_by_the_job,
+    an_export_reads_a_slow_s3_file_whole,
 );
 
 /// A PNG of noise (it does not compress), `side` pixels square.
@@ -835,5 +836,141 @@ impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A fake S3 store on loopback: it keeps what is put, and sends each file
+/// it is asked for in `pieces` parts `gap` apart, so one file takes longer
+/// to read than one call to the store may, while no part is late. Answers
+/// its endpoint.
+async fn trickling_store(pieces: usize, gap: Duration) -> String {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let files = files.clone();
+            tokio::spawn(async move {
+                let mut stream = BufReader::new(stream);
+                loop {
+                    let mut request_line = String::new();
+                    if stream.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut parts = request_line.split_whitespace();
+                    let method = parts.next().unwrap_or_default().to_owned();
+                    let target = parts.next().unwrap_or_default().to_owned();
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        stream.read_line(&mut line).await.unwrap();
+                        if line.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    stream.read_exact(&mut body).await.unwrap();
+                    let stored = files.lock().unwrap().get(&target).cloned();
+                    let head = |status: &str, length: usize| {
+                        format!(
+                            "HTTP/1.1 {status}\r\ncontent-length: {length}\r\netag: \"1\"\r\n\
+                             last-modified: Sat, 28 Nov 2026 00:00:00 GMT\r\n\r\n"
+                        )
+                    };
+                    let writer = stream.get_mut();
+                    match (method.as_str(), stored) {
+                        ("PUT", _) => {
+                            files.lock().unwrap().insert(target, body);
+                            writer
+                                .write_all(head("200 OK", 0).as_bytes())
+                                .await
+                                .unwrap();
+                        }
+                        ("HEAD", Some(file)) => {
+                            writer
+                                .write_all(head("200 OK", file.len()).as_bytes())
+                                .await
+                                .unwrap();
+                        }
+                        ("GET", Some(file)) => {
+                            writer
+                                .write_all(head("200 OK", file.len()).as_bytes())
+                                .await
+                                .unwrap();
+                            let piece = file.len().div_ceil(pieces).max(1);
+                            for (index, chunk) in file.chunks(piece).enumerate() {
+                                if index > 0 {
+                                    tokio::time::sleep(gap).await;
+                                }
+                                writer.write_all(chunk).await.unwrap();
+                                writer.flush().await.unwrap();
+                            }
+                        }
+                        ("DELETE", _) => {
+                            writer
+                                .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+                                .await
+                                .unwrap();
+                        }
+                        _ => {
+                            let missing = "<Error><Code>NoSuchKey</Code></Error>";
+                            writer
+                                .write_all(
+                                    format!(
+                                        "HTTP/1.1 404 Not Found\r\ncontent-length: {}\r\n\r\n{missing}",
+                                        missing.len()
+                                    )
+                                    .as_bytes(),
+                                )
+                                .await
+                                .unwrap();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    endpoint
+}
+
+async fn an_export_reads_a_slow_s3_file_whole(backend: Backend) {
+    // Each call to the store may take 1 s; each file arrives in three parts
+    // 600 ms apart, 1.2 s in all.
+    let endpoint = trickling_store(3, Duration::from_millis(600)).await;
+    let env = crate::uploads::s3_env(&endpoint, "1");
+    let server = TestServer::start_with(backend, &crate::uploads::borrowed(&env)).await;
+    let (id, cookie) = member(&server, "slow@example.com", "user").await;
+    let (status, uploaded) = crate::uploads::upload(
+        &server,
+        &cookie,
+        "a.png",
+        &crate::uploads::encoded(&crate::uploads::picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 200, "{uploaded}");
+    let answer = export(&server, id, &cookie).await;
+    assert_eq!(answer.status(), 200);
+    let bytes = answer.bytes().await.expect("the whole archive");
+    let entries = unzip(&bytes);
+    let files: Vec<&String> = entries
+        .keys()
+        .filter(|name| name.starts_with("uploads/"))
+        .collect();
+    assert!(
+        !files.is_empty(),
+        "the file is in the archive: {:?}",
+        entries.keys()
+    );
+    for name in files {
+        assert!(!entries[name].is_empty(), "{name} is whole");
     }
 }
