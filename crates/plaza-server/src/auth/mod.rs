@@ -32,6 +32,7 @@ use plaza_domain::users::{Role, UserStatus};
 
 use crate::http::error::AppError;
 use crate::http::extract::documented::{Answer, DocumentedExtractor};
+use crate::http::middleware::AccessUser;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 use jwt::{AdminClaims, AdminPermission};
@@ -138,6 +139,9 @@ pub struct Principal {
 impl Principal {
     /// Records that `user_id`'s credential is the one this request acts with.
     pub(crate) fn accept(parts: &mut Parts, user_id: i64, email: &str) {
+        if let Some(access) = parts.extensions.get::<AccessUser>() {
+            access.record(user_id);
+        }
         parts.extensions.insert(Principal {
             user_id,
             email: email.to_owned(),
@@ -195,6 +199,11 @@ impl OptionalUser {
             }
             None => None,
         };
+        if let (Some(principal), Some(access)) =
+            (resolved.as_ref(), parts.extensions.get::<AccessUser>())
+        {
+            access.record(principal.user_id());
+        }
         let user = OptionalUser(resolved);
         parts.extensions.insert(user.clone());
         Ok(user)

@@ -47,13 +47,35 @@ async fn every_answer_is_logged_at_info_with_its_fields(backend: Backend) {
         let line = access_line(&server, &request_id);
         assert_eq!(line["level"], "INFO", "{line}");
         assert_eq!(line["method"], "GET", "{line}");
-        assert_eq!(line["path"], path, "the query string stays out: {line}");
+        assert_eq!(line["path"], path, "the path alone: {line}");
         assert_eq!(line["status"], status, "{line}");
         assert!(line["duration_ms"].as_f64().is_some(), "{line}");
         assert_eq!(line["request_id"], request_id.as_str(), "{line}");
         assert_eq!(line["client"], "127.0.0.1", "{line}");
+        assert_eq!(line["query"], "token=REDACTED", "{line}");
+        assert!(line.get("user_id").is_none(), "nobody signed in: {line}");
         assert!(!line.to_string().contains("secret"), "{line}");
     }
+    // A signed-in request names its user, its user agent and its query,
+    // with whatever looks like a secret redacted.
+    let (id, cookie) = crate::common::member(&server, "ada@example.com", "user").await;
+    let answer = server
+        .client
+        .get(server.url("/api/posts?page=2&access_token=abc&oauth_code=xyz"))
+        .header("x-request-id", "access-signed-in")
+        .header("cookie", &cookie)
+        .header("user-agent", "Plaza tester/1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let line = access_line(&server, "access-signed-in");
+    assert_eq!(line["user_id"], id, "{line}");
+    assert_eq!(line["user_agent"], "Plaza tester/1.0", "{line}");
+    assert_eq!(
+        line["query"], "page=2&access_token=REDACTED&oauth_code=REDACTED",
+        "{line}"
+    );
 }
 
 async fn text_logs_carry_no_colour_codes_off_a_terminal(backend: Backend) {

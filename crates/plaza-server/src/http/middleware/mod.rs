@@ -6,4 +6,4 @@ mod cors;
 mod metrics;
 mod request;
 
-pub use request::RequestLayer;
+pub use request::{AccessUser, RequestLayer};

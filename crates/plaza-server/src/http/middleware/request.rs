@@ -2,7 +2,8 @@
 //! request id, tracing span, CORS, the cross-origin write check, the refusal
 //! of a query parameter holding a NUL byte, the request timeout, panic
 //! recovery, error rendering per surface, hardening headers, metrics and the
-//! access log line.
+//! access log line (with the user the request acted as, its user agent and
+//! its query string, secrets redacted).
 //!
 //! One layer instead of nine (`tower_http`'s request id, trace, timeout,
 //! catch-panic and CORS layers and three `from_fn` middlewares): axum clones a route's
@@ -128,6 +129,18 @@ where
         let route = request.extensions().get::<MatchedPath>().cloned();
         let shared = self.shared.clone();
         let uri = request.uri().clone();
+        let user_agent = request
+            .headers()
+            .get(axum::http::header::USER_AGENT)
+            .and_then(|agent| agent.to_str().ok())
+            .map(|agent| {
+                agent
+                    .chars()
+                    .take(MAX_LOGGED_AGENT_CHARS)
+                    .collect::<String>()
+            });
+        let access_user = AccessUser::default();
+        request.extensions_mut().insert(access_user.clone());
         let client = request
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
@@ -206,11 +219,71 @@ where
                 duration_ms = elapsed.as_micros() as f64 / 1000.0,
                 request_id = response.headers().get(&REQUEST_ID).and_then(|id| id.to_str().ok()),
                 client = %Client(client),
+                user_id = access_user.get(),
+                user_agent = user_agent.as_deref(),
+                query = uri.query().map(redacted_query).as_deref(),
                 "answered"
             );
             Ok(response)
         })
     }
+}
+
+/// Most characters of a user agent the access line keeps.
+const MAX_LOGGED_AGENT_CHARS: usize = 256;
+
+/// The user a request acted as, for its access line: the handler's
+/// extractors record it (a resolved session, an accepted token) in the slot
+/// this layer puts into the request.
+#[derive(Clone, Default)]
+pub struct AccessUser(Arc<std::sync::Mutex<Option<i64>>>);
+
+impl AccessUser {
+    /// Records `user_id` as the request's user (a later credential, the one
+    /// the route accepted, replaces an earlier one).
+    pub fn record(&self, user_id: i64) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(user_id);
+    }
+
+    fn get(&self) -> Option<i64> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Parameter names whose values are secrets (tokens, codes, keys) and are
+/// logged as `REDACTED`.
+const SECRET_PARAMETERS: [&str; 7] = [
+    "token",
+    "code",
+    "state",
+    "secret",
+    "password",
+    "key",
+    "signature",
+];
+
+/// A query string for the access line: each parameter whose name holds one
+/// of [`SECRET_PARAMETERS`] (ignoring case) has its value replaced.
+fn redacted_query(query: &str) -> String {
+    let mut kept = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let lower = name.to_ascii_lowercase();
+        if SECRET_PARAMETERS
+            .iter()
+            .any(|secret| lower.contains(secret))
+        {
+            kept.append_pair(&name, "REDACTED");
+        } else {
+            kept.append_pair(&name, &value);
+        }
+    }
+    kept.finish()
 }
 
 /// Headers that keep browsers from misusing an answer: no content-type
