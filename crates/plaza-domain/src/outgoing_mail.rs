@@ -107,7 +107,27 @@ pub enum AttemptOutcome {
 /// Most characters of a delivery error kept with its mail.
 const MAX_ERROR_CHARS: usize = 1000;
 
+/// How much mail waits and how much was given up on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MailQueue {
+    /// Mails not sent yet, due or waiting for a retry.
+    pub pending: i64,
+    /// Mails given up on and kept (until `mail_retention_days`).
+    pub failed: i64,
+}
+
 impl Database {
+    /// The queue of outgoing mail, on every instance together.
+    pub async fn mail_queue(&self) -> Result<MailQueue, DomainError> {
+        let (pending, failed): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM outgoing_mail WHERE status = 'pending'), \
+                    (SELECT COUNT(*) FROM outgoing_mail WHERE status = 'failed')",
+        )
+        .fetch_one(&mut *self.lease().await?)
+        .await?;
+        Ok(MailQueue { pending, failed })
+    }
+
     /// The ids of up to `limit` mails due at `now`, the longest waiting first.
     pub async fn due_mail(&self, now: i64, limit: i64) -> Result<Vec<i64>, DomainError> {
         let rows: Vec<(i64,)> = sqlx::query_as(

@@ -59,6 +59,19 @@ fn process_collector() -> &'static metrics_process::Collector {
     COLLECTOR.get_or_init(metrics_process::Collector::default)
 }
 
+/// Reads the outgoing mail queue (shared by every instance) for a scrape:
+/// `plaza_mail_queue{status="pending"|"failed"}`. A database that does not
+/// answer leaves the last figures, and the scrape answers all the same.
+pub async fn record_mail_queue(state: &AppState) {
+    match state.db.mail_queue().await {
+        Ok(queue) => {
+            metrics::gauge!("plaza_mail_queue", "status" => "pending").set(queue.pending as f64);
+            metrics::gauge!("plaza_mail_queue", "status" => "failed").set(queue.failed as f64);
+        }
+        Err(error) => tracing::warn!(%error, "the mail queue could not be counted for the metrics"),
+    }
+}
+
 /// Reads the figures that are states rather than events, just before a
 /// scrape renders them: the process, the database pool, the queues, the
 /// image cache.
@@ -112,6 +125,10 @@ fn describe_metrics() {
     metrics::describe_counter!(
         "plaza_content_generation_reads_total",
         "Reads of the content generation made to check a cached public answer (none while notifications are connected and confirmed)"
+    );
+    metrics::describe_gauge!(
+        "plaza_mail_queue",
+        "Outgoing mail of every instance: pending (not sent yet) and failed (given up on, kept)"
     );
     metrics::describe_gauge!(
         "plaza_queue_depth",

@@ -30,6 +30,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 )]
 pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> Response {
     crate::telemetry::record_current_figures(&state);
+    crate::telemetry::record_mail_queue(&state).await;
     state.metrics.run_upkeep();
     (
         [(

@@ -163,6 +163,26 @@ async fn metrics_show_the_process_the_pool_the_queues_and_each_job(backend: Back
         Some(0.0),
         "{text}"
     );
+    // The mail queue of every instance: one waiting, two given up on.
+    for status in ["pending", "failed", "failed"] {
+        server
+            .sql(&format!(
+                "INSERT INTO outgoing_mail (kind, recipient, subject, status, next_attempt_at, created_at) \
+                 VALUES ('verify_email', 'a@example.com', 'S', '{status}', 9999999999999, 0)"
+            ))
+            .await;
+    }
+    let text = server.get("/api/metrics").await.text().await.unwrap();
+    assert_eq!(
+        sample(&text, r#"plaza_mail_queue{status="pending"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"plaza_mail_queue{status="failed"}"#),
+        Some(2.0),
+        "{text}"
+    );
 }
 
 /// Waits until `child` exits, at most 30 s; kills it and fails if it runs on.
