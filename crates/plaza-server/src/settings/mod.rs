@@ -158,6 +158,7 @@ impl Settings {
         self.limits.validate()?;
         self.alerts.validate()?;
         self.analytics.validate()?;
+        self.telemetry.validate()?;
         self.mail.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::LogFormat;
+use super::{LogFormat, SettingsError};
 
 /// Logs and metrics.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -10,6 +10,24 @@ pub struct TelemetrySettings {
     pub log_format: LogFormat,
     /// Serves `/api/metrics` without an admin token.
     pub metrics_public: bool,
+    /// A scrape credential for `/api/metrics` (at least 32 characters),
+    /// sent as `Authorization: Bearer …`: it does not expire as admin
+    /// tokens do.
+    pub metrics_token: Option<String>,
+}
+
+impl TelemetrySettings {
+    pub(super) fn validate(&self) -> Result<(), SettingsError> {
+        if let Some(token) = &self.metrics_token
+            && token.len() < 32
+        {
+            return Err(SettingsError::new(
+                "metrics_token",
+                "must be at least 32 characters",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for TelemetrySettings {
@@ -17,6 +35,7 @@ impl Default for TelemetrySettings {
         TelemetrySettings {
             log_format: LogFormat::Text,
             metrics_public: false,
+            metrics_token: None,
         }
     }
 }

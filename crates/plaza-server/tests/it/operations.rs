@@ -18,6 +18,7 @@ on_both_databases!(
     metrics_show_the_process_the_pool_the_queues_and_each_job,
     the_command_line_reads_the_services_settings_and_refuses_another_database,
     postgresql_with_generated_keys_is_warned_about_at_start,
+    a_scrape_credential_reads_the_metrics_without_expiring,
 );
 
 /// The access line of `request_id`, as JSON.
@@ -389,4 +390,46 @@ async fn health_is_ready_while_shared_dependencies_are_down_and_reports_a_low_di
         (&"ok".into(), &"ok".into()),
         "{body}"
     );
+}
+
+async fn a_scrape_credential_reads_the_metrics_without_expiring(backend: Backend) {
+    let credential = "a-scrape-credential-of-32-characters-or-more";
+    let server = TestServer::start_with(backend, &[("PLAZA_METRICS_TOKEN", credential)]).await;
+    let scrape = |bearer: Option<&'static str>| {
+        let mut request = server.client.get(server.url("/api/metrics"));
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    let answer = scrape(Some(credential)).await;
+    assert_eq!(answer.status(), 200);
+    assert!(
+        answer
+            .text()
+            .await
+            .unwrap()
+            .contains("process_resident_memory_bytes")
+    );
+    assert_eq!(
+        scrape(Some("a-scrape-credential-of-32-characters-or-less"))
+            .await
+            .status(),
+        401
+    );
+    assert_eq!(scrape(None).await.status(), 401);
+
+    let data_dir = tempfile::tempdir().unwrap();
+    let output = plaza_command(&[
+        (
+            "PLAZA_DATA_DIR".to_owned(),
+            data_dir.path().display().to_string(),
+        ),
+        ("PLAZA_METRICS_TOKEN".to_owned(), "short".to_owned()),
+    ])
+    .arg("migrate")
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("metrics_token"));
 }
