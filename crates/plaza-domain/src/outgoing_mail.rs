@@ -116,6 +116,26 @@ pub struct MailQueue {
     pub failed: i64,
 }
 
+/// Queues every failed mail (or only those to `recipient`) again, in `tx`:
+/// pending, due at `now`, its attempts counted afresh. A failed mail keeps
+/// its text, so it goes as it was written. Answers how many.
+pub async fn resend_failed(
+    tx: &mut Tx<'_>,
+    recipient: Option<&str>,
+    now: i64,
+) -> Result<u64, DomainError> {
+    Ok(sqlx::query(
+        "UPDATE outgoing_mail SET status = 'pending', attempts = 0, next_attempt_at = $1, \
+         claimed_by = NULL, finished_at = NULL \
+         WHERE status = 'failed' AND body_text IS NOT NULL AND ($2 IS NULL OR recipient = $2)",
+    )
+    .bind(now)
+    .bind(recipient)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected())
+}
+
 impl Database {
     /// The queue of outgoing mail, on every instance together.
     pub async fn mail_queue(&self) -> Result<MailQueue, DomainError> {

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
-use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, UserCommand};
+use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, MailCommand, UserCommand};
 use plaza_server::cli::{backup, commands};
 use plaza_server::serving::{record_serving, refuse_other_database};
 use plaza_server::settings::{Settings, config_file, env_file, unknown_environment_variables};
@@ -108,6 +108,9 @@ fn main() -> ExitCode {
             }
             Command::Token(args) => {
                 commands::mint_token(&offline_state(settings).await?, args).await
+            }
+            Command::Mail(MailCommand::Resend(args)) => {
+                commands::resend_mail(&offline_state(settings).await?, args).await
             }
             Command::Backup(args) => backup::backup(&settings, args).await,
             Command::Restore(args) => backup::restore(&settings, args).await,

@@ -8,7 +8,7 @@ use plaza_domain::two_factor;
 use plaza_domain::users::{self, NewUser, Role, UserStatus, is_valid_username};
 use serde_json::json;
 
-use crate::cli::{CreateUserArgs, EmailArgs, RoleArgs, SeedArgs, TokenArgs, parse_ttl};
+use crate::cli::{CreateUserArgs, EmailArgs, ResendArgs, RoleArgs, SeedArgs, TokenArgs, parse_ttl};
 use crate::state::AppState;
 
 /// Creates a user; prints its id.
@@ -171,6 +171,40 @@ pub async fn disable_totp(state: &AppState, args: EmailArgs) -> Result<(), Strin
         "two-factor sign-in is now off for {}; they sign in with their password alone",
         user.row.email
     );
+    Ok(())
+}
+
+/// Queues the failed mails (to one recipient, or all) again, audited as
+/// `mail.resend` with their number, in one unit of work; prints how many.
+pub async fn resend_mail(state: &AppState, args: ResendArgs) -> Result<(), String> {
+    let recipient = args
+        .recipient
+        .map(|address| users::normalize_email(address.trim()));
+    let queued = state
+        .db
+        .write(|tx| {
+            Box::pin(async move {
+                let now = plaza_domain::time::now_millis();
+                let queued =
+                    plaza_domain::outgoing_mail::resend_failed(tx, recipient.as_deref(), now)
+                        .await?;
+                audit::record(
+                    tx,
+                    &command_context(),
+                    AuditAction {
+                        action: "mail.resend",
+                        target_type: "mail",
+                        target_id: recipient.clone(),
+                        changes: json!({"queued": queued}),
+                    },
+                )
+                .await?;
+                Ok(queued)
+            })
+        })
+        .await
+        .map_err(|error| error.to_string())?;
+    eprintln!("{queued} failed mails queued again");
     Ok(())
 }
 

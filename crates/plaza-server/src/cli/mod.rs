@@ -37,6 +37,9 @@ pub enum Command {
     /// from a backup archive. Refused while a server serves the SQLite
     /// database.
     Restore(RestoreArgs),
+    /// Outgoing mail.
+    #[command(subcommand)]
+    Mail(MailCommand),
     /// Analytics maintenance.
     #[command(subcommand)]
     Analytics(AnalyticsCommand),
@@ -61,6 +64,21 @@ pub struct RestoreArgs {
     /// (or PostgreSQL database) that is not empty.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MailCommand {
+    /// Queue the mails given up on (`failed`) again, from the first
+    /// attempt: after an SMTP outage or a fixed `smtp_url`. Audited as
+    /// `mail.resend`; a running server sends them within seconds.
+    Resend(ResendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ResendArgs {
+    /// Only the mails to this address.
+    #[arg(long)]
+    pub recipient: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

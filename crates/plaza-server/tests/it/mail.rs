@@ -26,6 +26,7 @@ on_both_databases!(
     mail_requests_are_limited_per_address_and_per_email,
     the_password_pages_work_without_scripts,
     a_provider_sign_in_links_to_an_existing_account_only_once_it_is_verified,
+    the_command_line_sends_failed_mail_again,
 );
 
 const VERIFY_PATH: &str = "/api/auth/verify-email";
@@ -631,4 +632,53 @@ async fn a_provider_sign_in_links_to_an_existing_account_only_once_it_is_verifie
     let cookie = session_cookie(&linked).expect("signed in once both sides are verified");
     let session = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(session["user"]["id"], id.to_string());
+}
+
+async fn the_command_line_sends_failed_mail_again(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    // Failed mails, finished in the future so the purge keeps them.
+    for recipient in ["first@example.com", "second@example.com"] {
+        server
+            .sql(&format!(
+                "INSERT INTO outgoing_mail \
+                 (kind, recipient, subject, body_text, body_html, status, attempts, next_attempt_at, created_at, finished_at, last_error) \
+                 VALUES ('verify_email', '{recipient}', 'Hello', 'Text', '<p>Text</p>', 'failed', 8, 0, 0, 9999999999999, '550 no such user')"
+            ))
+            .await;
+    }
+    let failed_to = |recipient: &str| {
+        format!(
+            "SELECT COUNT(*) FROM outgoing_mail WHERE status = 'failed' AND recipient = '{recipient}'"
+        )
+    };
+    let output = server.cli(&["mail", "resend", "--recipient", "First@example.com"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("1 failed mails queued again"), "{said}");
+    assert_eq!(server.sql_count(&failed_to("first@example.com")).await, 0);
+    assert_eq!(server.sql_count(&failed_to("second@example.com")).await, 1);
+    // The running server sends it (into files, without SMTP).
+    until_count(
+        &server,
+        "SELECT COUNT(*) FROM outgoing_mail WHERE status = 'sent' AND recipient = 'first@example.com'",
+        1,
+    )
+    .await;
+    let output = server.cli(&["mail", "resend"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(server.sql_count(&failed_to("second@example.com")).await, 0);
+    let audited = server
+        .sql_count(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'mail.resend' AND surface = 'cli'",
+        )
+        .await;
+    assert_eq!(audited, 2);
 }
