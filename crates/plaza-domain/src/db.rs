@@ -157,6 +157,25 @@ impl Database {
     /// busy timeout.
     pub async fn connect(url: &str, options: &DatabaseOptions) -> Result<Self, DomainError> {
         let database = Database::open(url, options)?;
+        if database.dialect().0 == Backend::Postgres {
+            // One connection of its own first, so that a refusal answers
+            // its cause (refused, unknown role, wrong password) where the
+            // pool's attempts answer only that it timed out.
+            use sqlx::Connection as _;
+            match sqlx::AnyConnection::connect(url).await {
+                Ok(connection) => connection.close().await?,
+                // A role, password or database the server does not know of
+                // is a refusal, not an outage: waiting changes nothing.
+                Err(sqlx::Error::Database(refused))
+                    if refused
+                        .code()
+                        .is_some_and(|code| code.starts_with("28") || code == "3D000") =>
+                {
+                    return Err(DomainError::Database(sqlx::Error::Database(refused)));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
         database.ping().await?;
         Ok(database)
     }

@@ -35,6 +35,10 @@ pub enum StartupError {
         cause: DomainError,
     },
     #[error(
+        "database {url} refused this connection ({cause}): check the user, password and database name in database_url"
+    )]
+    DatabaseRefused { url: String, cause: DomainError },
+    #[error(
         "another Plaza server (pid {holder}) serves the database {database} in {directory}; \
          stop it first, or give this one its own data directory"
     )]
@@ -119,6 +123,14 @@ pub async fn connect_database_as(
     loop {
         match Database::connect(&url, &options).await {
             Ok(database) => return Ok(database),
+            // The server answered and said no (an unknown role or database,
+            // a wrong password): waiting changes nothing.
+            Err(cause @ DomainError::Database(_)) => {
+                return Err(StartupError::DatabaseRefused {
+                    url: plaza_domain::db::redact_url(&url),
+                    cause,
+                });
+            }
             Err(cause) if Instant::now() + delay >= deadline => {
                 return Err(StartupError::DatabaseUnreachable {
                     url: plaza_domain::db::redact_url(&url),

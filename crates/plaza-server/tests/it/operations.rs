@@ -433,3 +433,51 @@ async fn a_scrape_credential_reads_the_metrics_without_expiring(backend: Backend
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("metrics_token"));
 }
+
+on_postgres!(a_database_that_refuses_or_is_not_there_is_named_at_start);
+
+/// `plaza migrate` against `url`, waiting up to `timeout_secs` for it.
+fn migrate_against(url: &str, timeout_secs: &str) -> std::process::Output {
+    let data_dir = tempfile::tempdir().unwrap();
+    plaza_command(&[
+        (
+            "PLAZA_DATA_DIR".to_owned(),
+            data_dir.path().display().to_string(),
+        ),
+        ("PLAZA_DATABASE_URL".to_owned(), url.to_owned()),
+        (
+            "PLAZA_DATABASE_CONNECT_TIMEOUT_SECS".to_owned(),
+            timeout_secs.to_owned(),
+        ),
+    ])
+    .arg("migrate")
+    .output()
+    .unwrap()
+}
+
+async fn a_database_that_refuses_or_is_not_there_is_named_at_start() {
+    let admin = crate::common::postgres_admin_url().unwrap();
+    let server = admin.rsplit_once('/').unwrap().0.to_owned();
+    // A database and a role the server does not know: refused at once,
+    // whatever time connecting may take, saying what to check.
+    for url in [
+        format!("{server}/no_such_database_of_plaza"),
+        admin.replacen("postgres@", "no_such_role_of_plaza@", 1),
+    ] {
+        let output = migrate_against(&url, "300");
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        let last = said.lines().last().unwrap_or_default();
+        assert!(last.contains("refused this connection"), "{said}");
+        assert!(last.contains("does not exist"), "{said}");
+        assert!(!said.contains("not reachable yet"), "no retries: {said}");
+    }
+    // Nothing listening: the cause is named, not only a timeout.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let output = migrate_against(&format!("postgres://postgres@127.0.0.1:{port}/test"), "1");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.to_lowercase().contains("connection refused"), "{said}");
+}
