@@ -59,28 +59,17 @@ pub async fn update_profile(
 ) -> Result<User, DomainError> {
     let user = locked(state, actor, id, move |tx| {
         Box::pin(async move {
-            let target = users::user_in(tx, id).await?;
-            policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
-            let role = changes.role.filter(|role| *role != target.role);
-            if let Some(role) = role {
-                policy::grant_role(actor, &target, role).check(
-                    "user",
-                    "an admin grants roles only to others they manage, up to their own role",
-                )?;
-            }
-            let status = changes.status.filter(|status| *status != target.status);
-            if let Some(status) = status {
-                policy::set_status(actor, &target, status).check(
-                    "user",
-                    "an admin changes the status only of others they manage",
-                )?;
-                if status == UserStatus::Banned || target.status == UserStatus::Banned {
-                    return Err(DomainError::Invalid {
-                        field: "status",
-                        reason: "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban"
+            let (target, role, status) =
+                managed_target(tx, actor, id, changes.role, changes.status).await?;
+            if status.is_some_and(|status| {
+                status == UserStatus::Banned || target.status == UserStatus::Banned
+            }) {
+                return Err(DomainError::Invalid {
+                    field: "status",
+                    reason:
+                        "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban"
                             .to_owned(),
-                    });
-                }
+                });
             }
             let user = users::update(
                 tx,
@@ -92,20 +81,7 @@ pub async fn update_profile(
                 },
             )
             .await?;
-            let changed = audit::user_changes(&target, &user);
-            if !changed.is_empty() {
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: "user.update",
-                        target_type: "user",
-                        target_id: Some(id.to_string()),
-                        changes: changed.into(),
-                    },
-                )
-                .await?;
-            }
+            record_update(tx, &context, &target, &user).await?;
             Ok(user)
         })
     })
@@ -174,21 +150,7 @@ async fn apply_update(
     changes: Changes,
     notes: Option<Option<String>>,
 ) -> Result<User, DomainError> {
-    let target = users::user_in(tx, id).await?;
-    policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
-    if let Some(role) = changes.role.filter(|role| *role != target.role) {
-        policy::grant_role(actor, &target, role).check(
-            "user",
-            "an admin grants roles only to others they manage, up to their own role",
-        )?;
-    }
-    let status = changes.status.filter(|status| *status != target.status);
-    if let Some(status) = status {
-        policy::set_status(actor, &target, status).check(
-            "user",
-            "an admin changes the status only of others they manage, and nobody bans a super admin",
-        )?;
-    }
+    let (target, _, status) = managed_target(tx, actor, id, changes.role, changes.status).await?;
     let before = &target.row;
     let verified_changes = changes
         .is_verified
@@ -231,7 +193,48 @@ async fn apply_update(
         },
     )
     .await?;
-    let changed = audit::user_changes(&target, &user);
+    record_update(tx, context, &target, &user).await?;
+    Ok(user)
+}
+
+/// The user `id` as `tx` reads them, once the policy allows `actor` to
+/// manage them and to make the role and status changes asked for; with
+/// the role and status that actually change.
+async fn managed_target(
+    tx: &mut Tx<'_>,
+    actor: Actor,
+    id: i64,
+    role: Option<Role>,
+    status: Option<UserStatus>,
+) -> Result<(User, Option<Role>, Option<UserStatus>), DomainError> {
+    let target = users::user_in(tx, id).await?;
+    policy::manage_user(actor, &target).check("user", "you may not manage this user")?;
+    let role = role.filter(|role| *role != target.role);
+    if let Some(role) = role {
+        policy::grant_role(actor, &target, role).check(
+            "user",
+            "an admin grants roles only to others they manage, up to their own role",
+        )?;
+    }
+    let status = status.filter(|status| *status != target.status);
+    if let Some(status) = status {
+        policy::set_status(actor, &target, status).check(
+            "user",
+            "an admin changes the status only of others they manage, and nobody bans a super admin",
+        )?;
+    }
+    Ok((target, role, status))
+}
+
+/// Records `user.update` for the change from `target` to `user`, when
+/// anything changed.
+async fn record_update(
+    tx: &mut Tx<'_>,
+    context: &AuditContext,
+    target: &User,
+    user: &User,
+) -> Result<(), DomainError> {
+    let changed = audit::user_changes(target, user);
     if !changed.is_empty() {
         audit::record(
             tx,
@@ -239,11 +242,11 @@ async fn apply_update(
             AuditAction {
                 action: "user.update",
                 target_type: "user",
-                target_id: Some(id.to_string()),
+                target_id: Some(user.id().to_string()),
                 changes: changed.into(),
             },
         )
         .await?;
     }
-    Ok(user)
+    Ok(())
 }
