@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -136,6 +136,33 @@ struct WarmConnections {
     commits: AtomicU64,
     /// Woken after each of those commits (see [`Database::committed`]).
     committed: tokio::sync::Notify,
+    /// Whether the last attempt to open a connection failed (see
+    /// [`Database::new_connection`]).
+    outage: Outage,
+}
+
+/// What the leases know of a database that stopped answering: while it is
+/// down one lease at a time tries to connect, and the others are answered
+/// at once instead of each waiting `acquire_timeout` for a connection that
+/// will not come.
+#[derive(Debug, Default)]
+struct Outage {
+    down: AtomicBool,
+    probing: AtomicBool,
+}
+
+/// The cause of a lease refused at once while the database is down.
+pub const DATABASE_DOWN: &str = "the database did not answer the last attempt to connect; \
+     answered at once while one request at a time tries again";
+
+/// Holds the one probe of a database that is down; letting go (also when the
+/// probing request is cancelled) lets the next lease probe.
+struct Probe<'a>(&'a AtomicBool);
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// A connection in the warm stack, and since when.
@@ -254,6 +281,7 @@ impl Database {
                 timeouts: AtomicU64::new(0),
                 commits: AtomicU64::new(0),
                 committed: tokio::sync::Notify::new(),
+                outage: Outage::default(),
             }),
         })
     }
@@ -399,10 +427,10 @@ impl Database {
                 } else {
                     // Back to the pool, whose own test closes it.
                     drop(idle);
-                    self.pool.acquire().await?
+                    self.new_connection().await?
                 }
             }
-            None => self.pool.acquire().await?,
+            None => self.new_connection().await?,
         };
         Ok(Lease {
             connection: Some(connection),
@@ -411,6 +439,34 @@ impl Database {
             faults,
             unit_of_work_open: false,
         })
+    }
+
+    /// A connection from the pool. After an attempt to connect failed, one
+    /// lease at a time tries again and the others are refused at once with
+    /// [`DATABASE_DOWN`]; the first success ends the outage.
+    async fn new_connection(&self) -> Result<PoolConnection<Any>, DomainError> {
+        let outage = &self.warm.outage;
+        let _probe = if outage.down.load(Ordering::Acquire) {
+            if outage.probing.swap(true, Ordering::AcqRel) {
+                return Err(DomainError::Unavailable(DATABASE_DOWN.to_owned()));
+            }
+            Some(Probe(&outage.probing))
+        } else {
+            None
+        };
+        match self.pool.acquire().await {
+            Ok(connection) => {
+                outage.down.store(false, Ordering::Release);
+                Ok(connection)
+            }
+            Err(error) => {
+                let error = DomainError::from(error);
+                if matches!(error, DomainError::Unavailable(_)) {
+                    outage.down.store(true, Ordering::Release);
+                }
+                Err(error)
+            }
+        }
     }
 
     pub fn backend(&self) -> Backend {
