@@ -79,6 +79,13 @@ fn main() -> ExitCode {
         }
     };
     let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Restore(_))
+        && let Some(unfinished) =
+            plaza_server::services::backup::unfinished_restore(&settings.storage.data_dir)
+    {
+        eprintln!("plaza: {unfinished}");
+        return ExitCode::from(2);
+    }
     if !matches!(command, Command::Serve)
         && let Err(message) = refuse_other_database(&settings)
     {

@@ -977,7 +977,9 @@ fn refused_start(env: &[(String, String)]) -> (std::process::ExitStatus, String)
 }
 
 /// [`refused_start`] of `command`.
-fn refused_start_of(mut command: std::process::Command) -> (std::process::ExitStatus, String) {
+pub(crate) fn refused_start_of(
+    mut command: std::process::Command,
+) -> (std::process::ExitStatus, String) {
     use std::io::Read;
     let mut child = command
         .stdout(std::process::Stdio::null())

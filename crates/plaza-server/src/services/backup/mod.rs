@@ -21,7 +21,7 @@ mod restore;
 mod unpack;
 mod write;
 
-pub use restore::{KeyComparison, Restored, restore};
+pub use restore::{KeyComparison, RESTORE_MARKER, Restored, restore, unfinished_restore};
 pub use write::{Written, write_backup};
 
 use std::fs::{File, OpenOptions};
@@ -292,12 +292,15 @@ fn percent_decode(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Runs `command` off the async threads; a program missing from the
-/// `PATH` is refused with a line saying what PostgreSQL backups need.
-async fn run_tool(program: &str, mut command: std::process::Command) -> Result<(), BackupError> {
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .map_err(|error| BackupError::Failed(format!("running {program}: {error}")))?;
+/// Runs `command` to its end; a program missing from the `PATH` is refused
+/// with a line saying what PostgreSQL backups need. Dropping the future
+/// (the command was interrupted) kills the program, so a `pg_restore` or
+/// `pg_dump` never goes on alone after the command that started it.
+async fn run_tool(program: &str, command: std::process::Command) -> Result<(), BackupError> {
+    let output = tokio::process::Command::from(command)
+        .kill_on_drop(true)
+        .output()
+        .await;
     match output {
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
             Err(BackupError::Refused(format!(
