@@ -223,9 +223,15 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
+                    // Due by the database's clock, as the claim was.
+                    let now = state
+                        .db
+                        .clock_millis()
+                        .await
+                        .map_err(|error| error.to_string())?;
                     state
                         .db
-                        .deliver_due_broadcasts(now_millis())
+                        .deliver_due_broadcasts(now)
                         .await
                         .map(|delivered| {
                             if delivered == 0 {
@@ -321,6 +327,12 @@ pub fn spawn_all(state: &AppState, stop: CancellationToken) {
     }
 }
 
+/// Ends this instance's claim of a run of `job`, by the database's clock.
+async fn finish_claim(state: &AppState, job: &str) -> Result<(), plaza_domain::DomainError> {
+    let now = state.db.clock_millis().await?;
+    state.db.finish_job(job, &state.instance_id, now).await
+}
+
 /// Completes when `wake` is notified; never without one.
 async fn woken(state: &AppState, wake: Option<Wake>) {
     match wake {
@@ -333,7 +345,15 @@ async fn woken(state: &AppState, wake: Option<Wake>) {
 async fn run_once(state: &AppState, job: &Job) {
     let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
     if let Scope::Cluster { lease } = job.scope {
-        let now = now_millis();
+        // The database's clock, not this instance's: one running ahead
+        // would otherwise win every claim and run each job early.
+        let now = match state.db.clock_millis().await {
+            Ok(now) => now,
+            Err(error) => {
+                tracing::warn!(job = job.name, %error, "could not claim a job run");
+                return;
+            }
+        };
         let claim = Claim {
             job: job.name,
             owner: &state.instance_id,
@@ -369,10 +389,7 @@ async fn run_once(state: &AppState, job: &Job) {
         }
     }
     if let Scope::Cluster { .. } = job.scope
-        && let Err(error) = state
-            .db
-            .finish_job(job.name, &state.instance_id, now_millis())
-            .await
+        && let Err(error) = finish_claim(state, job.name).await
     {
         tracing::warn!(job = job.name, %error, "could not end a job claim");
     }
