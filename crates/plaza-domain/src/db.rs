@@ -343,7 +343,19 @@ impl Database {
         // only queues its ROLLBACK for the connection's next use.
         let outcome = match work(&mut tx).await {
             Ok(value) => tx.commit().await.map(|()| Ok(value)),
-            Err(error) => tx.rollback().await.map(|()| Err(error)),
+            Err(error) => match tx.rollback().await {
+                Ok(()) => Ok(Err(error)),
+                Err(rollback) => {
+                    // The database may have ended the transaction itself
+                    // (SQLite does on a full disk or an I/O error), so the
+                    // ROLLBACK fails; the work's error is the one to tell.
+                    // The connection no longer knows where it stands: it
+                    // is closed, not handed on.
+                    tracing::debug!(%rollback, "rolling back a failed unit of work failed");
+                    lease.discard();
+                    return Err(error);
+                }
+            },
         };
         let ended = outcome?;
         lease.unit_of_work_open = false;
@@ -539,6 +551,15 @@ impl DerefMut for Lease {
     }
 }
 
+impl Lease {
+    /// Closes the connection instead of handing it on.
+    fn discard(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            drop(connection.detach());
+        }
+    }
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
         let warm = &self.warm;
@@ -722,6 +743,35 @@ mod tests {
             ..DatabaseOptions::default()
         };
         Database::connect(&url, &options).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_failed_unit_of_work_the_database_already_rolled_back_tells_its_own_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sqlite_with_two_connections(&dir).await;
+        let failed: Result<(), DomainError> = db
+            .write(|tx| {
+                Box::pin(async move {
+                    // As SQLite does by itself on a full disk.
+                    sqlx::query("ROLLBACK").execute(&mut **tx).await?;
+                    Err(DomainError::NotFound("the work's own error"))
+                })
+            })
+            .await;
+        assert!(
+            matches!(failed, Err(DomainError::NotFound("the work's own error"))),
+            "{failed:?}"
+        );
+        let written: i64 = db
+            .write(|tx| {
+                Box::pin(async move {
+                    let (one,): (i64,) = sqlx::query_as("SELECT 1").fetch_one(&mut **tx).await?;
+                    Ok(one)
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(written, 1);
     }
 
     #[tokio::test]
