@@ -155,6 +155,7 @@ async fn offline_state(settings: Settings) -> Result<AppState, String> {
 
 async fn serve(settings: Settings) -> Result<(), String> {
     let bind = settings.server.bind;
+    plaza_server::startup::check_data_dir(&settings).map_err(|error| error.to_string())?;
     let _serving = lock_embedded_database(&settings).map_err(|error| error.to_string())?;
     let database = open_database(&settings)
         .await
