@@ -16,10 +16,9 @@ use crate::controllers::{self, docs};
 use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
 use crate::http::middleware::RequestLayer;
 use crate::http::personal::personal;
-use crate::http::rate_limit::address::TrustedProxies;
 use crate::http::rate_limit::{Limit, limited};
 use crate::services::own_pages::FallbackProbe;
-use crate::settings::ServerSettings;
+use crate::settings::{ServerSettings, TrustedProxies};
 use crate::state::AppState;
 
 /// Every documented route, in groups that each declare here their error

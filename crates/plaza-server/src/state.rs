@@ -148,11 +148,8 @@ impl AppState {
             &settings.limits.redis_url,
         ) {
             (crate::settings::ContentNotifications::Redis, Some(url)) => Some(
-                crate::http::rate_limit::shared::redis_client(
-                    url,
-                    settings.limits.redis_ca_file.as_deref(),
-                )
-                .map_err(|error| format!("{}: {error}", error.setting))?,
+                crate::settings::redis_client(url, settings.limits.redis_ca_file.as_deref())
+                    .map_err(|error| error.to_string())?,
             ),
             _ => None,
         };
@@ -190,7 +187,7 @@ impl AppState {
             image_cache,
             metrics,
             started_at: Instant::now(),
-            instance_id: crate::auth::tokens::random_token(),
+            instance_id: crate::secrets::random_token(),
             background: TaskTracker::new(),
             alert_streams,
             analytics,

@@ -15,8 +15,8 @@ use plaza_domain::users::{self, User};
 use plaza_domain::{DomainError, Tx};
 
 use super::SessionPrincipal;
-use super::tokens::{hash_token, random_token};
 use crate::http::error::AppError;
+use crate::secrets::{hash_token, random_token};
 use crate::services::mail::{Letter, MailKind, compose};
 use crate::state::AppState;
 

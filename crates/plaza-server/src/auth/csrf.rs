@@ -16,9 +16,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::tokens::random_token;
 use super::{CSRF_COOKIE, SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
+use crate::secrets::random_token;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 

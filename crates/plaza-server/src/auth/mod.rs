@@ -13,7 +13,6 @@ pub mod oauth;
 pub mod password;
 pub mod session_lookups;
 pub mod signin;
-pub mod tokens;
 pub mod two_factor;
 
 use std::net::IpAddr;
@@ -33,10 +32,10 @@ use plaza_domain::users::{Role, UserStatus};
 use crate::http::error::AppError;
 use crate::http::extract::documented::{Answer, DocumentedExtractor};
 use crate::http::middleware::AccessUser;
+use crate::secrets::hash_token;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 use jwt::{AdminClaims, AdminPermission};
-use tokens::hash_token;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "plaza_session";

@@ -14,9 +14,9 @@ use plaza_domain::two_factor::SecondFactorChallenge;
 use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
 
 use super::password::MAX_PASSWORD_LENGTH;
-use super::tokens::{hash_token, random_token};
 use super::two_factor;
 use crate::http::error::AppError;
+use crate::secrets::{hash_token, random_token};
 use crate::state::AppState;
 
 /// A session that was just created; the token goes into the cookie and is

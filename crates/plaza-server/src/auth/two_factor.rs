@@ -14,9 +14,8 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hkdf;
 use totp_rs::{Algorithm, TOTP};
 
-use super::jwt::load_or_create_secret;
-use super::tokens::hash_token;
 use crate::http::error::AppError;
+use crate::secrets::{hash_token, load_or_create_secret};
 use crate::state::AppState;
 
 /// Digits of a code.
@@ -38,8 +37,6 @@ const MAX_SUBMITTED_CODE_CHARS: usize = 64;
 /// The version of the sealed form, first in every sealed secret.
 const SEALED_VERSION: &str = "v1";
 
-/// Shortest key accepted from settings.
-pub const MIN_KEY_LENGTH: usize = 32;
 /// Bytes of a key's id.
 const KEY_ID_BYTES: usize = 6;
 

@@ -271,7 +271,7 @@ impl Mailer {
             .message_id(Some(format!(
                 "<{}.{}@{}>",
                 mail.id,
-                crate::auth::tokens::random_token(),
+                crate::secrets::random_token(),
                 self.domain
             )))
             .multipart(MultiPart::alternative_plain_html(

@@ -169,7 +169,12 @@ fn past_raw(chars: &[char], start: usize, hashes: usize) -> usize {
 
 /// The paths of a `use` tree (from after `use` up to its `;`), each whole:
 /// `a::{b, c::d}` is `a::b` and `a::c::d`; a glob names its module.
-fn use_paths(tree: &[Token], position: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+fn use_paths(
+    tree: &[Token],
+    position: &mut usize,
+    prefix: Vec<String>,
+    out: &mut Vec<Vec<String>>,
+) {
     let mut path = prefix;
     while let Some(token) = tree.get(*position) {
         *position += 1;
@@ -312,28 +317,35 @@ impl Graph {
         for (from, to) in self.edges.keys() {
             next.entry(from).or_default().push(to);
         }
-        strongly_connected(&self.files.keys().map(String::as_str).collect::<Vec<_>>(), &next)
-            .into_iter()
-            .filter(|component| component.len() > 1)
-            .map(|component| {
-                let members: BTreeSet<&str> = component.iter().copied().collect();
-                let start = *members.first().expect("not empty");
-                let loop_files = shortest_loop(start, &members, &next);
-                let mut text = format!("{} files: {start}", members.len());
-                for pair in loop_files.windows(2) {
-                    text.push_str(&format!(" -> {} ({})", pair[1], self.used(pair[0], pair[1])));
-                }
-                let others: Vec<&str> = members
-                    .iter()
-                    .copied()
-                    .filter(|member| !loop_files.contains(member))
-                    .collect();
-                if !others.is_empty() {
-                    text.push_str(&format!("; and in the same circle: {}", others.join(", ")));
-                }
-                text
-            })
-            .collect()
+        strongly_connected(
+            &self.files.keys().map(String::as_str).collect::<Vec<_>>(),
+            &next,
+        )
+        .into_iter()
+        .filter(|component| component.len() > 1)
+        .map(|component| {
+            let members: BTreeSet<&str> = component.iter().copied().collect();
+            let start = *members.first().expect("not empty");
+            let loop_files = shortest_loop(start, &members, &next);
+            let mut text = format!("{} files: {start}", members.len());
+            for pair in loop_files.windows(2) {
+                text.push_str(&format!(
+                    " -> {} ({})",
+                    pair[1],
+                    self.used(pair[0], pair[1])
+                ));
+            }
+            let others: Vec<&str> = members
+                .iter()
+                .copied()
+                .filter(|member| !loop_files.contains(member))
+                .collect();
+            if !others.is_empty() {
+                text.push_str(&format!("; and in the same circle: {}", others.join(", ")));
+            }
+            text
+        })
+        .collect()
     }
 }
 
@@ -436,7 +448,11 @@ fn relative_to(current: &[String], path: Vec<String>) -> Vec<String> {
 /// The deepest module of the crate that `path` names from `own`: from the
 /// root (`crate::…`), or through a child module of `own`; `None` for a path
 /// into another crate or a local name.
-fn resolve(own: &[String], path: &[String], is_module: &dyn Fn(&[String]) -> bool) -> Option<Vec<String>> {
+fn resolve(
+    own: &[String],
+    path: &[String],
+    is_module: &dyn Fn(&[String]) -> bool,
+) -> Option<Vec<String>> {
     let (mut module, rest) = match path.split_first()? {
         (root, rest) if root == "crate" => (Vec::new(), rest),
         (child, _) => {
@@ -460,7 +476,10 @@ fn resolve(own: &[String], path: &[String], is_module: &dyn Fn(&[String]) -> boo
 }
 
 /// Tarjan's strongly connected components of the graph `next` over `nodes`.
-fn strongly_connected<'a>(nodes: &[&'a str], next: &BTreeMap<&'a str, Vec<&'a str>>) -> Vec<Vec<&'a str>> {
+fn strongly_connected<'a>(
+    nodes: &[&'a str],
+    next: &BTreeMap<&'a str, Vec<&'a str>>,
+) -> Vec<Vec<&'a str>> {
     struct Walk<'a, 'g> {
         next: &'g BTreeMap<&'a str, Vec<&'a str>>,
         index: HashMap<&'a str, usize>,
@@ -517,7 +536,11 @@ fn strongly_connected<'a>(nodes: &[&'a str], next: &BTreeMap<&'a str, Vec<&'a st
 
 /// The shortest way from `start` back to it within `members`, both ends
 /// included.
-fn shortest_loop<'a>(start: &'a str, members: &BTreeSet<&'a str>, next: &BTreeMap<&'a str, Vec<&'a str>>) -> Vec<&'a str> {
+fn shortest_loop<'a>(
+    start: &'a str,
+    members: &BTreeSet<&'a str>,
+    next: &BTreeMap<&'a str, Vec<&'a str>>,
+) -> Vec<&'a str> {
     let mut came_from: HashMap<&str, &str> = HashMap::new();
     let mut queue = VecDeque::from([start]);
     while let Some(node) = queue.pop_front() {
@@ -637,11 +660,15 @@ fn an_import_up_a_floor_and_a_circle_are_found_and_named() {
     ]);
     assert_eq!(
         graph.running_up(),
-        ["services/mail.rs -> state.rs (`crate::state::AppState`): services imports top, a floor above it"]
+        [
+            "services/mail.rs -> state.rs (`crate::state::AppState`): services imports top, a floor above it"
+        ]
     );
     assert_eq!(
         graph.circles(),
-        ["2 files: services/mail.rs -> services/templates.rs (`super::templates`, `super::templates::Templates`) -> services/mail.rs (`super::mail::send`)"]
+        [
+            "2 files: services/mail.rs -> services/templates.rs (`super::templates`, `super::templates::Templates`) -> services/mail.rs (`super::mail::send`)"
+        ]
     );
 }
 
@@ -682,7 +709,10 @@ fn paths_in_comments_and_strings_import_nothing_but_a_childs_a_serde_functions_a
     );
     let child = graph_of(&[
         ("lib.rs", "pub mod http;\n"),
-        ("http/mod.rs", "mod error;\npub fn f() -> error::Kind { error::Kind }\n"),
+        (
+            "http/mod.rs",
+            "mod error;\npub fn f() -> error::Kind { error::Kind }\n",
+        ),
         ("http/error.rs", "pub struct Kind;\n"),
     ]);
     assert_eq!(

@@ -13,11 +13,11 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin;
-use crate::auth::tokens::{hash_token, random_token};
 use crate::auth::{ClientAddress, OptionalUser, cookie_value, csrf, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppQuery, TextPath};
+use crate::secrets::{hash_token, random_token};
 use crate::state::AppState;
 
 use super::{

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin::{self, PasswordSignIn, SecondStepDone};
-use crate::auth::tokens::hash_token;
 use crate::auth::{ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppJson, AppQuery, TextPath};
 use crate::http::pages;
+use crate::secrets::hash_token;
 use crate::state::AppState;
 
 use super::{

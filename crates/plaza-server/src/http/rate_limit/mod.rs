@@ -31,9 +31,11 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{OptionalUser, SESSION_COOKIE, cookie_value};
 use crate::http::error::AppError;
 use crate::settings::LimitSettings;
+use crate::settings::Quota;
+use crate::settings::TrustedProxies;
 use crate::state::AppState;
-use address::{TrustedProxies, counted_prefix};
-use gcra::{LocalStore, Outcome, Quota};
+use address::{client_behind, counted_prefix};
+use gcra::{LocalStore, Outcome};
 use sha2::Digest as _;
 use shared::{SharedError, SharedStore};
 
@@ -643,12 +645,11 @@ async fn caller_of(
 /// link previews of the service's own pages).
 pub fn client_address(parts: &axum::http::request::Parts, state: &AppState) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
-    Some(
-        state
-            .rate_limiter
-            .trusted_proxies()
-            .client_address(peer, &parts.headers),
-    )
+    Some(client_behind(
+        state.rate_limiter.trusted_proxies(),
+        peer,
+        &parts.headers,
+    ))
 }
 
 /// Writes the `X-RateLimit-*` headers: the quota's count, the requests

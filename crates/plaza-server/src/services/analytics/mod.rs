@@ -35,7 +35,7 @@ impl Analytics {
     pub fn new(settings: &AnalyticsSettings, data_dir: &Path) -> Result<Self, String> {
         let salt = match &settings.analytics_salt {
             Some(salt) => salt.clone(),
-            None => crate::auth::jwt::load_or_create_secret(&data_dir.join("analytics-salt"))?,
+            None => crate::secrets::load_or_create_secret(&data_dir.join("analytics-salt"))?,
         };
         let header = |name: &Option<String>| {
             name.as_deref()
