@@ -10,6 +10,7 @@ use tokio_util::task::TaskTracker;
 use crate::auth::identity::Auth;
 use crate::http::answer_cache::AnswerCaches;
 use crate::services::own_pages::OwnPages;
+use crate::services::user_admin::UserAdmin;
 use crate::settings::Settings;
 
 /// How long a share image waits for a rendering slot before 503.
@@ -102,6 +103,15 @@ pub struct Shared {
 }
 
 impl AppState {
+    /// An admin's changes to users, with the handles they need.
+    pub fn user_admin(&self) -> UserAdmin<'_> {
+        UserAdmin {
+            db: &self.db,
+            lock_ttl: self.settings.limits.admin_lock_ttl(),
+            session_lookups: &self.auth.session_lookups,
+        }
+    }
+
     /// Fails when identity services cannot start (an unreadable key file,
     /// impossible hashing parameters).
     pub fn new(settings: Settings, db: Database) -> Result<Self, String> {

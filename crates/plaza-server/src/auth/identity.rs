@@ -11,8 +11,8 @@ use plaza_domain::sessions::SessionLifetime;
 use crate::auth::jwt::JwtKeys;
 use crate::auth::oauth::{self, Provider};
 use crate::auth::password::Passwords;
-use crate::auth::session_lookups::SessionLookups;
 use crate::auth::two_factor::TotpKey;
+use crate::services::session_lookups::SessionLookups;
 use crate::settings::AuthSettings;
 
 /// Identity services shared by every request.

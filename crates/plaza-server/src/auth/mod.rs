@@ -11,7 +11,6 @@ pub mod identity;
 pub mod jwt;
 pub mod oauth;
 pub mod password;
-pub mod session_lookups;
 pub mod signin;
 pub mod two_factor;
 

@@ -29,7 +29,7 @@ use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::http::personal;
-use crate::services::{erased_files, export, user_admin};
+use crate::services::{erased_files, export};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -564,7 +564,10 @@ pub async fn update_user(
     if caller.user_id() != id {
         // Someone changing another user takes the admin's way: the user's
         // edit lock, the policy asked inside the unit of work, the audit.
-        let user = user_admin::update_profile(&state, context, caller.actor(), id, changes).await?;
+        let user = state
+            .user_admin()
+            .update_profile(context, caller.actor(), id, changes)
+            .await?;
         return Ok(AppJson(
             UserView::new(&user, true).with_own_settings(&user, Some(caller.actor())),
         ));

@@ -27,6 +27,7 @@ pub mod mail;
 pub mod maintenance;
 pub mod moderation;
 pub mod own_pages;
+pub mod session_lookups;
 pub mod storage;
 pub mod templates;
 pub mod uploads;

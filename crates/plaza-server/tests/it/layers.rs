@@ -17,13 +17,20 @@ use std::path::Path;
 const FLOORS: &[(&str, &[&str])] = &[
     (
         "ground",
-        &["settings/", "telemetry.rs", "startup.rs", "serving.rs"],
+        &[
+            "settings/",
+            "telemetry.rs",
+            "secrets.rs",
+            "startup.rs",
+            "serving.rs",
+        ],
     ),
     ("services", &["services/"]),
     ("http", &["http/"]),
     ("auth", &["auth/"]),
+    ("state", &["state.rs"]),
     ("controllers", &["controllers/"]),
-    ("top", &["app.rs", "state.rs", "jobs.rs", "cli/", "lib.rs"]),
+    ("top", &["app.rs", "jobs.rs", "cli/", "lib.rs"]),
 ];
 
 /// The floor of `file` (a path under `src/`), by the longest entry naming it.

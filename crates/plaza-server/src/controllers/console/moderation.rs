@@ -273,7 +273,15 @@ pub async fn decide(
         notes,
         notify_author: form.notify_author.as_deref() == Some("true"),
     };
-    moderation::moderate_post(&state, context, user.actor().user_id, id, decision).await?;
+    moderation::moderate_post(
+        &state.db,
+        state.settings.limits.admin_lock_ttl(),
+        context,
+        user.actor().user_id,
+        id,
+        decision,
+    )
+    .await?;
     Ok(Redirect::to(&format!(
         "/admin/moderation?state={}&done={}",
         queue.key(),
