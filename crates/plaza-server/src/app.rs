@@ -205,10 +205,10 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
-        crate::services::health::log_at_start_up(&state).await;
+        crate::services::health::log_at_start_up(&state.health, state.health_targets()).await;
         state.mail.log_destination();
         let stop_background = CancellationToken::new();
-        crate::services::jobs::spawn_all(&state, stop_background.clone());
+        crate::jobs::spawn_all(&state, stop_background.clone());
         state.background.spawn(
             state
                 .content_generation
@@ -218,7 +218,8 @@ impl Server {
         state
             .background
             .spawn(crate::services::analytics::ingest::run_writer(
-                state.clone(),
+                state.analytics.ingest.clone(),
+                state.db.clone(),
                 stop_background.clone(),
             ));
         let audit_writer = state.clone();

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod cli;
 pub mod controllers;
 pub mod http;
+pub mod jobs;
 pub mod secrets;
 pub mod services;
 pub mod serving;

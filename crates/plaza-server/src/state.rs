@@ -3,12 +3,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
 use crate::auth::identity::Auth;
-use crate::http::answer_cache::AnswerCaches;
+use crate::services::answer_cache::AnswerCaches;
+use crate::services::health::Targets;
+use crate::services::maintenance::Maintenance;
 use crate::services::own_pages::OwnPages;
 use crate::services::user_admin::UserAdmin;
 use crate::settings::Settings;
@@ -109,6 +112,31 @@ impl AppState {
             db: &self.db,
             lock_ttl: self.settings.limits.admin_lock_ttl(),
             session_lookups: &self.auth.session_lookups,
+        }
+    }
+
+    /// The maintenance actions, with the handles they work on.
+    pub fn maintenance(&self) -> Maintenance<'_> {
+        Maintenance {
+            running: &self.maintenance_running,
+            db: &self.db,
+            storage: &self.uploads.storage,
+            answer_caches: &self.answer_caches,
+            image_cache: &self.image_cache,
+            settings: &self.settings,
+        }
+    }
+
+    /// What the health probes ask.
+    pub fn health_targets(&self) -> Targets<'_> {
+        Targets {
+            db: &self.db,
+            storage: &self.uploads.storage,
+            settings: &self.settings.storage,
+            redis: self
+                .rate_limiter
+                .redis_ping()
+                .map(|ping| -> BoxFuture<'_, bool> { Box::pin(async { ping.await.is_ok() }) }),
         }
     }
 

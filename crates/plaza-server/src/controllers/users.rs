@@ -643,7 +643,12 @@ pub async fn delete_user(
         })
         .await?;
     state.auth.session_lookups.forget_user(id);
-    erased_files::delete_soon(&state);
+    erased_files::delete_soon(
+        &state.background,
+        &state.db,
+        &state.uploads.storage,
+        &state.settings.storage,
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -719,7 +724,17 @@ pub async fn export_user(
             .await?;
     }
     let disposition = format!("attachment; filename=\"{}\"", export::file_name(&target));
-    let mut response = export::body(&state, target, slot).into_response();
+    let mut response = state
+        .exports
+        .body(
+            export::Source {
+                db: state.db.clone(),
+                storage: state.uploads.storage.clone(),
+            },
+            target,
+            slot,
+        )
+        .into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

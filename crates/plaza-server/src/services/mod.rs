@@ -10,6 +10,7 @@
 
 pub mod alert_stream;
 pub mod analytics;
+pub mod answer_cache;
 pub mod audit_reads;
 pub mod backup;
 pub mod blocking;
@@ -22,7 +23,6 @@ pub mod flags;
 pub mod group_commit;
 pub mod health;
 pub mod image_cache;
-pub mod jobs;
 pub mod mail;
 pub mod maintenance;
 pub mod moderation;

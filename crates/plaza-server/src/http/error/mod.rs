@@ -24,6 +24,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
+use crate::services::maintenance::MaintenanceError;
+
 /// A problem with one input field.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct FieldError {
@@ -327,6 +329,16 @@ impl From<DomainError> for AppError {
             },
             DomainError::Unavailable(message) => AppError::Unavailable(message),
             DomainError::Database(inner) => AppError::Internal(inner.to_string()),
+        }
+    }
+}
+
+impl From<MaintenanceError> for AppError {
+    fn from(error: MaintenanceError) -> Self {
+        match error {
+            MaintenanceError::Conflict(message) => AppError::Conflict(message),
+            MaintenanceError::Domain(error) => AppError::from(error),
+            MaintenanceError::Failed(cause) => AppError::Internal(cause),
         }
     }
 }

@@ -179,18 +179,23 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
-                    crate::services::erased_files::delete_due(&state, ERASED_FILE_PAGES_PER_RUN)
-                        .await
-                        .map(|done| {
-                            if done.deleted == 0 && done.failed == 0 {
-                                String::new()
-                            } else {
-                                format!(
-                                    "deleted {} files of erased users, {} failed",
-                                    done.deleted, done.failed
-                                )
-                            }
-                        })
+                    crate::services::erased_files::delete_due(
+                        &state.db,
+                        &state.uploads.storage,
+                        &state.settings.storage,
+                        ERASED_FILE_PAGES_PER_RUN,
+                    )
+                    .await
+                    .map(|done| {
+                        if done.deleted == 0 && done.failed == 0 {
+                            String::new()
+                        } else {
+                            format!(
+                                "deleted {} files of erased users, {} failed",
+                                done.deleted, done.failed
+                            )
+                        }
+                    })
                 })
             },
             wake: None,
@@ -246,8 +251,13 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             name: "send_mail",
             period: crate::services::mail::SENDER_PERIOD,
             scope: Scope::EachInstance,
-            run: |state| Box::pin(async move { crate::services::mail::send_due(&state).await }),
-            wake: Some(crate::services::mail::sender_wake),
+            run: |state| {
+                Box::pin(async move {
+                    crate::services::mail::send_due(&state.mail, &state.db, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.mail.sender_wake()),
         },
         Job {
             // Sent and failed mail older than `mail_retention_days`.
@@ -257,7 +267,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 lease: Duration::from_secs(600),
             },
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_finished(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_finished(&state.db, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -268,7 +280,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             period: Duration::from_secs(3600),
             scope: Scope::EachInstance,
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_old_files(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_old_files(&state.mail, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -284,7 +298,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             scope: Scope::Cluster { lease: period },
             run: |state| {
                 Box::pin(async move {
-                    let report = crate::services::maintenance::backup_into_data_dir(&state)
+                    let report = state
+                        .maintenance()
+                        .backup_into_data_dir()
                         .await
                         .map_err(|error| format!("the scheduled backup failed: {error}"))?;
                     tracing::info!(
