@@ -3,18 +3,22 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::http::request::Parts;
 use futures_util::future::BoxFuture;
 use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::AuthState;
+use crate::auth::account_mail::AccountMail;
 use crate::auth::identity::Auth;
+use crate::http::rate_limit::{Credited, Limit, LimitState, RateLimiter};
 use crate::services::answer_cache::AnswerCaches;
 use crate::services::health::Targets;
 use crate::services::maintenance::Maintenance;
 use crate::services::own_pages::OwnPages;
 use crate::services::user_admin::UserAdmin;
-use crate::settings::Settings;
+use crate::settings::{Settings, TrustedProxies};
 
 /// How long a share image waits for a rendering slot before 503.
 pub const SHARE_IMAGE_RENDER_WAIT: Duration = Duration::from_secs(2);
@@ -60,7 +64,7 @@ pub struct Shared {
     /// empties it).
     pub image_cache: crate::services::image_cache::ImageCache,
     /// Counts requests for every limited route group.
-    pub rate_limiter: crate::http::rate_limit::RateLimiter,
+    pub rate_limiter: RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
     pub link_preview: LinkPreviews,
     /// Rendered answers kept for anonymous readers (`cache_clear` empties them).
@@ -115,6 +119,17 @@ impl AppState {
         }
     }
 
+    /// Mailed links and account notices, with the handles they need.
+    pub fn account_mail(&self) -> AccountMail<'_> {
+        AccountMail {
+            db: &self.db,
+            session_lookups: &self.auth.session_lookups,
+            mailer: &self.mail,
+            templates: &self.templates,
+            server: &self.settings.server,
+        }
+    }
+
     /// The maintenance actions, with the handles they work on.
     pub fn maintenance(&self) -> Maintenance<'_> {
         Maintenance {
@@ -147,6 +162,7 @@ impl AppState {
             &settings.auth,
             &settings.server.app_name,
             &settings.storage.data_dir,
+            db.clone(),
         )?;
         let link_preview =
             plaza_link_preview::PreviewClient::new(plaza_link_preview::FetchConfig {
@@ -174,7 +190,7 @@ impl AppState {
             crate::auth::oauth::http_client(&settings.server.app_name)?,
             providers,
         ));
-        let rate_limiter = crate::http::rate_limit::RateLimiter::new(&settings.limits)?;
+        let rate_limiter = RateLimiter::new(&settings.limits)?;
         let alert_streams = crate::services::alert_stream::AlertStreams::new(&settings.alerts);
         let analytics = crate::services::analytics::Analytics::new(
             &settings.analytics,
@@ -239,5 +255,29 @@ impl AppState {
             mail,
             recovery_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(RECOVERY_SLOTS)),
         })))
+    }
+}
+
+impl AuthState for AppState {
+    fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn trusted_proxies(&self) -> &TrustedProxies {
+        self.rate_limiter.trusted_proxies()
+    }
+}
+
+impl LimitState for AppState {
+    fn rate_limiter(&self) -> &RateLimiter {
+        &self.rate_limiter
+    }
+
+    async fn credited_user(&self, limit: Limit, parts: &mut Parts) -> Option<Credited> {
+        crate::auth::credited_user(parts, self, limit == Limit::Analytics).await
     }
 }

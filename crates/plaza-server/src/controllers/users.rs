@@ -185,7 +185,7 @@ pub async fn create_user(
     // The address is not verified yet: the mail carries no text the
     // person signing up chose.
     let verification = PreparedLink::new(
-        &state,
+        &state.account_mail(),
         TokenPurpose::VerifyEmail,
         &body.email,
         account_mail::NEUTRAL_GREETING,

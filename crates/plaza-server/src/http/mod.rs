@@ -4,6 +4,7 @@
 //! personal answers.
 
 pub mod answer_cache;
+pub mod cookies;
 pub mod csv_cells;
 pub mod error;
 pub mod extract;

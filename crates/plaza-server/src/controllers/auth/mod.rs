@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::signin::StartedSession;
-use crate::auth::{SESSION_COOKIE, set_cookie};
+use crate::http::cookies::{SESSION_COOKIE, set_cookie};
 use crate::http::extract::AppJson;
 use crate::state::AppState;
 

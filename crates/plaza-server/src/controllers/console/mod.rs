@@ -142,7 +142,7 @@ impl FromRequestParts<AppState> for ConsoleUser {
             return Err(to_sign_in(parts).into_response());
         };
         let allowed = principal
-            .require_second_factor(state)
+            .require_second_factor(&state.settings.auth)
             .and_then(|()| authorize(policy::use_console(principal.actor()), "console"));
         allowed.map_err(IntoResponse::into_response)?;
         // The session is the credential this request acts with: the
@@ -152,7 +152,7 @@ impl FromRequestParts<AppState> for ConsoleUser {
             principal.user_id(),
             &principal.session.user.row.email,
         );
-        let (csrf_token, csrf_cookie) = csrf::token_for(state, &parts.headers);
+        let (csrf_token, csrf_cookie) = csrf::token_for(&state.settings.server, &parts.headers);
         Ok(ConsoleUser {
             principal,
             csrf_token,

@@ -36,7 +36,7 @@ use tracing::Instrument;
 
 use super::cors::CorsPolicy;
 use super::metrics;
-use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
+use crate::http::cookies::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::http::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
 use crate::http::extract::text_input::refuse_nul_in_query;
 use crate::http::rate_limit::address::client_behind;
