@@ -668,7 +668,7 @@ fn an_import_up_a_floor_and_a_circle_are_found_and_named() {
     assert_eq!(
         graph.running_up(),
         [
-            "services/mail.rs -> state.rs (`crate::state::AppState`): services imports top, a floor above it"
+            "services/mail.rs -> state.rs (`crate::state::AppState`): services imports state, a floor above it"
         ]
     );
     assert_eq!(

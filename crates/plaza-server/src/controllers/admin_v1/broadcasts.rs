@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use super::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;

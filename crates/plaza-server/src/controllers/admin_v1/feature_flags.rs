@@ -16,7 +16,7 @@ use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::double_option;

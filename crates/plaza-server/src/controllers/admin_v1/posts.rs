@@ -13,7 +13,7 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::jwt::AdminPermission;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};

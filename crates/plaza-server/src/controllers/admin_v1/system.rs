@@ -6,7 +6,7 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::Envelope;
+use super::envelope::Envelope;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;

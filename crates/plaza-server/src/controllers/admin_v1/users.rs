@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;

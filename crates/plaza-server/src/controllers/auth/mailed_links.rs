@@ -23,7 +23,7 @@ use crate::http::extract::{AppForm, AppJson, AppQuery};
 use crate::http::pages::{self, ResetPage};
 use crate::state::AppState;
 
-use super::is_form;
+use super::flow::is_form;
 use crate::auth::csrf;
 
 /// How long a password-forgotten request waits for a slot for its work

@@ -21,7 +21,7 @@ use crate::http::extract::{AppForm, AppQuery, TextPath};
 use crate::secrets::{hash_token, random_token};
 use crate::state::AppState;
 
-use super::{
+use super::flow::{
     RedirectUrl, as_return_redirect, callback_url_for, is_form, refused, safe_callback,
     session_client, to_second_step, wants_return_redirect, with_session_cookie,
 };

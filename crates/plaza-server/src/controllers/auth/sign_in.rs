@@ -19,7 +19,7 @@ use crate::http::pages;
 use crate::secrets::hash_token;
 use crate::state::AppState;
 
-use super::{
+use super::flow::{
     RedirectUrl, SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, as_return_redirect,
     callback_url_for, is_form, refused, safe_callback, second_step_url, session_client,
     session_view, signin_error_url, to_second_step, wants_return_redirect, with_session_cookie,

@@ -12,7 +12,7 @@ use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::admin_v1::broadcasts::{BroadcastBody, BroadcastDraft, BroadcastItem};
 use crate::controllers::params::Problems;

@@ -10,7 +10,7 @@ use plaza_domain::listing::Page;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::feature_flags::{FeatureFlagItem, FlagWriteBody, checked_write};
 use crate::http::error::AppError;

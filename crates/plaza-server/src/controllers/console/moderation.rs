@@ -14,7 +14,7 @@ use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;

@@ -11,7 +11,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::system::{MaintenanceBody, checked};
 use crate::http::error::AppError;

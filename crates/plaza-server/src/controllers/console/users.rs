@@ -19,7 +19,7 @@ use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, form_field, page, page_number};
+use super::page::{ConsoleUser, form_field, page, page_number};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::{
     AdminUserUpdate, BanTerms, MAX_BULK_USERS, checked_update,
