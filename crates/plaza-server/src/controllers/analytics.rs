@@ -270,7 +270,7 @@ pub async fn collect_batch(
     })
     .into_response();
     if let Some(outcome) = charged {
-        crate::http::rate_limit::headers::write_headers(
+        crate::http::limit_headers::write_headers(
             response.headers_mut(),
             outcome.limit,
             outcome.remaining,

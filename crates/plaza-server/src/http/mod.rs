@@ -8,6 +8,7 @@ pub mod cookies;
 pub mod csv_cells;
 pub mod error;
 pub mod extract;
+pub mod limit_headers;
 pub mod middleware;
 pub mod pages;
 pub mod personal;

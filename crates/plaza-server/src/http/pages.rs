@@ -283,22 +283,23 @@ pub const CONSOLE_CSP: &str =
     "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /// An operator console page that says why a request failed, with a way
-/// back to the console.
-pub fn console_error(
+/// back to the console; `fields` are the fields at fault, each with its
+/// reason.
+pub fn console_error<'a>(
     status: axum::http::StatusCode,
     title: &str,
     message: &str,
-    fields: &[crate::http::error::report::FieldError],
+    fields: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> axum::response::Response {
     use axum::http::header;
     use axum::response::IntoResponse;
     let problems: String = fields
-        .iter()
-        .map(|field| {
+        .into_iter()
+        .map(|(field, reason)| {
             format!(
                 "<li><strong>{}</strong>: {}</li>",
-                escape(&field.field),
-                escape(&field.reason)
+                escape(field),
+                escape(reason)
             )
         })
         .collect();

@@ -371,7 +371,7 @@ impl IntoResponse for AppError {
                     axum::http::HeaderValue::from(retry_after_secs.max(1)),
                 );
                 if limit > 0 {
-                    crate::http::rate_limit::headers::write_headers(
+                    crate::http::limit_headers::write_headers(
                         headers,
                         limit,
                         0,

@@ -264,7 +264,10 @@ pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Res
             status,
             &plain_title(report),
             &report.message,
-            &report.fields,
+            report
+                .fields
+                .iter()
+                .map(|field| (field.field.as_str(), field.reason.as_str())),
         )
     } else {
         (status, Json(surface.render(report))).into_response()

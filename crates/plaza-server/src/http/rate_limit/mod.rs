@@ -12,7 +12,6 @@
 
 pub mod address;
 pub mod gcra;
-pub mod headers;
 pub mod shared;
 
 use std::convert::Infallible;
@@ -32,10 +31,10 @@ use tower::{Layer, Service};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::error::AppError;
+use crate::http::limit_headers::{ADMIN_TIER_HEADER, LIMIT_HEADER, write_headers};
 use crate::settings::{LimitSettings, Quota, TrustedProxies};
 use address::{client_behind, counted_prefix};
 use gcra::{LocalStore, Outcome};
-use headers::{ADMIN_TIER_HEADER, LIMIT_HEADER, write_headers};
 use sha2::Digest as _;
 use shared::{SharedError, SharedStore};
 

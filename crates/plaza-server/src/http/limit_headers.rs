@@ -1,6 +1,8 @@
 //! The headers of a limited route's answers: `X-RateLimit-Limit`,
 //! `X-RateLimit-Remaining`, `X-RateLimit-Reset`, and `X-Admin-Tier` on the
-//! versioned admin surface.
+//! versioned admin surface; written by the limiter ([`super::rate_limit`])
+//! on its answers and by every 429, whatever refused
+//! ([`super::error::AppError::RateLimited`]).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
