@@ -1,5 +1,6 @@
-//! The one job runner. Every periodic background job is declared in
-//! [`jobs`] with its period and its scope: on each instance (work on the
+//! The one job runner, the background twin of the router: every periodic
+//! background job is declared in [`jobs`], with the services it calls, its
+//! period and its scope: on each instance (work on the
 //! process's own state), or once per cluster, claimed through the
 //! database (`job_runs`) so that with several instances each run happens on
 //! one of them, and a crashed owner's claim expires. Runs are tracked as

@@ -1,4 +1,8 @@
-//! What every handler can reach.
+//! What every handler can reach: the state composes every service once,
+//! and lends the layers below the handles they read (the extractors'
+//! [`AuthState`], the rate limits' [`LimitState`], an admin's changes to
+//! users, the maintenance actions, the health probes' targets, mailed
+//! links), so none of them names it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
