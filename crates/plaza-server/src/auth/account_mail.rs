@@ -78,7 +78,7 @@ impl PreparedLink {
         let email = users::normalize_email(email);
         let mail = compose(
             outbox.templates,
-            &outbox.server,
+            outbox.server,
             &Letter {
                 kind,
                 recipient: &email,
@@ -165,7 +165,7 @@ pub fn account_change_notice(
     let base = outbox.server.base_url.as_str().trim_end_matches('/');
     let mut mail = compose(
         outbox.templates,
-        &outbox.server,
+        outbox.server,
         &Letter {
             kind: MailKind::AccountChanged,
             recipient: &users::normalize_email(&user.row.email),

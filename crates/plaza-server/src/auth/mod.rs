@@ -489,9 +489,8 @@ pub async fn credited_user<S: AuthState>(
             super_token: claims.grants_super(),
         });
     }
-    if cookie_value(&parts.headers, SESSION_COOKIE).is_none() {
-        return None;
-    }
+    // Without a session cookie there is nobody to look up.
+    cookie_value(&parts.headers, SESSION_COOKIE)?;
     let user = if analytics {
         OptionalUser::for_analytics(parts, state).await.ok()
     } else {
