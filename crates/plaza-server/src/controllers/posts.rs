@@ -172,17 +172,23 @@ pub async fn list_posts(
     };
     let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
     let request = (&headers, answer_cache::Audience::of(caller.is_none()));
-    answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
-        let listed = state.db.list_posts(&filter, viewer, page).await?;
-        Ok(PostList {
-            posts: listed
-                .posts
-                .iter()
-                .map(|post| PostView::new(post, viewer))
-                .collect(),
-            pagination: Pagination::new(listed.total, page),
-        })
-    })
+    answer_cache::answer(
+        &state.content_generation,
+        &state.answer_caches.posts,
+        key,
+        request,
+        async {
+            let listed = state.db.list_posts(&filter, viewer, page).await?;
+            Ok(PostList {
+                posts: listed
+                    .posts
+                    .iter()
+                    .map(|post| PostView::new(post, viewer))
+                    .collect(),
+                pagination: Pagination::new(listed.total, page),
+            })
+        },
+    )
     .await
 }
 

@@ -287,7 +287,7 @@ pub async fn search(
         .then(|| answer_cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
         .flatten();
     answer_cache::answer(
-        &state,
+        &state.content_generation,
         &state.answer_caches.search,
         key,
         (&headers, answer_cache::Audience::of(caller.is_none())),
@@ -325,7 +325,7 @@ pub async fn search_posts(
         raw_query.as_deref(),
     );
     answer_cache::answer(
-        &state,
+        &state.content_generation,
         &state.answer_caches.search,
         key,
         (&headers, answer_cache::Audience::of(caller.is_none())),

@@ -21,6 +21,7 @@ use async_zip::base::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
 use axum::body::Body;
 use futures_util::{AsyncWriteExt, StreamExt};
+use plaza_domain::Database;
 use plaza_domain::alerts::Reader;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
@@ -32,8 +33,8 @@ use tokio::time::Sleep;
 use tokio_util::compat::Compat;
 use tokio_util::sync::CancellationToken;
 
+use crate::services::storage::Storage;
 use crate::settings::StorageSettings;
-use crate::state::AppState;
 
 /// Bytes the pipe between the archive writer and the body holds, and the
 /// most one body chunk carries.
@@ -123,6 +124,45 @@ impl Exports {
     pub fn stop(&self) {
         self.stop.cancel();
     }
+
+    /// The body of `user`'s export, read from `source` and written by a task
+    /// of its own that holds `slot` until it ends.
+    pub fn body(&self, source: Source, user: User, slot: Slot) -> Body {
+        let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
+        let pipe_in = IdleLimit::new(pipe_in, self.idle);
+        let (finished, ended) = tokio::sync::oneshot::channel();
+        let (stop, timeout) = (self.stop.clone(), self.timeout);
+        tokio::spawn(async move {
+            let user_id = user.id();
+            let outcome = tokio::select! {
+                written = write_archive(&source, &user, pipe_in) => written,
+                () = stop.cancelled() => Err("the server is stopping".to_owned()),
+                () = tokio::time::sleep(timeout) => {
+                    Err("it took longer than export_timeout_secs".to_owned())
+                }
+            };
+            match &outcome {
+                Ok(()) => tracing::info!(user_id, "data export sent"),
+                Err(error) => tracing::info!(user_id, %error, "data export cut off"),
+            }
+            // Free before the body ends: a client that read the whole archive
+            // may start its next export at once.
+            drop(slot);
+            let _ = finished.send(outcome.is_ok());
+        });
+        // The pipe ends when the writer is done or gone; only a writer that
+        // finished ends the body cleanly.
+        let ending = futures_util::stream::once(async move {
+            match ended.await {
+                Ok(true) => None,
+                _ => Some(Err(std::io::Error::other("the export was cut off"))),
+            }
+        })
+        .filter_map(std::future::ready);
+        Body::from_stream(
+            tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
+        )
+    }
 }
 
 /// The writing end of the pipe, failing a write that has waited `idle` for
@@ -198,44 +238,10 @@ pub fn file_name(user: &User) -> String {
     )
 }
 
-/// The body of `user`'s export, written by a task of its own that holds
-/// `slot` until it ends.
-pub fn body(state: &AppState, user: User, slot: Slot) -> Body {
-    let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
-    let pipe_in = IdleLimit::new(pipe_in, state.exports.idle);
-    let (finished, ended) = tokio::sync::oneshot::channel();
-    let state = state.clone();
-    tokio::spawn(async move {
-        let exports = &state.exports;
-        let user_id = user.id();
-        let outcome = tokio::select! {
-            written = write_archive(&state, &user, pipe_in) => written,
-            () = exports.stop.cancelled() => Err("the server is stopping".to_owned()),
-            () = tokio::time::sleep(exports.timeout) => {
-                Err("it took longer than export_timeout_secs".to_owned())
-            }
-        };
-        match &outcome {
-            Ok(()) => tracing::info!(user_id, "data export sent"),
-            Err(error) => tracing::info!(user_id, %error, "data export cut off"),
-        }
-        // Free before the body ends: a client that read the whole archive
-        // may start its next export at once.
-        drop(slot);
-        let _ = finished.send(outcome.is_ok());
-    });
-    // The pipe ends when the writer is done or gone; only a writer that
-    // finished ends the body cleanly.
-    let ending = futures_util::stream::once(async move {
-        match ended.await {
-            Ok(true) => None,
-            _ => Some(Err(std::io::Error::other("the export was cut off"))),
-        }
-    })
-    .filter_map(std::future::ready);
-    Body::from_stream(
-        tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
-    )
+/// Where an export reads from: the database and the upload store.
+pub struct Source {
+    pub db: Database,
+    pub storage: Storage,
 }
 
 type Archive = ZipFileWriter<Compat<IdleLimit>>;
@@ -243,15 +249,15 @@ type Archive = ZipFileWriter<Compat<IdleLimit>>;
 /// Why writing stopped, for the log.
 type Failure = String;
 
-async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
+async fn write_archive(source: &Source, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
-    write_profile(state, user, &mut zip).await?;
-    write_posts(state, user, &mut zip).await?;
-    write_reports(state, user, &mut zip).await?;
-    write_alerts(state, user, &mut zip).await?;
-    write_events(state, user, &mut zip).await?;
-    write_sessions(state, user, &mut zip).await?;
-    write_uploads(state, user, &mut zip).await?;
+    write_profile(source, user, &mut zip).await?;
+    write_posts(source, user, &mut zip).await?;
+    write_reports(source, user, &mut zip).await?;
+    write_alerts(source, user, &mut zip).await?;
+    write_events(source, user, &mut zip).await?;
+    write_sessions(source, user, &mut zip).await?;
+    write_uploads(source, user, &mut zip).await?;
     let mut pipe = zip.close().await.map_err(zip_failure)?.into_inner();
     tokio::io::AsyncWriteExt::shutdown(&mut pipe)
         .await
@@ -322,9 +328,9 @@ fn write_failure(error: std::io::Error) -> Failure {
     format!("sending the archive: {error}")
 }
 
-async fn write_profile(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_profile(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let row = &user.row;
-    let accounts = state
+    let accounts = source
         .db
         .accounts_of_user(user.id())
         .await
@@ -365,11 +371,11 @@ async fn write_profile(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     entry.close().await.map_err(zip_failure)
 }
 
-async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_posts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "posts.json").await?;
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .posts_of_author(user.id(), after, PAGE)
             .await
@@ -396,11 +402,11 @@ async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result
     array.close().await
 }
 
-async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "reports.json").await?;
     let mut after = 0;
     loop {
-        let page = state
+        let page = source
             .db
             .reports_by(user.id(), after, PAGE)
             .await
@@ -425,7 +431,7 @@ async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     array.close().await
 }
 
-async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_alerts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "alerts.json").await?;
     let reader = Reader {
         user_id: user.id(),
@@ -434,7 +440,7 @@ async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     };
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .delivered_alerts_of(reader, after, PAGE)
             .await
@@ -460,11 +466,11 @@ async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     array.close().await
 }
 
-async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_events(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "analytics.json").await?;
     let mut after = 0;
     loop {
-        let page = state
+        let page = source
             .db
             .events_of_user(user.id(), after, PAGE)
             .await
@@ -498,11 +504,11 @@ async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     array.close().await
 }
 
-async fn write_sessions(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_sessions(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "sessions.json").await?;
     let mut after = 0;
     loop {
-        let page = state
+        let page = source
             .db
             .stored_sessions_of_user(user.id(), after, PAGE)
             .await
@@ -530,13 +536,13 @@ async fn write_sessions(state: &AppState, user: &User, zip: &mut Archive) -> Res
 /// Every upload's stored original under `uploads/`, copied chunk by chunk,
 /// then `uploads.json` describing them (a file the store lost is left out
 /// and its record says so).
-async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let storage = &state.uploads.storage;
+async fn write_uploads(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let storage = &source.storage;
     let mut missing = std::collections::HashSet::new();
     let mut after = None;
     let mut last_copied = None;
     loop {
-        let page = state
+        let page = source
             .db
             .uploads_of_user(user.id(), after, PAGE)
             .await
@@ -575,7 +581,7 @@ async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     let mut array = JsonArray::open(zip, "uploads.json").await?;
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .uploads_of_user(user.id(), after, PAGE)
             .await

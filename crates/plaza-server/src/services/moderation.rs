@@ -5,15 +5,15 @@
 //! either all of them happen or none. Who may decide is asked of
 //! `plaza_domain::policy` by the caller before this runs.
 
+use std::time::Duration;
+
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::locks::Resource;
 use plaza_domain::posts::{self, Moderated, ModerationAction, Post};
 use plaza_domain::time::now_millis;
+use plaza_domain::{Database, DomainError};
 use serde_json::json;
-
-use crate::http::error::AppError;
-use crate::state::AppState;
 
 /// Longest reason a moderator gives (shown to the author when notified).
 pub const MAX_REASON_CHARS: usize = 1000;
@@ -32,85 +32,82 @@ pub struct Decision {
 }
 
 /// Applies `decision` to post `post_id` as `moderator_id`, audited as
-/// `post.moderate.<action>` with `context`.
+/// `post.moderate.<action>` with `context`, under the post's edit lock
+/// (held at most `lock_ttl`: `admin_lock_ttl_secs`).
 pub async fn moderate_post(
-    state: &AppState,
+    db: &Database,
+    lock_ttl: Duration,
     context: AuditContext,
     moderator_id: i64,
     post_id: i64,
     decision: Decision,
-) -> Result<Moderated, AppError> {
-    let ttl = state.settings.limits.admin_lock_ttl();
-    let moderated = state
-        .db
-        .write_locked(Resource::Post(post_id), moderator_id, ttl, move |tx| {
-            Box::pin(async move {
-                let Decision {
-                    action,
-                    reason,
-                    notes,
-                    notify_author,
-                } = decision;
-                let moderated = posts::moderate(tx, post_id, action, moderator_id).await?;
-                let mut changes = match &moderated {
-                    Moderated::Changed {
-                        before,
-                        after,
-                        reports_resolved,
-                    } => json!({
-                        "status": audit::change(before.status().as_str(), after.status().as_str()),
-                        "reportsResolved": reports_resolved,
-                    }),
-                    Moderated::Deleted {
-                        before,
-                        reports_removed,
-                    } => json!({
-                        "before": {
-                            "title": before.title,
-                            "authorId": before.author_id.to_string(),
-                            "status": before.status().as_str(),
-                            "reportCount": reports_removed,
-                        },
-                        "after": null,
-                    }),
-                };
-                changes["reason"] = json!(reason);
-                changes["notes"] = json!(notes);
-                changes["notifyAuthor"] = json!(notify_author);
-                audit::record(
-                    tx,
-                    &context,
-                    AuditAction {
-                        action: &format!("post.moderate.{}", action.as_str()),
-                        target_type: "post",
-                        target_id: Some(post_id.to_string()),
-                        changes,
+) -> Result<Moderated, DomainError> {
+    db.write_locked(Resource::Post(post_id), moderator_id, lock_ttl, move |tx| {
+        Box::pin(async move {
+            let Decision {
+                action,
+                reason,
+                notes,
+                notify_author,
+            } = decision;
+            let moderated = posts::moderate(tx, post_id, action, moderator_id).await?;
+            let mut changes = match &moderated {
+                Moderated::Changed {
+                    before,
+                    after,
+                    reports_resolved,
+                } => json!({
+                    "status": audit::change(before.status().as_str(), after.status().as_str()),
+                    "reportsResolved": reports_resolved,
+                }),
+                Moderated::Deleted {
+                    before,
+                    reports_removed,
+                } => json!({
+                    "before": {
+                        "title": before.title,
+                        "authorId": before.author_id.to_string(),
+                        "status": before.status().as_str(),
+                        "reportCount": reports_removed,
                     },
+                    "after": null,
+                }),
+            };
+            changes["reason"] = json!(reason);
+            changes["notes"] = json!(notes);
+            changes["notifyAuthor"] = json!(notify_author);
+            audit::record(
+                tx,
+                &context,
+                AuditAction {
+                    action: &format!("post.moderate.{}", action.as_str()),
+                    target_type: "post",
+                    target_id: Some(post_id.to_string()),
+                    changes,
+                },
+            )
+            .await?;
+            if notify_author {
+                let post = match &moderated {
+                    Moderated::Changed { after, .. } => after,
+                    Moderated::Deleted { before, .. } => before,
+                };
+                let (alert_type, title, message) = author_alert(action, post, reason.as_deref());
+                alerts::notify_user(
+                    tx,
+                    post.author_id,
+                    alert_type,
+                    title,
+                    &message,
+                    moderator_id,
+                    now_millis(),
                 )
                 .await?;
-                if notify_author {
-                    let post = match &moderated {
-                        Moderated::Changed { after, .. } => after,
-                        Moderated::Deleted { before, .. } => before,
-                    };
-                    let (alert_type, title, message) =
-                        author_alert(action, post, reason.as_deref());
-                    alerts::notify_user(
-                        tx,
-                        post.author_id,
-                        alert_type,
-                        title,
-                        &message,
-                        moderator_id,
-                        now_millis(),
-                    )
-                    .await?;
-                }
-                Ok(moderated)
-            })
+            }
+            Ok(moderated)
         })
-        .await?;
-    Ok(moderated)
+    })
+    .await
 }
 
 /// The alert that tells an author about a decision on their post.

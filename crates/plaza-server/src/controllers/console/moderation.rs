@@ -14,7 +14,7 @@ use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -273,7 +273,15 @@ pub async fn decide(
         notes,
         notify_author: form.notify_author.as_deref() == Some("true"),
     };
-    moderation::moderate_post(&state, context, user.actor().user_id, id, decision).await?;
+    moderation::moderate_post(
+        &state.db,
+        state.settings.limits.admin_lock_ttl(),
+        context,
+        user.actor().user_id,
+        id,
+        decision,
+    )
+    .await?;
     Ok(Redirect::to(&format!(
         "/admin/moderation?state={}&done={}",
         queue.key(),
