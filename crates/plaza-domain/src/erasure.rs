@@ -1,7 +1,9 @@
 //! Erasing a user (DECISIONS.md "Accounts (round 4)"): one unit of work
 //! deletes the user and everything that is theirs. The user's row takes by
-//! cascade their posts (with the reports on them), the reports they filed,
-//! sessions, linked accounts, custom emojis, alerts and grants; admin
+//! cascade their posts (with the reports, reactions and mentions on them),
+//! the reports they filed, their reactions (whose counts the triggers of
+//! migration 0039 lower in the same transaction), their mentions in others'
+//! posts, sessions, linked accounts, custom emojis, alerts and grants; admin
 //! tokens die with the row (a token's user must exist). What no foreign key
 //! reaches goes here explicitly: their analytics events (and their share of
 //! the rollups) and their upload records, whose stored objects are listed

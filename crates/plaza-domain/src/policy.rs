@@ -268,6 +268,14 @@ pub fn edit_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
+/// Reacting to a post, or taking one's reaction back: a member who sees
+/// it; to anyone else it does not exist. (Whether the post takes new
+/// reactions at all, a draft, hidden or locked one taking none, is a rule
+/// of its state, not of the actor: [`crate::reactions`].)
+pub fn react_to_post(actor: Actor, post: &Post) -> Decision {
+    view_post(Some(actor), post)
+}
+
 /// Approving, hiding, flagging a post: moderators and above.
 pub fn moderate_post(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
@@ -628,6 +636,13 @@ mod tests {
             );
             assert_eq!(edit_post(me, &own_draft), Decision::Allowed);
             assert_eq!(report_post(me, &others_public), Decision::Allowed);
+            assert_eq!(react_to_post(me, &others_public), Decision::Allowed);
+            assert_eq!(react_to_post(me, &own_draft), Decision::Allowed);
+            assert_eq!(
+                react_to_post(me, &others_draft),
+                expect(moderator, true),
+                "{role:?}"
+            );
             assert_eq!(report_post(me, &post(1, true)), Decision::Forbidden);
             assert_eq!(moderate_post(me), expect(moderator, false));
             assert_eq!(send_broadcast(me), expect(role.is_admin(), false));

@@ -8,7 +8,8 @@
 //! author's edits.
 //!
 //! `model` says what a post is, `query` reads and lists posts, `writes`
-//! creates, changes and deletes them, `moderation` holds a moderator's
+//! creates, changes and deletes them (recording the users their content
+//! mentions), `moderation` holds a moderator's
 //! actions and `admin_queue` the admin surface's post list; everything is
 //! used through this module's names.
 
@@ -29,4 +30,4 @@ pub use moderation::{
 };
 pub(crate) use query::{PostJson, REPORTED_SCOPE, post_json};
 pub use query::{PostPage, PostQuery, PostSort};
-pub use writes::{create, delete, update};
+pub use writes::{WrittenPost, create, delete, post_in, update};

@@ -21,7 +21,9 @@ use async_zip::base::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
 use axum::body::Body;
 use futures_util::{AsyncWriteExt, StreamExt};
+use plaza_domain::Database;
 use plaza_domain::alerts::Reader;
+use plaza_domain::engagement::ItemKind;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
 use serde::Serialize;
@@ -247,6 +249,7 @@ async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result
     let mut zip = ZipFileWriter::with_tokio(pipe);
     write_profile(state, user, &mut zip).await?;
     write_posts(state, user, &mut zip).await?;
+    write_reactions(&state.db, user, &mut zip).await?;
     write_reports(state, user, &mut zip).await?;
     write_alerts(state, user, &mut zip).await?;
     write_events(state, user, &mut zip).await?;
@@ -390,6 +393,34 @@ async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result
         }
         match page.last() {
             Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
+            _ => break,
+        }
+    }
+    array.close().await
+}
+
+/// `reactions.json`: every reaction of the user, on posts then on
+/// replies, each oldest first.
+async fn write_reactions(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reactions.json").await?;
+    let mut after = None;
+    loop {
+        let page = db
+            .reactions_of_user(ItemKind::Post, user.id(), after.as_ref(), PAGE)
+            .await
+            .map_err(database_failure)?;
+        for reaction in &page {
+            array
+                .push(&json!({
+                    "postId": reaction.item_id.to_string(),
+                    "replyId": null,
+                    "emoji": reaction.emoji,
+                    "createdAt": rfc3339(reaction.created_at),
+                }))
+                .await?;
+        }
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = Some(last.clone()),
             _ => break,
         }
     }

@@ -38,6 +38,7 @@ mod operations;
 mod personal_answers;
 mod public_reads;
 mod rate_limits;
+mod reactions;
 mod real_clients;
 mod resilience;
 mod scale_out;
