@@ -45,6 +45,7 @@ pub mod permissions;
 pub mod policy;
 pub mod posts;
 pub mod reactions;
+pub mod replies;
 pub mod reports;
 pub mod search;
 pub mod seed;

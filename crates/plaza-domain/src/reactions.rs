@@ -15,7 +15,8 @@ use sqlx::AnyConnection;
 use crate::emojis::is_custom_name;
 use crate::engagement::ItemKind;
 use crate::policy::{self, Actor};
-use crate::posts::{self, Post, PostStatus};
+use crate::posts::{self, Post};
+use crate::replies::{self, Reply};
 use crate::time::now_millis;
 use crate::users::{USER_COLUMNS, User, UserRow};
 use crate::{Database, DomainError, Tx};
@@ -112,21 +113,35 @@ async fn known_emoji(
     }
 }
 
-/// A post takes new reactions only while it is published (a draft or a
-/// hidden post takes none, even from those who see it).
+/// A thread takes new reactions, on its post and on its replies, when it
+/// takes new replies: not on a draft, a hidden post or a locked thread,
+/// even from those who see them.
 fn open_to_reactions(post: &Post) -> Result<(), DomainError> {
-    match post.status() {
-        PostStatus::Published | PostStatus::Flagged => Ok(()),
-        status => Err(DomainError::Conflict(format!(
-            "the post is {}; it takes no reactions",
-            status.as_str()
+    match replies::refusal_of_answers(post) {
+        None => Ok(()),
+        Some(reason) => Err(DomainError::Conflict(format!(
+            "{reason}: it takes no new reactions"
         ))),
+    }
+}
+
+/// A reply takes new reactions while it is visible to everyone: a held
+/// one (pending, hidden) takes none, even from those who see it.
+fn reply_open_to_reactions(reply: &Reply) -> Result<(), DomainError> {
+    if reply.status.is_visible() {
+        Ok(())
+    } else {
+        Err(DomainError::Conflict(format!(
+            "the reply is {}: it takes no new reactions",
+            reply.status.as_str()
+        )))
     }
 }
 
 /// Adds `actor`'s reaction `raw` to the post `post_id`: 404 when they may
 /// not see it, 422 `emoji` for an unknown emoji, 409 when the post takes no
-/// reactions, 422 for a reaction beyond [`MAX_REACTIONS_PER_MEMBER`].
+/// reactions (a draft, hidden or locked), 422 for a reaction beyond
+/// [`MAX_REACTIONS_PER_MEMBER`].
 /// Answers whether it was added (false: it was there already).
 pub async fn react_to_post(
     tx: &mut Tx<'_>,
@@ -134,7 +149,7 @@ pub async fn react_to_post(
     post_id: i64,
     raw: &str,
 ) -> Result<bool, DomainError> {
-    let post = posts::post_in(tx, post_id).await?;
+    let post = posts::lock(tx, post_id).await?;
     policy::react_to_post(actor, &post).check("post", "you may not react to this post")?;
     let emoji = emoji_for_new_reaction(tx, raw).await?;
     open_to_reactions(&post)?;
@@ -150,9 +165,41 @@ pub async fn unreact_to_post(
     post_id: i64,
     raw: &str,
 ) -> Result<(), DomainError> {
-    let post = posts::post_in(tx, post_id).await?;
+    let post = posts::lock(tx, post_id).await?;
     policy::react_to_post(actor, &post).check("post", "you may not react to this post")?;
     remove(tx, ItemKind::Post, post_id, actor.user_id, raw).await
+}
+
+/// Adds `actor`'s reaction `raw` to the reply `reply_id`, as
+/// [`react_to_post`] does to a post; the reply's thread must take
+/// reactions too (409 on a locked thread).
+pub async fn react_to_reply(
+    tx: &mut Tx<'_>,
+    actor: Actor,
+    reply_id: i64,
+    raw: &str,
+) -> Result<bool, DomainError> {
+    let (post, reply) = replies::lock_thread_of(tx, reply_id).await?;
+    policy::react_to_reply(actor, &post, &reply)
+        .check("reply", "you may not react to this reply")?;
+    let emoji = emoji_for_new_reaction(tx, raw).await?;
+    open_to_reactions(&post)?;
+    reply_open_to_reactions(&reply)?;
+    add(tx, ItemKind::Reply, reply_id, actor.user_id, &emoji).await
+}
+
+/// Takes `actor`'s reaction `raw` back from the reply `reply_id`, as
+/// [`unreact_to_post`] does from a post.
+pub async fn unreact_to_reply(
+    tx: &mut Tx<'_>,
+    actor: Actor,
+    reply_id: i64,
+    raw: &str,
+) -> Result<(), DomainError> {
+    let (post, reply) = replies::lock_thread_of(tx, reply_id).await?;
+    policy::react_to_reply(actor, &post, &reply)
+        .check("reply", "you may not react to this reply")?;
+    remove(tx, ItemKind::Reply, reply_id, actor.user_id, raw).await
 }
 
 /// Inserts the reaction unless it is there; refuses one that would make
@@ -311,10 +358,19 @@ struct ReactorRow {
 /// One of a member's reactions, as their export lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnReaction {
-    /// The post or reply reacted to.
-    pub item_id: i64,
+    /// The post reacted to, or the post of the reply reacted to.
+    pub post_id: i64,
+    /// The reply reacted to; `None` for a reaction to the post.
+    pub reply_id: Option<i64>,
     pub emoji: String,
     pub created_at: i64,
+}
+
+impl OwnReaction {
+    /// The item reacted to, which orders reactions of one instant.
+    fn item_id(&self) -> i64 {
+        self.reply_id.unwrap_or(self.post_id)
+    }
 }
 
 impl Database {
@@ -329,16 +385,25 @@ impl Database {
     ) -> Result<Vec<OwnReaction>, DomainError> {
         let (created_at, item_id, emoji) = after
             .map_or((i64::MIN, i64::MIN, String::new()), |last| {
-                (last.created_at, last.item_id, last.emoji.clone())
+                (last.created_at, last.item_id(), last.emoji.clone())
             });
+        let (ids, source) = match kind {
+            ItemKind::Post => (
+                "r.post_id, CAST(NULL AS BIGINT)",
+                "post_reactions r".to_owned(),
+            ),
+            ItemKind::Reply => (
+                "p.post_id, r.reply_id",
+                "reply_reactions r JOIN replies p ON p.id = r.reply_id".to_owned(),
+            ),
+        };
+        let item = format!("r.{}", kind.item_column());
         let bytes = self.dialect().byte_order();
-        let rows: Vec<(i64, String, i64)> = sqlx::query_as(&format!(
-            "SELECT {item}, emoji, created_at FROM {table} WHERE user_id = $1 \
-             AND (created_at > $2 OR (created_at = $2 AND ({item} > $3 \
-             OR ({item} = $3 AND emoji{bytes} > $4)))) \
-             ORDER BY created_at, {item}, emoji{bytes} LIMIT $5",
-            item = kind.item_column(),
-            table = kind.reactions_table(),
+        let rows: Vec<(i64, Option<i64>, String, i64)> = sqlx::query_as(&format!(
+            "SELECT {ids}, r.emoji, r.created_at FROM {source} WHERE r.user_id = $1 \
+             AND (r.created_at > $2 OR (r.created_at = $2 AND ({item} > $3 \
+             OR ({item} = $3 AND r.emoji{bytes} > $4)))) \
+             ORDER BY r.created_at, {item}, r.emoji{bytes} LIMIT $5"
         ))
         .bind(user_id)
         .bind(created_at)
@@ -349,8 +414,9 @@ impl Database {
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(item_id, emoji, created_at)| OwnReaction {
-                item_id,
+            .map(|(post_id, reply_id, emoji, created_at)| OwnReaction {
+                post_id,
+                reply_id,
                 emoji,
                 created_at,
             })

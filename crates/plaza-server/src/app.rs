@@ -56,6 +56,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
                     .merge(controllers::reactions::routes())
+                    .merge(controllers::replies::routes())
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))
                     .merge(controllers::emojis::routes())

@@ -119,21 +119,22 @@ pub async fn update(
     Ok(WrittenPost { post, mentioned })
 }
 
-/// The post `id` as `tx` sees it, its row locked until the commit on
-/// PostgreSQL (SQLite's unit of work holds the write lock already), so
-/// what the unit then decides from it stays true.
-pub async fn post_in(tx: &mut Tx<'_>, id: i64) -> Result<Post, DomainError> {
-    let locked = Dialect::of(tx).for_update();
+/// Post `id` read in a unit of work and held until it commits (`FOR
+/// UPDATE` on PostgreSQL; SQLite's units of work hold the write lock).
+/// Every write to a post's thread and every moderation of the post takes
+/// it first, so they queue in one order and never deadlock.
+pub async fn lock(tx: &mut Tx<'_>, id: i64) -> Result<Post, DomainError> {
     let row: Option<PostRow> = sqlx::query_as(&format!(
-        "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1{locked}"
+        "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1{}",
+        Dialect::of(tx).for_update()
     ))
     .bind(id)
     .fetch_optional(&mut **tx)
     .await?;
-    Post::try_from(row.ok_or(DomainError::NotFound("post"))?)
+    row.ok_or(DomainError::NotFound("post"))?.try_into()
 }
 
-/// Deletes a post for good; its tags and reports go with it.
+/// Deletes a post for good; its tags, reports and replies go with it.
 pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<(), DomainError> {
     let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
         .bind(id)

@@ -1,8 +1,10 @@
 //! Reactions (DECISIONS.md "Conversations (round 5)"): a member adds an
-//! emoji to a post (`PUT`), takes it back (`DELETE`), and anyone who sees
-//! the post lists who reacted with it (`GET`), newest first. The rules
-//! (who may react, which emojis, the cap per member, which posts take
-//! reactions) are the domain's: `plaza_domain::reactions`.
+//! emoji to a post or a reply (`PUT`), takes it back (`DELETE`), and anyone
+//! who sees the item lists who reacted with it (`GET`), newest first. The
+//! rules (who may react, which emojis, the cap per member, which threads
+//! take reactions) are the domain's: `plaza_domain::reactions`. Also the
+//! general schema's `reactions`, `my_reactions` and `mentions` that posts
+//! and replies carry.
 
 use std::collections::HashMap;
 
@@ -10,13 +12,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use base64::Engine;
 use plaza_domain::engagement::{Engagement, ItemKind, Mention};
+use plaza_domain::policy;
 use plaza_domain::reactions::{self, ReactorCursor, ReactorPage};
 use plaza_domain::{Database, DomainError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser};
+use crate::auth::{CurrentUser, OptionalUser, authorize};
 use crate::controllers::params::{self, Problems};
 use crate::controllers::posts::viewer_of;
 use crate::controllers::users::{avatar_url, display_name};
@@ -27,11 +30,17 @@ use crate::settings::ServerSettings;
 use crate::state::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(crate::documented_routes!(
-        react_to_post,
-        unreact_to_post,
-        post_reactors
-    ))
+    OpenApiRouter::new()
+        .routes(crate::documented_routes!(
+            react_to_post,
+            unreact_to_post,
+            post_reactors
+        ))
+        .routes(crate::documented_routes!(
+            react_to_reply,
+            unreact_to_reply,
+            reply_reactors
+        ))
 }
 
 /// An item's reaction counts, `{emoji: count}`, the emojis in the order
@@ -271,6 +280,111 @@ pub async fn post_reactors(
     let page = state
         .db
         .who_reacted(ItemKind::Post, id, &emoji, after, limit)
+        .await?;
+    Ok(AppJson(ReactorList::new(&page, &state.settings.server)))
+}
+
+/// React to a reply with an emoji: the caller's reaction is on it after,
+/// counted once however often it is added.
+#[utoipa::path(
+    put,
+    path = "/api/replies/{id}/reactions/{emoji}",
+    tag = "replies",
+    params(
+        ("id" = String, Path, description = "Reply id (digits)", example = "1"),
+        ("emoji" = String, Path, description = "A catalog emoji (`unicode_char` of `GET /api/emojis`) or `:name:` of an approved custom emoji, URL-encoded", example = "👍"),
+    ),
+    responses(
+        (status = 204, description = "The caller's reaction is on the reply"),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 404, description = "No such reply, or not one the caller may see", body = GeneralError),
+        (status = 409, description = "The reply takes no reactions: its thread is locked, its post a draft or hidden, or the reply held", body = GeneralError),
+        (status = 422, description = "An unknown emoji, or a 21st different emoji of the caller on the reply (`emoji`)", body = GeneralError),
+    )
+)]
+pub async fn react_to_reply(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdTextPath(id, emoji): IdTextPath,
+) -> Result<StatusCode, AppError> {
+    let actor = caller.actor();
+    state
+        .db
+        .write(move |tx| {
+            Box::pin(async move { reactions::react_to_reply(tx, actor, id, &emoji).await })
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Take the caller's reaction back from a reply (also when there was none).
+#[utoipa::path(
+    delete,
+    path = "/api/replies/{id}/reactions/{emoji}",
+    tag = "replies",
+    params(
+        ("id" = String, Path, description = "Reply id (digits)", example = "1"),
+        ("emoji" = String, Path, description = "The emoji reacted with, URL-encoded", example = "👍"),
+    ),
+    responses(
+        (status = 204, description = "The caller's reaction is not on the reply"),
+        (status = 401, description = "Not signed in", body = GeneralError),
+        (status = 404, description = "No such reply, or not one the caller may see", body = GeneralError),
+        (status = 422, description = "An emoji neither known nor on the reply (`emoji`)", body = GeneralError),
+    )
+)]
+pub async fn unreact_to_reply(
+    State(state): State<AppState>,
+    CurrentUser(caller): CurrentUser,
+    IdTextPath(id, emoji): IdTextPath,
+) -> Result<StatusCode, AppError> {
+    let actor = caller.actor();
+    state
+        .db
+        .write(move |tx| {
+            Box::pin(async move { reactions::unreact_to_reply(tx, actor, id, &emoji).await })
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Who reacted to a reply with an emoji, newest first (ties: the higher
+/// user id first).
+#[utoipa::path(
+    get,
+    path = "/api/replies/{id}/reactions/{emoji}",
+    tag = "replies",
+    params(
+        ("id" = String, Path, description = "Reply id (digits)", example = "1"),
+        ("emoji" = String, Path, description = "The emoji reacted with, URL-encoded", example = "👍"),
+        ReactorQuery,
+    ),
+    responses(
+        (status = 200, description = "A page of the members who reacted", body = ReactorList),
+        (status = 404, description = "No such reply, or not one the caller may see", body = GeneralError),
+        (status = 422, description = "An emoji neither known nor on the reply (`emoji`), or a bad `limit` or `cursor`", body = GeneralError),
+    )
+)]
+pub async fn reply_reactors(
+    State(state): State<AppState>,
+    OptionalUser(caller): OptionalUser,
+    IdTextPath(id, emoji): IdTextPath,
+    AppQuery(query): AppQuery<ReactorQuery>,
+) -> Result<AppJson<ReactorList>, AppError> {
+    let mut problems = Problems::default();
+    let limit = params::limit(&mut problems, query.limit.as_deref(), DEFAULT_REACTORS);
+    let after = query
+        .cursor
+        .as_deref()
+        .and_then(|raw| problems.check("cursor", decode_cursor(raw)));
+    let reply = state.db.reply_by_id(id).await?;
+    let post = state.db.post_by_id(reply.post_id).await?;
+    let actor = caller.as_ref().map(|caller| caller.actor());
+    authorize(policy::view_reply(actor, &post, &reply), "reply")?;
+    problems.finish()?;
+    let page = state
+        .db
+        .who_reacted(ItemKind::Reply, id, &emoji, after, limit)
         .await?;
     Ok(AppJson(ReactorList::new(&page, &state.settings.server)))
 }

@@ -28,6 +28,8 @@ on_both_databases!(
     mentions_follow_the_rule_of_the_at_sign,
     mentions_name_at_most_20_active_users_and_edits_recompute_them,
     the_export_holds_reactions_and_erasure_takes_them_off_the_counts,
+    replies_take_reactions_and_mentions_as_posts_do,
+    a_locked_thread_takes_no_reactions_on_its_post_or_its_replies,
 );
 
 /// `emoji` as a path segment.
@@ -37,6 +39,63 @@ fn encoded(emoji: &str) -> String {
 
 fn reaction_path(post: &str, emoji: &str) -> String {
     format!("/api/posts/{post}/reactions/{}", encoded(emoji))
+}
+
+fn reply_reaction_path(reply: &str, emoji: &str) -> String {
+    format!("/api/replies/{reply}/reactions/{}", encoded(emoji))
+}
+
+/// `method` on the reply's reaction `emoji` as `cookie`.
+async fn react_to_reply(
+    server: &TestServer,
+    method: &str,
+    reply: &str,
+    emoji: &str,
+    cookie: Option<&str>,
+) -> (u16, Value) {
+    call(
+        server,
+        method,
+        &reply_reaction_path(reply, emoji),
+        cookie,
+        None,
+    )
+    .await
+}
+
+/// Answers `post` (or the reply `parent`) with `content` as `cookie`: the
+/// new reply.
+async fn reply(
+    server: &TestServer,
+    cookie: &str,
+    post: &str,
+    parent: Option<&str>,
+    content: &str,
+) -> Value {
+    let (status, body) = call(
+        server,
+        "POST",
+        &format!("/api/posts/{post}/replies"),
+        Some(cookie),
+        Some(json!({"content": content, "parent_id": parent})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body
+}
+
+/// `GET /api/replies/{reply}` as `cookie`.
+async fn read_reply(server: &TestServer, reply: &str, cookie: Option<&str>) -> Value {
+    let (status, body) = call(
+        server,
+        "GET",
+        &format!("/api/replies/{reply}"),
+        cookie,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
 }
 
 /// `method` on the post's reaction `emoji` as `cookie`: the status and body.
@@ -114,6 +173,15 @@ async fn a_reaction_counts_once_and_is_taken_back(backend: Backend) {
         read_post(server, post, None).await["reactions"],
         json!({"👍": 2, "🎉": 1})
     );
+    // 👍 was added first; two reactions of one millisecond would be
+    // ordered by emoji, so the test makes their times apart.
+    for (emoji, at) in [("👍", 1), ("🎉", 2)] {
+        server
+            .sql(&format!(
+                "UPDATE post_reaction_counts SET first_reacted_at = {at} WHERE emoji = '{emoji}'"
+            ))
+            .await;
+    }
     let text = server
         .get(&format!("/api/posts/{post}"))
         .await
@@ -402,6 +470,8 @@ async fn who_reacted_lists_newest_first_with_a_cursor(backend: Backend) {
 async fn fifty_members_reacting_at_once_give_exact_counts(backend: Backend) {
     let stage = Stage::new(backend).await;
     let (server, post) = (&stage.server, &stage.post);
+    let answer = reply(server, &stage.author.cookie, post, None, "Welcome").await;
+    let answer = answer["id"].as_str().unwrap();
     let mut cookies = Vec::new();
     for n in 0..50 {
         let email = format!("crowd{n}@example.com");
@@ -411,13 +481,18 @@ async fn fifty_members_reacting_at_once_give_exact_counts(backend: Backend) {
         assert_eq!(created.status(), 201);
         cookies.push(server.sign_in(&email, PASSWORD).await);
     }
-    // Each member adds 👍 twice and ❤️ once; every other one then takes ❤️
-    // back: all at once.
+    // Each member adds 👍 twice and ❤️ once to the post and 🎉 to the
+    // reply; every other one then takes ❤️ back: all at once.
     let requests = cookies.iter().enumerate().map(|(n, cookie)| async move {
         let mut statuses = Vec::new();
         for emoji in ["👍", "❤️", "👍"] {
             statuses.push(react(server, "PUT", post, emoji, Some(cookie)).await.0);
         }
+        statuses.push(
+            react_to_reply(server, "PUT", answer, "🎉", Some(cookie))
+                .await
+                .0,
+        );
         if n % 2 == 0 {
             statuses.push(react(server, "DELETE", post, "❤️", Some(cookie)).await.0);
         }
@@ -432,6 +507,10 @@ async fn fifty_members_reacting_at_once_give_exact_counts(backend: Backend) {
         .sql_count("SELECT COUNT(*) FROM post_reactions")
         .await;
     assert_eq!(stored, 75, "the counts are those of the stored reactions");
+    assert_eq!(
+        read_reply(server, answer, None).await["reactions"],
+        json!({"🎉": 50})
+    );
 }
 
 /// The content generation as stored.
@@ -480,9 +559,15 @@ async fn a_reaction_renews_cached_answers_and_a_repeat_does_not(backend: Backend
     assert!(generation(server).await > before, "taking one back does");
 }
 
-/// The statements `GET path` as `cookie` ran, from the statement log.
-async fn statements_of(server: &TestServer, path: &str, cookie: &str, request_id: &str) -> usize {
-    let answered = server.log_count("answered");
+/// The statements `GET path` as `cookie` ran, from the statement log:
+/// the lines in the span of the request `request_id`, read once its
+/// access line (logged after the answer, outside the span) is in.
+async fn statements_of(
+    server: &TestServer,
+    path: &str,
+    cookie: &str,
+    request_id: &str,
+) -> Vec<String> {
     let response = server
         .client
         .get(server.url(path))
@@ -492,13 +577,14 @@ async fn statements_of(server: &TestServer, path: &str, cookie: &str, request_id
         .await
         .expect("request");
     assert_eq!(response.status(), 200);
-    server.wait_for_log_count("answered", answered + 1);
-    let span = format!("request_id=\"{request_id}\"");
+    server.wait_for_log(&format!("request_id=\"{request_id}\" client="));
+    let span = format!("request_id=\"{request_id}\"}}");
     server
         .logs()
         .lines()
         .filter(|line| line.contains(&span) && line.contains("sqlx::query"))
-        .count()
+        .map(str::to_owned)
+        .collect()
 }
 
 async fn a_page_of_posts_costs_the_same_statements_whatever_its_size(backend: Backend) {
@@ -530,13 +616,24 @@ async fn a_page_of_posts_costs_the_same_statements_whatever_its_size(backend: Ba
             let shown = &page[items];
             assert_eq!(shown.as_array().unwrap().len(), limit, "{path}");
             assert_eq!(shown[0]["reactions"], json!({"👍": 1, "🎉": 1}), "{path}");
-            assert_eq!(shown[0]["my_reactions"], json!(["👍", "🎉"]), "{path}");
+            let mut mine: Vec<&str> = shown[0]["my_reactions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|emoji| emoji.as_str().unwrap())
+                .collect();
+            mine.sort_unstable();
+            assert_eq!(mine, ["🎉", "👍"], "{path}");
             assert_eq!(shown[0]["mentions"].as_array().unwrap().len(), 2, "{path}");
             let request_id = format!("{items}-{limit}");
             counts.push(statements_of(server, &path, &ann.cookie, &request_id).await);
         }
-        assert!(counts[0] > 0, "the statement log is read: {counts:?}");
-        assert_eq!(counts[0], counts[1], "{route}: 1 item vs 20: {counts:?}");
+        assert!(!counts[0].is_empty(), "the statement log is read");
+        assert_eq!(
+            counts[0].len(),
+            counts[1].len(),
+            "{route}: 1 item vs 20: {counts:#?}"
+        );
     }
 }
 
@@ -689,6 +786,9 @@ async fn the_export_holds_reactions_and_erasure_takes_them_off_the_counts(backen
         react(server, "PUT", post, emoji, Some(&ann.cookie)).await;
     }
     react(server, "PUT", post, "👍", Some(&ben.cookie)).await;
+    let answer = reply(server, &ben.cookie, post, None, "Hello @ann").await;
+    let answer = answer["id"].as_str().unwrap();
+    react_to_reply(server, "PUT", answer, "❤️", Some(&ann.cookie)).await;
     let mention = crate::common::post(
         server,
         &stage.author.cookie,
@@ -700,21 +800,27 @@ async fn the_export_holds_reactions_and_erasure_takes_them_off_the_counts(backen
     assert_eq!(response.status(), 200);
     let entries = crate::user_data::unzip(&response.bytes().await.unwrap());
     let exported = crate::user_data::json_of(&entries, "reactions.json");
-    let exported: Vec<(&str, &str)> = exported
+    let exported: Vec<(&str, Option<&str>, &str)> = exported
         .as_array()
         .unwrap()
         .iter()
         .map(|reaction| {
             assert!(reaction["createdAt"].is_string(), "{reaction}");
-            assert_eq!(reaction["replyId"], Value::Null);
             (
                 reaction["postId"].as_str().unwrap(),
+                reaction["replyId"].as_str(),
                 reaction["emoji"].as_str().unwrap(),
             )
         })
         .collect();
-    assert_eq!(exported.len(), 2, "ann's own, not ben's: {exported:?}");
-    assert!(exported.contains(&(post.as_str(), "👍")) && exported.contains(&(post.as_str(), "🎉")));
+    assert_eq!(exported.len(), 3, "ann's own, not ben's: {exported:?}");
+    for reaction in [
+        (post.as_str(), None, "👍"),
+        (post.as_str(), None, "🎉"),
+        (post.as_str(), Some(answer), "❤️"),
+    ] {
+        assert!(exported.contains(&reaction), "{reaction:?} in {exported:?}");
+    }
 
     let (status, body) = call(
         server,
@@ -743,4 +849,180 @@ async fn the_export_holds_reactions_and_erasure_takes_them_off_the_counts(backen
             .await,
         0
     );
+}
+
+async fn replies_take_reactions_and_mentions_as_posts_do(backend: Backend) {
+    let stage = Stage::new(backend).await;
+    let (server, post) = (&stage.server, &stage.post);
+    let ann = stage.member("ann").await;
+    let ben = stage.member("ben").await;
+    let created = reply(
+        server,
+        &ann.cookie,
+        post,
+        None,
+        "Thanks @author and @Ben. @nobody",
+    )
+    .await;
+    assert_eq!(mentioned(&created), ["author", "ben"]);
+    let answer = created["id"].as_str().unwrap();
+    let nested = reply(server, &ben.cookie, post, Some(answer), "Agreed").await;
+    let nested = nested["id"].as_str().unwrap();
+
+    for _ in 0..2 {
+        let (status, body) = react_to_reply(server, "PUT", answer, "👍", Some(&ben.cookie)).await;
+        assert_eq!(status, 204, "{body}");
+    }
+    react_to_reply(server, "PUT", answer, "🎉", Some(&ann.cookie)).await;
+    react_to_reply(server, "PUT", nested, "👍", Some(&ann.cookie)).await;
+    let (status, body) = react_to_reply(server, "PUT", answer, "👍🏽", Some(&ben.cookie)).await;
+    assert_eq!(
+        (status, error_field(&body)),
+        (422, &json!("emoji")),
+        "{body}"
+    );
+    let (status, _) = react_to_reply(server, "PUT", answer, "👍", None).await;
+    assert_eq!(status, 401);
+    let (status, _) = react_to_reply(server, "PUT", "999999", "👍", Some(&ben.cookie)).await;
+    assert_eq!(status, 404);
+
+    let one = read_reply(server, answer, Some(&ben.cookie)).await;
+    assert_eq!(one["reactions"], json!({"👍": 1, "🎉": 1}));
+    assert_eq!(one["my_reactions"], json!(["👍"]));
+    assert_eq!(
+        read_reply(server, answer, None).await["my_reactions"],
+        json!([])
+    );
+    let (_, thread) = call(
+        server,
+        "GET",
+        &format!("/api/posts/{post}/replies"),
+        Some(&ann.cookie),
+        None,
+    )
+    .await;
+    let listed: Vec<(Value, Value)> = thread["replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| (item["reactions"].clone(), item["my_reactions"].clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (json!({"👍": 1, "🎉": 1}), json!(["🎉"])),
+            (json!({"👍": 1}), json!(["👍"])),
+        ]
+    );
+    assert_eq!(mentioned(&thread["replies"][0]), ["author", "ben"]);
+
+    let (status, who) = call(
+        server,
+        "GET",
+        &reply_reaction_path(answer, "👍"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{who}");
+    assert_eq!(who["users"][0]["id"], ben.id.to_string());
+    react_to_reply(server, "DELETE", answer, "👍", Some(&ben.cookie)).await;
+    let (status, _) = react_to_reply(server, "DELETE", answer, "👍", Some(&ben.cookie)).await;
+    assert_eq!(status, 204, "taking back what is not there");
+    assert_eq!(
+        read_reply(server, answer, None).await["reactions"],
+        json!({"🎉": 1})
+    );
+
+    let (status, edited) = call(
+        server,
+        "PUT",
+        &format!("/api/replies/{answer}"),
+        Some(&ann.cookie),
+        Some(json!({"content": "Only @ben now"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(mentioned(&edited), ["ben"]);
+    assert_eq!(mentioned(&read_reply(server, answer, None).await), ["ben"]);
+
+    // Deleted into a placeholder (a reply is below it): no reactions, no
+    // mentions, and none to add.
+    let (status, _) = call(
+        server,
+        "DELETE",
+        &format!("/api/replies/{answer}"),
+        Some(&ann.cookie),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let placeholder = read_reply(server, answer, None).await;
+    assert_eq!(placeholder["status"], "deleted");
+    assert_eq!(placeholder["reactions"], json!({}));
+    assert_eq!(mentioned(&placeholder), Vec::<String>::new());
+    let (status, _) = react_to_reply(server, "PUT", answer, "👍", Some(&ben.cookie)).await;
+    assert_eq!(status, 404, "a placeholder takes no reactions");
+}
+
+async fn a_locked_thread_takes_no_reactions_on_its_post_or_its_replies(backend: Backend) {
+    let stage = Stage::new(backend).await;
+    let (server, post) = (&stage.server, &stage.post);
+    let ann = stage.member("ann").await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let token = server.mint("root@example.com", "admin:super");
+    let answer = reply(server, &ann.cookie, post, None, "First").await;
+    let answer = answer["id"].as_str().unwrap();
+    react(server, "PUT", post, "👍", Some(&ann.cookie)).await;
+    react_to_reply(server, "PUT", answer, "👍", Some(&ann.cookie)).await;
+    let moderate = |action: &'static str| {
+        let token = token.clone();
+        async move {
+            let response = server
+                .send(
+                    crate::common::As::Token(&token),
+                    "POST",
+                    &format!("/api/v1/admin/posts/{post}/moderate"),
+                    Some(&json!({"action": action})),
+                )
+                .await;
+            assert_eq!(response.status(), 200, "{action}");
+        }
+    };
+
+    moderate("lock").await;
+    for (status, body) in [
+        react(server, "PUT", post, "🎉", Some(&ann.cookie)).await,
+        react(server, "PUT", post, "👍", Some(&ann.cookie)).await,
+        react_to_reply(server, "PUT", answer, "🎉", Some(&ann.cookie)).await,
+        react_to_reply(server, "PUT", answer, "🎉", Some(&stage.author.cookie)).await,
+    ] {
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (409, &json!("CONFLICT")),
+            "{body}"
+        );
+    }
+    let (status, _) = react(server, "DELETE", post, "👍", Some(&ann.cookie)).await;
+    assert_eq!(status, 204, "a reaction is taken back from a locked post");
+    let (status, _) = react_to_reply(server, "DELETE", answer, "👍", Some(&ann.cookie)).await;
+    assert_eq!(status, 204);
+    assert_eq!(read_post(server, post, None).await["reactions"], json!({}));
+
+    moderate("unlock").await;
+    let (status, _) = react(server, "PUT", post, "🎉", Some(&ann.cookie)).await;
+    assert_eq!(status, 204, "unlocked");
+    let (status, _) = react_to_reply(server, "PUT", answer, "🎉", Some(&ann.cookie)).await;
+    assert_eq!(status, 204);
+
+    // A held reply is seen by its author, who cannot react to it.
+    server
+        .sql(&format!(
+            "UPDATE replies SET status = 'pending' WHERE id = {answer}"
+        ))
+        .await;
+    let (status, body) = react_to_reply(server, "PUT", answer, "❤️", Some(&ann.cookie)).await;
+    assert_eq!(status, 409, "{body}");
+    let (status, _) = react_to_reply(server, "PUT", answer, "❤️", Some(&stage.author.cookie)).await;
+    assert_eq!(status, 404, "a held reply is not the post author's to see");
 }
