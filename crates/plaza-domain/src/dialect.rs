@@ -236,11 +236,13 @@ impl Dialect {
         match self.0 {
             Backend::Sqlite => &[
                 "INSERT INTO posts_fts (posts_fts) VALUES ('rebuild')",
+                "INSERT INTO replies_fts (replies_fts) VALUES ('rebuild')",
                 "INSERT INTO users_fts (users_fts) VALUES ('rebuild')",
                 "INSERT INTO users_substring_fts (users_substring_fts) VALUES ('rebuild')",
             ],
             Backend::Postgres => &[
                 "REINDEX INDEX posts_search",
+                "REINDEX INDEX replies_search",
                 "REINDEX INDEX users_search",
                 "REINDEX INDEX users_username_trigram_search",
                 "REINDEX INDEX users_email_trigram_search",

@@ -23,6 +23,7 @@ mod writes;
 pub use admin_queue::{AdminReply, AdminReplyPage, AdminReplyQuery};
 pub use extras::ReplyExtras;
 pub use model::{MAX_CONTENT_CHARS, NewReply, Reply, ReplyAuthor, ReplyStatus};
+pub(crate) use model::{REPLY_COLUMNS, ReplyJson, ReplyRow};
 pub use moderation::{ReplyModerated, ReplyStep, moderate, reply_moderation_step};
 pub use of_author::erase_of_author;
 pub use thread::{MAX_PAGE, ThreadPage, ThreadQuery, ThreadSort};

@@ -136,7 +136,7 @@ pub(super) fn visibility_sql(viewer: Viewer, args: &mut Args) -> String {
 pub(super) const REPLY_SOURCE: &str = "replies r LEFT JOIN users u ON u.id = r.author_id";
 
 /// Reply columns of [`REPLY_SOURCE`], in [`ReplyRow`] order.
-pub(super) const REPLY_COLUMNS: &str = "r.id, r.post_id, r.parent_id, r.author_id, \
+pub(crate) const REPLY_COLUMNS: &str = "r.id, r.post_id, r.parent_id, r.author_id, \
      u.username, u.name, u.image, r.content, r.status, r.depth, r.path, r.reply_count, \
      r.report_count, r.created_at, r.updated_at, r.edited_at";
 
@@ -156,7 +156,7 @@ pub(super) fn listed_columns() -> String {
 }
 
 #[derive(FromRow)]
-pub(super) struct ReplyRow {
+pub(crate) struct ReplyRow {
     id: i64,
     post_id: i64,
     parent_id: Option<i64>,
@@ -178,7 +178,7 @@ pub(super) struct ReplyRow {
 /// A reply as [`REPLY_COLUMNS`] in a JSON array (see
 /// `Dialect::json_array`), for pages read as one value.
 #[derive(Deserialize)]
-pub(super) struct ReplyJson(
+pub(crate) struct ReplyJson(
     i64,
     i64,
     Option<i64>,

@@ -26,6 +26,8 @@ on_both_databases!(
     a_thread_page_reads_one_index_range,
     a_reply_changes_the_cached_answers_about_its_post,
     replies_are_edited_by_their_author_only,
+    replies_are_found_by_search_where_their_thread_is_seen,
+    the_export_holds_replies_and_erasure_leaves_placeholders,
 );
 
 /// Answers `post_id` (or the reply `parent`) as `cookie`: the new reply.
@@ -1364,4 +1366,217 @@ async fn replies_are_edited_by_their_author_only(backend: Backend) {
         .await;
     assert_eq!(profile["posts_count"], 1);
     assert_eq!(profile["replies_count"], 1);
+}
+
+/// A search as `who`: the results.
+async fn search(server: &TestServer, who: Option<&str>, query: &str) -> Vec<Value> {
+    let (status, body) = call(server, "GET", &format!("/api/search?{query}"), who, None).await;
+    assert_eq!(status, 200, "{query}: {body}");
+    body["results"].as_array().expect("results").clone()
+}
+
+async fn replies_are_found_by_search_where_their_thread_is_seen(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let author = Member::join(&server, "author@example.com", "user").await;
+    let writer = Member::join(&server, "writer@example.com", "user").await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let token = server.mint("root@example.com", "admin:super");
+    let post_id = post(
+        &server,
+        &author.cookie,
+        json!({"title": "Zebra sightings", "content": "c"}),
+    )
+    .await;
+    let found = reply(
+        &server,
+        &writer.cookie,
+        &post_id,
+        None,
+        "A zebra crossed <the> road",
+    )
+    .await;
+    let hidden = reply_id(
+        &server,
+        &writer.cookie,
+        &post_id,
+        None,
+        "zebra hidden later",
+    )
+    .await;
+    let (status, _) = moderate_reply(&server, &token, &hidden, json!({"action": "hide"})).await;
+    assert_eq!(status, 200);
+
+    let results = search(&server, None, "q=zebra&type=reply").await;
+    assert_eq!(results.len(), 1, "{results:?}");
+    let result = &results[0];
+    assert_eq!(result["type"], "reply");
+    assert_eq!(result["id"], found["id"]);
+    assert_eq!(result["post_id"], json!(post_id));
+    assert_eq!(result["content"], "A zebra crossed <the> road");
+    assert_eq!(
+        result["highlight"],
+        "A <mark>zebra</mark> crossed &lt;the&gt; road"
+    );
+    assert_eq!(result["created_at"], found["created_at"]);
+    let own = search(&server, Some(&writer.cookie), "q=zebra&type=reply").await;
+    assert_eq!(own.len(), 2, "the author finds their hidden reply");
+    let types: HashSet<String> = search(&server, None, "q=zebra&type=all")
+        .await
+        .iter()
+        .map(|result| result["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        HashSet::from(["post".to_owned(), "reply".to_owned()])
+    );
+    let (status, body) = call(
+        &server,
+        "GET",
+        "/api/search?q=zebra&type=replyz",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+
+    // The cached anonymous answer follows new and edited replies.
+    reply_id(&server, &author.cookie, &post_id, None, "another zebra").await;
+    assert_eq!(search(&server, None, "q=zebra&type=reply").await.len(), 2);
+    let (status, _) = call(
+        &server,
+        "PUT",
+        &format!("/api/replies/{}", found["id"].as_str().unwrap()),
+        Some(&writer.cookie),
+        Some(json!({"content": "An okapi now"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(search(&server, None, "q=zebra&type=reply").await.len(), 1);
+    assert_eq!(search(&server, None, "q=okapi&type=reply").await.len(), 1);
+
+    // A hidden post's replies are found by whom its thread is shown to.
+    let (status, _) = moderate_post(&server, &token, &post_id, json!({"action": "hide"})).await;
+    assert_eq!(status, 200);
+    assert!(search(&server, None, "q=okapi&type=reply").await.is_empty());
+    assert_eq!(
+        search(&server, Some(&author.cookie), "q=okapi&type=reply")
+            .await
+            .len(),
+        1
+    );
+}
+
+fn unzip(bytes: &[u8]) -> HashMap<String, Value> {
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a ZIP archive");
+    let mut entries = HashMap::new();
+    for index in 0..archive.len() {
+        let mut file = archive.by_index(index).expect("an entry");
+        let mut content = Vec::new();
+        file.read_to_end(&mut content).expect("the entry reads");
+        if let Ok(json) = serde_json::from_slice(&content) {
+            entries.insert(file.name().to_owned(), json);
+        }
+    }
+    entries
+}
+
+async fn the_export_holds_replies_and_erasure_leaves_placeholders(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let leaving = Member::join(&server, "leaving@example.com", "user").await;
+    let staying = Member::join(&server, "staying@example.com", "user").await;
+    let post_id = post(
+        &server,
+        &staying.cookie,
+        json!({"title": "T", "content": "c"}),
+    )
+    .await;
+    let answered = reply_id(&server, &leaving.cookie, &post_id, None, "answered").await;
+    let answer = reply_id(
+        &server,
+        &staying.cookie,
+        &post_id,
+        Some(&answered),
+        "answer",
+    )
+    .await;
+    let alone = reply_id(&server, &leaving.cookie, &post_id, None, "alone").await;
+    let own_chain = reply_id(&server, &leaving.cookie, &post_id, None, "own chain").await;
+    reply_id(
+        &server,
+        &leaving.cookie,
+        &post_id,
+        Some(&own_chain),
+        "own answer",
+    )
+    .await;
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/replies/{answer}/report"),
+        Some(&leaving.cookie),
+        Some(json!({"reason": "off", "category": "spam"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let response = server
+        .send(
+            leaving.session(),
+            "GET",
+            &format!("/api/users/{}/export", leaving.id),
+            None,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let entries = unzip(&response.bytes().await.unwrap());
+    let replies = entries["replies.json"]
+        .as_array()
+        .expect("replies.json")
+        .clone();
+    let written: Vec<&str> = replies
+        .iter()
+        .map(|reply| reply["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        written,
+        ["answered", "alone", "own chain", "own answer"],
+        "theirs only"
+    );
+    assert_eq!(replies[0]["postId"], json!(post_id));
+    assert_eq!(replies[0]["status"], "published");
+    let reports = entries["reports.json"].as_array().expect("reports.json");
+    assert_eq!(reports[0]["replyId"], json!(answer));
+    assert_eq!(reports[0]["category"], "spam");
+
+    let (status, body) = call(
+        &server,
+        "DELETE",
+        &format!("/api/users/{}", leaving.id),
+        Some(&leaving.cookie),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let thread = page(&server, None, &post_id, "").await;
+    assert_eq!(
+        contents(&thread),
+        ["", "answer"],
+        "a placeholder above another's reply, the rest gone"
+    );
+    assert_eq!(thread["replies"][0]["author"], Value::Null);
+    assert_eq!(thread["total"], 2);
+    assert_eq!(post_of(&server, None, &post_id).await["reply_count"], 1);
+    for gone in [&alone, &own_chain] {
+        let (status, _) = call(&server, "GET", &format!("/api/replies/{gone}"), None, None).await;
+        assert_eq!(status, 404);
+    }
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM replies WHERE author_id = {} OR content LIKE 'own%'",
+                leaving.id
+            ))
+            .await,
+        0
+    );
 }
