@@ -75,18 +75,21 @@ pub async fn record(
     let mentions = lookup(tx, &mentioned_usernames(content)).await?;
     let table = kind.mentions_table();
     let item = kind.item_column();
-    let before: HashSet<i64> = if created {
-        HashSet::new()
+    let before: Vec<i64> = if created {
+        Vec::new()
     } else {
-        let ids: Vec<(i64,)> =
-            sqlx::query_as(&format!("SELECT user_id FROM {table} WHERE {item} = $1"))
-                .bind(id)
-                .fetch_all(&mut **tx)
-                .await?;
+        let ids: Vec<(i64,)> = sqlx::query_as(&format!(
+            "SELECT user_id FROM {table} WHERE {item} = $1 ORDER BY position"
+        ))
+        .bind(id)
+        .fetch_all(&mut **tx)
+        .await?;
         ids.into_iter().map(|(user_id,)| user_id).collect()
     };
-    let unchanged = before.len() == mentions.len()
-        && mentions.iter().all(|mention| before.contains(&mention.id));
+    let unchanged = before
+        .iter()
+        .copied()
+        .eq(mentions.iter().map(|mention| mention.id));
     if !unchanged {
         if !before.is_empty() {
             sqlx::query(&format!("DELETE FROM {table} WHERE {item} = $1"))

@@ -746,6 +746,19 @@ async fn mentions_name_at_most_20_active_users_and_edits_recompute_them(backend:
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(mentioned(&body), ["user22", "user03", "user21"], "kept");
+    let (status, body) = call(
+        server,
+        "PUT",
+        &format!("/api/posts/{id}"),
+        Some(&stage.author.cookie),
+        Some(json!({"content": "@user21, @user22 and @user03"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        mentioned(&read_post(server, id, None).await),
+        ["user21", "user22", "user03"]
+    );
 
     // The write answers who is mentioned for the first time, for
     // notifications: user01 is new, user03 and user21 were there.
