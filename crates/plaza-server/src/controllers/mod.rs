@@ -17,6 +17,8 @@ pub mod og;
 pub mod params;
 pub mod posts;
 pub mod profiles;
+pub mod reactions;
+pub mod replies;
 pub mod search;
 pub mod system;
 pub mod uploads;

@@ -22,6 +22,8 @@ use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
 use axum::body::Body;
 use futures_util::{AsyncWriteExt, StreamExt};
 use plaza_domain::Database;
+use plaza_domain::engagement::ItemKind;
+use plaza_domain::reports::ReportTarget;
 use plaza_domain::alerts::Reader;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
@@ -253,6 +255,8 @@ async fn write_archive(source: &Source, user: &User, pipe: IdleLimit) -> Result<
     let mut zip = ZipFileWriter::with_tokio(pipe);
     write_profile(source, user, &mut zip).await?;
     write_posts(source, user, &mut zip).await?;
+    write_replies(&source.db, user, &mut zip).await?;
+    write_reactions(&source.db, user, &mut zip).await?;
     write_reports(source, user, &mut zip).await?;
     write_alerts(source, user, &mut zip).await?;
     write_events(source, user, &mut zip).await?;
@@ -402,30 +406,98 @@ async fn write_posts(source: &Source, user: &User, zip: &mut Archive) -> Result<
     array.close().await
 }
 
-async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "reports.json").await?;
+/// `reactions.json`: every reaction of the user, on posts then on
+/// replies, each oldest first.
+async fn write_reactions(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reactions.json").await?;
+    for kind in [ItemKind::Post, ItemKind::Reply] {
+        let mut after = None;
+        loop {
+            let page = db
+                .reactions_of_user(kind, user.id(), after.as_ref(), PAGE)
+                .await
+                .map_err(database_failure)?;
+            for reaction in &page {
+                array
+                    .push(&json!({
+                        "postId": reaction.post_id.to_string(),
+                        "replyId": reaction.reply_id.map(|id| id.to_string()),
+                        "emoji": reaction.emoji,
+                        "createdAt": rfc3339(reaction.created_at),
+                    }))
+                    .await?;
+            }
+            match page.last() {
+                Some(last) if page.len() as i64 == PAGE => after = Some(last.clone()),
+                _ => break,
+            }
+        }
+    }
+    array.close().await
+}
+
+/// `replies.json`: every reply of the user (held ones too), oldest first.
+async fn write_replies(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "replies.json").await?;
     let mut after = 0;
     loop {
-        let page = source
-            .db
-            .reports_by(user.id(), after, PAGE)
+        let page = db
+            .replies_of_author(user.id(), after, PAGE)
             .await
             .map_err(database_failure)?;
-        for report in &page {
-            // Who resolved it is another user's: left out.
+        for reply in &page {
             array
                 .push(&json!({
-                    "id": report.id.to_string(),
-                    "postId": report.post_id.to_string(),
-                    "reason": report.reason,
-                    "createdAt": rfc3339(report.created_at),
-                    "resolvedAt": report.resolved_at.map(rfc3339),
+                    "id": reply.id.to_string(),
+                    "postId": reply.post_id.to_string(),
+                    "parentId": reply.parent_id.map(|id| id.to_string()),
+                    "content": reply.content,
+                    "status": reply.status.as_str(),
+                    "createdAt": rfc3339(reply.created_at),
+                    "updatedAt": rfc3339(reply.updated_at),
+                    "editedAt": reply.edited_at.map(rfc3339),
                 }))
                 .await?;
         }
         match page.last() {
             Some(last) if page.len() as i64 == PAGE => after = last.id,
             _ => break,
+        }
+    }
+    array.close().await
+}
+
+/// `reports.json`: the reports the user filed, on posts then on replies.
+async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reports.json").await?;
+    for target in [ReportTarget::Post, ReportTarget::Reply] {
+        let target_field = match target {
+            ReportTarget::Post => "postId",
+            ReportTarget::Reply => "replyId",
+        };
+        let mut after = 0;
+        loop {
+            let page = source
+                .db
+                .reports_by(target, user.id(), after, PAGE)
+                .await
+                .map_err(database_failure)?;
+            for report in &page {
+                // Who resolved it is another user's: left out.
+                let mut item = json!({
+                    "id": report.id.to_string(),
+                    "reason": report.reason,
+                    "category": report.category.as_str(),
+                    "createdAt": rfc3339(report.created_at),
+                    "resolvedAt": report.resolved_at.map(rfc3339),
+                });
+                item[target_field] = json!(report.target_id.to_string());
+                array.push(&item).await?;
+            }
+            match page.last() {
+                Some(last) if page.len() as i64 == PAGE => after = last.id,
+                _ => break,
+            }
         }
     }
     array.close().await

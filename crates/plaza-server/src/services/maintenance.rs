@@ -149,6 +149,7 @@ pub struct ClearedCache {
 #[serde(rename_all = "camelCase")]
 pub struct SearchReport {
     pub posts_indexed: i64,
+    pub replies_indexed: i64,
     pub users_indexed: i64,
 }
 
@@ -227,6 +228,7 @@ impl Maintenance<'_> {
                     .await?;
                 report.search = Some(SearchReport {
                     posts_indexed: rebuilt.posts,
+                    replies_indexed: rebuilt.replies,
                     users_indexed: rebuilt.users,
                 });
                 report.duration_ms = elapsed_millis(started);
