@@ -123,6 +123,11 @@ pub fn actor_of(principal: Option<&SessionPrincipal>) -> Option<Actor> {
     principal.map(SessionPrincipal::actor)
 }
 
+/// What a signed-in principal (or nobody) may see of members' content.
+pub fn viewer_of(principal: Option<&SessionPrincipal>) -> plaza_domain::posts::Viewer {
+    plaza_domain::policy::post_viewer(actor_of(principal))
+}
+
 /// A policy rule's answer as a result: 403 when forbidden, 404 naming
 /// `resource` when it is hidden from the actor.
 pub fn authorize(decision: Decision, resource: &'static str) -> Result<(), AppError> {

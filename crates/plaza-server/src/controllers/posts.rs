@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
+use crate::auth::{
+    CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, authorize, viewer_of,
+};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::http::answer_cache;
@@ -39,11 +41,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
             delete_post
         ))
         .routes(crate::documented_routes!(report_post))
-}
-
-/// What a signed-in principal (or nobody) may see.
-pub fn viewer_of(principal: Option<&SessionPrincipal>) -> Viewer {
-    policy::post_viewer(actor_of(principal))
 }
 
 /// A post in the general schema (SPEC.md "Post, general schema").

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::viewer_of;
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
-use crate::controllers::posts::viewer_of;
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;

@@ -14,7 +14,6 @@ use plaza_domain::time::now_millis;
 use plaza_domain::{Database, DomainError, Tx};
 use serde_json::{Value, json};
 
-
 /// Longest reason a moderator gives (shown to the author when notified).
 pub const MAX_REASON_CHARS: usize = 1000;
 /// Longest notes a moderator keeps for the audit trail.
