@@ -565,6 +565,18 @@ async fn an_s3_compatible_store_round_trips(backend: Backend) {
             .exists(),
         "not on the local disk"
     );
+    // With the store gone, a read says so (503, not a failed upload).
+    drop(moto);
+    let response = fetch(&server, body["file"]["url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    let said: Value = response.json().await.unwrap();
+    assert_eq!(said["error"], "File store unavailable", "{said}");
+    assert!(
+        said.to_string()
+            .contains("the upload store does not answer"),
+        "{said}"
+    );
 }
 
 /// A moto S3 server on a free loopback port, stopped when dropped.
