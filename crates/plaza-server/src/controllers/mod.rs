@@ -6,6 +6,7 @@ pub mod admin_v1;
 pub mod alerts;
 pub mod analytics;
 pub mod auth;
+pub mod between;
 pub mod console;
 pub mod docs;
 pub mod emojis;

@@ -4,8 +4,8 @@
 //! erased users' files, the bounded blocking pool, outgoing mail and the
 //! templates it is written from, backup archives, and the one job runner
 //! with the maintenance actions it and the admins start, moderators'
-//! decisions on posts and admins' changes to users, broadcasts and feature flag writes, and generated
-//! images kept by their parameters. Nothing here
+//! decisions on posts and admins' changes to users, broadcasts and feature flag writes, generated
+//! images kept by their parameters, and signed-in readers' relations. Nothing here
 //! knows about HTTP routes.
 
 pub mod alert_stream;
@@ -27,6 +27,7 @@ pub mod mail;
 pub mod maintenance;
 pub mod moderation;
 pub mod own_pages;
+pub mod reader_relations;
 pub mod storage;
 pub mod templates;
 pub mod uploads;
