@@ -20,6 +20,7 @@ pub mod posts;
 pub mod profiles;
 pub mod reactions;
 pub mod replies;
+pub mod screening;
 pub mod search;
 pub mod system;
 pub mod uploads;
