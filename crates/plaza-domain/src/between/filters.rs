@@ -92,6 +92,15 @@ pub struct NewFilter {
     pub expires_at: Option<i64>,
 }
 
+/// What a reader holds against one other member.
+#[derive(FromRow)]
+struct RelationRow {
+    other_id: i64,
+    blocked_at: Option<i64>,
+    muted_at: Option<i64>,
+    mute_expires_at: Option<i64>,
+}
+
 const FILTER_COLUMNS: &str = "id, phrase, whole_word, action, expires_at, created_at";
 
 /// Adds a filter of `user_id`: at most [`MAX_FILTERS`] in force (422
@@ -174,7 +183,7 @@ impl Database {
                 .await?
                 .ok_or(DomainError::NotFound("user"))?;
         let now = now_millis();
-        let rows: Vec<(i64, Option<i64>, Option<i64>, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<RelationRow> = sqlx::query_as(
             "SELECT other_id, blocked_at, muted_at, mute_expires_at FROM member_relations \
              WHERE user_id = $1 AND (blocked_at IS NOT NULL \
              OR (muted_at IS NOT NULL AND (mute_expires_at IS NULL OR mute_expires_at > $2)))",
@@ -193,12 +202,12 @@ impl Database {
         .await?;
         let blocked = rows
             .iter()
-            .filter(|(_, blocked_at, _, _)| blocked_at.is_some())
-            .map(|(other, ..)| *other);
+            .filter(|row| row.blocked_at.is_some())
+            .map(|row| row.other_id);
         let muted = rows
             .iter()
-            .filter(|(_, _, muted_at, _)| muted_at.is_some())
-            .map(|(other, _, _, ends)| (*other, *ends));
+            .filter(|row| row.muted_at.is_some())
+            .map(|row| (row.other_id, row.mute_expires_at));
         Ok(Relations::new(
             user_id,
             version,

@@ -148,8 +148,9 @@ impl PostQuery {
     /// Whether the total comes from the `post_counts` counters (see
     /// [`PostQuery::total_sql`]), which know nothing of a screen.
     pub fn totals_from_counters(&self, viewer: Viewer) -> bool {
-        !(self.is_whole_moderation_queue() && matches!(viewer, Viewer::Moderator(_)))
-            && !self.counts_rows()
+        let moderation_queue =
+            self.is_whole_moderation_queue() && matches!(viewer, Viewer::Moderator(_));
+        !moderation_queue && !self.counts_rows()
     }
 
     /// Only the `reported` filter: every post with a report, whose number
