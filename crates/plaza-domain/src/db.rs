@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -136,6 +136,33 @@ struct WarmConnections {
     commits: AtomicU64,
     /// Woken after each of those commits (see [`Database::committed`]).
     committed: tokio::sync::Notify,
+    /// Whether the last attempt to open a connection failed (see
+    /// [`Database::new_connection`]).
+    outage: Outage,
+}
+
+/// What the leases know of a database that stopped answering: while it is
+/// down one lease at a time tries to connect, and the others are answered
+/// at once instead of each waiting `acquire_timeout` for a connection that
+/// will not come.
+#[derive(Debug, Default)]
+struct Outage {
+    down: AtomicBool,
+    probing: AtomicBool,
+}
+
+/// The cause of a lease refused at once while the database is down.
+pub const DATABASE_DOWN: &str = "the database did not answer the last attempt to connect; \
+     answered at once while one request at a time tries again";
+
+/// Holds the one probe of a database that is down; letting go (also when the
+/// probing request is cancelled) lets the next lease probe.
+struct Probe<'a>(&'a AtomicBool);
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// A connection in the warm stack, and since when.
@@ -254,6 +281,7 @@ impl Database {
                 timeouts: AtomicU64::new(0),
                 commits: AtomicU64::new(0),
                 committed: tokio::sync::Notify::new(),
+                outage: Outage::default(),
             }),
         })
     }
@@ -315,7 +343,19 @@ impl Database {
         // only queues its ROLLBACK for the connection's next use.
         let outcome = match work(&mut tx).await {
             Ok(value) => tx.commit().await.map(|()| Ok(value)),
-            Err(error) => tx.rollback().await.map(|()| Err(error)),
+            Err(error) => match tx.rollback().await {
+                Ok(()) => Ok(Err(error)),
+                Err(rollback) => {
+                    // The database may have ended the transaction itself
+                    // (SQLite does on a full disk or an I/O error), so the
+                    // ROLLBACK fails; the work's error is the one to tell.
+                    // The connection no longer knows where it stands: it
+                    // is closed, not handed on.
+                    tracing::debug!(%rollback, "rolling back a failed unit of work failed");
+                    lease.discard();
+                    return Err(error);
+                }
+            },
         };
         let ended = outcome?;
         lease.unit_of_work_open = false;
@@ -399,10 +439,10 @@ impl Database {
                 } else {
                     // Back to the pool, whose own test closes it.
                     drop(idle);
-                    self.pool.acquire().await?
+                    self.new_connection().await?
                 }
             }
-            None => self.pool.acquire().await?,
+            None => self.new_connection().await?,
         };
         Ok(Lease {
             connection: Some(connection),
@@ -411,6 +451,34 @@ impl Database {
             faults,
             unit_of_work_open: false,
         })
+    }
+
+    /// A connection from the pool. After an attempt to connect failed, one
+    /// lease at a time tries again and the others are refused at once with
+    /// [`DATABASE_DOWN`]; the first success ends the outage.
+    async fn new_connection(&self) -> Result<PoolConnection<Any>, DomainError> {
+        let outage = &self.warm.outage;
+        let _probe = if outage.down.load(Ordering::Acquire) {
+            if outage.probing.swap(true, Ordering::AcqRel) {
+                return Err(DomainError::Unavailable(DATABASE_DOWN.to_owned()));
+            }
+            Some(Probe(&outage.probing))
+        } else {
+            None
+        };
+        match self.pool.acquire().await {
+            Ok(connection) => {
+                outage.down.store(false, Ordering::Release);
+                Ok(connection)
+            }
+            Err(error) => {
+                let error = DomainError::from(error);
+                if matches!(error, DomainError::Unavailable(_)) {
+                    outage.down.store(true, Ordering::Release);
+                }
+                Err(error)
+            }
+        }
     }
 
     pub fn backend(&self) -> Backend {
@@ -480,6 +548,15 @@ impl DerefMut for Lease {
         self.connection
             .as_mut()
             .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Lease {
+    /// Closes the connection instead of handing it on.
+    fn discard(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            drop(connection.detach());
+        }
     }
 }
 
@@ -666,6 +743,35 @@ mod tests {
             ..DatabaseOptions::default()
         };
         Database::connect(&url, &options).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_failed_unit_of_work_the_database_already_rolled_back_tells_its_own_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sqlite_with_two_connections(&dir).await;
+        let failed: Result<(), DomainError> = db
+            .write(|tx| {
+                Box::pin(async move {
+                    // As SQLite does by itself on a full disk.
+                    sqlx::query("ROLLBACK").execute(&mut **tx).await?;
+                    Err(DomainError::NotFound("the work's own error"))
+                })
+            })
+            .await;
+        assert!(
+            matches!(failed, Err(DomainError::NotFound("the work's own error"))),
+            "{failed:?}"
+        );
+        let written: i64 = db
+            .write(|tx| {
+                Box::pin(async move {
+                    let (one,): (i64,) = sqlx::query_as("SELECT 1").fetch_one(&mut **tx).await?;
+                    Ok(one)
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!(written, 1);
     }
 
     #[tokio::test]

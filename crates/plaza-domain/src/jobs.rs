@@ -1,7 +1,8 @@
 //! Claims of periodic background jobs shared by every instance: a run of a
 //! job is claimed through its row (`owner`, `locked_until`), so with several
 //! instances on one database each run happens once, and a claim whose owner
-//! crashed expires by itself. Times are passed in, so tests need no clock.
+//! crashed expires by itself. Times are passed in, so tests need no clock;
+//! the job runner passes [`Database::clock_millis`], the database's.
 
 use crate::{Database, DomainError};
 
@@ -19,6 +20,25 @@ pub struct Claim<'a> {
 }
 
 impl Database {
+    /// The database's clock, in milliseconds since the Unix epoch: the one
+    /// clock every instance sharing the database reads alike, so a claim's
+    /// lease and a due time mean the same on each, whatever its own clock
+    /// says.
+    pub async fn clock_millis(&self) -> Result<i64, DomainError> {
+        let sql = match self.backend() {
+            crate::Backend::Sqlite => {
+                "SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+            }
+            crate::Backend::Postgres => {
+                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+            }
+        };
+        let (now,): (i64,) = sqlx::query_as(sql)
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        Ok(now)
+    }
+
     /// Claims a run: succeeds when the job has never run, or it is due and
     /// no live claim is held. One statement, so two instances racing for
     /// the same run cannot both win.

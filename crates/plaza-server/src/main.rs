@@ -79,6 +79,13 @@ fn main() -> ExitCode {
         }
     };
     let command = cli.command.unwrap_or(Command::Serve);
+    if !matches!(command, Command::Restore(_))
+        && let Some(unfinished) =
+            plaza_server::services::backup::unfinished_restore(&settings.storage.data_dir)
+    {
+        eprintln!("plaza: {unfinished}");
+        return ExitCode::from(2);
+    }
     if !matches!(command, Command::Serve)
         && let Err(message) = refuse_other_database(&settings)
     {
@@ -148,6 +155,7 @@ async fn offline_state(settings: Settings) -> Result<AppState, String> {
 
 async fn serve(settings: Settings) -> Result<(), String> {
     let bind = settings.server.bind;
+    plaza_server::startup::check_data_dir(&settings).map_err(|error| error.to_string())?;
     let _serving = lock_embedded_database(&settings).map_err(|error| error.to_string())?;
     let database = open_database(&settings)
         .await

@@ -23,6 +23,15 @@ pub enum StartupError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "the data directory {path} is not writable ({source}): Plaza keeps its generated keys, \
+         the record of the running server and mail written to files there, on PostgreSQL too; \
+         give the user Plaza runs as write access to it, or set data_dir (PLAZA_DATA_DIR)"
+    )]
+    DataDirNotWritable {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot protect the database file {path}: {source}")]
     DatabaseFile {
         path: String,
@@ -145,6 +154,23 @@ pub async fn connect_database_as(
             }
         }
     }
+}
+
+/// Checks that the server can write into its data directory (creating it
+/// when missing) before it connects to any database, so a read-only one is
+/// told in one line at start and not by the first feature that writes.
+pub fn check_data_dir(settings: &Settings) -> Result<(), StartupError> {
+    let dir = &settings.storage.data_dir;
+    let path = dir.display().to_string();
+    create_private_dir(dir).map_err(|source| StartupError::DataDir {
+        path: path.clone(),
+        source,
+    })?;
+    tempfile::Builder::new()
+        .prefix(".plaza-writable-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|source| StartupError::DataDirNotWritable { path, source })
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only. An

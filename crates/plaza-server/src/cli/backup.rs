@@ -29,7 +29,15 @@ pub async fn backup(settings: &Settings, args: BackupArgs) -> Result<(), String>
     let database = crate::startup::connect_database(settings)
         .await
         .map_err(|error| error.to_string())?;
-    let written = backup::write_backup(&database, settings, &store, &args.output).await;
+    let written = tokio::select! {
+        written = backup::write_backup(&database, settings, &store, &args.output) => written,
+        signal = interrupted() => {
+            return Err(format!(
+                "{signal}: the backup stopped and {} was not written",
+                args.output.display()
+            ));
+        }
+    };
     database.close().await;
     let written = written.map_err(|error| error.to_string())?;
     let manifest = &written.manifest;
@@ -56,14 +64,20 @@ pub async fn backup(settings: &Settings, args: BackupArgs) -> Result<(), String>
 /// Fills the data directory (and PostgreSQL database) the settings name
 /// from the archive `args.input`.
 pub async fn restore(settings: &Settings, args: RestoreArgs) -> Result<(), String> {
-    let restored = backup::restore(
+    let restoring = backup::restore(
         settings,
         &args.input,
         args.force,
         crate::cli::commands::command_context(),
-    )
-    .await
-    .map_err(|error| error.to_string())?;
+    );
+    let restored = tokio::select! {
+        restored = restoring => restored.map_err(|error| error.to_string())?,
+        signal = interrupted() => {
+            let unfinished = backup::unfinished_restore(&settings.storage.data_dir)
+                .unwrap_or_else(|| "nothing was changed".to_owned());
+            return Err(format!("{signal}: the restore stopped. {unfinished}"));
+        }
+    };
     eprintln!(
         "restored {} into {}: {}; {} upload files ({} bytes)",
         args.input.display(),
@@ -94,6 +108,33 @@ pub async fn restore(settings: &Settings, args: RestoreArgs) -> Result<(), Strin
          than the archive's)"
     );
     Ok(())
+}
+
+/// Completes when the command is asked to stop (SIGINT, SIGTERM, SIGHUP),
+/// naming the signal; the command then drops its work, which kills the
+/// PostgreSQL tool it runs.
+async fn interrupted() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => "interrupted (SIGINT)",
+            _ = terminate.recv() => "stopped (SIGTERM)",
+            _ = hangup.recv() => "stopped (SIGHUP)",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "interrupted"
+    }
 }
 
 /// One line on what an archive holds.

@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize};
+use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize, viewer_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
-use crate::controllers::posts::{PostView, viewer_of};
+use crate::controllers::posts::PostView;
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
+use crate::auth::{
+    CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, authorize, viewer_of,
+};
 use crate::controllers::between::{PostSights, reading_of};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
@@ -41,11 +43,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
             delete_post
         ))
         .routes(crate::documented_routes!(report_post))
-}
-
-/// What a signed-in principal (or nobody) may see.
-pub fn viewer_of(principal: Option<&SessionPrincipal>) -> Viewer {
-    policy::post_viewer(actor_of(principal))
 }
 
 /// A post in the general schema (SPEC.md "Post, general schema").
@@ -230,23 +227,29 @@ pub async fn list_posts(
         Some(reading) => screened(&state, reading, filter, viewer, now).await?,
         None => filter,
     };
-    answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
-        let listed = state.db.list_posts(&filter, viewer, page).await?;
-        let sights = PostSights::of(reading.as_deref(), &listed.posts, now);
-        let shown: Vec<Post> = listed
-            .posts
-            .into_iter()
-            .filter(|post| !sights.hides(post.id))
-            .collect();
-        let mut posts = PostView::page(&state.db, &shown, viewer).await?;
-        for (view, post) in posts.iter_mut().zip(&shown) {
-            view.filtered = sights.filtered(post.id);
-        }
-        Ok(PostList {
-            posts,
-            pagination: Pagination::new(listed.total, page),
-        })
-    })
+    answer_cache::answer(
+        &state.content_generation,
+        &state.answer_caches.posts,
+        key,
+        request,
+        async {
+            let listed = state.db.list_posts(&filter, viewer, page).await?;
+            let sights = PostSights::of(reading.as_deref(), &listed.posts, now);
+            let shown: Vec<Post> = listed
+                .posts
+                .into_iter()
+                .filter(|post| !sights.hides(post.id))
+                .collect();
+            let mut posts = PostView::page(&state.db, &shown, viewer).await?;
+            for (view, post) in posts.iter_mut().zip(&shown) {
+                view.filtered = sights.filtered(post.id);
+            }
+            Ok(PostList {
+                posts,
+                pagination: Pagination::new(listed.total, page),
+            })
+        },
+    )
     .await
 }
 

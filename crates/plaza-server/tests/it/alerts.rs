@@ -34,6 +34,7 @@ on_both_databases!(
 
 on_postgres!(
     a_scheduled_broadcast_is_delivered_once_by_two_instances,
+    an_instance_whose_clock_runs_ahead_delivers_nothing_early,
     the_stream_sends_current_alerts_then_what_any_instance_delivers_or_dismisses,
     a_ban_through_one_instance_ends_a_stream_open_on_another,
 );
@@ -389,6 +390,87 @@ async fn a_scheduled_broadcast_is_delivered_once_by_two_instances() {
         .map(|server| server.logs().matches("broadcast delivered").count())
         .sum::<usize>();
     assert_eq!(deliveries, 1, "one instance delivered it, once");
+}
+
+/// `LD_PRELOAD` of libfaketime, which moves the clock of the process it is
+/// loaded into; `None` (the test skips) without the faketime package.
+fn faketime_library() -> Option<&'static str> {
+    const LIBRARY: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+    std::path::Path::new(LIBRARY).exists().then_some(LIBRARY)
+}
+
+/// An instance whose clock runs ten minutes ahead neither takes every run
+/// of the cluster's jobs nor delivers a scheduled broadcast early: claims
+/// and due times are read on the database's clock.
+async fn an_instance_whose_clock_runs_ahead_delivers_nothing_early() {
+    const TEST: &str = "an_instance_whose_clock_runs_ahead_delivers_nothing_early";
+    let Some(faketime) = faketime_library() else {
+        crate::common::skip(
+            TEST,
+            "libfaketime (Debian package faketime) is not installed",
+        );
+        return;
+    };
+    let backend = Backend::Postgres;
+    let fast = [
+        ("PLAZA_BROADCAST_DELIVERY_PERIOD_SECS", "1"),
+        ("PLAZA_METRICS_PUBLIC", "true"),
+    ];
+    let punctual = TestServer::start_with(backend, &fast).await;
+    let ahead = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_BROADCAST_DELIVERY_PERIOD_SECS", "1"),
+            ("PLAZA_METRICS_PUBLIC", "true"),
+            ("PLAZA_DATABASE_URL", punctual.database_url.as_str()),
+            ("LD_PRELOAD", faketime),
+            ("FAKETIME", "+10m"),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+        ],
+    )
+    .await;
+    let (_, user) = member(&punctual, "user@example.com", "user").await;
+    punctual.create_user("admin@example.com", PASSWORD, "admin");
+    let token = punctual.mint("admin@example.com", "admin:write");
+    let due = time::OffsetDateTime::now_utc() + time::Duration::minutes(5);
+    let schedule = due
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    let (status, body) = broadcast(
+        &punctual,
+        &token,
+        json!({"title": "In five minutes", "message": "Not now", "schedule": schedule}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    // Both instances have run the delivery job several times.
+    let runs = |text: &str| -> f64 {
+        text.lines()
+            .filter(|line| {
+                line.starts_with("plaza_job_runs_total")
+                    && line.contains("job=\"deliver_scheduled_broadcasts\"")
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut total = 0.0;
+        for server in [&punctual, &ahead] {
+            total += runs(&server.get("/api/metrics").await.text().await.unwrap());
+        }
+        if total >= 4.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the delivery job did not run");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        alerts(&punctual, &user).await.is_empty(),
+        "delivered five minutes early:\n{}",
+        ahead.logs()
+    );
+    assert_eq!(ahead.logs().matches("broadcast delivered").count(), 0);
 }
 
 async fn racing_deliveries_deliver_once(backend: Backend) {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::common::{self, As, Backend, PASSWORD, Prepared, TestServer, call, member};
-use crate::uploads::{Moto, borrowed, create_bucket, s3_env};
+use crate::uploads::{Moto, borrowed, create_bucket, refused_start_of, s3_env};
 
 on_both_databases!(
     a_restored_backup_serves_the_same_users_sessions_posts_files_and_tokens,
@@ -25,9 +25,13 @@ on_both_databases!(
     a_restore_shows_key_fingerprints_and_needs_force_when_they_differ,
     an_install_on_s3_is_backed_up_and_restored,
     a_killed_backups_working_copy_is_removed_by_the_next,
+    an_unfinished_restore_keeps_the_install_from_serving_until_restored_again,
 );
 
-on_postgres!(a_restore_is_refused_while_another_plaza_uses_the_database);
+on_postgres!(
+    a_restore_is_refused_while_another_plaza_uses_the_database,
+    a_stopped_restore_stops_pg_restore_and_leaves_the_install_marked,
+);
 
 /// Whether `pg_dump` and `pg_restore` can run; a PostgreSQL test without
 /// them says so and passes, unless `PLAZA_TEST_REQUIRE_TOOLS=1`.
@@ -718,4 +722,140 @@ async fn a_killed_backups_working_copy_is_removed_by_the_next(backend: Backend) 
     back_up(&source, folder.path(), "plaza.tar.gz");
     assert!(!abandoned.exists(), "{:?}", listing(folder.path()));
     assert!(running.exists(), "a running backup's folder stays");
+}
+
+/// The marker a restore leaves when it is killed while putting files in
+/// place, as `plaza restore` writes it.
+const RESTORE_MARKER: &str = "restore-in-progress";
+
+/// A restore that began and did not finish leaves the install marked: the
+/// server (and every command but restore) refuses to start on it, saying
+/// what happened and what to do, and a restore run to its end clears it.
+async fn an_unfinished_restore_keeps_the_install_from_serving_until_restored_again(
+    backend: Backend,
+) {
+    if !postgres_tools_present(backend, "an_unfinished_restore_keeps_the_install") {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    source.create_user("kept@example.com", PASSWORD, "user");
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    drop(source);
+    let install = fresh_install(backend).await;
+    let marker = install.data_dir.path().join(RESTORE_MARKER);
+    std::fs::write(
+        &marker,
+        "a restore of plaza.tar.gz (plaza restore, pid 4242) began at 2026-11-29T00:00:00Z\n",
+    )
+    .unwrap();
+
+    let mut serve = install.command();
+    serve.arg("serve");
+    let (status, stderr) = refused_start_of(serve);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a restore of plaza.tar.gz (plaza restore, pid 4242)")
+            && stderr.contains("did not finish")
+            && stderr.contains("plaza restore --force")
+            && stderr.contains(&marker.display().to_string()),
+        "{stderr}"
+    );
+    let create = install.cli(&[
+        "user",
+        "create",
+        "--email",
+        "x@example.com",
+        "--password",
+        PASSWORD,
+    ]);
+    assert_eq!(create.status.code(), Some(2), "{}", text(&create));
+
+    let restored = restore(&install, &archive, true);
+    assert!(restored.status.success(), "{}", text(&restored));
+    assert!(!marker.exists(), "a finished restore removes the marker");
+    let server = install.serve();
+    server.sign_in("kept@example.com", PASSWORD).await;
+}
+
+/// `plaza restore` stopped while `pg_restore` runs stops `pg_restore` too
+/// (none goes on alone, unaudited), says so, and leaves the install marked
+/// as not restored.
+async fn a_stopped_restore_stops_pg_restore_and_leaves_the_install_marked() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let backend = Backend::Postgres;
+    if !postgres_tools_present(backend, "a_stopped_restore_stops_pg_restore") {
+        return;
+    }
+    let source = server_with_generated_keys(backend, &[]).await;
+    let folder = tempfile::tempdir().unwrap();
+    let archive = back_up(&source, folder.path(), "plaza.tar.gz");
+    drop(source);
+    // A pg_restore that lists the dump and then runs until it is killed.
+    let tools = tempfile::tempdir().unwrap();
+    let started = tools.path().join("pg_restore.pid");
+    let fake = tools.path().join("pg_restore");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --list ] && exit 0; done\n\
+             echo $$ > {}\nexec sleep 600\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let install = fresh_install(backend).await;
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = install
+        .command()
+        .env("PATH", path)
+        .args(["restore", "--input", archive.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pg_restore = loop {
+        if let Ok(pid) = std::fs::read_to_string(&started)
+            && let Ok(pid) = pid.trim().parse::<i32>()
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "pg_restore never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let signal = |pid: u32, name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &pid.to_string()])
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    assert!(signal(child.id(), "-TERM"));
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("stopped (SIGTERM): the restore stopped")
+            && stderr.contains("did not finish"),
+        "{stderr}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while signal(pg_restore as u32, "-0") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pg_restore ({pg_restore}) runs on after the restore stopped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(install.data_dir.path().join(RESTORE_MARKER).exists());
+    let mut serve = install.command();
+    serve.arg("serve");
+    let (status, stderr) = refused_start_of(serve);
+    assert_eq!(status.code(), Some(2), "{stderr}");
 }

@@ -434,7 +434,10 @@ async fn a_scrape_credential_reads_the_metrics_without_expiring(backend: Backend
     assert!(String::from_utf8_lossy(&output.stderr).contains("metrics_token"));
 }
 
-on_postgres!(a_database_that_refuses_or_is_not_there_is_named_at_start);
+on_postgres!(
+    a_database_that_refuses_or_is_not_there_is_named_at_start,
+    a_read_only_data_directory_is_named_at_start,
+);
 
 /// `plaza migrate` against `url`, waiting up to `timeout_secs` for it.
 fn migrate_against(url: &str, timeout_secs: &str) -> std::process::Output {
@@ -480,4 +483,30 @@ async fn a_database_that_refuses_or_is_not_there_is_named_at_start() {
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(said.to_lowercase().contains("connection refused"), "{said}");
+}
+
+/// On PostgreSQL, too, the server writes into its data directory (keys,
+/// the record of the running server, mail as files): one that cannot be
+/// written is named at start, before any database work.
+async fn a_read_only_data_directory_is_named_at_start() {
+    let database = crate::common::PostgresDatabase::create().await;
+    // A directory no process may create files in, root included.
+    let read_only = "/proc/self/fdinfo";
+    let output = plaza_command(&[
+        ("PLAZA_DATA_DIR".to_owned(), read_only.to_owned()),
+        ("PLAZA_DATABASE_URL".to_owned(), database.url.clone()),
+        ("PLAZA_BIND".to_owned(), "127.0.0.1:0".to_owned()),
+    ])
+    .arg("serve")
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("the data directory {read_only} is not writable"))
+            && last.contains("PLAZA_DATA_DIR"),
+        "{said}"
+    );
+    assert!(!said.contains("schema"), "before any database work: {said}");
 }

@@ -17,27 +17,50 @@ on_both_databases!(a_cancelled_unit_of_work_lets_go_of_its_locks);
 /// A loopback TCP proxy to PostgreSQL that the test can cut and restore.
 struct Switch {
     port: u16,
+    target: u16,
     up: Arc<AtomicBool>,
     cut: Arc<Notify>,
     refused: Arc<AtomicU32>,
     refused_once: Arc<Notify>,
+    accepting: std::sync::Mutex<tokio::task::JoinHandle<()>>,
 }
 
 impl Switch {
     async fn start(target: u16, up: bool) -> Switch {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let switch = Switch {
+        let mut switch = Switch {
             port: listener.local_addr().unwrap().port(),
+            target,
             up: Arc::new(AtomicBool::new(up)),
             cut: Arc::new(Notify::new()),
             refused: Arc::new(AtomicU32::new(0)),
             refused_once: Arc::new(Notify::new()),
+            accepting: std::sync::Mutex::new(tokio::spawn(async {})),
         };
+        *switch.accepting.get_mut().unwrap() = switch.accept(listener);
+        switch
+    }
+
+    /// Stops listening, as a database machine that went away: connecting
+    /// is refused by the operating system, and open connections are cut.
+    fn close(&self) {
+        self.accepting.lock().unwrap().abort();
+        self.cut.notify_waiters();
+    }
+
+    /// Listens again on the same port.
+    async fn reopen(&self) {
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
+        *self.accepting.lock().unwrap() = self.accept(listener);
+    }
+
+    fn accept(&self, listener: TcpListener) -> tokio::task::JoinHandle<()> {
+        let target = self.target;
         let (up, cut, refused, refused_once) = (
-            switch.up.clone(),
-            switch.cut.clone(),
-            switch.refused.clone(),
-            switch.refused_once.clone(),
+            self.up.clone(),
+            self.cut.clone(),
+            self.refused.clone(),
+            self.refused_once.clone(),
         );
         tokio::spawn(async move {
             while let Ok((mut client, _)) = listener.accept().await {
@@ -58,8 +81,7 @@ impl Switch {
                     }
                 });
             }
-        });
-        switch
+        })
     }
 
     fn down(&self) {
@@ -133,6 +155,61 @@ async fn a_database_that_goes_away_gives_503_and_recovers() {
     assert_eq!(health.status(), 200, "{}", server.logs());
     let sign_up = server.sign_up(&new_user).await;
     assert_eq!(sign_up.status(), 201);
+}
+
+/// Once a connection attempt has failed, requests do not each wait the
+/// acquire timeout for a database that is down: one at a time tries again,
+/// the others are answered 503 at once, and the first success ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_known_to_be_down_is_answered_at_once() {
+    if !postgres_enabled("a_database_known_to_be_down_is_answered_at_once") {
+        return;
+    }
+    let (_database, switch, url) = behind_a_switch(true).await;
+    let server = TestServer::start_with(
+        Backend::Postgres,
+        &[
+            ("PLAZA_DATABASE_URL", &url),
+            ("PLAZA_DATABASE_ACQUIRE_TIMEOUT_SECS", "2"),
+        ],
+    )
+    .await;
+    let search = "/api/search/users?q=nobody";
+    assert_eq!(server.get(search).await.status(), 200);
+    switch.close();
+    let answered_at_once = || {
+        server
+            .logs()
+            .matches(plaza_domain::db::DATABASE_DOWN)
+            .count()
+    };
+    // The outage is learnt by a request that waited for a connection in vain.
+    for _ in 0..5 {
+        assert_eq!(server.get(search).await.status(), 503);
+        if server.logs().contains("pool timed out") {
+            break;
+        }
+    }
+    assert!(
+        server.logs().contains("pool timed out"),
+        "{}",
+        server.logs()
+    );
+    let before = answered_at_once();
+    let at_once: Vec<_> = (0..10).map(|_| server.get(search)).collect();
+    for answer in futures_util::future::join_all(at_once).await {
+        assert_eq!(answer.status(), 503);
+    }
+    assert!(
+        answered_at_once() >= before + 9,
+        "at most one of ten requests may wait for the database:\n{}",
+        server.logs()
+    );
+    switch.reopen().await;
+    let health = health_once(&server, 200).await;
+    assert_eq!(health.status(), 200, "{}", server.logs());
+    assert_eq!(server.get(search).await.status(), 200);
+    assert!(!server.logs().contains("panicked"));
 }
 
 /// Connections go from request to request without a test while busy (see

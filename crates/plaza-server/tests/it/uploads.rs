@@ -696,18 +696,30 @@ async fn a_hung_up_upload_keeps_its_slot_until_its_processing_ends() {
         &encoded(&picture(64, 64), ImageFormat::Png),
     )
     .await;
-    if status == 503 {
-        // The slot was still taken when the wait for it ran out.
-        return;
-    }
+    let status = if status == 503 {
+        // The slot was still taken when the wait for it ran out: it is so
+        // until the hung-up upload's processing ends, and free after.
+        server.wait_for_log("upload processing ended");
+        let (status, body) = upload(
+            &server,
+            &cookie,
+            "small.png",
+            &encoded(&picture(64, 64), ImageFormat::Png),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        status
+    } else {
+        status
+    };
     assert_eq!(status, 200, "{body}");
     server.wait_for_log_count("upload processing ended", 2);
     // The access line is written as the answer leaves, which may come after
     // the processing line the wait above saw.
     server.wait_for_log("answered method=POST path=\"/api/upload/image\" status=200");
     let logs = server.logs();
-    let small_answered =
-        log_line(&logs, &["answered", "/api/upload/image"]).expect("the small upload was answered");
+    let small_answered = log_line(&logs, &["answered", "/api/upload/image", "status=200"])
+        .expect("the small upload was answered");
     let hung_up_ended = log_line(&logs, &["upload processing ended", "width=4096"])
         .expect("the hung-up upload's processing ended");
     assert!(
@@ -977,7 +989,9 @@ fn refused_start(env: &[(String, String)]) -> (std::process::ExitStatus, String)
 }
 
 /// [`refused_start`] of `command`.
-fn refused_start_of(mut command: std::process::Command) -> (std::process::ExitStatus, String) {
+pub(crate) fn refused_start_of(
+    mut command: std::process::Command,
+) -> (std::process::ExitStatus, String) {
     use std::io::Read;
     let mut child = command
         .stdout(std::process::Stdio::null())

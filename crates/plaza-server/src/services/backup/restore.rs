@@ -20,11 +20,11 @@ use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 use serde_json::json;
 use tempfile::TempDir;
 
-use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
-use super::{
+use super::archive::{
     BackupError, Counts, KEYS, KeySource, Manifest, POSTGRES_ENTRY, SQLITE_ENTRY, STAGING_PREFIX,
     domain_failed, failed, fingerprint, key_in_force, libpq_command, run_tool, tool_command,
 };
+use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
 use crate::services::storage::Storage;
 use crate::settings::Settings;
 use crate::startup::{StartupError, create_private_dir};
@@ -583,11 +583,24 @@ impl Restoring<'_> {
         let renamed = self.record(&database).await;
         database.close().await;
         let renamed = renamed.map_err(domain_failed("recording the restore"))?;
+        let marker = self.begin_marker()?;
         let mut moves = Moves::default();
         match self.move_into_place(&mut moves) {
-            Ok(()) => Ok((renamed, moves.replaced)),
-            Err(error) => Err(self.undone(moves, error, "")),
+            Ok(()) => {
+                marker.finish();
+                Ok((renamed, moves.replaced))
+            }
+            Err(error) => Err(self.undone(moves, error, "", marker)),
         }
+    }
+
+    fn begin_marker(&self) -> Result<RestoreMarker, BackupError> {
+        RestoreMarker::begin(&self.destinations.data_dir, self.archive_name).map_err(failed(
+            format!(
+                "writing {}",
+                self.destinations.data_dir.join(RESTORE_MARKER).display()
+            ),
+        ))
     }
 
     /// PostgreSQL: checks the dump, moves the files into place, empties
@@ -610,9 +623,10 @@ impl Restoring<'_> {
                 BackupError::Failed(problem) => bad(format!("its database dump: {problem}")),
                 other => other,
             })?;
+        let marker = self.begin_marker()?;
         let mut moves = Moves::default();
         if let Err(error) = self.move_into_place(&mut moves) {
-            return Err(self.undone(moves, error, ""));
+            return Err(self.undone(moves, error, "", marker));
         }
         let mut emptied = "";
         if replace {
@@ -621,6 +635,7 @@ impl Restoring<'_> {
                     moves,
                     io::Error::other(format!("emptying the database: {error}")),
                     "",
+                    marker,
                 ));
             }
             moves.replaced.push(format!(
@@ -637,14 +652,16 @@ impl Restoring<'_> {
             .arg("--no-privileges")
             .arg(&dump);
         if let Err(error) = run_tool("pg_restore", restoring).await {
-            return Err(self.undone(moves, io::Error::other(error.to_string()), emptied));
+            return Err(self.undone(moves, io::Error::other(error.to_string()), emptied, marker));
         }
         let contents = database
             .contents()
             .await
             .map_err(domain_failed("reading the restored database"))?;
         self.check_contents(&contents)?;
-        let renamed = self.record(database).await.map_err(domain_failed(
+        let recorded = self.record(database).await;
+        marker.finish();
+        let renamed = recorded.map_err(domain_failed(
             "the database and files are restored, but recording the restore failed",
         ))?;
         Ok((renamed, moves.replaced))
@@ -761,9 +778,20 @@ impl Restoring<'_> {
     }
 
     /// The error of a restore that failed after moving files: everything
-    /// moved is put back, and the error says whether that worked.
-    fn undone(&self, moves: Moves, error: io::Error, database_state: &str) -> BackupError {
+    /// moved is put back, and the error says whether that worked. The
+    /// marker goes only when the install is as it was (an emptied database
+    /// is not).
+    fn undone(
+        &self,
+        moves: Moves,
+        error: io::Error,
+        database_state: &str,
+        marker: RestoreMarker,
+    ) -> BackupError {
         let left = moves.undo();
+        if left.is_empty() && database_state.is_empty() {
+            marker.finish();
+        }
         if left.is_empty() {
             BackupError::Failed(format!(
                 "the restore failed and nothing was changed in {}: {error}.{database_state}",
@@ -776,6 +804,61 @@ impl Restoring<'_> {
                 left.join("; "),
                 self.destinations.data_dir.display()
             ))
+        }
+    }
+}
+
+/// The file in the data directory that says a restore has begun to put
+/// files in place and has not finished: while it exists the install may be
+/// half restored, and every command but `plaza restore` refuses to start
+/// (see [`unfinished_restore`]).
+pub const RESTORE_MARKER: &str = "restore-in-progress";
+
+/// Why the install in `data_dir` must not be used yet: a restore into it
+/// began and did not finish (it was killed, or failed and could not put
+/// everything back). `None` when no restore is unfinished.
+pub fn unfinished_restore(data_dir: &Path) -> Option<String> {
+    let path = data_dir.join(RESTORE_MARKER);
+    let began = fs::read_to_string(&path).ok()?;
+    Some(format!(
+        "{} did not finish, so the database, the keys or the uploads may be half restored. \
+         Run `plaza restore --force` with that archive again; or, if you know the install is \
+         whole, remove {}",
+        began.trim(),
+        path.display()
+    ))
+}
+
+/// The marker of a restore under way ([`RESTORE_MARKER`]). It is removed
+/// only when the install is whole again, restored or put back; a restore
+/// that is killed or cannot undo its moves leaves it behind.
+struct RestoreMarker {
+    path: PathBuf,
+}
+
+impl RestoreMarker {
+    fn begin(data_dir: &Path, archive_name: &str) -> io::Result<RestoreMarker> {
+        let path = data_dir.join(RESTORE_MARKER);
+        let began = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let text = format!(
+            "a restore of {archive_name} (plaza restore, pid {}) began at {began}\n",
+            std::process::id()
+        );
+        let _ = fs::remove_file(&path);
+        let mut file = super::archive::create_private_file(&path)?;
+        io::Write::write_all(&mut file, text.as_bytes())?;
+        file.sync_all()?;
+        Ok(RestoreMarker { path })
+    }
+
+    /// The install is whole: a restore into it is no longer unfinished.
+    fn finish(self) {
+        if let Err(error) = fs::remove_file(&self.path)
+            && error.kind() != io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %self.path.display(), %error, "cannot remove the restore marker");
         }
     }
 }

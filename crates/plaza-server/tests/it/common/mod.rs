@@ -265,6 +265,11 @@ impl Prepared {
             .expect("run plaza")
     }
 
+    /// A `plaza` command with these settings, to spawn as the test needs.
+    pub fn command(&self) -> Command {
+        plaza_command(&self.env)
+    }
+
     /// Starts `plaza serve` on this data directory and database.
     pub fn serve(self) -> TestServer {
         let (child, base, logs, log_reader) = spawn_plaza(&self.env, &[]);

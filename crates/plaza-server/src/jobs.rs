@@ -1,5 +1,6 @@
-//! The one job runner. Every periodic background job is declared in
-//! [`jobs`] with its period and its scope: on each instance (work on the
+//! The one job runner, the background twin of the router: every periodic
+//! background job is declared in [`jobs`], with the services it calls, its
+//! period and its scope: on each instance (work on the
 //! process's own state), or once per cluster, claimed through the
 //! database (`job_runs`) so that with several instances each run happens on
 //! one of them, and a crashed owner's claim expires. Runs are tracked as
@@ -179,18 +180,23 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
-                    crate::services::erased_files::delete_due(&state, ERASED_FILE_PAGES_PER_RUN)
-                        .await
-                        .map(|done| {
-                            if done.deleted == 0 && done.failed == 0 {
-                                String::new()
-                            } else {
-                                format!(
-                                    "deleted {} files of erased users, {} failed",
-                                    done.deleted, done.failed
-                                )
-                            }
-                        })
+                    crate::services::erased_files::delete_due(
+                        &state.db,
+                        &state.uploads.storage,
+                        &state.settings.storage,
+                        ERASED_FILE_PAGES_PER_RUN,
+                    )
+                    .await
+                    .map(|done| {
+                        if done.deleted == 0 && done.failed == 0 {
+                            String::new()
+                        } else {
+                            format!(
+                                "deleted {} files of erased users, {} failed",
+                                done.deleted, done.failed
+                            )
+                        }
+                    })
                 })
             },
             wake: None,
@@ -223,9 +229,15 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
+                    // Due by the database's clock, as the claim was.
+                    let now = state
+                        .db
+                        .clock_millis()
+                        .await
+                        .map_err(|error| error.to_string())?;
                     state
                         .db
-                        .deliver_due_broadcasts(now_millis())
+                        .deliver_due_broadcasts(now)
                         .await
                         .map(|delivered| {
                             if delivered == 0 {
@@ -246,8 +258,13 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             name: "send_mail",
             period: crate::services::mail::SENDER_PERIOD,
             scope: Scope::EachInstance,
-            run: |state| Box::pin(async move { crate::services::mail::send_due(&state).await }),
-            wake: Some(crate::services::mail::sender_wake),
+            run: |state| {
+                Box::pin(async move {
+                    crate::services::mail::send_due(&state.mail, &state.db, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.mail.sender_wake()),
         },
         Job {
             // Sent and failed mail older than `mail_retention_days`.
@@ -257,7 +274,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 lease: Duration::from_secs(600),
             },
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_finished(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_finished(&state.db, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -268,7 +287,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             period: Duration::from_secs(3600),
             scope: Scope::EachInstance,
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_old_files(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_old_files(&state.mail, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -284,7 +305,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             scope: Scope::Cluster { lease: period },
             run: |state| {
                 Box::pin(async move {
-                    let report = crate::services::maintenance::backup_into_data_dir(&state)
+                    let report = state
+                        .maintenance()
+                        .backup_into_data_dir()
                         .await
                         .map_err(|error| format!("the scheduled backup failed: {error}"))?;
                     tracing::info!(
@@ -321,6 +344,12 @@ pub fn spawn_all(state: &AppState, stop: CancellationToken) {
     }
 }
 
+/// Ends this instance's claim of a run of `job`, by the database's clock.
+async fn finish_claim(state: &AppState, job: &str) -> Result<(), plaza_domain::DomainError> {
+    let now = state.db.clock_millis().await?;
+    state.db.finish_job(job, &state.instance_id, now).await
+}
+
 /// Completes when `wake` is notified; never without one.
 async fn woken(state: &AppState, wake: Option<Wake>) {
     match wake {
@@ -333,7 +362,15 @@ async fn woken(state: &AppState, wake: Option<Wake>) {
 async fn run_once(state: &AppState, job: &Job) {
     let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
     if let Scope::Cluster { lease } = job.scope {
-        let now = now_millis();
+        // The database's clock, not this instance's: one running ahead
+        // would otherwise win every claim and run each job early.
+        let now = match state.db.clock_millis().await {
+            Ok(now) => now,
+            Err(error) => {
+                tracing::warn!(job = job.name, %error, "could not claim a job run");
+                return;
+            }
+        };
         let claim = Claim {
             job: job.name,
             owner: &state.instance_id,
@@ -369,10 +406,7 @@ async fn run_once(state: &AppState, job: &Job) {
         }
     }
     if let Scope::Cluster { .. } = job.scope
-        && let Err(error) = state
-            .db
-            .finish_job(job.name, &state.instance_id, now_millis())
-            .await
+        && let Err(error) = finish_claim(state, job.name).await
     {
         tracing::warn!(job = job.name, %error, "could not end a job claim");
     }
