@@ -1,13 +1,10 @@
 //! Between members (DECISIONS.md "Between members: follows, blocks, mutes
 //! and filters"): following members and the feed of what they post,
-//! blocking and muting members, and keyword filters; and how the routes
-//! that list members' content apply a signed-in reader's relations
-//! ([`reading_of`], [`PostSights`]). The rules are the domain's
+//! blocking and muting members, and keyword filters (the routes that list
+//! members' content apply them through `controllers::reading`). The rules
+//! are the domain's
 //! (`plaza_domain::between`); which operation applies them, and why the
 //! others do not, is [`crate::controllers::screening`].
-
-use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use plaza_domain::between::{
     self, Filter, FilterAction, Listed, MAX_PHRASE_CHARS, MemberCursor, MemberPage, NewFilter,
-    Sight,
 };
 use plaza_domain::policy;
 use plaza_domain::posts::{FeedCursor, Post};
@@ -28,12 +24,12 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{CurrentUser, OptionalUser, SessionPrincipal, actor_of, authorize, viewer_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::PostView;
+use crate::controllers::reading::{PostSights, reading_of};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::json::OptionalJson;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
-use crate::services::reader_relations::Reading;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -59,88 +55,6 @@ pub fn own_routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(mutes))
         .routes(crate::documented_routes!(list_filters, create_filter))
         .routes(crate::documented_routes!(delete_filter))
-}
-
-/// The caller's relations, when any apply: `None` for anonymous readers
-/// and for members who block, mute and filter nothing, whose lists are
-/// read as anyone else's. Read once per request, from the copy this
-/// instance keeps at the version the caller's session carries.
-pub async fn reading_of(
-    state: &AppState,
-    caller: Option<&SessionPrincipal>,
-) -> Result<Option<Arc<Reading>>, AppError> {
-    let Some(caller) = caller else {
-        return Ok(None);
-    };
-    let reading = state
-        .reader_relations
-        .of(
-            &state.db,
-            caller.user_id(),
-            caller.session.relations_version,
-        )
-        .await?;
-    Ok((!reading.relations.is_empty()).then_some(reading))
-}
-
-/// What a reader sees of a page of posts: the ones their relations hide,
-/// and the `warn` phrases of the others.
-#[derive(Default)]
-pub struct PostSights {
-    hidden: Vec<i64>,
-    warnings: HashMap<i64, Vec<String>>,
-}
-
-impl PostSights {
-    /// The sights of `posts` (title and content) for `reading` at `now`.
-    pub fn of<'a>(
-        reading: Option<&Reading>,
-        posts: impl IntoIterator<Item = &'a Post>,
-        now: i64,
-    ) -> Self {
-        let mut sights = PostSights::default();
-        let Some(reading) = reading else {
-            return sights;
-        };
-        for post in posts {
-            match reading.relations.sight(
-                Some(post.author_id),
-                &[post.title.as_str(), post.content.as_str()],
-                now,
-            ) {
-                Sight::Hidden(_) => sights.hidden.push(post.id),
-                Sight::Shown { warnings } if !warnings.is_empty() => {
-                    sights.warnings.insert(post.id, warnings);
-                }
-                Sight::Shown { .. } => {}
-            }
-        }
-        sights
-    }
-
-    pub fn hides(&self, id: i64) -> bool {
-        self.hidden.contains(&id)
-    }
-
-    /// The `filtered` of post `id`: its `warn` phrases, when any.
-    pub fn filtered(&self, id: i64) -> Option<Vec<String>> {
-        self.warnings.get(&id).cloned()
-    }
-}
-
-/// What a reader sees of one reply (its author and content) at `now`.
-pub fn reply_sight(
-    reading: Option<&Reading>,
-    author: Option<i64>,
-    content: &str,
-    now: i64,
-) -> Sight {
-    match reading {
-        Some(reading) => reading.relations.sight(author, &[content], now),
-        None => Sight::Shown {
-            warnings: Vec::new(),
-        },
-    }
 }
 
 /// A member as these lists show them: their public face.

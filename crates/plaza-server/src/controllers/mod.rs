@@ -19,6 +19,7 @@ pub mod params;
 pub mod posts;
 pub mod profiles;
 pub mod reactions;
+pub mod reading;
 pub mod replies;
 pub mod screening;
 pub mod search;

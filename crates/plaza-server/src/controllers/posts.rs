@@ -21,9 +21,9 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{
     CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, authorize, viewer_of,
 };
-use crate::controllers::between::{PostSights, reading_of};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
+use crate::controllers::reading::{PostSights, reading_of};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;

@@ -14,9 +14,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::viewer_of;
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
-use crate::controllers::between::{PostSights, reading_of, reply_sight};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
+use crate::controllers::reading::{PostSights, reading_of, reply_sight};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
