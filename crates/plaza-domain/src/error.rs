@@ -14,6 +14,10 @@ pub enum DomainError {
     /// so inside a unit of work, which then writes nothing).
     #[error("{0}")]
     Forbidden(String),
+    /// A block stands between the actor and the member whose content or
+    /// profile they act on ([`crate::between::may_interact`]).
+    #[error("{0}")]
+    Blocked(String),
     /// A uniqueness rule would be broken, such as a second account for one email.
     #[error("{0}")]
     Conflict(String),

@@ -62,17 +62,20 @@ pub fn mentioned_usernames(content: &str) -> Vec<String> {
     names
 }
 
-/// Stores the mentions of `content` as those of the item `id` of `kind`,
-/// replacing what it mentioned before: the first [`MAX_MENTIONS`] existing
-/// active users it names. Answers them and who among them is new.
+/// Stores the mentions of `content` as those of the item `id` of `kind`
+/// by `author_id`, replacing what it mentioned before: the first
+/// [`MAX_MENTIONS`] existing active users it names, leaving out those a
+/// block stands between with the author (either way: to them the name is
+/// plain text). Answers them and who among them is new.
 pub async fn record(
     tx: &mut Tx<'_>,
     kind: ItemKind,
     id: i64,
+    author_id: i64,
     content: &str,
     created: bool,
 ) -> Result<Mentioned, DomainError> {
-    let mentions = lookup(tx, &mentioned_usernames(content)).await?;
+    let mentions = lookup(tx, author_id, &mentioned_usernames(content)).await?;
     let table = kind.mentions_table();
     let item = kind.item_column();
     let before: Vec<i64> = if created {
@@ -112,15 +115,23 @@ pub async fn record(
 
 /// The first [`MAX_MENTIONS`] of `usernames` that name an active user, in
 /// the order given; one statement whatever their number.
-async fn lookup(tx: &mut Tx<'_>, usernames: &[String]) -> Result<Vec<Mention>, DomainError> {
+async fn lookup(
+    tx: &mut Tx<'_>,
+    author_id: i64,
+    usernames: &[String],
+) -> Result<Vec<Mention>, DomainError> {
     if usernames.is_empty() {
         return Ok(Vec::new());
     }
     let names = Dialect::of(tx).json_texts("$1");
     let found: Vec<(i64, String)> = sqlx::query_as(&format!(
-        "SELECT id, username FROM users WHERE status = 'active' AND username IN ({names})"
+        "SELECT id, username FROM users WHERE status = 'active' AND username IN ({names}) \
+         AND NOT EXISTS (SELECT 1 FROM member_relations mr WHERE mr.blocked_at IS NOT NULL \
+         AND ((mr.user_id = users.id AND mr.other_id = $2) \
+         OR (mr.user_id = $2 AND mr.other_id = users.id)))"
     ))
     .bind(serde_json::Value::from(usernames).to_string())
+    .bind(author_id)
     .fetch_all(&mut **tx)
     .await?;
     let mut by_name: HashMap<String, i64> = found

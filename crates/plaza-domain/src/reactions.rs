@@ -12,6 +12,7 @@
 
 use sqlx::AnyConnection;
 
+use crate::between;
 use crate::emojis::is_custom_name;
 use crate::engagement::ItemKind;
 use crate::policy::{self, Actor};
@@ -139,7 +140,8 @@ fn reply_open_to_reactions(reply: &Reply) -> Result<(), DomainError> {
 }
 
 /// Adds `actor`'s reaction `raw` to the post `post_id`: 404 when they may
-/// not see it, 422 `emoji` for an unknown emoji, 409 when the post takes no
+/// not see it, 403 `BLOCKED` when a block stands between them and its
+/// author, 422 `emoji` for an unknown emoji, 409 when the post takes no
 /// reactions (a draft, hidden or locked), 422 for a reaction beyond
 /// [`MAX_REACTIONS_PER_MEMBER`].
 /// Answers whether it was added (false: it was there already).
@@ -151,6 +153,7 @@ pub async fn react_to_post(
 ) -> Result<bool, DomainError> {
     let post = posts::lock(tx, post_id).await?;
     policy::react_to_post(actor, &post).check("post", "you may not react to this post")?;
+    between::refuse_if_blocked(tx, actor.user_id, Some(post.author_id)).await?;
     let emoji = emoji_for_new_reaction(tx, raw).await?;
     open_to_reactions(&post)?;
     add(tx, ItemKind::Post, post_id, actor.user_id, &emoji).await
@@ -182,6 +185,7 @@ pub async fn react_to_reply(
     let (post, reply) = replies::lock_thread_of(tx, reply_id).await?;
     policy::react_to_reply(actor, &post, &reply)
         .check("reply", "you may not react to this reply")?;
+    between::refuse_if_blocked(tx, actor.user_id, reply.author_id()).await?;
     let emoji = emoji_for_new_reaction(tx, raw).await?;
     open_to_reactions(&post)?;
     reply_open_to_reactions(&reply)?;

@@ -22,6 +22,7 @@
 
 use sqlx::FromRow;
 
+use crate::between::Screen;
 use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, Page, bind_all, parse_json_page};
 use crate::posts::{PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, post_json};
@@ -399,16 +400,21 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
     ) -> Result<SearchPage<PostHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
             return Ok(empty_page());
         };
         let mut prefix = terms.prefix_first();
-        let mut run = self.search_posts_once(terms, viewer, page, prefix).await?;
+        let mut run = self
+            .search_posts_once(terms, viewer, screen, page, prefix)
+            .await?;
         if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
             prefix = true;
-            run = self.search_posts_once(terms, viewer, page, prefix).await?;
+            run = self
+                .search_posts_once(terms, viewer, screen, page, prefix)
+                .await?;
         }
         let has_more = run.rows.len() as i64 > page.limit;
         let hits = run
@@ -429,10 +435,11 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> Result<Run<(Post, f64)>, DomainError> {
-        let (sql, args) = self.search_posts_sql(terms, viewer, page, prefix);
+        let (sql, args) = self.search_posts_sql(terms, viewer, screen, page, prefix);
         let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -449,6 +456,7 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> (String, Vec<Arg>) {
@@ -463,6 +471,10 @@ impl Database {
                 )
             }
             Viewer::Moderator(_) => String::new(),
+        };
+        let visibility = match screen {
+            Some(screen) => format!("{visibility} AND {}", screen.sql("p.author_id", &mut args)),
+            None => visibility,
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact = format!("lower(p.title) = {exact}");
@@ -500,6 +512,7 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
     ) -> Result<SearchPage<ReplyHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
@@ -507,12 +520,12 @@ impl Database {
         };
         let mut prefix = terms.prefix_first();
         let mut run = self
-            .search_replies_once(terms, viewer, page, prefix)
+            .search_replies_once(terms, viewer, screen, page, prefix)
             .await?;
         if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
             prefix = true;
             run = self
-                .search_replies_once(terms, viewer, page, prefix)
+                .search_replies_once(terms, viewer, screen, page, prefix)
                 .await?;
         }
         let has_more = run.rows.len() as i64 > page.limit;
@@ -533,10 +546,11 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> Result<Run<(Reply, f64)>, DomainError> {
-        let (sql, args) = self.search_replies_sql(terms, viewer, page, prefix);
+        let (sql, args) = self.search_replies_sql(terms, viewer, screen, page, prefix);
         let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -554,6 +568,7 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
+        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> (String, Vec<Arg>) {
@@ -574,6 +589,10 @@ impl Database {
                 )
             }
             Viewer::Moderator(_) => " AND rp.status <> 'deleted'".to_owned(),
+        };
+        let visibility = match screen {
+            Some(screen) => format!("{visibility} AND {}", screen.sql("rp.author_id", &mut args)),
+            None => visibility,
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact = format!("lower(rp.content) = {exact}");
@@ -726,12 +745,13 @@ impl Database {
         };
         let mut plan = Vec::new();
         for prefix in [false, true] {
-            let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, page, prefix);
+            let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, None, page, prefix);
             plan.extend(self.explain(&posts_sql, posts_args).await?);
             let (users_sql, users_args) =
                 self.search_users_sql(terms, matches!(viewer, Viewer::Moderator(_)), page, prefix);
             plan.extend(self.explain(&users_sql, users_args).await?);
-            let (replies_sql, replies_args) = self.search_replies_sql(terms, viewer, page, prefix);
+            let (replies_sql, replies_args) =
+                self.search_replies_sql(terms, viewer, None, page, prefix);
             plan.extend(self.explain(&replies_sql, replies_args).await?);
         }
         Ok(plan)

@@ -23,6 +23,9 @@ pub struct SessionUser {
     pub second_factor_at: Option<i64>,
     pub user: User,
     pub capabilities: Capabilities,
+    /// The user's `relations_version` (see [`crate::between`]): which
+    /// copy of their blocks, mutes and filters is current.
+    pub relations_version: i64,
 }
 
 #[derive(FromRow)]
@@ -34,6 +37,7 @@ struct SessionUserRow {
     session_created_at: i64,
     session_second_factor_at: Option<i64>,
     session_capabilities: Option<String>,
+    session_relations_version: i64,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -64,7 +68,8 @@ fn session_users_sql(dialect: Dialect, size_index: usize) -> &'static str {
             "SELECT s.token_hash AS session_token_hash, s.id AS session_id, \
              s.expires_at AS session_expires_at, \
              s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, \
-             s.second_factor_at AS session_second_factor_at, {capabilities} AS session_capabilities, {columns} \
+             s.second_factor_at AS session_second_factor_at, {capabilities} AS session_capabilities, \
+             u.relations_version AS session_relations_version, {columns} \
              FROM sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.token_hash IN ({hashes}) AND s.expires_at > $1 AND s.created_at > $2",
             capabilities = capabilities_sql(dialect, "u"),
@@ -248,6 +253,7 @@ impl Database {
             second_factor_at: row.session_second_factor_at,
             user: User::try_from(row.user)?,
             capabilities: Capabilities::from_names(row.session_capabilities),
+            relations_version: row.session_relations_version,
         })
     }
 }

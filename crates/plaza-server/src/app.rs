@@ -57,6 +57,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::posts::routes())
                     .merge(controllers::reactions::routes())
                     .merge(controllers::replies::routes())
+                    .merge(controllers::between::routes())
+                    .merge(personal(controllers::between::own_routes()))
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))
                     .merge(controllers::emojis::routes())

@@ -76,6 +76,8 @@ pub struct Shared {
     /// The content generation as this instance knows it, the answers'
     /// check (its channel's task starts with the server).
     pub content_generation: Arc<crate::services::content_generation::ContentGeneration>,
+    /// Signed-in readers' blocks, mutes and filters, by their version.
+    pub reader_relations: crate::services::reader_relations::ReaderRelations,
     /// Held while a maintenance action runs: one at a time per instance, so
     /// a repeated click does not start a second backup or rebuild.
     pub maintenance_running: tokio::sync::Mutex<()>,
@@ -235,6 +237,7 @@ impl AppState {
             link_preview,
             answer_caches: AnswerCaches::default(),
             content_generation,
+            reader_relations: Default::default(),
             maintenance_running: tokio::sync::Mutex::new(()),
             rate_limiter,
             quotes,

@@ -10,10 +10,12 @@
 //! `model` says what a post is, `query` reads and lists posts, `writes`
 //! creates, changes and deletes them (recording the users their content
 //! mentions), `moderation` holds a moderator's actions (the lock of a
-//! post's thread among them) and `admin_queue` the admin surface's post
-//! list; everything is used through this module's names.
+//! post's thread among them), `admin_queue` the admin surface's post list
+//! and `feed` the posts of followed members; everything is used through
+//! this module's names.
 
 mod admin_queue;
+mod feed;
 mod model;
 mod moderation;
 mod query;
@@ -21,6 +23,7 @@ mod writes;
 
 pub(crate) use admin_queue::AdminReportJson;
 pub use admin_queue::{AdminPost, AdminPostPage, AdminReport};
+pub use feed::{FeedCursor, FeedPage};
 pub(crate) use model::PUBLIC_SQL;
 pub use model::{
     MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Moderation, NewPost, Post,
@@ -30,6 +33,6 @@ pub use moderation::{
     Moderated, ModerationAction, ModerationStep, moderate, moderation_step, set_locked,
     set_moderation,
 };
+pub use query::{ListScreen, PostPage, PostQuery, PostSort};
 pub(crate) use query::{PostJson, REPORTED_SCOPE, post_json};
-pub use query::{PostPage, PostQuery, PostSort};
 pub use writes::{WrittenPost, create, delete, lock, update};

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::model::{Moderation, POST_COLUMNS, PUBLIC_SQL, Post, PostRow, PostStatus, Viewer};
+use crate::between::Screen;
 use crate::dialect::Dialect;
 use crate::listing::{
     Arg, Args, JsonFlag, Page, SortOrder, bind_all, parse_json_page, where_clause,
@@ -84,6 +85,20 @@ pub struct PostQuery {
     pub open_reports_only: bool,
     pub sort: PostSort,
     pub order: SortOrder,
+    /// A signed-in reader's screen: the posts of the authors they hide are
+    /// left out of the page and of the total.
+    pub screen: Option<ListScreen>,
+}
+
+/// A reader's [`Screen`] over a post list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListScreen {
+    pub screen: Screen,
+    /// How many of the posts the list would show without the screen it
+    /// hides ([`Database::screened_post_count`]): a total taken from the
+    /// `post_counts` counters subtracts it. The caller may keep it while
+    /// the content generation and the reader's relations stay the same.
+    pub hidden: i64,
 }
 
 /// One page of posts and how many match in all.
@@ -124,7 +139,18 @@ impl PostQuery {
                     .to_owned(),
             );
         }
+        if let Some(listed) = &self.screen {
+            conditions.push(listed.screen.sql("p.author_id", args));
+        }
         (from, conditions)
+    }
+
+    /// Whether the total comes from the `post_counts` counters (see
+    /// [`PostQuery::total_sql`]), which know nothing of a screen.
+    pub fn totals_from_counters(&self, viewer: Viewer) -> bool {
+        let moderation_queue =
+            self.is_whole_moderation_queue() && matches!(viewer, Viewer::Moderator(_));
+        !moderation_queue && !self.counts_rows()
     }
 
     /// Only the `reported` filter: every post with a report, whose number
@@ -208,6 +234,10 @@ impl PostQuery {
                  WHERE scope IN ({}))",
                 scopes.join(", ")
             )
+        };
+        let counted = match &self.screen {
+            Some(listed) => format!("({counted} - {})", args.push(Arg::Int(listed.hidden))),
+            None => counted,
         };
         match viewer {
             Viewer::Member(id) => {
@@ -430,6 +460,43 @@ impl Database {
             posts: parse_posts(&json)?,
             total,
         })
+    }
+
+    /// How many posts `screen` hides of those `viewer` would see in the
+    /// list `query` (its published and status filters; a list whose total
+    /// comes from counting rows needs no such count): one count over the
+    /// hidden authors' posts, by the author index.
+    pub async fn screened_post_count(
+        &self,
+        query: &PostQuery,
+        viewer: Viewer,
+        screen: Screen,
+    ) -> Result<i64, DomainError> {
+        let mut args = Args::default();
+        let unscreened = PostQuery {
+            screen: None,
+            ..query.clone()
+        };
+        let (_, mut conditions) = unscreened.selection(&mut args);
+        conditions.extend(visibility(viewer, &mut args));
+        let reader = args.push(Arg::Int(screen.reader_id));
+        let now = args.push(Arg::Int(screen.now));
+        conditions.push(format!(
+            "p.author_id IN (SELECT mr.other_id FROM member_relations mr \
+             WHERE mr.user_id = {reader} AND (mr.blocked_at IS NOT NULL \
+             OR (mr.muted_at IS NOT NULL \
+             AND (mr.mute_expires_at IS NULL OR mr.mute_expires_at > {now}))))"
+        ));
+        let (hidden,): (i64,) = bind_all(
+            sqlx::query_as(&format!(
+                "SELECT COUNT(*) FROM posts p{}",
+                where_clause(&conditions)
+            )),
+            args.into_vec(),
+        )
+        .fetch_one(&mut *self.lease().await?)
+        .await?;
+        Ok(hidden)
     }
 
     /// The statement of a first page: the total and the page together.

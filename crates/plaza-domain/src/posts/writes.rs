@@ -62,7 +62,15 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
     .await?;
     let post = Post::try_from(row)?;
     insert_tags(tx, post.id, &post.tags, post.created_at).await?;
-    let mentioned = mentions::record(tx, ItemKind::Post, post.id, &post.content, true).await?;
+    let mentioned = mentions::record(
+        tx,
+        ItemKind::Post,
+        post.id,
+        post.author_id,
+        &post.content,
+        true,
+    )
+    .await?;
     Ok(WrittenPost { post, mentioned })
 }
 
@@ -112,7 +120,15 @@ pub async fn update(
         insert_tags(tx, post.id, &post.tags, post.created_at).await?;
     }
     let mentioned = if content_changed {
-        mentions::record(tx, ItemKind::Post, post.id, &post.content, false).await?
+        mentions::record(
+            tx,
+            ItemKind::Post,
+            post.id,
+            post.author_id,
+            &post.content,
+            false,
+        )
+        .await?
     } else {
         Mentioned::default()
     };

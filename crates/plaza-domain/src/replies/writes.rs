@@ -9,6 +9,7 @@
 
 use super::model::{NewReply, REPLY_COLUMNS, REPLY_SOURCE, Reply, ReplyRow, ReplyStatus};
 use super::path::{self, MAX_PATH_BYTES};
+use crate::between;
 use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
 use crate::mentions::{self, Mentioned};
@@ -125,7 +126,9 @@ async fn next_rank(
 /// when the post is not theirs to see, 409 ([`DomainError::Conflict`]) when
 /// the post takes no replies ([`refusal_of_answers`]), 422
 /// ([`DomainError::Invalid`] on `parent_id`) when the parent is not a reply
-/// of that post they see. Its mentions are recorded with it.
+/// of that post they see, 403 ([`DomainError::Blocked`]) when a block
+/// stands between them and the post's author or the parent's. Its mentions
+/// are recorded with it.
 pub async fn create(
     tx: &mut Tx<'_>,
     new: NewReply,
@@ -140,6 +143,7 @@ pub async fn create(
             "{reason}: it takes no new replies"
         )));
     }
+    between::refuse_if_blocked(tx, new.author_id, Some(post.author_id)).await?;
     let (parent_path, depth) = match new.parent_id {
         None => (String::new(), 0),
         Some(parent_id) => {
@@ -159,6 +163,7 @@ pub async fn create(
             if parent.status == ReplyStatus::Deleted {
                 return Err(invalid("names a deleted reply, which takes no answers"));
             }
+            between::refuse_if_blocked(tx, new.author_id, parent.author_id()).await?;
             (parent.path, parent.depth + 1)
         }
     };
@@ -191,7 +196,8 @@ pub async fn create(
         count_visible(tx, post.id, &reply_path, 1).await?;
     }
     let reply = reply_in(tx, id).await?;
-    let mentioned = mentions::record(tx, ItemKind::Reply, id, &reply.content, true).await?;
+    let mentioned =
+        mentions::record(tx, ItemKind::Reply, id, new.author_id, &reply.content, true).await?;
     Ok(WrittenReply { reply, mentioned })
 }
 
@@ -213,7 +219,9 @@ pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<WrittenRe
         return Err(DomainError::NotFound("reply"));
     }
     let reply = reply_in(tx, id).await?;
-    let mentioned = mentions::record(tx, ItemKind::Reply, id, &reply.content, false).await?;
+    let author_id = reply.author_id().ok_or(DomainError::NotFound("reply"))?;
+    let mentioned =
+        mentions::record(tx, ItemKind::Reply, id, author_id, &reply.content, false).await?;
     Ok(WrittenReply { reply, mentioned })
 }
 

@@ -32,6 +32,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "users", description = "Accounts and profiles"),
         (name = "posts", description = "Posts, their tags and reports"),
         (name = "replies", description = "Replies in threads: answering posts and replies, reading threads, reports on replies"),
+        (name = "members", description = "Between members: follows and the feed, blocks, mutes and keyword filters"),
         (name = "search", description = "Full-text search over posts, replies and users"),
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),

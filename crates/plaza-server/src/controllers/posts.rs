@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use plaza_domain::Database;
 use plaza_domain::engagement::ItemKind;
 use plaza_domain::posts::{
-    self, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery,
-    PostSort, Viewer, normalize_tag,
+    self, ListScreen, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges,
+    PostQuery, PostSort, Viewer, normalize_tag,
 };
 use plaza_domain::reports::{
     self, MAX_REASON_CHARS, NewReport, Report, ReportCategory, ReportTarget,
@@ -23,14 +23,16 @@ use crate::auth::{
 };
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
+use crate::controllers::reading::{PostSights, reading_of};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::policy;
-use plaza_domain::time::rfc3339;
+use plaza_domain::time::{now_millis, rfc3339};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -74,6 +76,10 @@ pub struct PostView {
     pub my_reactions: Vec<String>,
     /// The users the content mentions, in order of first appearance.
     pub mentions: Vec<MentionView>,
+    /// The phrases of the caller's `warn` filters it matches; absent when
+    /// none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<String>>,
 }
 
 impl PostView {
@@ -98,6 +104,7 @@ impl PostView {
             reactions: engagement.reactions,
             my_reactions: engagement.my_reactions,
             mentions: engagement.mentions,
+            filtered: None,
         }
     }
 
@@ -214,6 +221,12 @@ pub async fn list_posts(
     };
     let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
     let request = (&headers, answer_cache::Audience::of(caller.is_none()));
+    let reading = reading_of(&state, caller.as_ref()).await?;
+    let now = now_millis();
+    let filter = match &reading {
+        Some(reading) => screened(&state, reading, filter, viewer, now).await?,
+        None => filter,
+    };
     answer_cache::answer(
         &state.content_generation,
         &state.answer_caches.posts,
@@ -221,13 +234,49 @@ pub async fn list_posts(
         request,
         async {
             let listed = state.db.list_posts(&filter, viewer, page).await?;
+            let sights = PostSights::of(reading.as_deref(), &listed.posts, now);
+            let shown: Vec<Post> = listed
+                .posts
+                .into_iter()
+                .filter(|post| !sights.hides(post.id))
+                .collect();
+            let mut posts = PostView::page(&state.db, &shown, viewer).await?;
+            for (view, post) in posts.iter_mut().zip(&shown) {
+                view.filtered = sights.filtered(post.id);
+            }
             Ok(PostList {
-                posts: PostView::page(&state.db, &listed.posts, viewer).await?,
+                posts,
                 pagination: Pagination::new(listed.total, page),
             })
         },
     )
     .await
+}
+
+/// `filter` with the screen of a reader who hides authors: their posts
+/// leave the page and the total (the count the total subtracts is kept
+/// per content generation, see `services::reader_relations`).
+async fn screened(
+    state: &AppState,
+    reading: &Reading,
+    filter: PostQuery,
+    viewer: Viewer,
+    now: i64,
+) -> Result<PostQuery, AppError> {
+    let Some(screen) = reading.relations.screen(now) else {
+        return Ok(filter);
+    };
+    let hidden = if filter.totals_from_counters(viewer) {
+        reading
+            .hidden_posts(&state.db, &state.content_generation, &filter, viewer, now)
+            .await?
+    } else {
+        0
+    };
+    Ok(PostQuery {
+        screen: Some(ListScreen { screen, hidden }),
+        ..filter
+    })
 }
 
 /// Get one post; drafts and hidden posts are 404 except to their author and

@@ -8,13 +8,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::between::{Hidden, Sight};
 use plaza_domain::policy;
 use plaza_domain::posts::Viewer;
 use plaza_domain::replies::{
     self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadQuery, ThreadSort,
 };
 use plaza_domain::reports::{self, NewReport, ReportTarget};
-use plaza_domain::time::rfc3339;
+use plaza_domain::time::{now_millis, rfc3339};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -24,6 +25,7 @@ use crate::auth::{CurrentUser, OptionalUser, RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::controllers::posts::{ReportBody, ReportView, report_terms};
 use crate::controllers::reactions::{EngagementView, MentionView, ReactionCounts};
+use crate::controllers::reading::{reading_of, reply_sight};
 use crate::controllers::users::{avatar_url_of, display_name_of};
 use crate::http::answer_cache::{self, Audience};
 use crate::http::error::AppError;
@@ -70,11 +72,14 @@ pub struct ReplyView {
     /// The reply it answers; null for an answer to the post.
     #[schema(example = "30")]
     pub parent_id: Option<String>,
-    /// Null for a deleted reply (a placeholder).
+    /// Null for a deleted reply (a placeholder), and for one whose author
+    /// the caller blocks or mutes.
     pub author: Option<ReplyAuthorView>,
-    /// Empty for a deleted reply.
+    /// Empty for a deleted reply and for a placeholder.
     pub content: String,
-    /// `published`, `pending`, `hidden`, `flagged` or `deleted`.
+    /// `published`, `pending`, `hidden`, `flagged` or `deleted`; in a
+    /// thread also `blocked`, `muted` or `filtered`: a placeholder for a
+    /// reply the caller's blocks, mutes or `hide` filters hide.
     #[schema(example = "published")]
     pub status: &'static str,
     /// 0 for an answer to the post.
@@ -121,6 +126,23 @@ impl ReplyView {
             created_at: rfc3339(reply.created_at),
             updated_at: rfc3339(reply.updated_at),
             edited_at: reply.edited_at.map(rfc3339),
+        }
+    }
+}
+
+impl ReplyView {
+    /// The placeholder a reply hidden from its reader leaves in a thread:
+    /// its status says why (`blocked`, `muted`, `filtered`), its content
+    /// and what it carries are empty, and a blocked or muted author is not
+    /// shown; its place, depth and count of replies below stay.
+    fn hide(&mut self, hidden: Hidden) {
+        self.status = hidden.as_str();
+        self.content = String::new();
+        self.reactions = ReactionCounts::default();
+        self.my_reactions = Vec::new();
+        self.mentions = Vec::new();
+        if hidden != Hidden::Filtered {
+            self.author = None;
         }
     }
 }
@@ -311,8 +333,18 @@ pub async fn list_replies(
             viewer,
         )
         .await?;
+    let reading = reading_of(&state, caller.as_ref()).await?;
+    let now = now_millis();
+    let mut replies = views(&state, viewer, &page.replies).await?;
+    for (view, reply) in replies.iter_mut().zip(&page.replies) {
+        if let Sight::Hidden(hidden) =
+            reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now)
+        {
+            view.hide(hidden);
+        }
+    }
     let list = ReplyList {
-        replies: views(&state, viewer, &page.replies).await?,
+        replies,
         next_cursor: page.next.map(|key| encode_cursor(sort, &key)),
         total: page.total,
     };

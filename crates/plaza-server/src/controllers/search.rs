@@ -16,15 +16,18 @@ use crate::auth::viewer_of;
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
+use crate::controllers::reading::{PostSights, reading_of, reply_sight};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::AppQuery;
+use crate::services::reader_relations::Reading;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
+use plaza_domain::between::Sight;
 use plaza_domain::policy;
-use plaza_domain::time::rfc3339;
+use plaza_domain::time::{now_millis, rfc3339};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -85,10 +88,14 @@ pub struct PostResult {
     pub my_reactions: Vec<String>,
     /// The users the content mentions, in order of first appearance.
     pub mentions: Vec<MentionView>,
+    /// The phrases of the caller's `warn` filters it matches; absent when
+    /// none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<String>>,
 }
 
 impl PostResult {
-    fn new(hit: &PostHit, engagement: EngagementView) -> Self {
+    fn new(hit: &PostHit, engagement: EngagementView, filtered: Option<Vec<String>>) -> Self {
         PostResult {
             kind: PostResultType::Post,
             id: hit.post.id.to_string(),
@@ -106,6 +113,7 @@ impl PostResult {
             reactions: engagement.reactions,
             my_reactions: engagement.my_reactions,
             mentions: engagement.mentions,
+            filtered,
         }
     }
 }
@@ -124,10 +132,14 @@ pub struct ReplyResult {
     pub content: String,
     pub highlight: String,
     pub created_at: String,
+    /// The phrases of the caller's `warn` filters it matches; absent when
+    /// none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<String>>,
 }
 
-impl From<&ReplyHit> for ReplyResult {
-    fn from(hit: &ReplyHit) -> Self {
+impl ReplyResult {
+    fn new(hit: &ReplyHit, filtered: Option<Vec<String>>) -> Self {
         ReplyResult {
             kind: ReplyResultType::Reply,
             id: hit.reply.id.to_string(),
@@ -135,6 +147,7 @@ impl From<&ReplyHit> for ReplyResult {
             content: hit.reply.content.clone(),
             highlight: hit.snippet_html.clone(),
             created_at: rfc3339(hit.reply.created_at),
+            filtered,
         }
     }
 }
@@ -302,16 +315,25 @@ type Scored = Vec<(f64, SearchResult)>;
 async fn found_posts(
     state: &AppState,
     caller: Option<&SessionPrincipal>,
+    reading: Option<&Reading>,
     terms: &SearchTerms,
     page: Page,
 ) -> Result<(Scored, bool), AppError> {
     let viewer = viewer_of(caller);
-    let found = state.db.search_posts(terms, viewer, page).await?;
+    let now = now_millis();
+    let screen = reading.and_then(|reading| reading.relations.screen(now));
+    let mut found = state.db.search_posts(terms, viewer, screen, page).await?;
+    let sights = PostSights::of(reading, found.hits.iter().map(|hit| &hit.post), now);
+    found.hits.retain(|hit| !sights.hides(hit.post.id));
     let ids: Vec<i64> = found.hits.iter().map(|hit| hit.post.id).collect();
     let engagement =
         PageEngagement::read(&state.db, ItemKind::Post, &ids, viewer.user_id()).await?;
     Ok(scored(found, |hit| {
-        let result = PostResult::new(hit, engagement.of(hit.post.id));
+        let result = PostResult::new(
+            hit,
+            engagement.of(hit.post.id),
+            sights.filtered(hit.post.id),
+        );
         (hit.score, SearchResult::Post(result))
     }))
 }
@@ -319,16 +341,31 @@ async fn found_posts(
 async fn found_replies(
     state: &AppState,
     caller: Option<&SessionPrincipal>,
+    reading: Option<&Reading>,
     terms: &SearchTerms,
     page: Page,
 ) -> Result<(Scored, bool), AppError> {
+    let now = now_millis();
+    let screen = reading.and_then(|reading| reading.relations.screen(now));
     let found = state
         .db
-        .search_replies(terms, viewer_of(caller), page)
+        .search_replies(terms, viewer_of(caller), screen, page)
         .await?;
-    Ok(scored(found, |hit| {
-        (hit.score, SearchResult::Reply(ReplyResult::from(hit)))
-    }))
+    let mut results = Vec::with_capacity(found.hits.len());
+    for hit in &found.hits {
+        let reply = &hit.reply;
+        match reply_sight(reading, reply.author_id(), &reply.content, now) {
+            Sight::Hidden(_) => {}
+            Sight::Shown { warnings } => {
+                let filtered = (!warnings.is_empty()).then_some(warnings);
+                results.push((
+                    hit.score,
+                    SearchResult::Reply(ReplyResult::new(hit, filtered)),
+                ));
+            }
+        }
+    }
+    Ok((results, found.has_more))
 }
 
 async fn found_users(
@@ -386,9 +423,11 @@ async fn run(
     page: Page,
 ) -> Result<SearchResponse, AppError> {
     let terms = SearchTerms::parse(&q);
+    let reading = reading_of(state, caller).await?;
+    let reading = reading.as_deref();
     let (results, has_more) = match kind {
-        Kind::Posts => found_posts(state, caller, &terms, page).await?,
-        Kind::Replies => found_replies(state, caller, &terms, page).await?,
+        Kind::Posts => found_posts(state, caller, reading, &terms, page).await?,
+        Kind::Replies => found_replies(state, caller, reading, &terms, page).await?,
         Kind::Users => found_users(state, caller, &terms, page).await?,
         Kind::All => {
             // Each kind's first `offset + limit` results, merged, then
@@ -397,8 +436,9 @@ async fn run(
                 limit: page.offset.saturating_add(page.limit),
                 offset: 0,
             };
-            let (posts, more_posts) = found_posts(state, caller, &terms, leading).await?;
-            let (replies, more_replies) = found_replies(state, caller, &terms, leading).await?;
+            let (posts, more_posts) = found_posts(state, caller, reading, &terms, leading).await?;
+            let (replies, more_replies) =
+                found_replies(state, caller, reading, &terms, leading).await?;
             let (users, more_users) = found_users(state, caller, &terms, leading).await?;
             let all = merged(vec![posts, replies, users]);
             let has_more =

@@ -779,6 +779,10 @@ pub struct PublicProfile {
     pub posts_count: i64,
     /// Visible (published or flagged) replies on public posts.
     pub replies_count: i64,
+    /// Members who follow this user.
+    pub followers_count: i64,
+    /// Members this user follows.
+    pub following_count: i64,
 }
 
 /// A user's public profile; 404 when the user does not exist, is not
@@ -804,6 +808,7 @@ pub async fn user_profile(
         return Err(AppError::NotFound("user"));
     }
     let (posts_count, replies_count) = state.db.public_content_counts(id).await?;
+    let (followers_count, following_count) = state.db.follow_counts(id).await?;
     let profile = PublicProfile {
         id: user.id().to_string(),
         username: user.row.username.clone(),
@@ -814,6 +819,8 @@ pub async fn user_profile(
         profile_visibility: "public".to_owned(),
         posts_count,
         replies_count,
+        followers_count,
+        following_count,
     };
     answer_cache::tagged_json(&profile, &headers, answer_cache::Audience::Anyone)
 }

@@ -15,6 +15,7 @@ mod analytics;
 mod analytics_rollups;
 mod audit;
 mod backup;
+mod between_members;
 mod browser_and_docs;
 mod client_generators;
 mod console;

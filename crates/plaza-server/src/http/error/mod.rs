@@ -47,6 +47,10 @@ pub enum AppError {
     /// Forbidden, with the rule that refused (`FORBIDDEN`).
     #[error("{0}")]
     NotAllowed(String),
+    /// A block stands between the caller and the member they act on
+    /// (`BLOCKED`, 403).
+    #[error("{0}")]
+    Blocked(String),
     #[error("this token lacks the {required} permission")]
     InsufficientAdminPermissions { required: &'static str },
     #[error("{0} not found")]
@@ -183,6 +187,7 @@ impl AppError {
             }
             AppError::Forbidden
             | AppError::NotAllowed(_)
+            | AppError::Blocked(_)
             | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -213,6 +218,7 @@ impl AppError {
             AppError::Unauthorized | AppError::InvalidCredentials => "UNAUTHORIZED",
             AppError::TotpRequired => "TOTP_REQUIRED",
             AppError::Forbidden | AppError::NotAllowed(_) => "FORBIDDEN",
+            AppError::Blocked(_) => "BLOCKED",
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
@@ -283,6 +289,7 @@ impl From<DomainError> for AppError {
             DomainError::NotFound(what) => AppError::NotFound(what),
             DomainError::Conflict(message) => AppError::Conflict(message),
             DomainError::Forbidden(message) => AppError::NotAllowed(message),
+            DomainError::Blocked(message) => AppError::Blocked(message),
             DomainError::InvalidTransition(message) => AppError::InvalidTransition(message),
             DomainError::Invalid { field, reason } => {
                 let field_error = FieldError::new(field, reason);
