@@ -12,7 +12,7 @@ use sqlx::FromRow;
 use crate::audit::{AuditEntry, ENTRY_COLUMNS};
 use crate::listing::{Arg, Args, bind_all, where_clause};
 use crate::posts::{Moderation, PostStatus};
-use crate::reports::{REPORT_COLUMNS, Report};
+use crate::reports::{Report, ReportTarget};
 use crate::{Database, DomainError, Flag};
 
 /// Most items in each list of a detailed report.
@@ -288,10 +288,15 @@ impl Database {
                 .await?,
             posts: posts.into_iter().map(PostSummary::from).collect(),
             reports_made: self
-                .newest_of(&REPORTS_MADE, REPORT_COLUMNS, user_id, range)
+                .newest_of(&REPORTS_MADE, &ReportTarget::Post.columns(), user_id, range)
                 .await?,
             reports_received: self
-                .newest_of(&REPORTS_RECEIVED, REPORT_COLUMNS, user_id, range)
+                .newest_of(
+                    &REPORTS_RECEIVED,
+                    &ReportTarget::Post.columns(),
+                    user_id,
+                    range,
+                )
                 .await?,
             moderation_actions: self
                 .newest_of(&ACTIONS, ENTRY_COLUMNS, user_id, range)

@@ -144,6 +144,18 @@ impl Dialect {
         }
     }
 
+    /// A subquery of one column, `value`: the strings of `parameter`, a
+    /// JSON array bound as text (the paths of a reply's ancestors: one
+    /// statement however deep the reply).
+    pub fn json_texts(self, parameter: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => format!("SELECT value FROM json_each({parameter})"),
+            Backend::Postgres => {
+                format!("SELECT value FROM json_array_elements_text(CAST({parameter} AS json))")
+            }
+        }
+    }
+
     /// Whether a page of wide rows (the admin user list's 100 rows of 24
     /// columns) is best read as one JSON text ([`Dialect::json_rows`]) or
     /// as rows. SQLite hands each row across from its worker thread, so one
@@ -224,11 +236,13 @@ impl Dialect {
         match self.0 {
             Backend::Sqlite => &[
                 "INSERT INTO posts_fts (posts_fts) VALUES ('rebuild')",
+                "INSERT INTO replies_fts (replies_fts) VALUES ('rebuild')",
                 "INSERT INTO users_fts (users_fts) VALUES ('rebuild')",
                 "INSERT INTO users_substring_fts (users_substring_fts) VALUES ('rebuild')",
             ],
             Backend::Postgres => &[
                 "REINDEX INDEX posts_search",
+                "REINDEX INDEX replies_search",
                 "REINDEX INDEX users_search",
                 "REINDEX INDEX users_username_trigram_search",
                 "REINDEX INDEX users_email_trigram_search",

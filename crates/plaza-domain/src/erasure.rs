@@ -1,6 +1,10 @@
 //! Erasing a user (DECISIONS.md "Accounts (round 4)"): one unit of work
-//! deletes the user and everything that is theirs. The user's row takes by
-//! cascade their posts (with the reports on them), the reports they filed,
+//! deletes the user and everything that is theirs. Their replies go first,
+//! as their author deletes them (DECISIONS.md "Conversations (round 5)"):
+//! those with replies below stay as placeholders without author or
+//! content, the rest are removed, and the counts of their threads follow.
+//! The user's row takes by cascade their posts (with the reports on them
+//! and the replies to them), the reports they filed,
 //! sessions, linked accounts, custom emojis, alerts and grants; admin
 //! tokens die with the row (a token's user must exist). What no foreign key
 //! reaches goes here explicitly: their analytics events (and their share of
@@ -8,7 +12,7 @@
 //! for deletion from the store in the same transaction.
 
 use crate::users::{self, User};
-use crate::{DomainError, Tx, analytics, store_deletions, uploads};
+use crate::{DomainError, Tx, analytics, replies, store_deletions, uploads};
 
 /// Upload records deleted per statement.
 const UPLOAD_PAGE: i64 = 200;
@@ -25,6 +29,9 @@ pub struct Erased {
     /// Objects listed for deletion from `store`.
     pub objects: u64,
     pub events: u64,
+    /// Replies removed or left as placeholders (not counting those on the
+    /// user's own posts, which go with the posts).
+    pub replies: u64,
 }
 
 /// Erases the user `id` in `tx`; the files of their uploads are listed for
@@ -55,11 +62,13 @@ pub async fn erase_user(tx: &mut Tx<'_>, id: i64, store: &str) -> Result<Erased,
             break;
         }
     }
+    let replies = replies::erase_of_author(tx, id).await?;
     users::delete(tx, id).await?;
     Ok(Erased {
         user,
         uploads: erased_uploads,
         objects,
         events,
+        replies,
     })
 }

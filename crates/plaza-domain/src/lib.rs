@@ -42,6 +42,7 @@ pub mod outgoing_mail;
 pub mod permissions;
 pub mod policy;
 pub mod posts;
+pub mod replies;
 pub mod reports;
 pub mod search;
 pub mod seed;

@@ -38,6 +38,7 @@ use crate::{Database, DomainError, Tx, TxFuture};
 pub enum Resource {
     User(i64),
     Post(i64),
+    Reply(i64),
     /// A role's grants.
     Role(i64),
     Permission(i64),
@@ -49,6 +50,7 @@ impl Resource {
         match self {
             Resource::User(_) => "user",
             Resource::Post(_) => "post",
+            Resource::Reply(_) => "reply",
             Resource::Role(_) => "role",
             Resource::Permission(_) => "permission",
         }
@@ -58,6 +60,7 @@ impl Resource {
         match self {
             Resource::User(id)
             | Resource::Post(id)
+            | Resource::Reply(id)
             | Resource::Role(id)
             | Resource::Permission(id) => id,
         }

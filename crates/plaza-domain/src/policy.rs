@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
 use crate::posts::{Post, Viewer};
+use crate::replies::{Reply, ReplyStatus};
 use crate::users::{Role, User, UserStatus};
 
 /// Someone acting: a signed-in user, or the holder of an admin token.
@@ -320,6 +321,51 @@ pub fn report_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
+/// Reading a reply: whoever may read its post, as the reply's status
+/// allows ([`Reply::visible_to`]: held replies for their author and
+/// moderators, a deleted one while visible replies are below it).
+pub fn view_reply(actor: Option<Actor>, post: &Post, reply: &Reply) -> Decision {
+    match view_post(actor, post) {
+        Decision::Allowed if reply.visible_to(post_viewer(actor)) => Decision::Allowed,
+        Decision::Allowed => Decision::Hidden,
+        other => other,
+    }
+}
+
+/// A rule on a reply that is there to be changed: a placeholder left by a
+/// deletion is only read, so to anything else it is not found.
+fn act_on_reply(actor: Actor, post: &Post, reply: &Reply, allowed: bool) -> Decision {
+    match view_reply(Some(actor), post, reply) {
+        Decision::Allowed if reply.status == ReplyStatus::Deleted => Decision::Hidden,
+        Decision::Allowed => Decision::allowed_if(allowed),
+        other => other,
+    }
+}
+
+/// Changing a reply's content: its author only.
+pub fn edit_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
+    act_on_reply(actor, post, reply, reply.author_id() == Some(actor.user_id))
+}
+
+/// Deleting a reply: its author, or whoever may delete someone else's
+/// post ([`delete_others_post`]).
+pub fn delete_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
+    let allowed =
+        reply.author_id() == Some(actor.user_id) || delete_others_post(actor).is_allowed();
+    act_on_reply(actor, post, reply, allowed)
+}
+
+/// Reporting a reply: anyone who sees it, except its author.
+pub fn report_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
+    act_on_reply(actor, post, reply, reply.author_id() != Some(actor.user_id))
+}
+
+/// Approving, hiding, flagging or deleting replies as a moderator, and
+/// locking threads: the rule of [`moderate_post`].
+pub fn moderate_reply(actor: Actor) -> Decision {
+    moderate_post(actor)
+}
+
 /// The unversioned admin surface: an administrator or higher who holds
 /// the route's capability (`holds_capability`: granted to them or their
 /// role, and active, [`crate::grants`]); a super admin holds every
@@ -595,6 +641,8 @@ mod tests {
             published,
             moderation: crate::posts::Moderation::None,
             report_count: 0,
+            reply_count: 0,
+            locked: false,
             created_at: 0,
             updated_at: 0,
         };
@@ -636,6 +684,93 @@ mod tests {
         }
         assert_eq!(view_post(None, &post(2, true)), Decision::Allowed);
         assert_eq!(view_post(None, &post(2, false)), Decision::Hidden);
+    }
+
+    #[test]
+    fn every_role_against_every_reply_rule() {
+        use crate::replies::ReplyAuthor;
+        let post = |published: bool| Post {
+            id: 9,
+            author_id: 3,
+            title: "Title".to_owned(),
+            content: "Content".to_owned(),
+            tags: Vec::new(),
+            published,
+            moderation: crate::posts::Moderation::None,
+            report_count: 0,
+            reply_count: 1,
+            locked: false,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let reply = |author_id: Option<i64>, status: ReplyStatus, reply_count: i64| Reply {
+            id: 5,
+            post_id: 9,
+            parent_id: None,
+            author: author_id.map(|id| ReplyAuthor {
+                id,
+                username: format!("u{id}"),
+                name: None,
+                image: None,
+            }),
+            content: "Hello".to_owned(),
+            status,
+            depth: 0,
+            path: "0".to_owned(),
+            reply_count,
+            report_count: 0,
+            created_at: 0,
+            updated_at: 0,
+            edited_at: None,
+        };
+        let public = post(true);
+        // Rows: user, moderator, admin, super_admin; columns: view, edit,
+        // delete, report, each on someone else's reply, one's own, someone
+        // else's hidden one, and a placeholder with replies below.
+        let rows: Vec<String> = ROLES
+            .iter()
+            .map(|role| {
+                let me = actor(*role);
+                let others = reply(Some(2), ReplyStatus::Published, 0);
+                let own = reply(Some(1), ReplyStatus::Published, 0);
+                let hidden = reply(Some(2), ReplyStatus::Hidden, 0);
+                let placeholder = reply(None, ReplyStatus::Deleted, 2);
+                [&others, &own, &hidden, &placeholder]
+                    .into_iter()
+                    .map(|item| {
+                        [
+                            view_reply(Some(me), &public, item),
+                            edit_reply(me, &public, item),
+                            delete_reply(me, &public, item),
+                            report_reply(me, &public, item),
+                        ]
+                        .map(letter)
+                        .into_iter()
+                        .collect::<String>()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "AFFA AAAF HHHH AHHH",
+                "AFAA AAAF AFAA AHHH",
+                "AFAA AAAF AFAA AHHH",
+                "AFAA AAAF AFAA AHHH",
+            ]
+        );
+        let draft = post(false);
+        let others = reply(Some(2), ReplyStatus::Published, 0);
+        assert_eq!(view_reply(None, &draft, &others), Decision::Hidden);
+        assert_eq!(view_reply(None, &public, &others), Decision::Allowed);
+        assert_eq!(
+            view_reply(None, &public, &reply(None, ReplyStatus::Deleted, 0)),
+            Decision::Hidden
+        );
+        assert_eq!(moderate_reply(actor(Role::User)), Decision::Forbidden);
+        assert_eq!(moderate_reply(actor(Role::Moderator)), Decision::Allowed);
     }
 
     #[test]

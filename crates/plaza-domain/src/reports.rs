@@ -1,6 +1,9 @@
-//! Reports on posts: a signed-in user tells moderators a post breaks the
-//! rules, once per post. Reports feed the admin surface's `reportCount`,
-//! `reports`, `reported` filter and moderation report.
+//! Reports on posts and replies: a signed-in user tells moderators an item
+//! breaks the rules, once per item, naming a category. Reports feed the
+//! admin surface's `reportCount`, `reports`, `reported` filter and
+//! moderation report. Reports on posts and on replies live in two tables of
+//! the same shape (`post_reports`, `reply_reports`), each keeping its
+//! item's `report_count` by trigger; [`ReportTarget`] says which.
 
 use sqlx::FromRow;
 
@@ -10,21 +13,114 @@ use crate::{Database, DomainError, Tx};
 /// Most characters in a report's reason.
 pub const MAX_REASON_CHARS: usize = 1000;
 
+/// What a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportTarget {
+    Post,
+    Reply,
+}
+
+impl ReportTarget {
+    /// The table of its reports.
+    fn table(self) -> &'static str {
+        match self {
+            ReportTarget::Post => "post_reports",
+            ReportTarget::Reply => "reply_reports",
+        }
+    }
+
+    /// The column naming the item.
+    fn column(self) -> &'static str {
+        match self {
+            ReportTarget::Post => "post_id",
+            ReportTarget::Reply => "reply_id",
+        }
+    }
+
+    /// The name a refusal gives it.
+    fn noun(self) -> &'static str {
+        match self {
+            ReportTarget::Post => "post",
+            ReportTarget::Reply => "reply",
+        }
+    }
+
+    /// Report columns as [`Report`] reads them (unqualified).
+    pub(crate) fn columns(self) -> String {
+        format!(
+            "id, {} AS target_id, reporter_id, reason, category, created_at, resolved_at, \
+             resolved_by",
+            self.column()
+        )
+    }
+}
+
+/// Why an item is reported (DECISIONS.md "Conversations (round 5)").
+/// `rule_violation` reports name no rules yet: the site rules come with
+/// graduated moderation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReportCategory {
+    Spam,
+    Harassment,
+    Illegal,
+    RuleViolation,
+    #[default]
+    Other,
+}
+
+impl ReportCategory {
+    pub const ALL: [ReportCategory; 5] = [
+        ReportCategory::Spam,
+        ReportCategory::Harassment,
+        ReportCategory::Illegal,
+        ReportCategory::RuleViolation,
+        ReportCategory::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportCategory::Spam => "spam",
+            ReportCategory::Harassment => "harassment",
+            ReportCategory::Illegal => "illegal",
+            ReportCategory::RuleViolation => "rule_violation",
+            ReportCategory::Other => "other",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ReportCategory> {
+        ReportCategory::ALL
+            .into_iter()
+            .find(|category| category.as_str() == name)
+    }
+}
+
+impl TryFrom<String> for ReportCategory {
+    type Error = DomainError;
+
+    fn try_from(name: String) -> Result<Self, DomainError> {
+        ReportCategory::parse(&name)
+            .ok_or_else(|| DomainError::Conflict(format!("a report has unknown category {name}")))
+    }
+}
+
 /// One report.
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct Report {
     pub id: i64,
-    pub post_id: i64,
+    /// The post or reply reported (see [`ReportTarget`]).
+    pub target_id: i64,
     pub reporter_id: i64,
     pub reason: String,
+    #[sqlx(try_from = "String")]
+    pub category: ReportCategory,
     pub created_at: i64,
-    /// When a moderator acted on the post, if they have.
+    /// When a moderator acted on the item, if they have.
     pub resolved_at: Option<i64>,
     pub resolved_by: Option<i64>,
 }
 
-pub(crate) const REPORT_COLUMNS: &str =
-    "id, post_id, reporter_id, reason, created_at, resolved_at, resolved_by";
+/// Report columns in the order of the admin lists' JSON arrays.
+pub(crate) const REPORT_JSON_COLUMNS: &str = "id, reporter_id, reason, category, created_at";
 
 /// Figures of the admin surface's moderation report over a period.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -56,8 +152,8 @@ impl Database {
         }
         let placeholders: Vec<String> = (1..=post_ids.len()).map(|n| format!("${n}")).collect();
         let sql = format!(
-            "SELECT {REPORT_COLUMNS} FROM post_reports WHERE post_id IN ({}) \
-             ORDER BY created_at, id",
+            "SELECT {} FROM post_reports WHERE post_id IN ({}) ORDER BY created_at, id",
+            ReportTarget::Post.columns(),
             placeholders.join(", ")
         );
         let mut query = sqlx::query_as::<_, Report>(&sql);
@@ -66,22 +162,24 @@ impl Database {
         }
         let reports = query.fetch_all(&mut *self.lease().await?).await?;
         for report in reports {
-            by_post.entry(report.post_id).or_default().push(report);
+            by_post.entry(report.target_id).or_default().push(report);
         }
         Ok(by_post)
     }
 
-    /// A page of the reports `reporter_id` filed, oldest first, after the
-    /// report `after_id`.
+    /// A page of the reports on `target`s that `reporter_id` filed, oldest
+    /// first, after the report `after_id`.
     pub async fn reports_by(
         &self,
+        target: ReportTarget,
         reporter_id: i64,
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<Report>, DomainError> {
         Ok(sqlx::query_as(&format!(
-            "SELECT {REPORT_COLUMNS} FROM post_reports WHERE reporter_id = $1 AND id > $2 \
-             ORDER BY id LIMIT $3"
+            "SELECT {} FROM {} WHERE reporter_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+            target.columns(),
+            target.table()
         ))
         .bind(reporter_id)
         .bind(after_id)
@@ -129,43 +227,77 @@ impl Database {
     }
 }
 
-/// Marks the open reports on a post resolved by `moderator_id` (when a
+/// Marks the open reports on an item resolved by `moderator_id` (when a
 /// moderator approves, hides or flags it); returns how many were open.
-pub async fn resolve(tx: &mut Tx<'_>, post_id: i64, moderator_id: i64) -> Result<u64, DomainError> {
-    let resolved = sqlx::query(
-        "UPDATE post_reports SET resolved_at = $1, resolved_by = $2 \
-         WHERE post_id = $3 AND resolved_at IS NULL",
-    )
+pub async fn resolve(
+    tx: &mut Tx<'_>,
+    target: ReportTarget,
+    target_id: i64,
+    moderator_id: i64,
+) -> Result<u64, DomainError> {
+    let resolved = sqlx::query(&format!(
+        "UPDATE {} SET resolved_at = $1, resolved_by = $2 WHERE {} = $3 AND resolved_at IS NULL",
+        target.table(),
+        target.column()
+    ))
     .bind(now_millis())
     .bind(moderator_id)
-    .bind(post_id)
+    .bind(target_id)
     .execute(&mut **tx)
     .await?;
     Ok(resolved.rows_affected())
 }
 
-/// Files a report; a second report of the same post by the same user is
-/// a [`DomainError::Conflict`]. Whether the reporter may see the post is
-/// the caller's check.
-pub async fn file(
+/// Removes every report on an item (a reply that is deleted but keeps its
+/// place in the thread); returns how many there were.
+pub async fn remove(
     tx: &mut Tx<'_>,
-    post_id: i64,
-    reporter_id: i64,
-    reason: String,
-) -> Result<Report, DomainError> {
-    sqlx::query_as(&format!(
-        "INSERT INTO post_reports (post_id, reporter_id, reason, created_at) \
-         VALUES ($1, $2, $3, $4) RETURNING {REPORT_COLUMNS}"
+    target: ReportTarget,
+    target_id: i64,
+) -> Result<u64, DomainError> {
+    let removed = sqlx::query(&format!(
+        "DELETE FROM {} WHERE {} = $1",
+        target.table(),
+        target.column()
     ))
-    .bind(post_id)
-    .bind(reporter_id)
-    .bind(reason)
+    .bind(target_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(removed.rows_affected())
+}
+
+/// A report to file; the HTTP layer has checked the reason.
+#[derive(Debug, Clone)]
+pub struct NewReport {
+    pub target: ReportTarget,
+    pub target_id: i64,
+    pub reporter_id: i64,
+    pub reason: String,
+    pub category: ReportCategory,
+}
+
+/// Files a report; a second report of the same item by the same user is
+/// a [`DomainError::Conflict`]. Whether the reporter may see the item is
+/// the caller's check.
+pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError> {
+    let target = new.target;
+    sqlx::query_as(&format!(
+        "INSERT INTO {} ({}, reporter_id, reason, category, created_at) \
+         VALUES ($1, $2, $3, $4, $5) RETURNING {}",
+        target.table(),
+        target.column(),
+        target.columns()
+    ))
+    .bind(new.target_id)
+    .bind(new.reporter_id)
+    .bind(new.reason)
+    .bind(new.category.as_str())
     .bind(now_millis())
     .fetch_one(&mut **tx)
     .await
     .map_err(|error| match DomainError::from(error) {
         DomainError::Conflict(_) => {
-            DomainError::Conflict("you have already reported this post".to_owned())
+            DomainError::Conflict(format!("you have already reported this {}", target.noun()))
         }
         other => other,
     })

@@ -1,5 +1,5 @@
-//! Full-text search over posts and users, with relevance ranking, prefix
-//! matching of the word being typed, and highlighted snippets.
+//! Full-text search over posts, replies and users, with relevance ranking,
+//! prefix matching of the word being typed, and highlighted snippets.
 //!
 //! SQLite uses FTS5 tables kept in step by triggers; PostgreSQL uses
 //! generated `tsvector` columns with GIN indexes. The text a user typed is
@@ -25,6 +25,7 @@ use sqlx::FromRow;
 use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, Page, bind_all, parse_json_page};
 use crate::posts::{PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, post_json};
+use crate::replies::{REPLY_COLUMNS, Reply, ReplyJson, ReplyRow};
 use crate::users::{USER_COLUMNS, User, UserRow};
 use crate::{Backend, Database, DomainError, Tx};
 
@@ -141,8 +142,8 @@ const SCORED_WORDS: usize = 4;
 /// What a full-text search of one table looks for; see
 /// [`FullTextSearch::hits`].
 struct FullTextSearch<'a> {
-    /// `posts` or `users`; its index is `<table>_fts` on SQLite and its
-    /// `search_vector` column on PostgreSQL.
+    /// `posts`, `replies` or `users`; its index is `<table>_fts` on SQLite
+    /// and its `search_vector` column on PostgreSQL.
     table: &'static str,
     /// The alias of `table` in `visibility` and `exact`.
     alias: &'static str,
@@ -239,6 +240,16 @@ pub struct PostHit {
     pub snippet_html: String,
 }
 
+/// A matching reply.
+#[derive(Debug, Clone)]
+pub struct ReplyHit {
+    pub reply: Reply,
+    pub score: f64,
+    /// About two dozen words of the content from the first match on,
+    /// HTML-escaped, matches in `<mark>`.
+    pub snippet_html: String,
+}
+
 /// A matching user.
 #[derive(Debug, Clone)]
 pub struct UserHit {
@@ -262,6 +273,7 @@ struct UserHitRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RebuildSummary {
     pub posts: i64,
+    pub replies: i64,
     pub users: i64,
 }
 
@@ -481,6 +493,120 @@ impl Database {
         (sql, args.into_vec())
     }
 
+    /// Replies `viewer` may see (visible ones, and their own held ones,
+    /// on posts they may see; moderators every reply but placeholders) that
+    /// match `terms`, most relevant first.
+    pub async fn search_replies(
+        &self,
+        terms: &SearchTerms,
+        viewer: Viewer,
+        page: Page,
+    ) -> Result<SearchPage<ReplyHit>, DomainError> {
+        let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
+            return Ok(empty_page());
+        };
+        let mut prefix = terms.prefix_first();
+        let mut run = self
+            .search_replies_once(terms, viewer, page, prefix)
+            .await?;
+        if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
+            prefix = true;
+            run = self
+                .search_replies_once(terms, viewer, page, prefix)
+                .await?;
+        }
+        let has_more = run.rows.len() as i64 > page.limit;
+        let hits = run
+            .rows
+            .into_iter()
+            .take(usize::try_from(page.limit).unwrap_or(usize::MAX))
+            .map(|(reply, score)| ReplyHit {
+                snippet_html: snippet(&reply.content, terms, prefix),
+                reply,
+                score,
+            })
+            .collect();
+        Ok(SearchPage { hits, has_more })
+    }
+
+    async fn search_replies_once(
+        &self,
+        terms: &SearchTerms,
+        viewer: Viewer,
+        page: Page,
+        prefix: bool,
+    ) -> Result<Run<(Reply, f64)>, DomainError> {
+        let (sql, args) = self.search_replies_sql(terms, viewer, page, prefix);
+        let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        let rows = parse_json_page::<(ReplyJson, f64)>(&json)?
+            .into_iter()
+            .map(|(reply, score)| Ok((Reply::try_from(ReplyRow::from(reply))?, score)))
+            .collect::<Result<_, DomainError>>()?;
+        Ok(Run { candidates, rows })
+    }
+
+    /// The statement of one run of [`Database::search_replies`], as
+    /// [`Database::search_posts_sql`] for posts. A reply is found only
+    /// where its thread could be read: its post is one the viewer sees.
+    fn search_replies_sql(
+        &self,
+        terms: &SearchTerms,
+        viewer: Viewer,
+        page: Page,
+        prefix: bool,
+    ) -> (String, Vec<Arg>) {
+        let backend = self.backend();
+        let mut args = Args::default();
+        let visibility = match viewer {
+            Viewer::Anonymous => format!(
+                " AND rp.status IN ('published', 'flagged') AND EXISTS (SELECT 1 FROM posts p \
+                 WHERE p.id = rp.post_id AND {PUBLIC_SQL})"
+            ),
+            Viewer::Member(id) => {
+                let me = args.push(Arg::Int(id));
+                format!(
+                    " AND (rp.status IN ('published', 'flagged') \
+                     OR (rp.status IN ('pending', 'hidden') AND rp.author_id = {me})) \
+                     AND EXISTS (SELECT 1 FROM posts p \
+                     WHERE p.id = rp.post_id AND ({PUBLIC_SQL} OR p.author_id = {me}))"
+                )
+            }
+            Viewer::Moderator(_) => " AND rp.status <> 'deleted'".to_owned(),
+        };
+        let exact = args.push(Arg::Text(terms.exact.clone()));
+        let exact = format!("lower(rp.content) = {exact}");
+        let hits = FullTextSearch {
+            table: "replies",
+            alias: "rp",
+            bonus_columns: "content",
+            tag_bonus: false,
+            visibility: &visibility,
+            exact: &exact,
+        }
+        .hits(backend, terms, prefix, &mut args);
+        let limit = args.push(Arg::Int(page.limit + 1));
+        let offset = args.push(Arg::Int(page.offset));
+        let dialect = self.dialect();
+        let element = dialect.json_array(&format!(
+            "{}, page.score",
+            dialect.json_array(REPLY_COLUMNS)
+        ));
+        let rows = dialect.json_rows(
+            &element,
+            "page.exact DESC, page.score DESC, page.id DESC",
+            "page JOIN replies r ON r.id = page.id LEFT JOIN users u ON u.id = r.author_id",
+        );
+        let sql = format!(
+            "WITH {hits}, \
+             page AS (SELECT id, exact, score FROM hits \
+               ORDER BY exact DESC, score DESC, id DESC LIMIT {limit} OFFSET {offset}) \
+             SELECT (SELECT COUNT(*) FROM hits) AS candidates, {rows} AS page"
+        );
+        (sql, args.into_vec())
+    }
+
     /// Users that match `terms`: active users with public profiles, or
     /// everyone when `everyone` (an admin is asking). Emails are never
     /// searched.
@@ -605,6 +731,8 @@ impl Database {
             let (users_sql, users_args) =
                 self.search_users_sql(terms, matches!(viewer, Viewer::Moderator(_)), page, prefix);
             plan.extend(self.explain(&users_sql, users_args).await?);
+            let (replies_sql, replies_args) = self.search_replies_sql(terms, viewer, page, prefix);
+            plan.extend(self.explain(&replies_sql, replies_args).await?);
         }
         Ok(plan)
     }
@@ -621,19 +749,24 @@ impl Database {
 /// entry in the same unit of work): FTS5 `rebuild` (which also leaves each
 /// index in one segment, the fastest to read) on SQLite, `REINDEX` of the
 /// GIN indexes on PostgreSQL (whose vectors are generated columns and
-/// cannot drift). Answers how many posts and users are indexed.
+/// cannot drift). Answers how many posts, replies and users are indexed.
 pub async fn rebuild(tx: &mut Tx<'_>) -> Result<RebuildSummary, DomainError> {
     for statement in Dialect::of(tx).rebuild_full_text() {
         sqlx::query(statement).execute(&mut **tx).await?;
     }
     // The `reported` row counts posts already counted by their state.
-    let (posts, users): (i64, i64) = sqlx::query_as(&format!(
+    let (posts, replies, users): (i64, i64, i64) = sqlx::query_as(&format!(
         "SELECT (SELECT CAST(COALESCE(SUM(total), 0) AS BIGINT) FROM post_counts \
-         WHERE scope <> '{REPORTED_SCOPE}'), (SELECT COUNT(*) FROM users)"
+         WHERE scope <> '{REPORTED_SCOPE}'), (SELECT COUNT(*) FROM replies), \
+         (SELECT COUNT(*) FROM users)"
     ))
     .fetch_one(&mut **tx)
     .await?;
-    Ok(RebuildSummary { posts, users })
+    Ok(RebuildSummary {
+        posts,
+        replies,
+        users,
+    })
 }
 
 fn empty_page<T>() -> SearchPage<T> {

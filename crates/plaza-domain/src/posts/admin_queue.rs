@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::model::{Moderation, POST_COLUMNS, PostStatus, Viewer};
 use super::query::{PostQuery, post_json};
 use crate::listing::{BorrowedText, JsonFlag, Page, parse_json_page};
+use crate::reports::ReportCategory;
 use crate::{Database, DomainError};
 
 /// A post as the admin surface shows it: with its author's username and
@@ -23,18 +24,21 @@ pub struct AdminPost<'a> {
     pub content: Cow<'a, str>,
     pub status: PostStatus,
     pub report_count: i64,
+    /// Whether the thread is locked.
+    pub locked: bool,
     pub created_at: i64,
     pub updated_at: i64,
     /// Oldest first.
     pub reports: Vec<AdminReport<'a>>,
 }
 
-/// One report as [`AdminPost`] lists it.
+/// One report as the admin lists show it.
 #[derive(Debug, Clone)]
 pub struct AdminReport<'a> {
     pub id: i64,
     pub reporter_id: i64,
     pub reason: Cow<'a, str>,
+    pub category: ReportCategory,
     pub created_at: i64,
 }
 
@@ -135,7 +139,7 @@ impl Database {
         let dialect = self.dialect();
         // Unqualified, the report's columns name the innermost table.
         let reports = dialect.nested_json_rows(
-            &dialect.json_array(crate::reports::REPORT_COLUMNS),
+            &dialect.json_array(crate::reports::REPORT_JSON_COLUMNS),
             &format!("post_reports r WHERE r.post_id = {listed}.id"),
         );
         dialect.json_array(&format!(
@@ -158,22 +162,47 @@ struct AdminPostJson<'a>(
     JsonFlag,
     #[serde(borrow)] Cow<'a, str>,
     i64,
+    serde::de::IgnoredAny,
+    JsonFlag,
     i64,
     i64,
 );
 
-/// A report as [`Database::admin_post_json`] writes it
-/// ([`crate::reports::REPORT_COLUMNS`]); only what the admin list shows is kept.
+/// A report as the admin lists write it
+/// ([`crate::reports::REPORT_JSON_COLUMNS`]).
 #[derive(Deserialize)]
-struct AdminReportJson<'a>(
+pub(crate) struct AdminReportJson<'a>(
     i64,
-    serde::de::IgnoredAny,
     i64,
     #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
     i64,
-    serde::de::IgnoredAny,
-    serde::de::IgnoredAny,
 );
+
+impl<'a> AdminReportJson<'a> {
+    /// Reports as the admin lists show them, oldest first.
+    pub(crate) fn into_reports(
+        reports: Option<Vec<AdminReportJson<'a>>>,
+    ) -> Result<Vec<AdminReport<'a>>, DomainError> {
+        let mut reports = reports
+            .unwrap_or_default()
+            .into_iter()
+            .map(
+                |AdminReportJson(id, reporter_id, reason, category, created_at)| {
+                    Ok(AdminReport {
+                        id,
+                        reporter_id,
+                        reason,
+                        category: ReportCategory::try_from(category.into_owned())?,
+                        created_at,
+                    })
+                },
+            )
+            .collect::<Result<Vec<_>, DomainError>>()?;
+        reports.sort_by_key(|report| (report.created_at, report.id));
+        Ok(reports)
+    }
+}
 
 /// One element of a page of [`Database::admin_post_json`].
 #[derive(Deserialize)]
@@ -198,25 +227,15 @@ fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
                 published,
                 moderation,
                 report_count,
+                _reply_count,
+                locked,
                 created_at,
                 updated_at,
             ) = post;
             let moderation = Moderation::parse(&moderation).ok_or_else(|| {
                 DomainError::Conflict(format!("post {id} has unknown moderation {moderation}"))
             })?;
-            let mut reports: Vec<AdminReport<'_>> = reports
-                .unwrap_or_default()
-                .into_iter()
-                .map(
-                    |AdminReportJson(id, _, reporter_id, reason, created_at, _, _)| AdminReport {
-                        id,
-                        reporter_id,
-                        reason,
-                        created_at,
-                    },
-                )
-                .collect();
-            reports.sort_by_key(|report| (report.created_at, report.id));
+            let reports = AdminReportJson::into_reports(reports)?;
             Ok(AdminPost {
                 id,
                 author_id,
@@ -227,6 +246,7 @@ fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
                 content,
                 status: PostStatus::of(published.into(), moderation),
                 report_count,
+                locked: locked.into(),
                 created_at,
                 updated_at,
                 reports,

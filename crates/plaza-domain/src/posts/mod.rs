@@ -9,8 +9,9 @@
 //!
 //! `model` says what a post is, `query` reads and lists posts, `writes`
 //! creates, changes and deletes them, `moderation` holds a moderator's
-//! actions and `admin_queue` the admin surface's post list; everything is
-//! used through this module's names.
+//! actions (the lock of a post's thread among them) and `admin_queue` the
+//! admin surface's post list; everything is used through this module's
+//! names.
 
 mod admin_queue;
 mod model;
@@ -18,6 +19,7 @@ mod moderation;
 mod query;
 mod writes;
 
+pub(crate) use admin_queue::AdminReportJson;
 pub use admin_queue::{AdminPost, AdminPostPage, AdminReport};
 pub(crate) use model::PUBLIC_SQL;
 pub use model::{
@@ -25,8 +27,9 @@ pub use model::{
     PostChanges, PostStatus, Viewer, normalize_tag,
 };
 pub use moderation::{
-    Moderated, ModerationAction, ModerationStep, moderate, moderation_step, set_moderation,
+    Moderated, ModerationAction, ModerationStep, moderate, moderation_step, set_locked,
+    set_moderation,
 };
 pub(crate) use query::{PostJson, REPORTED_SCOPE, post_json};
 pub use query::{PostPage, PostQuery, PostSort};
-pub use writes::{create, delete, update};
+pub use writes::{create, delete, lock, update};

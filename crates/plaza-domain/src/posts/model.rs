@@ -142,6 +142,10 @@ pub struct Post {
     pub published: bool,
     pub moderation: Moderation,
     pub report_count: i64,
+    /// Visible (published or flagged) replies in its thread.
+    pub reply_count: i64,
+    /// A moderator's lock: the thread takes no new replies.
+    pub locked: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -184,6 +188,8 @@ pub(super) struct PostRow {
     pub(super) published: Flag,
     pub(super) moderation: String,
     pub(super) report_count: i64,
+    pub(super) reply_count: i64,
+    pub(super) locked: Flag,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
 }
@@ -207,6 +213,8 @@ impl TryFrom<PostRow> for Post {
             published: row.published.0,
             moderation,
             report_count: row.report_count,
+            reply_count: row.reply_count,
+            locked: row.locked.0,
             created_at: row.created_at,
             updated_at: row.updated_at,
         })
@@ -215,11 +223,12 @@ impl TryFrom<PostRow> for Post {
 
 /// Post columns for `RETURNING` (unqualified).
 pub(super) const RETURNING_COLUMNS: &str = "id, author_id, title, content, tags, published, moderation, \
-     report_count, created_at, updated_at";
+     report_count, reply_count, locked, created_at, updated_at";
 
 /// Post columns of `posts p`.
 pub(crate) const POST_COLUMNS: &str = "p.id, p.author_id, p.title, p.content, p.tags, \
-     p.published, p.moderation, p.report_count, p.created_at, p.updated_at";
+     p.published, p.moderation, p.report_count, p.reply_count, p.locked, p.created_at, \
+     p.updated_at";
 
 /// Tags are stored space-separated (they cannot contain spaces), which is
 /// also how the full-text index reads them.
@@ -318,6 +327,8 @@ mod tests {
             published: false,
             moderation: Moderation::None,
             report_count: 0,
+            reply_count: 0,
+            locked: false,
             created_at: 0,
             updated_at: 0,
         };

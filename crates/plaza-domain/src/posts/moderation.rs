@@ -1,9 +1,11 @@
 //! Moderating posts: the actions a moderator takes (approve, hide, flag,
-//! delete), the state machine that says what each does from each status,
-//! and the unit of work that records the decision and resolves the reports.
+//! delete, and lock or unlock the post's thread), the state machine that
+//! says what each does from each status, and the unit of work that records
+//! the decision and resolves the reports.
 
-use super::model::{Moderation, POST_COLUMNS, Post, PostRow, PostStatus, RETURNING_COLUMNS};
-use super::writes::delete;
+use super::model::{Moderation, Post, PostRow, PostStatus, RETURNING_COLUMNS};
+use super::writes::{delete, lock};
+use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
 
@@ -26,7 +28,23 @@ pub async fn set_moderation(
     row.ok_or(DomainError::NotFound("post"))?.try_into()
 }
 
-/// A moderator's action on a post (SPEC.md "States and transitions").
+/// Records whether a post's thread is locked (a locked thread takes no new
+/// replies).
+pub async fn set_locked(tx: &mut Tx<'_>, id: i64, locked: bool) -> Result<Post, DomainError> {
+    let row: Option<PostRow> = sqlx::query_as(&format!(
+        "UPDATE posts SET locked = $1, updated_at = $2 WHERE id = $3 \
+         RETURNING {RETURNING_COLUMNS}"
+    ))
+    .bind(locked)
+    .bind(now_millis())
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(DomainError::NotFound("post"))?.try_into()
+}
+
+/// A moderator's action on a post (SPEC.md "States and transitions") or,
+/// but for lock and unlock, on a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModerationAction {
     /// Clears a flag or a hide (the author's switch decides between
@@ -36,14 +54,19 @@ pub enum ModerationAction {
     /// Permanent: the post and its reports are removed.
     Delete,
     Flag,
+    /// The post's thread takes no new replies.
+    Lock,
+    Unlock,
 }
 
 impl ModerationAction {
-    pub const ALL: [ModerationAction; 4] = [
+    pub const ALL: [ModerationAction; 6] = [
         ModerationAction::Approve,
         ModerationAction::Hide,
         ModerationAction::Delete,
         ModerationAction::Flag,
+        ModerationAction::Lock,
+        ModerationAction::Unlock,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +75,8 @@ impl ModerationAction {
             ModerationAction::Hide => "hide",
             ModerationAction::Delete => "delete",
             ModerationAction::Flag => "flag",
+            ModerationAction::Lock => "lock",
+            ModerationAction::Unlock => "unlock",
         }
     }
 
@@ -59,6 +84,12 @@ impl ModerationAction {
         ModerationAction::ALL
             .into_iter()
             .find(|action| action.as_str() == name)
+    }
+
+    /// Whether it is an action on a reply too (locks are the thread's,
+    /// taken on its post).
+    pub fn applies_to_replies(self) -> bool {
+        !matches!(self, ModerationAction::Lock | ModerationAction::Unlock)
     }
 }
 
@@ -69,6 +100,8 @@ pub enum ModerationStep {
     /// switch, see [`PostStatus::of`]).
     Decide(Moderation),
     Delete,
+    /// Locks (true) or unlocks the thread, whatever the status.
+    Lock(bool),
 }
 
 /// The moderation state machine: from each status, what each action does,
@@ -81,6 +114,8 @@ pub fn moderation_step(
     use PostStatus as S;
     match (status, action) {
         (_, A::Delete) => Ok(ModerationStep::Delete),
+        (_, A::Lock) => Ok(ModerationStep::Lock(true)),
+        (_, A::Unlock) => Ok(ModerationStep::Lock(false)),
         (S::Published | S::Flagged | S::Hidden, A::Approve) => {
             Ok(ModerationStep::Decide(Moderation::None))
         }
@@ -116,20 +151,17 @@ pub enum Moderated {
 
 /// Applies `action` to post `id` by `moderator_id` following
 /// [`moderation_step`]: [`DomainError::InvalidTransition`] when it makes
-/// no sense from the post's status, and nothing is written then.
+/// no sense from the post's status (or locks a locked post, unlocks an
+/// unlocked one), and nothing is written then. The post's row is read for
+/// update, so a reply being written to its thread meanwhile is either
+/// before the lock or refused.
 pub async fn moderate(
     tx: &mut Tx<'_>,
     id: i64,
     action: ModerationAction,
     moderator_id: i64,
 ) -> Result<Moderated, DomainError> {
-    let row: Option<PostRow> = sqlx::query_as(&format!(
-        "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(&mut **tx)
-    .await?;
-    let before = Post::try_from(row.ok_or(DomainError::NotFound("post"))?)?;
+    let before = lock(tx, id).await?;
     let step = moderation_step(before.status(), action).map_err(|reason| {
         DomainError::InvalidTransition(format!(
             "cannot {} a {} post: {reason}",
@@ -140,11 +172,27 @@ pub async fn moderate(
     match step {
         ModerationStep::Decide(moderation) => {
             let after = set_moderation(tx, id, moderation).await?;
-            let reports_resolved = crate::reports::resolve(tx, id, moderator_id).await?;
+            let reports_resolved =
+                reports::resolve(tx, ReportTarget::Post, id, moderator_id).await?;
             Ok(Moderated::Changed {
                 before,
                 after,
                 reports_resolved,
+            })
+        }
+        ModerationStep::Lock(locked) if locked == before.locked => {
+            Err(DomainError::InvalidTransition(format!(
+                "cannot {} the post: it is {} already",
+                action.as_str(),
+                if locked { "locked" } else { "unlocked" }
+            )))
+        }
+        ModerationStep::Lock(locked) => {
+            let after = set_locked(tx, id, locked).await?;
+            Ok(Moderated::Changed {
+                before,
+                after,
+                reports_resolved: 0,
             })
         }
         ModerationStep::Delete => {
@@ -165,7 +213,7 @@ mod tests {
     #[test]
     fn every_moderation_action_from_every_status() {
         use ModerationAction as A;
-        use ModerationStep::{Decide, Delete};
+        use ModerationStep::{Decide, Delete, Lock};
         // Rows: published, draft, hidden, flagged; columns: approve, hide,
         // delete, flag. `-` is a refusal.
         let expected = [
@@ -195,6 +243,8 @@ mod tests {
                     "{status:?} {action:?}"
                 );
             }
+            assert_eq!(moderation_step(status, A::Lock), Ok(Lock(true)));
+            assert_eq!(moderation_step(status, A::Unlock), Ok(Lock(false)));
         }
     }
 }

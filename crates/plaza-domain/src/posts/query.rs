@@ -297,6 +297,8 @@ pub(crate) struct PostJson(
     String,
     i64,
     i64,
+    JsonFlag,
+    i64,
     i64,
 );
 
@@ -313,6 +315,8 @@ impl TryFrom<PostJson> for Post {
             published,
             moderation,
             report_count,
+            reply_count,
+            locked,
             created_at,
             updated_at,
         ): PostJson,
@@ -326,6 +330,8 @@ impl TryFrom<PostJson> for Post {
             published: Flag(published.into()),
             moderation,
             report_count,
+            reply_count,
+            locked: Flag(locked.into()),
             created_at,
             updated_at,
         })

@@ -1,7 +1,10 @@
 //! Writing posts: creating, changing and deleting one, with its
 //! `post_tags` rows kept in the same unit of work.
 
-use super::model::{NewPost, Post, PostChanges, PostRow, RETURNING_COLUMNS, join_tags};
+use super::model::{
+    NewPost, POST_COLUMNS, Post, PostChanges, PostRow, RETURNING_COLUMNS, join_tags,
+};
+use crate::dialect::Dialect;
 use crate::listing::{Arg, bind_all};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
@@ -93,7 +96,22 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: PostChanges) -> Result<Po
     Ok(post)
 }
 
-/// Deletes a post for good; its tags and reports go with it.
+/// Post `id` read in a unit of work and held until it commits (`FOR
+/// UPDATE` on PostgreSQL; SQLite's units of work hold the write lock).
+/// Every write to a post's thread and every moderation of the post takes
+/// it first, so they queue in one order and never deadlock.
+pub async fn lock(tx: &mut Tx<'_>, id: i64) -> Result<Post, DomainError> {
+    let row: Option<PostRow> = sqlx::query_as(&format!(
+        "SELECT {POST_COLUMNS} FROM posts p WHERE p.id = $1{}",
+        Dialect::of(tx).for_update()
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(DomainError::NotFound("post"))?.try_into()
+}
+
+/// Deletes a post for good; its tags, reports and replies go with it.
 pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<(), DomainError> {
     let deleted = sqlx::query("DELETE FROM posts WHERE id = $1")
         .bind(id)

@@ -17,6 +17,7 @@ pub mod og;
 pub mod params;
 pub mod posts;
 pub mod profiles;
+pub mod replies;
 pub mod search;
 pub mod system;
 pub mod uploads;

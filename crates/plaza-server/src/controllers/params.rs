@@ -208,6 +208,9 @@ pub enum TextRule {
     /// Several lines: newlines and tabs allowed, other control characters
     /// (NUL among them, which PostgreSQL cannot store) refused.
     Lines,
+    /// Several lines as replies are written: newlines and tabs only (no
+    /// carriage return either).
+    NewlinesAndTabs,
 }
 
 /// Checks a text: at most `max_chars`, non-blank when `required`, and no
@@ -225,7 +228,11 @@ pub fn check_text(
     if value.chars().count() > max_chars {
         return Err(format!("must be at most {max_chars} characters"));
     }
-    let allowed = |c: char| rule == TextRule::Lines && matches!(c, '\n' | '\r' | '\t');
+    let allowed = |c: char| match rule {
+        TextRule::Line => false,
+        TextRule::Lines => matches!(c, '\n' | '\r' | '\t'),
+        TextRule::NewlinesAndTabs => matches!(c, '\n' | '\t'),
+    };
     if value.chars().any(|c| c.is_control() && !allowed(c)) {
         return Err("must not contain control characters".to_owned());
     }

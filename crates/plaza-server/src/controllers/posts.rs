@@ -9,7 +9,9 @@ use plaza_domain::posts::{
     self, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery,
     PostSort, Viewer, normalize_tag,
 };
-use plaza_domain::reports::{MAX_REASON_CHARS, Report};
+use plaza_domain::reports::{
+    self, MAX_REASON_CHARS, NewReport, Report, ReportCategory, ReportTarget,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -59,6 +61,10 @@ pub struct PostView {
     /// to moderators only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Visible (published or flagged) replies in its thread.
+    pub reply_count: i64,
+    /// Locked by a moderator: the thread takes no new replies.
+    pub locked: bool,
 }
 
 impl PostView {
@@ -78,6 +84,8 @@ impl PostView {
             published: post.published,
             tags: post.tags.clone(),
             status: sees_status.then(|| post.status().as_str().to_owned()),
+            reply_count: post.reply_count,
+            locked: post.locked,
         }
     }
 }
@@ -444,11 +452,46 @@ pub async fn delete_post(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Why a post should be looked at.
+/// Why a post or reply should be looked at.
 #[derive(Deserialize, ToSchema)]
 pub struct ReportBody {
     /// 1 to 1000 characters.
     pub reason: String,
+    /// `spam`, `harassment`, `illegal`, `rule_violation` or `other`
+    /// (default).
+    #[schema(example = "spam")]
+    pub category: Option<String>,
+    /// The site rules a `rule_violation` breaks. The site has no rules
+    /// yet, so any id given is unknown (422); an empty list is accepted.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub rule_ids: Vec<serde_json::Value>,
+}
+
+/// The reason and category of a report, checked: 422 naming each bad
+/// field.
+pub fn report_terms(body: ReportBody) -> Result<(String, ReportCategory), AppError> {
+    let mut problems = Problems::default();
+    problems.check(
+        "reason",
+        check_text(&body.reason, MAX_REASON_CHARS, true, TextRule::Lines),
+    );
+    let category = match body.category.as_deref() {
+        None => ReportCategory::default(),
+        Some(raw) => problems
+            .check(
+                "category",
+                ReportCategory::parse(raw).ok_or_else(|| {
+                    "must be spam, harassment, illegal, rule_violation or other".to_owned()
+                }),
+            )
+            .unwrap_or_default(),
+    };
+    if !body.rule_ids.is_empty() {
+        problems.add("rule_ids", "names no rule: the site has no rules yet");
+    }
+    problems.finish()?;
+    Ok((body.reason.trim().to_owned(), category))
 }
 
 /// A filed report.
@@ -456,18 +499,34 @@ pub struct ReportBody {
 pub struct ReportView {
     #[schema(example = "5")]
     pub id: String,
+    /// The post reported (reports on posts).
     #[schema(example = "17")]
-    pub post_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_id: Option<String>,
+    /// The reply reported (reports on replies).
+    #[schema(example = "31")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_id: Option<String>,
     pub reason: String,
+    /// `spam`, `harassment`, `illegal`, `rule_violation` or `other`.
+    #[schema(example = "other")]
+    pub category: &'static str,
     pub created_at: String,
 }
 
-impl From<&Report> for ReportView {
-    fn from(report: &Report) -> Self {
+impl ReportView {
+    pub fn new(report: &Report, target: ReportTarget) -> Self {
+        let target_id = Some(report.target_id.to_string());
+        let (post_id, reply_id) = match target {
+            ReportTarget::Post => (target_id, None),
+            ReportTarget::Reply => (None, target_id),
+        };
         ReportView {
             id: report.id.to_string(),
-            post_id: report.post_id.to_string(),
+            post_id,
+            reply_id,
             reason: report.reason.clone(),
+            category: report.category.as_str(),
             created_at: rfc3339(report.created_at),
         }
     }
@@ -487,7 +546,7 @@ impl From<&Report> for ReportView {
         (status = 403, description = "The caller's own post", body = GeneralError),
         (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
         (status = 409, description = "Already reported by the caller", body = GeneralError),
-        (status = 422, description = "Missing or overlong reason", body = GeneralError),
+        (status = 422, description = "Missing or overlong reason, unknown category, or rule_ids naming no rule", body = GeneralError),
     )
 )]
 pub async fn report_post(
@@ -498,16 +557,21 @@ pub async fn report_post(
 ) -> Result<Response, AppError> {
     let post = state.db.post_for(id, viewer_of(Some(&caller))).await?;
     authorize(policy::report_post(caller.actor(), &post), "post")?;
-    let mut problems = Problems::default();
-    problems.check(
-        "reason",
-        check_text(&body.reason, MAX_REASON_CHARS, true, TextRule::Lines),
-    );
-    problems.finish()?;
-    let (reporter, reason) = (caller.user_id(), body.reason.trim().to_owned());
+    let (reason, category) = report_terms(body)?;
+    let new = NewReport {
+        target: ReportTarget::Post,
+        target_id: id,
+        reporter_id: caller.user_id(),
+        reason,
+        category,
+    };
     let report = state
         .db
-        .write(|tx| Box::pin(plaza_domain::reports::file(tx, id, reporter, reason)))
+        .write(|tx| Box::pin(reports::file(tx, new)))
         .await?;
-    Ok((StatusCode::CREATED, AppJson(ReportView::from(&report))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        AppJson(ReportView::new(&report, ReportTarget::Post)),
+    )
+        .into_response())
 }

@@ -1,12 +1,12 @@
-//! Full-text search over posts and users: relevance ranking, as-you-type
-//! prefix matching of the last word, and highlighted snippets. Results are
-//! only ever what the caller may see anyway.
+//! Full-text search over posts, replies and users: relevance ranking,
+//! as-you-type prefix matching of the last word, and highlighted snippets.
+//! Results are only ever what the caller may see anyway.
 
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use plaza_domain::listing::Page;
-use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, SearchTerms, UserHit};
+use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, ReplyHit, SearchPage, SearchTerms, UserHit};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -37,7 +37,8 @@ pub struct SearchParams {
     /// The words to find, 1 to 200 characters; the last word also matches
     /// longer words unless followed by a space.
     pub q: Option<String>,
-    /// `post` (default) or `user` (only on `/api/search`).
+    /// `post` (default), `reply`, `user`, or `all` (posts, replies and
+    /// users together, by relevance) (only on `/api/search`).
     #[serde(rename = "type")]
     #[param(rename = "type")]
     pub kind: Option<String>,
@@ -67,6 +68,10 @@ pub struct PostResult {
     pub author_id: String,
     pub tags: Vec<String>,
     pub published: bool,
+    /// Visible replies in its thread.
+    pub reply_count: i64,
+    /// Locked by a moderator: the thread takes no new replies.
+    pub locked: bool,
     pub created_at: String,
     pub updated_at: String,
     /// Relevance; higher is better, comparable within one query only.
@@ -84,9 +89,40 @@ impl From<&PostHit> for PostResult {
             author_id: hit.post.author_id.to_string(),
             tags: hit.post.tags.clone(),
             published: hit.post.published,
+            reply_count: hit.post.reply_count,
+            locked: hit.post.locked,
             created_at: rfc3339(hit.post.created_at),
             updated_at: rfc3339(hit.post.updated_at),
             score: hit.score,
+        }
+    }
+}
+
+/// A matching reply. `highlight` is an excerpt of the content around the
+/// matches, HTML-escaped with matches in `<mark>`.
+#[derive(Serialize, ToSchema)]
+pub struct ReplyResult {
+    #[serde(rename = "type")]
+    #[schema(inline)]
+    pub kind: ReplyResultType,
+    #[schema(example = "31")]
+    pub id: String,
+    #[schema(example = "17")]
+    pub post_id: String,
+    pub content: String,
+    pub highlight: String,
+    pub created_at: String,
+}
+
+impl From<&ReplyHit> for ReplyResult {
+    fn from(hit: &ReplyHit) -> Self {
+        ReplyResult {
+            kind: ReplyResultType::Reply,
+            id: hit.reply.id.to_string(),
+            post_id: hit.reply.post_id.to_string(),
+            content: hit.reply.content.clone(),
+            highlight: hit.snippet_html.clone(),
+            created_at: rfc3339(hit.reply.created_at),
         }
     }
 }
@@ -137,6 +173,13 @@ pub enum PostResultType {
     Post,
 }
 
+/// `reply`: the result is a reply.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplyResultType {
+    Reply,
+}
+
 /// `user`: the result is a user.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -149,10 +192,12 @@ pub enum UserResultType {
 #[serde(untagged)]
 #[schema(discriminator(property_name = "type", mapping(
     ("post" = "#/components/schemas/PostResult"),
+    ("reply" = "#/components/schemas/ReplyResult"),
     ("user" = "#/components/schemas/UserResult"),
 )))]
 pub enum SearchResult {
     Post(PostResult),
+    Reply(ReplyResult),
     User(UserResult),
 }
 
@@ -171,7 +216,7 @@ pub struct SearchPagination {
 #[derive(Serialize, ToSchema)]
 pub struct SearchResponse {
     pub query: String,
-    /// `post` or `user`.
+    /// `post`, `reply`, `user` or `all`.
     #[serde(rename = "type")]
     pub kind: String,
     pub results: Vec<SearchResult>,
@@ -182,7 +227,28 @@ pub struct SearchResponse {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Posts,
+    Replies,
     Users,
+    /// Posts, replies and users, merged by relevance.
+    All,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Posts => "post",
+            Kind::Replies => "reply",
+            Kind::Users => "user",
+            Kind::All => "all",
+        }
+    }
+
+    /// Whether its answers are kept in the answer cache: what they show
+    /// changes only with the content generation (users' profiles do not
+    /// move it).
+    fn is_cached(self) -> bool {
+        matches!(self, Kind::Posts | Kind::Replies)
+    }
 }
 
 /// Checks the query and paging; `kind` is `None` when the route fixes it.
@@ -201,9 +267,11 @@ fn checked(params: &SearchParams, fixed: Option<Kind>) -> Result<(String, Kind, 
     let kind = match (fixed, params.kind.as_deref()) {
         (Some(kind), _) => kind,
         (None, None | Some("post" | "posts")) => Kind::Posts,
+        (None, Some("reply" | "replies")) => Kind::Replies,
         (None, Some("user" | "users")) => Kind::Users,
+        (None, Some("all")) => Kind::All,
         (None, Some(_)) => {
-            problems.add("type", "must be post or user");
+            problems.add("type", "must be post, reply, user or all");
             Kind::Posts
         }
     };
@@ -216,6 +284,86 @@ fn checked(params: &SearchParams, fixed: Option<Kind>) -> Result<(String, Kind, 
     Ok((q, kind, page))
 }
 
+/// One kind's results as [`SearchResult`]s, each with its score.
+type Scored = Vec<(f64, SearchResult)>;
+
+async fn found_posts(
+    state: &AppState,
+    caller: Option<&SessionPrincipal>,
+    terms: &SearchTerms,
+    page: Page,
+) -> Result<(Scored, bool), AppError> {
+    let found = state
+        .db
+        .search_posts(terms, viewer_of(caller), page)
+        .await?;
+    Ok(scored(found, |hit| {
+        (hit.score, SearchResult::Post(PostResult::from(hit)))
+    }))
+}
+
+async fn found_replies(
+    state: &AppState,
+    caller: Option<&SessionPrincipal>,
+    terms: &SearchTerms,
+    page: Page,
+) -> Result<(Scored, bool), AppError> {
+    let found = state
+        .db
+        .search_replies(terms, viewer_of(caller), page)
+        .await?;
+    Ok(scored(found, |hit| {
+        (hit.score, SearchResult::Reply(ReplyResult::from(hit)))
+    }))
+}
+
+async fn found_users(
+    state: &AppState,
+    caller: Option<&SessionPrincipal>,
+    terms: &SearchTerms,
+    page: Page,
+) -> Result<(Scored, bool), AppError> {
+    // Admins find every user, as they list every user; others find active
+    // users with public profiles.
+    let everyone = policy::see_every_user(actor_of(caller));
+    let found = state.db.search_users(terms, everyone, page).await?;
+    let server = &state.settings.server;
+    Ok(scored(found, |hit| {
+        (hit.score, SearchResult::User(UserResult::new(hit, server)))
+    }))
+}
+
+fn scored<T>(found: SearchPage<T>, result: impl Fn(&T) -> (f64, SearchResult)) -> (Scored, bool) {
+    (found.hits.iter().map(result).collect(), found.has_more)
+}
+
+/// Merges the kinds' results, each already in its order, by taking the
+/// best-scored head each time (ties: the earlier kind).
+fn merged(kinds: Vec<Scored>) -> Vec<SearchResult> {
+    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<(f64, SearchResult)>>> = kinds
+        .into_iter()
+        .map(|kind| kind.into_iter().peekable())
+        .collect();
+    let mut results = Vec::new();
+    loop {
+        let best = heads
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(index, head)| head.peek().map(|(score, _)| (index, *score)))
+            .fold(
+                None,
+                |best: Option<(usize, f64)>, (index, score)| match best {
+                    Some((_, best_score)) if best_score >= score => best,
+                    _ => Some((index, score)),
+                },
+            );
+        match best.and_then(|(index, _)| heads[index].next()) {
+            Some((_, result)) => results.push(result),
+            None => return results,
+        }
+    }
+}
+
 async fn run(
     state: &AppState,
     caller: Option<&SessionPrincipal>,
@@ -224,36 +372,36 @@ async fn run(
     page: Page,
 ) -> Result<SearchResponse, AppError> {
     let terms = SearchTerms::parse(&q);
-    let (results, has_more, kind_name) = match kind {
-        Kind::Posts => {
-            let found = state
-                .db
-                .search_posts(&terms, viewer_of(caller), page)
-                .await?;
-            let results = found
-                .hits
-                .iter()
-                .map(|hit| SearchResult::Post(PostResult::from(hit)))
+    let (results, has_more) = match kind {
+        Kind::Posts => found_posts(state, caller, &terms, page).await?,
+        Kind::Replies => found_replies(state, caller, &terms, page).await?,
+        Kind::Users => found_users(state, caller, &terms, page).await?,
+        Kind::All => {
+            // Each kind's first `offset + limit` results, merged, then
+            // the page cut from them.
+            let leading = Page {
+                limit: page.offset.saturating_add(page.limit),
+                offset: 0,
+            };
+            let (posts, more_posts) = found_posts(state, caller, &terms, leading).await?;
+            let (replies, more_replies) = found_replies(state, caller, &terms, leading).await?;
+            let (users, more_users) = found_users(state, caller, &terms, leading).await?;
+            let all = merged(vec![posts, replies, users]);
+            let has_more =
+                more_posts || more_replies || more_users || all.len() as i64 > leading.limit;
+            let page_of_all = all
+                .into_iter()
+                .skip(usize::try_from(page.offset).unwrap_or(usize::MAX))
+                .take(usize::try_from(page.limit).unwrap_or(usize::MAX))
+                .map(|result| (0.0, result))
                 .collect();
-            (results, found.has_more, "post")
-        }
-        Kind::Users => {
-            // Admins find every user, as they list every user; others find
-            // active users with public profiles.
-            let everyone = policy::see_every_user(actor_of(caller));
-            let found = state.db.search_users(&terms, everyone, page).await?;
-            let results = found
-                .hits
-                .iter()
-                .map(|hit| SearchResult::User(UserResult::new(hit, &state.settings.server)))
-                .collect();
-            (results, found.has_more, "user")
+            (page_of_all, has_more)
         }
     };
     Ok(SearchResponse {
         query: q,
-        kind: kind_name.to_owned(),
-        results,
+        kind: kind.name().to_owned(),
+        results: results.into_iter().map(|(_, result)| result).collect(),
         pagination: SearchPagination {
             limit: page.limit,
             offset: page.offset,
@@ -262,8 +410,9 @@ async fn run(
     })
 }
 
-/// Search posts (default) or users, by `type`. Anonymous post searches are
-/// cached while no post changes (see `Cache-Control: no-cache`).
+/// Search posts (default), replies, users or all of them, by `type`.
+/// Anonymous searches of posts or replies are cached while no post or
+/// reply changes (see `Cache-Control: no-cache`).
 #[utoipa::path(
     get,
     path = "/api/search",
@@ -283,7 +432,8 @@ pub async fn search(
     AppQuery(params): AppQuery<SearchParams>,
 ) -> Result<Response, AppError> {
     let (q, kind, page) = checked(&params, None)?;
-    let key = (kind == Kind::Posts)
+    let key = kind
+        .is_cached()
         .then(|| answer_cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
         .flatten();
     answer_cache::answer(

@@ -215,22 +215,29 @@ pub async fn create_user(
 
 /// The name people see: the display name, else the username.
 pub fn display_name(user: &User) -> String {
-    user.row
-        .name
-        .clone()
-        .filter(|name| !name.trim().is_empty())
-        .unwrap_or_else(|| user.row.username.clone())
+    display_name_of(user.row.name.as_deref(), &user.row.username)
+}
+
+/// [`display_name`] from a user's name and username.
+pub fn display_name_of(name: Option<&str>, username: &str) -> String {
+    name.filter(|name| !name.trim().is_empty())
+        .unwrap_or(username)
+        .to_owned()
 }
 
 /// The user's image, or their generated avatar (seeded by the user id, so
 /// it survives a change of username).
 pub fn avatar_url(server: &ServerSettings, user: &User) -> String {
-    match &user.row.image {
-        Some(image) => image.clone(),
+    avatar_url_of(server, user.id(), user.row.image.as_deref())
+}
+
+/// [`avatar_url`] from a user's id and image.
+pub fn avatar_url_of(server: &ServerSettings, id: i64, image: Option<&str>) -> String {
+    match image {
+        Some(image) => image.to_owned(),
         None => format!(
-            "{}/api/avatar-image?seed={}",
+            "{}/api/avatar-image?seed={id}",
             server.base_url.as_str().trim_end_matches('/'),
-            user.id()
         ),
     }
 }
@@ -750,6 +757,10 @@ pub struct PublicProfile {
     /// Always `public`: other profiles are not served.
     #[schema(example = "public")]
     pub profile_visibility: String,
+    /// Public posts (published, not hidden).
+    pub posts_count: i64,
+    /// Visible (published or flagged) replies on public posts.
+    pub replies_count: i64,
 }
 
 /// A user's public profile; 404 when the user does not exist, is not
@@ -774,6 +785,7 @@ pub async fn user_profile(
     if !user.is_public() {
         return Err(AppError::NotFound("user"));
     }
+    let (posts_count, replies_count) = state.db.public_content_counts(id).await?;
     let profile = PublicProfile {
         id: user.id().to_string(),
         username: user.row.username.clone(),
@@ -782,6 +794,8 @@ pub async fn user_profile(
         bio: user.row.bio.clone(),
         created_at: rfc3339(user.row.created_at),
         profile_visibility: "public".to_owned(),
+        posts_count,
+        replies_count,
     };
     answer_cache::tagged_json(&profile, &headers, answer_cache::Audience::Anyone)
 }

@@ -21,7 +21,9 @@ use async_zip::base::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
 use axum::body::Body;
 use futures_util::{AsyncWriteExt, StreamExt};
+use plaza_domain::Database;
 use plaza_domain::alerts::Reader;
+use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
 use serde::Serialize;
@@ -247,6 +249,7 @@ async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result
     let mut zip = ZipFileWriter::with_tokio(pipe);
     write_profile(state, user, &mut zip).await?;
     write_posts(state, user, &mut zip).await?;
+    write_replies(&state.db, user, &mut zip).await?;
     write_reports(state, user, &mut zip).await?;
     write_alerts(state, user, &mut zip).await?;
     write_events(state, user, &mut zip).await?;
@@ -396,30 +399,68 @@ async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result
     array.close().await
 }
 
-async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "reports.json").await?;
+/// `replies.json`: every reply of the user (held ones too), oldest first.
+async fn write_replies(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "replies.json").await?;
     let mut after = 0;
     loop {
-        let page = state
-            .db
-            .reports_by(user.id(), after, PAGE)
+        let page = db
+            .replies_of_author(user.id(), after, PAGE)
             .await
             .map_err(database_failure)?;
-        for report in &page {
-            // Who resolved it is another user's: left out.
+        for reply in &page {
             array
                 .push(&json!({
-                    "id": report.id.to_string(),
-                    "postId": report.post_id.to_string(),
-                    "reason": report.reason,
-                    "createdAt": rfc3339(report.created_at),
-                    "resolvedAt": report.resolved_at.map(rfc3339),
+                    "id": reply.id.to_string(),
+                    "postId": reply.post_id.to_string(),
+                    "parentId": reply.parent_id.map(|id| id.to_string()),
+                    "content": reply.content,
+                    "status": reply.status.as_str(),
+                    "createdAt": rfc3339(reply.created_at),
+                    "updatedAt": rfc3339(reply.updated_at),
+                    "editedAt": reply.edited_at.map(rfc3339),
                 }))
                 .await?;
         }
         match page.last() {
             Some(last) if page.len() as i64 == PAGE => after = last.id,
             _ => break,
+        }
+    }
+    array.close().await
+}
+
+/// `reports.json`: the reports the user filed, on posts then on replies.
+async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reports.json").await?;
+    for target in [ReportTarget::Post, ReportTarget::Reply] {
+        let target_field = match target {
+            ReportTarget::Post => "postId",
+            ReportTarget::Reply => "replyId",
+        };
+        let mut after = 0;
+        loop {
+            let page = state
+                .db
+                .reports_by(target, user.id(), after, PAGE)
+                .await
+                .map_err(database_failure)?;
+            for report in &page {
+                // Who resolved it is another user's: left out.
+                let mut item = json!({
+                    "id": report.id.to_string(),
+                    "reason": report.reason,
+                    "category": report.category.as_str(),
+                    "createdAt": rfc3339(report.created_at),
+                    "resolvedAt": report.resolved_at.map(rfc3339),
+                });
+                item[target_field] = json!(report.target_id.to_string());
+                array.push(&item).await?;
+            }
+            match page.last() {
+                Some(last) if page.len() as i64 == PAGE => after = last.id,
+                _ => break,
+            }
         }
     }
     array.close().await

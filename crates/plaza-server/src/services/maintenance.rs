@@ -122,6 +122,7 @@ pub struct ClearedCache {
 #[serde(rename_all = "camelCase")]
 pub struct SearchReport {
     pub posts_indexed: i64,
+    pub replies_indexed: i64,
     pub users_indexed: i64,
 }
 
@@ -198,6 +199,7 @@ pub async fn run(
                 .await?;
             report.search = Some(SearchReport {
                 posts_indexed: rebuilt.posts,
+                replies_indexed: rebuilt.replies,
                 users_indexed: rebuilt.users,
             });
             report.duration_ms = elapsed_millis(started);

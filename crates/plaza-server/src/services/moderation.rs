@@ -1,16 +1,18 @@
-//! A moderator's decision on a post, as one unit of work shared by every
-//! surface that offers it (the versioned admin API and the operator
-//! console): under the post's edit lock, the decision, its audit entry and,
-//! when asked, the author's alert are written in one transaction, so
-//! either all of them happen or none. Who may decide is asked of
-//! `plaza_domain::policy` by the caller before this runs.
+//! A moderator's decision on a post or a reply, as one unit of work shared
+//! by every surface that offers it (the versioned admin API and the
+//! operator console): under the item's edit lock, the decision, its audit
+//! entry and, when asked, the author's alert are written in one
+//! transaction, so either all of them happen or none. Who may decide is
+//! asked of `plaza_domain::policy` by the caller before this runs.
 
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::locks::Resource;
-use plaza_domain::posts::{self, Moderated, ModerationAction, Post};
+use plaza_domain::posts::{self, Moderated, ModerationAction};
+use plaza_domain::replies::{self, Removal, Reply, ReplyModerated};
 use plaza_domain::time::now_millis;
-use serde_json::json;
+use plaza_domain::{Database, Tx};
+use serde_json::{Value, json};
 
 use crate::http::error::AppError;
 use crate::state::AppState;
@@ -57,6 +59,13 @@ pub async fn moderate_post(
                         before,
                         after,
                         reports_resolved,
+                    } if before.locked != after.locked => json!({
+                        "locked": audit::change(before.locked, after.locked),
+                    }),
+                    Moderated::Changed {
+                        before,
+                        after,
+                        reports_resolved,
                     } => json!({
                         "status": audit::change(before.status().as_str(), after.status().as_str()),
                         "reportsResolved": reports_resolved,
@@ -74,9 +83,7 @@ pub async fn moderate_post(
                         "after": null,
                     }),
                 };
-                changes["reason"] = json!(reason);
-                changes["notes"] = json!(notes);
-                changes["notifyAuthor"] = json!(notify_author);
+                note_decision(&mut changes, &reason, &notes, notify_author);
                 audit::record(
                     tx,
                     &context,
@@ -93,18 +100,9 @@ pub async fn moderate_post(
                         Moderated::Changed { after, .. } => after,
                         Moderated::Deleted { before, .. } => before,
                     };
-                    let (alert_type, title, message) =
-                        author_alert(action, post, reason.as_deref());
-                    alerts::notify_user(
-                        tx,
-                        post.author_id,
-                        alert_type,
-                        title,
-                        &message,
-                        moderator_id,
-                        now_millis(),
-                    )
-                    .await?;
+                    let quoted = format!("post \u{201c}{}\u{201d}", post.title);
+                    let alert = author_alert(action, "post", &quoted, reason.as_deref());
+                    notify(tx, post.author_id, alert, moderator_id).await?;
                 }
                 Ok(moderated)
             })
@@ -113,33 +111,168 @@ pub async fn moderate_post(
     Ok(moderated)
 }
 
-/// The alert that tells an author about a decision on their post.
+/// Applies `decision` (approve, hide, flag or delete; the caller has
+/// refused lock and unlock) to reply `reply_id` as `moderator_id`, under
+/// the reply's edit lock (`lock_ttl`) in `db`, audited as `reply.moderate`
+/// with `context`.
+pub async fn moderate_reply(
+    db: &Database,
+    lock_ttl: std::time::Duration,
+    context: AuditContext,
+    moderator_id: i64,
+    reply_id: i64,
+    decision: Decision,
+) -> Result<ReplyModerated, AppError> {
+    let moderated = db
+        .write_locked(
+            Resource::Reply(reply_id),
+            moderator_id,
+            lock_ttl,
+            move |tx| {
+                Box::pin(async move {
+                    let Decision {
+                        action,
+                        reason,
+                        notes,
+                        notify_author,
+                    } = decision;
+                    let moderated = replies::moderate(tx, reply_id, action, moderator_id).await?;
+                    let (before, mut changes) = match &moderated {
+                        ReplyModerated::Changed {
+                            before,
+                            after,
+                            reports_resolved,
+                        } => (
+                            before,
+                            json!({
+                                "status": audit::change(before.status.as_str(), after.status.as_str()),
+                                "reportsResolved": reports_resolved,
+                            }),
+                        ),
+                        ReplyModerated::Deleted { before, removal } => (
+                            before,
+                            json!({
+                                "before": {
+                                    "postId": before.post_id.to_string(),
+                                    "authorId": before.author_id().map(|id| id.to_string()),
+                                    "status": before.status.as_str(),
+                                    "reportCount": before.report_count,
+                                },
+                                "after": match removal {
+                                    Removal::Placeholder { .. } => json!({"status": "deleted"}),
+                                    Removal::Gone => Value::Null,
+                                },
+                            }),
+                        ),
+                    };
+                    changes["action"] = json!(action.as_str());
+                    changes["postId"] = json!(before.post_id.to_string());
+                    note_decision(&mut changes, &reason, &notes, notify_author);
+                    audit::record(
+                        tx,
+                        &context,
+                        AuditAction {
+                            action: "reply.moderate",
+                            target_type: "reply",
+                            target_id: Some(reply_id.to_string()),
+                            changes,
+                        },
+                    )
+                    .await?;
+                    if notify_author && let Some(author_id) = before.author_id() {
+                        let alert =
+                            author_alert(action, "reply", &reply_excerpt(before), reason.as_deref());
+                        notify(tx, author_id, alert, moderator_id).await?;
+                    }
+                    Ok(moderated)
+                })
+            },
+        )
+        .await?;
+    Ok(moderated)
+}
+
+/// Adds what the moderator said to an audit entry's changes.
+fn note_decision(
+    changes: &mut Value,
+    reason: &Option<String>,
+    notes: &Option<String>,
+    notify_author: bool,
+) {
+    changes["reason"] = json!(reason);
+    changes["notes"] = json!(notes);
+    changes["notifyAuthor"] = json!(notify_author);
+}
+
+/// How an alert names a reply: its opening words.
+fn reply_excerpt(reply: &Reply) -> String {
+    const EXCERPT_CHARS: usize = 60;
+    let mut excerpt: String = reply.content.chars().take(EXCERPT_CHARS).collect();
+    if reply.content.chars().count() > EXCERPT_CHARS {
+        excerpt.push('\u{2026}');
+    }
+    format!("reply \u{201c}{excerpt}\u{201d}")
+}
+
+/// Sends the author the alert about a decision, in the decision's unit of
+/// work.
+async fn notify(
+    tx: &mut Tx<'_>,
+    author_id: i64,
+    (alert_type, title, message): (AlertType, String, String),
+    moderator_id: i64,
+) -> Result<(), plaza_domain::DomainError> {
+    alerts::notify_user(
+        tx,
+        author_id,
+        alert_type,
+        &title,
+        &message,
+        moderator_id,
+        now_millis(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The alert that tells an author about a decision on their post or
+/// reply (`kind`), named by `quoted` (`post “Title”`).
 fn author_alert(
     action: ModerationAction,
-    post: &Post,
+    kind: &str,
+    quoted: &str,
     reason: Option<&str>,
-) -> (AlertType, &'static str, String) {
-    let quoted = format!("\u{201c}{}\u{201d}", post.title);
+) -> (AlertType, String, String) {
     let (alert_type, title, mut message) = match action {
         ModerationAction::Approve => (
             AlertType::Success,
-            "Your post was approved",
-            format!("A moderator reviewed and approved your post {quoted}."),
+            format!("Your {kind} was approved"),
+            format!("A moderator reviewed and approved your {quoted}."),
         ),
         ModerationAction::Hide => (
             AlertType::Warning,
-            "Your post was hidden",
-            format!("A moderator hid your post {quoted}; only you and moderators can see it now."),
+            format!("Your {kind} was hidden"),
+            format!("A moderator hid your {quoted}; only you and moderators can see it now."),
         ),
         ModerationAction::Flag => (
             AlertType::Warning,
-            "Your post was flagged for review",
-            format!("A moderator flagged your post {quoted} for review."),
+            format!("Your {kind} was flagged for review"),
+            format!("A moderator flagged your {quoted} for review."),
         ),
         ModerationAction::Delete => (
             AlertType::Error,
-            "Your post was removed",
-            format!("A moderator permanently removed your post {quoted}."),
+            format!("Your {kind} was removed"),
+            format!("A moderator permanently removed your {quoted}."),
+        ),
+        ModerationAction::Lock => (
+            AlertType::Info,
+            format!("Your {kind} was locked"),
+            format!("A moderator locked your {quoted}: it takes no new replies."),
+        ),
+        ModerationAction::Unlock => (
+            AlertType::Info,
+            format!("Your {kind} was unlocked"),
+            format!("A moderator unlocked your {quoted}: it takes replies again."),
         ),
     };
     if let Some(reason) = reason {

@@ -96,6 +96,7 @@ async fn reported_post(server: &TestServer) -> (String, String) {
 on_both_databases!(
     the_console_lets_in_moderators_and_sends_others_away,
     a_moderator_hides_a_reported_post_and_the_author_is_told,
+    reported_and_pending_replies_wait_beside_posts_with_the_same_actions,
     moderators_see_no_email_but_their_own_on_the_reports_page,
     the_reported_queue_counts_only_posts_with_open_reports,
     forged_and_unauthorised_decisions_are_refused,
@@ -241,6 +242,143 @@ async fn a_moderator_hides_a_reported_post_and_the_author_is_told(backend: Backe
         entries, 1,
         "the decision is audited once, naming the moderator"
     );
+}
+
+/// The Reported queue also lists the replies awaiting a decision (with
+/// reports no one acted on, or pending), each with its reports and the
+/// decisions of `POST /api/v1/admin/replies/{replyId}/moderate`, which the
+/// form takes through the same unit of work (audited `reply.moderate`);
+/// posts offer locking.
+async fn reported_and_pending_replies_wait_beside_posts_with_the_same_actions(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (post_id, author) = reported_post(&server).await;
+    let (_, reader) = member(&server, "second@example.com", "user").await;
+    let (moderator_id, moderator) = member(&server, "moderator@example.com", "moderator").await;
+    let (status, reply) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{post_id}/replies"),
+        Some(&author),
+        Some(json!({"content": "A <i>rude</i> reply"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{reply}");
+    let reply_id = reply["id"].as_str().unwrap().to_owned();
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/replies/{reply_id}/report"),
+        Some(&reader),
+        Some(json!({"reason": "insults", "category": "harassment"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, quiet) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{post_id}/replies"),
+        Some(&reader),
+        Some(json!({"content": "A quiet reply"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{quiet}");
+
+    let (status, headers, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(&format!("id=\"reply-{reply_id}\"")), "{page}");
+    assert!(page.contains("A &lt;i&gt;rude"), "escaped: {page}");
+    assert!(
+        page.contains("insults") && page.contains("harassment"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("A quiet reply"),
+        "no report, not pending: {page}"
+    );
+    assert!(
+        page.contains("value=\"lock\""),
+        "posts offer locking: {page}"
+    );
+    let (csrf_cookie, token) = csrf_of(&headers, &page);
+    let form = |action: &'static str| {
+        [
+            ("csrfToken", token.clone()),
+            ("state", "reported".to_owned()),
+            ("action", action.to_owned()),
+            ("reason", "Insulting".to_owned()),
+        ]
+    };
+    let fields = form("lock");
+    let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, body) = submit(
+        &server,
+        &format!("/admin/moderation/replies/{reply_id}"),
+        &[&moderator, &csrf_cookie],
+        &pairs,
+        &[],
+    )
+    .await;
+    assert!(
+        status == 400 || status == 422,
+        "a reply is not locked: {status} {body}"
+    );
+    let fields = form("hide");
+    let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, location, body) = submit(
+        &server,
+        &format!("/admin/moderation/replies/{reply_id}"),
+        &[&moderator, &csrf_cookie],
+        &pairs,
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(location, "/admin/moderation?state=reported&done=hide");
+    let (_, answer) = call(
+        &server,
+        "GET",
+        &format!("/api/replies/{reply_id}"),
+        Some(&reader),
+        None,
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], "NOT_FOUND", "hidden: {answer}");
+    let (_, _, page) = open(&server, "/admin/moderation", Some(&moderator)).await;
+    assert!(
+        !page.contains(&format!("id=\"reply-{reply_id}\"")),
+        "resolved reports leave the queue: {page}"
+    );
+    let entries = server
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'reply.moderate' \
+             AND target_id = '{reply_id}' AND actor_id = {moderator_id} AND surface = 'console'"
+        ))
+        .await;
+    assert_eq!(
+        entries, 1,
+        "the decision is audited once, naming the moderator"
+    );
+
+    let fields = form("lock");
+    let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, body) = submit(
+        &server,
+        &format!("/admin/moderation/{post_id}"),
+        &[&moderator, &csrf_cookie],
+        &pairs,
+        &[],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    let (status, _) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{post_id}/replies"),
+        Some(&reader),
+        Some(json!({"content": "too late"})),
+    )
+    .await;
+    assert_eq!(status, 409, "locked from the console");
 }
 
 /// Takes `action` on the reported post `id` through the console's form, as

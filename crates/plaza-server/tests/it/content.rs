@@ -937,7 +937,14 @@ async fn posts_are_reported_once_per_user(backend: Backend) {
         (2, 2, 1)
     );
     let resolved = db
-        .write(|tx| Box::pin(plaza_domain::reports::resolve(tx, target_id, 1)))
+        .write(|tx| {
+            Box::pin(plaza_domain::reports::resolve(
+                tx,
+                plaza_domain::reports::ReportTarget::Post,
+                target_id,
+                1,
+            ))
+        })
         .await
         .unwrap();
     assert_eq!(resolved, 2);

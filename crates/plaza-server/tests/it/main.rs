@@ -21,6 +21,7 @@ mod console;
 mod console_browser;
 mod content;
 mod contract;
+mod conversations;
 mod emojis;
 mod feature_flags;
 mod foundation;

@@ -15,7 +15,7 @@
 //! - **Answers**: lists in [`ListEnvelope`], single objects in [`Envelope`].
 //! - **Changes**: read their target inside their unit of work, ask
 //!   `plaza_domain::policy` there, and commit with their audit entry.
-//! - **Locks**: mutating operations on a user or post take its edit lock
+//! - **Locks**: mutating operations on a user, post or reply take its edit lock
 //!   (`plaza_domain::locks`); another admin's write meanwhile is 423
 //!   `RESOURCE_LOCKED`.
 
@@ -24,6 +24,7 @@ pub mod audit_logs;
 pub mod broadcasts;
 pub mod feature_flags;
 pub mod posts;
+pub mod replies;
 pub mod reports;
 pub mod system;
 pub mod users;
@@ -39,6 +40,9 @@ use feature_flags::{
     delete_feature_flag, list_feature_flags, put_feature_flag,
 };
 use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
+use replies::{
+    __path_list_admin_replies, __path_moderate_reply, list_admin_replies, moderate_reply,
+};
 use reports::{
     __path_moderation_report, __path_user_activity_report, moderation_report, user_activity_report,
 };
@@ -104,6 +108,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(moderation_report))
         .routes(crate::documented_routes!(list_admin_posts))
         .routes(crate::documented_routes!(moderate_post))
+        .routes(crate::documented_routes!(list_admin_replies))
+        .routes(crate::documented_routes!(moderate_reply))
         .routes(crate::documented_routes!(create_broadcast))
         .routes(crate::documented_routes!(list_broadcasts))
         .routes(crate::documented_routes!(cancel_broadcast))

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::posts::{
-    AdminPost, Moderated, ModerationAction, PostQuery, PostSort, PostStatus,
+    AdminPost, AdminReport, Moderated, ModerationAction, PostQuery, PostSort, PostStatus,
 };
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
@@ -60,11 +60,14 @@ pub struct PostAuthor<'a> {
     pub username: Cow<'a, str>,
 }
 
-/// One report on a post.
+/// One report on a post or reply.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostReportItem<'a> {
     pub reason: Cow<'a, str>,
+    /// `spam`, `harassment`, `illegal`, `rule_violation` or `other`.
+    #[schema(value_type = String, example = "spam")]
+    pub category: &'static str,
     /// The reporting user's id.
     #[schema(example = "7")]
     pub reported_by: String,
@@ -87,8 +90,21 @@ pub struct AdminPostItem<'a> {
     pub report_count: i64,
     /// Oldest first.
     pub reports: Vec<PostReportItem<'a>>,
+    /// Locked by a moderator: the thread takes no new replies.
+    pub locked: bool,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl<'a> PostReportItem<'a> {
+    pub fn new(report: AdminReport<'a>) -> Self {
+        PostReportItem {
+            reason: report.reason,
+            category: report.category.as_str(),
+            reported_by: report.reporter_id.to_string(),
+            reported_at: rfc3339(report.created_at),
+        }
+    }
 }
 
 impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
@@ -101,15 +117,8 @@ impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
                 username: post.author_username,
             },
             report_count: post.report_count,
-            reports: post
-                .reports
-                .into_iter()
-                .map(|report| PostReportItem {
-                    reason: report.reason,
-                    reported_by: report.reporter_id.to_string(),
-                    reported_at: rfc3339(report.created_at),
-                })
-                .collect(),
+            reports: post.reports.into_iter().map(PostReportItem::new).collect(),
+            locked: post.locked,
             created_at: rfc3339(post.created_at),
             updated_at: rfc3339(post.updated_at),
             title: post.title,
@@ -196,7 +205,9 @@ pub async fn list_admin_posts(
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModerateBody {
-    /// `approve`, `hide`, `delete` (permanent, with the post's reports) or `flag`.
+    /// `approve`, `hide`, `delete` (permanent, with the post's reports and
+    /// replies), `flag`, or for a post `lock` or `unlock` (its thread
+    /// takes no new replies while locked).
     #[schema(example = "hide")]
     pub action: String,
     /// Why; recorded in the audit trail and shown to the author when notified.
@@ -231,12 +242,13 @@ pub enum ModerationResult {
     Deleted(DeletedPost),
 }
 
-/// Approve, hide, flag or delete a post. The state machine of
-/// `plaza_domain::posts::moderation_step` decides what each action does
-/// from each status; a move that makes no sense is 409
-/// `INVALID_TRANSITION`. Approve, hide and flag resolve the post's open
-/// reports. `delete` needs `admin:delete`. Takes the post's edit lock; audited as `post.moderate.<action>`
-/// with the change, in the same transaction.
+/// Approve, hide, flag or delete a post, or lock or unlock its thread.
+/// The state machine of `plaza_domain::posts::moderation_step` decides
+/// what each action does from each status; a move that makes no sense
+/// (locking a locked post among them) is 409 `INVALID_TRANSITION`.
+/// Approve, hide and flag resolve the post's open reports. `delete` needs
+/// `admin:delete`. Takes the post's edit lock; audited as
+/// `post.moderate.<action>` with the change, in the same transaction.
 #[utoipa::path(
     post,
     path = "/api/v1/admin/posts/{postId}/moderate",
@@ -265,8 +277,51 @@ pub async fn moderate_post(
     let action = problems.check(
         "action",
         ModerationAction::parse(&body.action)
-            .ok_or_else(|| "must be approve, hide, delete or flag".to_owned()),
+            .ok_or_else(|| "must be approve, hide, delete, flag, lock or unlock".to_owned()),
     );
+    let decision = checked_decision(&admin, problems, action, body)?;
+    authorize(
+        policy::moderate_post(Actor {
+            user_id: admin.user_id,
+            role: admin.role,
+        }),
+        "post",
+    )?;
+    let moderated = moderation::moderate_post(&state, context, admin.user_id, id, decision).await?;
+    let data = match moderated {
+        Moderated::Changed { after, .. } => {
+            ModerationResult::Post(state.db.admin_post(after.id).await?.into())
+        }
+        Moderated::Deleted {
+            before,
+            reports_removed,
+        } => {
+            let author = state.db.user_by_id(before.author_id).await?;
+            ModerationResult::Deleted(DeletedPost {
+                id: before.id.to_string(),
+                deleted: true,
+                status: before.status().as_str().to_owned(),
+                author: PostAuthor {
+                    id: before.author_id.to_string(),
+                    username: author.row.username.into(),
+                },
+                title: before.title,
+                reports_removed,
+            })
+        }
+    };
+    Ok(AppJson(Envelope::new(data)))
+}
+
+/// The decision of a moderation body whose action was parsed into
+/// `action` (its problems recorded in `problems`): 422 naming every bad
+/// field, and a deletion refused to a token without `admin:delete`.
+pub fn checked_decision(
+    admin: &AdminToken,
+    mut problems: Problems,
+    action: Option<ModerationAction>,
+    body: ModerateBody,
+) -> Result<Decision, AppError> {
     let reason = trimmed(body.reason);
     let notes = trimmed(body.notes);
     if let Some(reason) = &reason {
@@ -292,43 +347,12 @@ pub async fn moderate_post(
             required: AdminPermission::Delete.as_str(),
         });
     }
-    authorize(
-        policy::moderate_post(Actor {
-            user_id: admin.user_id,
-            role: admin.role,
-        }),
-        "post",
-    )?;
-    let decision = Decision {
+    Ok(Decision {
         action,
         reason,
         notes,
         notify_author: body.notify_author.unwrap_or(false),
-    };
-    let moderated = moderation::moderate_post(&state, context, admin.user_id, id, decision).await?;
-    let data = match moderated {
-        Moderated::Changed { after, .. } => {
-            ModerationResult::Post(state.db.admin_post(after.id).await?.into())
-        }
-        Moderated::Deleted {
-            before,
-            reports_removed,
-        } => {
-            let author = state.db.user_by_id(before.author_id).await?;
-            ModerationResult::Deleted(DeletedPost {
-                id: before.id.to_string(),
-                deleted: true,
-                status: before.status().as_str().to_owned(),
-                author: PostAuthor {
-                    id: before.author_id.to_string(),
-                    username: author.row.username.into(),
-                },
-                title: before.title,
-                reports_removed,
-            })
-        }
-    };
-    Ok(AppJson(Envelope::new(data)))
+    })
 }
 
 /// A text field trimmed, absent when blank.

@@ -209,7 +209,7 @@ impl From<Report> for ReportItem {
     fn from(report: Report) -> Self {
         ReportItem {
             id: report.id.to_string(),
-            post_id: report.post_id.to_string(),
+            post_id: report.target_id.to_string(),
             reporter_id: report.reporter_id.to_string(),
             reason: report.reason,
             created_at: rfc3339(report.created_at),

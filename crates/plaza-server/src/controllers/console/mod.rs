@@ -48,6 +48,7 @@ pub const PATHS: &[&str] = &[
     "/admin/assets/console.css",
     "/admin/moderation",
     "/admin/moderation/{id}",
+    "/admin/moderation/replies/{id}",
     "/admin/users",
     "/admin/users/bulk",
     "/admin/users/{id}",
@@ -79,6 +80,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/assets/console.css", get(style_sheet))
         .route("/admin/moderation", get(moderation::queue))
         .route("/admin/moderation/{id}", post(moderation::decide))
+        .route(
+            "/admin/moderation/replies/{id}",
+            post(moderation::decide_reply),
+        )
         .route("/admin/users", get(users::list))
         .route("/admin/users/{id}", get(users::detail))
         .route("/admin/users/{id}/ban", post(users::ban))

@@ -1,16 +1,20 @@
 //! The console's moderation queue: reported, flagged, hidden or every
 //! post with its reports inline, and one form per post to approve, hide,
-//! flag or (administrators) delete it, with a reason, notes and "notify
-//! the author". A decision is the same unit of work as
-//! `POST /api/v1/admin/posts/{postId}/moderate`
-//! (`services::moderation`), under the post's edit lock: a post another
+//! flag, delete, lock or unlock it, with a reason, notes and "notify the
+//! author"; beside the reported posts, the replies awaiting a decision
+//! (pending, or with reports no moderator has acted on) with the same
+//! actions but locking. A decision is the same unit of work as
+//! `POST /api/v1/admin/posts/{postId}/moderate` or
+//! `POST /api/v1/admin/replies/{replyId}/moderate`
+//! (`services::moderation`), under the item's edit lock: an item another
 //! administrator is changing answers 423 as a page.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::policy;
-use plaza_domain::posts::{ModerationAction, PostQuery, PostSort, PostStatus};
+use plaza_domain::posts::{AdminReport, ModerationAction, PostQuery, PostSort, PostStatus};
+use plaza_domain::replies::AdminReplyQuery;
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
@@ -121,6 +125,20 @@ struct QueueItem {
     author: String,
     status: &'static str,
     report_count: i64,
+    locked: bool,
+    created_at: String,
+    excerpt: String,
+    reports: Vec<ReportItem>,
+}
+
+/// A reply awaiting a decision.
+#[derive(Serialize)]
+struct ReplyItem {
+    id: i64,
+    post_id: i64,
+    author: String,
+    status: &'static str,
+    report_count: i64,
     created_at: String,
     excerpt: String,
     reports: Vec<ReportItem>,
@@ -129,8 +147,20 @@ struct QueueItem {
 #[derive(Serialize)]
 struct ReportItem {
     reason: String,
+    category: &'static str,
     reporter: i64,
     at: String,
+}
+
+impl ReportItem {
+    fn new(report: AdminReport<'_>) -> Self {
+        ReportItem {
+            reason: report.reason.into_owned(),
+            category: report.category.as_str(),
+            reporter: report.reporter_id,
+            at: rfc3339(report.created_at),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -169,19 +199,50 @@ pub async fn queue(
             author: post.author_username.into_owned(),
             status: post.status.as_str(),
             report_count: post.report_count,
+            locked: post.locked,
             created_at: rfc3339(post.created_at),
             excerpt: post.content.chars().take(EXCERPT_CHARS).collect(),
-            reports: post
-                .reports
-                .into_iter()
-                .map(|report| ReportItem {
-                    reason: report.reason.into_owned(),
-                    reporter: report.reporter_id,
-                    at: rfc3339(report.created_at),
-                })
-                .collect(),
+            reports: post.reports.into_iter().map(ReportItem::new).collect(),
         })
         .collect();
+    // The replies awaiting a decision, beside the reported posts.
+    let waiting = if queue == Queue::Reported {
+        let found = state
+            .db
+            .admin_replies(
+                &AdminReplyQuery {
+                    awaiting_decision: true,
+                    ..AdminReplyQuery::default()
+                },
+                Page {
+                    limit: PAGE_SIZE,
+                    offset: 0,
+                },
+            )
+            .await?;
+        let replies: Vec<ReplyItem> = found
+            .replies
+            .into_iter()
+            .map(|found| ReplyItem {
+                id: found.reply.id,
+                post_id: found.reply.post_id,
+                author: found
+                    .reply
+                    .author
+                    .map(|author| author.username)
+                    .unwrap_or_default(),
+                status: found.reply.status.as_str(),
+                report_count: found.reply.report_count,
+                created_at: rfc3339(found.reply.created_at),
+                excerpt: found.reply.content.chars().take(EXCERPT_CHARS).collect(),
+                reports: found.reports.into_iter().map(ReportItem::new).collect(),
+            })
+            .collect();
+        Some((replies, found.total))
+    } else {
+        None
+    };
+    let (replies, replies_total) = waiting.unwrap_or_default();
     let done = query
         .done
         .as_deref()
@@ -205,6 +266,9 @@ pub async fn queue(
             "queues": queues,
             "posts": posts,
             "total": found.total,
+            "replies": replies,
+            "replies_total": replies_total,
+            "shows_replies": queue == Queue::Reported,
             "done": done,
             "may_delete": policy::delete_others_post(user.actor()).is_allowed(),
             "previous_page": (page_number > 1).then_some(page_number - 1),
@@ -237,13 +301,61 @@ pub async fn decide(
 ) -> Result<Response, AppError> {
     user.check_form_token(form.csrf_token.as_deref())?;
     let queue = Queue::parse(form.state.as_deref())?;
+    let decision = checked_decision(form, |action| {
+        ModerationAction::parse(action).ok_or("must be approve, hide, flag, delete, lock or unlock")
+    })?;
+    let action = decision.action;
+    authorize(policy::moderate_post(user.actor()), "post")?;
+    if action == ModerationAction::Delete {
+        authorize(policy::delete_others_post(user.actor()), "post")?;
+    }
+    moderation::moderate_post(&state, context, user.actor().user_id, id, decision).await?;
+    Ok(back_to(queue, action))
+}
+
+/// `POST /admin/moderation/replies/{id}`: a decision on a reply, then back
+/// to the queue.
+pub async fn decide_reply(
+    State(state): State<AppState>,
+    user: ConsoleUser,
+    RequestAudit(context): RequestAudit,
+    IdPath(id): IdPath,
+    AppForm(form): AppForm<DecisionForm>,
+) -> Result<Response, AppError> {
+    user.check_form_token(form.csrf_token.as_deref())?;
+    let queue = Queue::parse(form.state.as_deref())?;
+    let decision = checked_decision(form, |action| {
+        ModerationAction::parse(action)
+            .filter(|action| action.applies_to_replies())
+            .ok_or("must be approve, hide, flag or delete")
+    })?;
+    let action = decision.action;
+    authorize(policy::moderate_reply(user.actor()), "reply")?;
+    if action == ModerationAction::Delete {
+        authorize(policy::delete_others_post(user.actor()), "reply")?;
+    }
+    moderation::moderate_reply(
+        &state.db,
+        state.settings.limits.admin_lock_ttl(),
+        context,
+        user.actor().user_id,
+        id,
+        decision,
+    )
+    .await?;
+    Ok(back_to(queue, action))
+}
+
+/// The decision of a form, its action read by `parse`: 422 naming every
+/// bad field.
+fn checked_decision(
+    form: DecisionForm,
+    parse: impl Fn(&str) -> Result<ModerationAction, &'static str>,
+) -> Result<Decision, AppError> {
     let mut problems = Problems::default();
     let action = problems.check(
         "action",
-        form.action
-            .as_deref()
-            .and_then(ModerationAction::parse)
-            .ok_or_else(|| "must be approve, hide, flag or delete".to_owned()),
+        parse(form.action.as_deref().unwrap_or_default()).map_err(str::to_owned),
     );
     let reason = trimmed(form.reason);
     let notes = trimmed(form.notes);
@@ -263,23 +375,22 @@ pub async fn decide(
     let Some(action) = action else {
         return Err(AppError::internal("an action passed validation unparsed"));
     };
-    authorize(policy::moderate_post(user.actor()), "post")?;
-    if action == ModerationAction::Delete {
-        authorize(policy::delete_others_post(user.actor()), "post")?;
-    }
-    let decision = Decision {
+    Ok(Decision {
         action,
         reason,
         notes,
         notify_author: form.notify_author.as_deref() == Some("true"),
-    };
-    moderation::moderate_post(&state, context, user.actor().user_id, id, decision).await?;
-    Ok(Redirect::to(&format!(
+    })
+}
+
+/// Back to `queue`, confirming `action`.
+fn back_to(queue: Queue, action: ModerationAction) -> Response {
+    Redirect::to(&format!(
         "/admin/moderation?state={}&done={}",
         queue.key(),
         action.as_str()
     ))
-    .into_response())
+    .into_response()
 }
 
 /// A text field trimmed, absent when blank.

@@ -1,0 +1,265 @@
+//! Writing replies: answering a post or a reply, editing, deleting (a
+//! placeholder while rows remain below, else gone), changing a status, and
+//! the counts each write moves.
+//!
+//! Every write to a thread takes its post's row first ([`posts::lock`]),
+//! so the writes of one thread queue in one order: ranks follow arrival,
+//! counts move by relative updates in the same transaction, and no two
+//! writers wait on each other's rows.
+
+use super::model::{NewReply, REPLY_COLUMNS, REPLY_SOURCE, Reply, ReplyRow, ReplyStatus};
+use super::path::{self, MAX_PATH_BYTES};
+use crate::dialect::Dialect;
+use crate::posts::{self, Post, PostStatus, Viewer};
+use crate::reports::{self, ReportTarget};
+use crate::time::now_millis;
+use crate::{DomainError, Tx};
+
+/// Reply `id` as the unit of work sees it.
+pub async fn reply_in(tx: &mut Tx<'_>, id: i64) -> Result<Reply, DomainError> {
+    let row: Option<ReplyRow> = sqlx::query_as(&format!(
+        "SELECT {REPLY_COLUMNS} FROM {REPLY_SOURCE} WHERE r.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(DomainError::NotFound("reply"))?.try_into()
+}
+
+/// Reply `id` and its post, the post's row held for the rest of the unit
+/// of work (see the module documentation): what a change to a reply reads
+/// before the policy decides.
+pub async fn lock_thread_of(tx: &mut Tx<'_>, id: i64) -> Result<(Post, Reply), DomainError> {
+    let post_id: Option<(i64,)> = sqlx::query_as("SELECT post_id FROM replies WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let (post_id,) = post_id.ok_or(DomainError::NotFound("reply"))?;
+    let post = posts::lock(tx, post_id).await?;
+    let reply = reply_in(tx, id).await?;
+    Ok((post, reply))
+}
+
+/// Why `post` takes no new replies from someone who sees it, if it does
+/// not: a draft, a hidden post or a locked thread.
+pub fn refusal_of_answers(post: &Post) -> Option<&'static str> {
+    match post.status() {
+        PostStatus::Draft => Some("the post is a draft"),
+        PostStatus::Hidden => Some("the post is hidden"),
+        _ if post.locked => Some("the post is locked"),
+        PostStatus::Published | PostStatus::Flagged => None,
+    }
+}
+
+/// Adds `delta` to the visible count of the post and of every ancestor of
+/// the reply at `reply_path` (its own count is not changed): one statement
+/// for the ancestors however deep, by their paths.
+async fn count_visible(
+    tx: &mut Tx<'_>,
+    post_id: i64,
+    reply_path: &str,
+    delta: i64,
+) -> Result<(), DomainError> {
+    let ancestors = path::ancestors(reply_path);
+    if !ancestors.is_empty() {
+        let paths = serde_json::to_string(&ancestors)
+            .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+        sqlx::query(&format!(
+            "UPDATE replies SET reply_count = reply_count + $1 \
+             WHERE post_id = $2 AND path IN ({})",
+            Dialect::of(tx).json_texts("$3")
+        ))
+        .bind(delta)
+        .bind(post_id)
+        .bind(paths)
+        .execute(&mut **tx)
+        .await?;
+    }
+    sqlx::query("UPDATE posts SET reply_count = reply_count + $1 WHERE id = $2")
+        .bind(delta)
+        .bind(post_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// The rank of the next answer to `parent_id` (to the post when `None`),
+/// taken from the parent's `child_seq`.
+async fn next_rank(
+    tx: &mut Tx<'_>,
+    post_id: i64,
+    parent_id: Option<i64>,
+) -> Result<u64, DomainError> {
+    let (taken,): (i64,) =
+        match parent_id {
+            None => {
+                sqlx::query_as(
+                    "UPDATE posts SET child_seq = child_seq + 1 WHERE id = $1 RETURNING child_seq",
+                )
+                .bind(post_id)
+                .fetch_one(&mut **tx)
+                .await?
+            }
+            Some(parent_id) => sqlx::query_as(
+                "UPDATE replies SET child_seq = child_seq + 1 WHERE id = $1 RETURNING child_seq",
+            )
+            .bind(parent_id)
+            .fetch_one(&mut **tx)
+            .await?,
+        };
+    Ok(u64::try_from(taken - 1).unwrap_or(0))
+}
+
+/// Writes a reply as `viewer` (its author): 404 ([`DomainError::NotFound`])
+/// when the post is not theirs to see, 409 ([`DomainError::Conflict`]) when
+/// the post takes no replies ([`refusal_of_answers`]), 422
+/// ([`DomainError::Invalid`] on `parent_id`) when the parent is not a reply
+/// of that post they see.
+pub async fn create(tx: &mut Tx<'_>, new: NewReply, viewer: Viewer) -> Result<Reply, DomainError> {
+    let post = posts::lock(tx, new.post_id).await?;
+    if !post.visible_to(viewer) {
+        return Err(DomainError::NotFound("post"));
+    }
+    if let Some(reason) = refusal_of_answers(&post) {
+        return Err(DomainError::Conflict(format!(
+            "{reason}: it takes no new replies"
+        )));
+    }
+    let (parent_path, depth) = match new.parent_id {
+        None => (String::new(), 0),
+        Some(parent_id) => {
+            let invalid = |reason: &str| DomainError::Invalid {
+                field: "parent_id",
+                reason: reason.to_owned(),
+            };
+            let parent = match reply_in(tx, parent_id).await {
+                Err(DomainError::NotFound(_)) => {
+                    return Err(invalid("must name a reply of this post"));
+                }
+                found => found?,
+            };
+            if parent.post_id != post.id || !parent.visible_to(viewer) {
+                return Err(invalid("must name a reply of this post"));
+            }
+            if parent.status == ReplyStatus::Deleted {
+                return Err(invalid("names a deleted reply, which takes no answers"));
+            }
+            (parent.path, parent.depth + 1)
+        }
+    };
+    let rank = next_rank(tx, post.id, new.parent_id).await?;
+    let reply_path = format!("{parent_path}{}", path::segment(rank));
+    if reply_path.len() > MAX_PATH_BYTES {
+        return Err(DomainError::Conflict(
+            "the thread is as deep as it can be stored here: answer a reply higher up".to_owned(),
+        ));
+    }
+    let status = ReplyStatus::Published;
+    let now = now_millis();
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO replies (post_id, parent_id, author_id, content, status, depth, path, \
+         newest_path, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
+    )
+    .bind(post.id)
+    .bind(new.parent_id)
+    .bind(new.author_id)
+    .bind(new.content)
+    .bind(status.as_str())
+    .bind(depth)
+    .bind(&reply_path)
+    .bind(path::newest_key(&reply_path))
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    if status.is_visible() {
+        count_visible(tx, post.id, &reply_path, 1).await?;
+    }
+    reply_in(tx, id).await
+}
+
+/// Replaces a reply's content (its author's edit): `edited_at` and
+/// `updated_at` become now. Who may edit is the caller's check.
+pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<Reply, DomainError> {
+    let now = now_millis();
+    let changed = sqlx::query(
+        "UPDATE replies SET content = $1, edited_at = $2, updated_at = $2 \
+         WHERE id = $3 AND status <> 'deleted'",
+    )
+    .bind(content)
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    if changed.rows_affected() == 0 {
+        return Err(DomainError::NotFound("reply"));
+    }
+    reply_in(tx, id).await
+}
+
+/// What deleting a reply left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// Rows remain below it: it stays as a placeholder (status deleted,
+    /// no content, no author); its reports are removed.
+    Placeholder { reports_removed: u64 },
+    /// Nothing was below it: the row is gone, with its reports.
+    Gone,
+}
+
+/// Deletes `reply` (read by [`lock_thread_of`] in this unit of work): a
+/// placeholder while rows remain below it, else gone; the counts of its
+/// post and ancestors lose it if it was visible. Who may delete is the
+/// caller's check.
+pub async fn remove(tx: &mut Tx<'_>, reply: &Reply) -> Result<Removal, DomainError> {
+    if reply.status == ReplyStatus::Deleted {
+        return Err(DomainError::NotFound("reply"));
+    }
+    let below: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM replies WHERE parent_id = $1 LIMIT 1")
+            .bind(reply.id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    let removal = if below.is_some() {
+        sqlx::query(
+            "UPDATE replies SET status = 'deleted', content = '', author_id = NULL, \
+             updated_at = $1 WHERE id = $2",
+        )
+        .bind(now_millis())
+        .bind(reply.id)
+        .execute(&mut **tx)
+        .await?;
+        let reports_removed = reports::remove(tx, ReportTarget::Reply, reply.id).await?;
+        Removal::Placeholder { reports_removed }
+    } else {
+        sqlx::query("DELETE FROM replies WHERE id = $1")
+            .bind(reply.id)
+            .execute(&mut **tx)
+            .await?;
+        Removal::Gone
+    };
+    if reply.status.is_visible() {
+        count_visible(tx, reply.post_id, &reply.path, -1).await?;
+    }
+    Ok(removal)
+}
+
+/// Sets `reply`'s status (a moderator's decision; not `deleted`, which is
+/// [`remove`]) and moves the counts when it becomes or stops being visible.
+pub async fn set_status(
+    tx: &mut Tx<'_>,
+    reply: &Reply,
+    status: ReplyStatus,
+) -> Result<Reply, DomainError> {
+    sqlx::query("UPDATE replies SET status = $1, updated_at = $2 WHERE id = $3")
+        .bind(status.as_str())
+        .bind(now_millis())
+        .bind(reply.id)
+        .execute(&mut **tx)
+        .await?;
+    let delta = i64::from(status.is_visible()) - i64::from(reply.status.is_visible());
+    if delta != 0 {
+        count_visible(tx, reply.post_id, &reply.path, delta).await?;
+    }
+    reply_in(tx, reply.id).await
+}
