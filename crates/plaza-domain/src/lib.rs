@@ -38,6 +38,7 @@ pub mod jobs;
 pub mod listing;
 pub mod locks;
 pub mod maintenance;
+pub mod notifications;
 pub mod outgoing_mail;
 pub mod permissions;
 pub mod policy;
