@@ -141,6 +141,16 @@ pub struct NotificationActor {
     pub image: Option<String>,
 }
 
+impl NotificationActor {
+    /// The name, else the username.
+    pub fn display_name(&self) -> &str {
+        self.name
+            .as_deref()
+            .filter(|name| !name.trim().is_empty())
+            .unwrap_or(&self.username)
+    }
+}
+
 /// A stored notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {

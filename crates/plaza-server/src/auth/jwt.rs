@@ -135,7 +135,7 @@ pub(crate) fn load_or_create_secret(path: &Path) -> Result<String, String> {
 }
 
 /// Creates the file readable by its owner only; an existing file is kept.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

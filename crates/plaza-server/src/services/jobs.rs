@@ -256,6 +256,54 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             wake: Some(crate::services::mail::sender_wake),
         },
         Job {
+            // Web Push: every instance sends, each push claimed on its own
+            // (see `notifications::push`).
+            name: "send_pushes",
+            period: crate::services::notifications::push::SENDER_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .send_due_pushes(&state.db, &state.settings.server, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.push_wake()),
+        },
+        Job {
+            // Notifications mailed at once: taken from their outbox in the
+            // unit of work that queues their mails, on whichever instance.
+            name: "mail_notifications",
+            period: crate::services::notifications::mail::IMMEDIATE_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .mail_immediate(&state.db, &state.settings.server, &state.mail)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.mail_wake()),
+        },
+        Job {
+            // The daily digests, from `digest_hour_utc` on, members taken
+            // as the immediate mails are.
+            name: "mail_digests",
+            period: crate::services::notifications::mail::DIGEST_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .mail_digests(&state.db, &state.settings.server, &state.mail)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.digest_wake()),
+        },
+        Job {
             // Sent and failed mail older than `mail_retention_days`.
             name: "purge_finished_mail",
             period: Duration::from_secs(3600),

@@ -2,7 +2,7 @@
 //! generation as this instance knows it, the analytics writer, the live alert stream, the audit of reads, health probes, the
 //! feature flags as last read, users' data exports and the deletion of
 //! erased users' files, the bounded blocking pool, outgoing mail and the
-//! templates it is written from, backup archives, and the one job runner
+//! templates it is written from, notifications by push and mail, backup archives, and the one job runner
 //! with the maintenance actions it and the admins start, moderators'
 //! decisions on posts and admins' changes to users, broadcasts and feature flag writes, and generated
 //! images kept by their parameters. Nothing here
@@ -26,6 +26,7 @@ pub mod jobs;
 pub mod mail;
 pub mod maintenance;
 pub mod moderation;
+pub mod notifications;
 pub mod own_pages;
 pub mod storage;
 pub mod templates;

@@ -17,6 +17,7 @@ mod images;
 mod limits;
 mod link_preview;
 mod mail;
+mod notifications;
 mod server;
 mod storage;
 mod telemetry;
@@ -30,6 +31,7 @@ pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
+pub use notifications::*;
 pub use server::*;
 pub use storage::*;
 pub use telemetry::*;
@@ -73,6 +75,8 @@ pub struct Settings {
     pub analytics: AnalyticsSettings,
     #[serde(flatten)]
     pub mail: MailSettings,
+    #[serde(flatten)]
+    pub notifications: NotificationSettings,
 }
 
 /// A setting that cannot be used, with the name the operator wrote it under.
@@ -145,6 +149,7 @@ impl Settings {
             alerts: section(&figment)?,
             analytics: section(&figment)?,
             mail: section(&figment)?,
+            notifications: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -160,6 +165,7 @@ impl Settings {
         self.analytics.validate()?;
         self.telemetry.validate()?;
         self.mail.validate()?;
+        self.notifications.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()

@@ -8,7 +8,8 @@
 //! An archive holds `manifest.json` first, then `database/plaza.db` (an
 //! SQLite copy made with `VACUUM INTO`) or `database/plaza.dump` (`pg_dump
 //! --format=custom`, taken in the snapshot the manifest's counts were read
-//! in), then `keys/jwt-secret` and `keys/analytics-salt` when the data
+//! in), then `keys/jwt-secret`, `keys/analytics-salt`, `keys/totp-key` and
+//! `keys/vapid-key` when the data
 //! directory holds them, then `uploads/<key>` for each file of a local
 //! store. An S3 store's objects are not copied; the manifest names the
 //! store. The manifest states each part's bytes, which bound what a
@@ -47,7 +48,7 @@ const MANIFEST_ENTRY: &str = "manifest.json";
 const SQLITE_ENTRY: &str = "plaza.db";
 const POSTGRES_ENTRY: &str = "plaza.dump";
 /// The keys Plaza generates into the data directory.
-const KEYS: [&str; 3] = ["jwt-secret", "analytics-salt", "totp-key"];
+const KEYS: [&str; 4] = ["jwt-secret", "analytics-salt", "totp-key", "vapid-key"];
 /// The folders a restore stages its files in start with this; a backup
 /// leaves them out.
 const STAGING_PREFIX: &str = ".plaza-restore-";
@@ -122,6 +123,7 @@ fn key_setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {
         "jwt-secret" => settings.auth.jwt_secret.as_deref(),
         "totp-key" => settings.auth.totp_key.as_deref(),
         "analytics-salt" => settings.analytics.analytics_salt.as_deref(),
+        "vapid-key" => settings.notifications.vapid_private_key.as_deref(),
         _ => None,
     }
 }
@@ -129,7 +131,8 @@ fn key_setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {
 /// Where a key in force comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySource {
-    /// The setting (`jwt_secret`, `totp_key`, `analytics_salt`).
+    /// The setting (`jwt_secret`, `totp_key`, `analytics_salt`,
+    /// `vapid_private_key`).
     Setting,
     /// The file Plaza generated into the data directory.
     File,
