@@ -58,6 +58,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::replies::routes())
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))
+                    .merge(personal(controllers::notifications::routes()))
                     .merge(controllers::emojis::routes())
                     .merge(controllers::feature_flags::routes()),
             ),

@@ -345,7 +345,8 @@ impl Notifier {
     }
 
     /// Turns off the mail of `kinds` for `user_id` (a one-click
-    /// unsubscribe).
+    /// unsubscribe); a member whose account is gone is mailed nothing
+    /// already.
     pub async fn unsubscribe(&self, db: &Database, user_id: i64, kinds: Vec<Kind>) -> Result<(), DomainError> {
         let changes = PreferenceChanges {
             email: kinds.into_iter().map(|kind| (kind, EmailChoice::Off)).collect(),
@@ -353,6 +354,10 @@ impl Notifier {
         };
         db.write(|tx| {
             Box::pin(async move {
+                match plaza_domain::users::user_in(tx, user_id).await {
+                    Err(DomainError::NotFound(_)) => return Ok(()),
+                    found => found?,
+                };
                 notifications::change_preferences(tx, user_id, &changes).await?;
                 Ok(())
             })

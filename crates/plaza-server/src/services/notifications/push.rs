@@ -335,26 +335,30 @@ impl Notifier {
 /// `payload` encrypted (RFC 8291, `aes128gcm`) to the browser's key
 /// `p256dh` and secret `auth` (base64url, as the browser gave them).
 fn encrypt(payload: Vec<u8>, p256dh: &str, auth: &str) -> Result<Vec<u8>, String> {
-    let (public, auth) = subscription_keys(p256dh, auth)?;
+    let (public, auth) = subscription_keys(p256dh, auth).map_err(|(field, problem)| format!("{field} {problem}"))?;
     web_push_native::encrypt(payload, &public, &auth).map_err(|error| error.to_string())
 }
 
 /// A subscription's keys read: the browser's P-256 public key and its
-/// 16-byte authentication secret.
-pub(super) fn subscription_keys(
+/// 16-byte authentication secret; a problem names its field.
+pub fn subscription_keys(
     p256dh: &str,
     auth: &str,
-) -> Result<(p256::PublicKey, web_push_native::Auth), String> {
+) -> Result<(p256::PublicKey, web_push_native::Auth), (&'static str, String)> {
     use base64::Engine as _;
     let decode = |text: &str| {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text.trim().trim_end_matches('='))
     };
-    let point = decode(p256dh).map_err(|_| "keys.p256dh must be base64url".to_owned())?;
-    let public = p256::PublicKey::from_sec1_bytes(&point)
-        .map_err(|_| "keys.p256dh must be a P-256 public key".to_owned())?;
-    let secret = decode(auth).map_err(|_| "keys.auth must be base64url".to_owned())?;
+    let point = decode(p256dh).map_err(|_| ("keys.p256dh", "must be base64url".to_owned()))?;
+    let public = p256::PublicKey::from_sec1_bytes(&point).map_err(|_| {
+        (
+            "keys.p256dh",
+            "must be a P-256 public key (65 bytes, uncompressed)".to_owned(),
+        )
+    })?;
+    let secret = decode(auth).map_err(|_| ("keys.auth", "must be base64url".to_owned()))?;
     if secret.len() != 16 {
-        return Err("keys.auth must be 16 bytes in base64url".to_owned());
+        return Err(("keys.auth", "must be 16 bytes in base64url".to_owned()));
     }
     Ok((public, web_push_native::Auth::clone_from_slice(&secret)))
 }
