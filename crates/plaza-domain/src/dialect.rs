@@ -145,8 +145,8 @@ impl Dialect {
     }
 
     /// A subquery of one column, `value`: the strings of `parameter`, a
-    /// JSON array bound as text (the paths of a reply's ancestors: one
-    /// statement however deep the reply).
+    /// JSON array bound as text (the paths of a reply's ancestors, the
+    /// usernames a content mentions: one statement however many).
     pub fn json_texts(self, parameter: &str) -> String {
         match self.0 {
             Backend::Sqlite => format!("SELECT value FROM json_each({parameter})"),

@@ -3,9 +3,12 @@
 //! as their author deletes them (DECISIONS.md "Conversations (round 5)"):
 //! those with replies below stay as placeholders without author or
 //! content, the rest are removed, and the counts of their threads follow.
-//! The user's row takes by cascade their posts (with the reports on them
-//! and the replies to them), the reports they filed,
-//! sessions, linked accounts, custom emojis, alerts and grants; admin
+//! The user's row takes by cascade their posts (with the reports,
+//! reactions and mentions on them and the replies to them), the reports
+//! they filed, their reactions (whose counts the triggers of migrations
+//! 0039 and 0040 lower in the same transaction), their mentions in others'
+//! posts and replies, sessions, linked accounts, custom emojis, alerts and
+//! grants; admin
 //! tokens die with the row (a token's user must exist). What no foreign key
 //! reaches goes here explicitly: their analytics events (and their share of
 //! the rollups) and their upload records, whose stored objects are listed

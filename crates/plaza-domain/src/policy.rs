@@ -269,6 +269,14 @@ pub fn edit_post(actor: Actor, post: &Post) -> Decision {
     }
 }
 
+/// Reacting to a post, or taking one's reaction back: a member who sees
+/// it; to anyone else it does not exist. (Whether the post takes new
+/// reactions at all, a draft, hidden or locked one taking none, is a rule
+/// of its state, not of the actor: [`crate::reactions`].)
+pub fn react_to_post(actor: Actor, post: &Post) -> Decision {
+    view_post(Some(actor), post)
+}
+
 /// Approving, hiding, flagging a post: moderators and above.
 pub fn moderate_post(actor: Actor) -> Decision {
     Decision::allowed_if(actor.role.is_moderator())
@@ -358,6 +366,13 @@ pub fn delete_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
 /// Reporting a reply: anyone who sees it, except its author.
 pub fn report_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
     act_on_reply(actor, post, reply, reply.author_id() != Some(actor.user_id))
+}
+
+/// Reacting to a reply, or taking one's reaction back: whoever sees it
+/// ([`view_reply`]); a placeholder left by a deletion takes none (not
+/// found).
+pub fn react_to_reply(actor: Actor, post: &Post, reply: &Reply) -> Decision {
+    act_on_reply(actor, post, reply, true)
 }
 
 /// Approving, hiding, flagging or deleting replies as a moderator, and
@@ -676,6 +691,13 @@ mod tests {
             );
             assert_eq!(edit_post(me, &own_draft), Decision::Allowed);
             assert_eq!(report_post(me, &others_public), Decision::Allowed);
+            assert_eq!(react_to_post(me, &others_public), Decision::Allowed);
+            assert_eq!(react_to_post(me, &own_draft), Decision::Allowed);
+            assert_eq!(
+                react_to_post(me, &others_draft),
+                expect(moderator, true),
+                "{role:?}"
+            );
             assert_eq!(report_post(me, &post(1, true)), Decision::Forbidden);
             assert_eq!(moderate_post(me), expect(moderator, false));
             assert_eq!(send_broadcast(me), expect(role.is_admin(), false));
@@ -725,7 +747,7 @@ mod tests {
         };
         let public = post(true);
         // Rows: user, moderator, admin, super_admin; columns: view, edit,
-        // delete, report, each on someone else's reply, one's own, someone
+        // delete, report, react, each on someone else's reply, one's own, someone
         // else's hidden one, and a placeholder with replies below.
         let rows: Vec<String> = ROLES
             .iter()
@@ -743,6 +765,7 @@ mod tests {
                             edit_reply(me, &public, item),
                             delete_reply(me, &public, item),
                             report_reply(me, &public, item),
+                            react_to_reply(me, &public, item),
                         ]
                         .map(letter)
                         .into_iter()
@@ -755,10 +778,10 @@ mod tests {
         assert_eq!(
             rows,
             [
-                "AFFA AAAF HHHH AHHH",
-                "AFAA AAAF AFAA AHHH",
-                "AFAA AAAF AFAA AHHH",
-                "AFAA AAAF AFAA AHHH",
+                "AFFAA AAAFA HHHHH AHHHH",
+                "AFAAA AAAFA AFAAA AHHHH",
+                "AFAAA AAAFA AFAAA AHHHH",
+                "AFAAA AAAFA AFAAA AHHHH",
             ]
         );
         let draft = post(false);

@@ -1,7 +1,9 @@
 //! The catalog: every Unicode emoji of the `emojis` crate, shaped as the rows
 //! the server stores.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use crate::EmojiVersion;
 
@@ -100,6 +102,16 @@ pub struct CatalogEmoji {
     pub sort_order: i64,
 }
 
+/// Whether `text` is exactly one emoji of the catalog, spelled as
+/// [`CatalogEmoji::unicode_char`] spells it (a default skin tone only, as
+/// the catalog holds them).
+pub fn is_catalog_emoji(text: &str) -> bool {
+    static CHARACTERS: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    CHARACTERS
+        .get_or_init(|| emojis::iter().map(emojis::Emoji::as_str).collect())
+        .contains(text)
+}
+
 /// The whole catalog in CLDR order.
 pub fn catalog() -> Vec<CatalogEmoji> {
     emojis::iter()
@@ -191,8 +203,6 @@ pub fn catalog_fingerprint() -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
-
     use super::*;
 
     #[test]
@@ -297,5 +307,19 @@ mod tests {
         let newest = catalog().iter().map(|e| e.version).max().unwrap();
         let expected = format!("emojis-0.9:{}:{newest}:", catalog().len());
         assert!(fingerprint.starts_with(&expected), "{fingerprint}");
+    }
+
+    #[test]
+    fn a_catalog_emoji_is_one_of_its_characters_exactly() {
+        assert!(is_catalog_emoji("👍"));
+        assert!(is_catalog_emoji("❤️"));
+        assert!(
+            catalog()
+                .iter()
+                .all(|emoji| is_catalog_emoji(emoji.unicode_char))
+        );
+        for other in ["👍🏽", "👍👍", "a", "", ":thumbsup:", " 👍"] {
+            assert!(!is_catalog_emoji(other), "{other:?}");
+        }
     }
 }

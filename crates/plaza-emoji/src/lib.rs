@@ -19,6 +19,7 @@ use std::fmt;
 
 pub use catalog::{
     CUSTOM_CATEGORY, CatalogEmoji, Category, catalog, catalog_fingerprint, categories,
+    is_catalog_emoji,
 };
 pub use platform::{ClientHints, OsFamily, Platform, PlatformDetector};
 

@@ -55,6 +55,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(personal(controllers::auth::routes()))
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
+                    .merge(controllers::reactions::routes())
                     .merge(controllers::replies::routes())
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))

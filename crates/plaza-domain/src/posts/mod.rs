@@ -8,10 +8,10 @@
 //! author's edits.
 //!
 //! `model` says what a post is, `query` reads and lists posts, `writes`
-//! creates, changes and deletes them, `moderation` holds a moderator's
-//! actions (the lock of a post's thread among them) and `admin_queue` the
-//! admin surface's post list; everything is used through this module's
-//! names.
+//! creates, changes and deletes them (recording the users their content
+//! mentions), `moderation` holds a moderator's actions (the lock of a
+//! post's thread among them) and `admin_queue` the admin surface's post
+//! list; everything is used through this module's names.
 
 mod admin_queue;
 mod model;
@@ -32,4 +32,4 @@ pub use moderation::{
 };
 pub(crate) use query::{PostJson, REPORTED_SCOPE, post_json};
 pub use query::{PostPage, PostQuery, PostSort};
-pub use writes::{create, delete, lock, update};
+pub use writes::{WrittenPost, create, delete, lock, update};

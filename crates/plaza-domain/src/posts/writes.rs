@@ -1,13 +1,24 @@
 //! Writing posts: creating, changing and deleting one, with its
-//! `post_tags` rows kept in the same unit of work.
+//! `post_tags` rows and its mentions kept in the same unit of work.
 
 use super::model::{
     NewPost, POST_COLUMNS, Post, PostChanges, PostRow, RETURNING_COLUMNS, join_tags,
 };
 use crate::dialect::Dialect;
+use crate::engagement::ItemKind;
 use crate::listing::{Arg, bind_all};
+use crate::mentions::{self, Mentioned};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
+
+/// A post as a write left it, and the users its content mentions.
+#[derive(Debug, Clone)]
+pub struct WrittenPost {
+    pub post: Post,
+    /// Who the content mentions, and who of them this write mentioned
+    /// first (for notifications); empty changes when the content stayed.
+    pub mentioned: Mentioned,
+}
 
 /// Inserts one `post_tags` row per tag, in one statement.
 async fn insert_tags(
@@ -34,8 +45,8 @@ async fn insert_tags(
     Ok(())
 }
 
-/// Creates a post and its tag rows.
-pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<Post, DomainError> {
+/// Creates a post, its tag rows and its mentions.
+pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, DomainError> {
     let now = now_millis();
     let row: PostRow = sqlx::query_as(&format!(
         "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
@@ -51,12 +62,19 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<Post, DomainError> 
     .await?;
     let post = Post::try_from(row)?;
     insert_tags(tx, post.id, &post.tags, post.created_at).await?;
-    Ok(post)
+    let mentioned = mentions::record(tx, ItemKind::Post, post.id, &post.content, true).await?;
+    Ok(WrittenPost { post, mentioned })
 }
 
 /// Applies `changes` (title, content, tags, published switch) and bumps
-/// `updated_at`; tag rows are replaced in the same transaction.
-pub async fn update(tx: &mut Tx<'_>, id: i64, changes: PostChanges) -> Result<Post, DomainError> {
+/// `updated_at`; tag rows are replaced, and a new content's mentions
+/// recorded, in the same transaction.
+pub async fn update(
+    tx: &mut Tx<'_>,
+    id: i64,
+    changes: PostChanges,
+) -> Result<WrittenPost, DomainError> {
+    let content_changed = changes.content.is_some();
     let mut sets = Vec::new();
     let mut args = Vec::new();
     let mut set = |column: &str, value: Arg| {
@@ -93,7 +111,12 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: PostChanges) -> Result<Po
             .await?;
         insert_tags(tx, post.id, &post.tags, post.created_at).await?;
     }
-    Ok(post)
+    let mentioned = if content_changed {
+        mentions::record(tx, ItemKind::Post, post.id, &post.content, false).await?
+    } else {
+        Mentioned::default()
+    };
+    Ok(WrittenPost { post, mentioned })
 }
 
 /// Post `id` read in a unit of work and held until it commits (`FOR

@@ -50,7 +50,7 @@ pub enum ReplyModerated {
     /// marked resolved.
     Changed {
         before: Reply,
-        after: Reply,
+        after: Box<Reply>,
         reports_resolved: u64,
     },
     /// The reply was deleted (see [`Removal`]).
@@ -80,7 +80,7 @@ pub async fn moderate(
     })?;
     match step {
         ReplyStep::Become(status) => {
-            let after = set_status(tx, &before, status).await?;
+            let after = Box::new(set_status(tx, &before, status).await?);
             let reports_resolved =
                 reports::resolve(tx, ReportTarget::Reply, id, moderator_id).await?;
             Ok(ReplyModerated::Changed {

@@ -51,14 +51,16 @@ impl Database {
 /// author or content, the rest are gone, and the counts of their threads
 /// lose the visible ones. The deepest go first, so a reply whose only
 /// replies below were the author's own goes too. Replies on the author's
-/// own posts are left to the posts' deletion. Returns how many there were.
+/// own posts are left to the posts' deletion. Threads are taken in the
+/// order of their posts' ids, so two erasures meeting on the same threads
+/// queue rather than deadlock. Returns how many there were.
 pub async fn erase_of_author(tx: &mut Tx<'_>, author_id: i64) -> Result<u64, DomainError> {
     let mut erased = 0;
     loop {
         let ids: Vec<(i64,)> = sqlx::query_as(
             "SELECT r.id FROM replies r WHERE r.author_id = $1 AND r.status <> 'deleted' \
              AND r.post_id NOT IN (SELECT p.id FROM posts p WHERE p.author_id = $1) \
-             ORDER BY r.depth DESC, r.id LIMIT $2",
+             ORDER BY r.post_id, r.depth DESC, r.id LIMIT $2",
         )
         .bind(author_id)
         .bind(ERASE_PAGE)

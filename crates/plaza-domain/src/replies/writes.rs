@@ -10,10 +10,21 @@
 use super::model::{NewReply, REPLY_COLUMNS, REPLY_SOURCE, Reply, ReplyRow, ReplyStatus};
 use super::path::{self, MAX_PATH_BYTES};
 use crate::dialect::Dialect;
+use crate::engagement::ItemKind;
+use crate::mentions::{self, Mentioned};
 use crate::posts::{self, Post, PostStatus, Viewer};
 use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
+
+/// A reply as a write left it, and the users its content mentions.
+#[derive(Debug, Clone)]
+pub struct WrittenReply {
+    pub reply: Reply,
+    /// Who the content mentions, and who of them this write mentioned
+    /// first (for notifications).
+    pub mentioned: Mentioned,
+}
 
 /// Reply `id` as the unit of work sees it.
 pub async fn reply_in(tx: &mut Tx<'_>, id: i64) -> Result<Reply, DomainError> {
@@ -114,8 +125,12 @@ async fn next_rank(
 /// when the post is not theirs to see, 409 ([`DomainError::Conflict`]) when
 /// the post takes no replies ([`refusal_of_answers`]), 422
 /// ([`DomainError::Invalid`] on `parent_id`) when the parent is not a reply
-/// of that post they see.
-pub async fn create(tx: &mut Tx<'_>, new: NewReply, viewer: Viewer) -> Result<Reply, DomainError> {
+/// of that post they see. Its mentions are recorded with it.
+pub async fn create(
+    tx: &mut Tx<'_>,
+    new: NewReply,
+    viewer: Viewer,
+) -> Result<WrittenReply, DomainError> {
     let post = posts::lock(tx, new.post_id).await?;
     if !post.visible_to(viewer) {
         return Err(DomainError::NotFound("post"));
@@ -175,12 +190,15 @@ pub async fn create(tx: &mut Tx<'_>, new: NewReply, viewer: Viewer) -> Result<Re
     if status.is_visible() {
         count_visible(tx, post.id, &reply_path, 1).await?;
     }
-    reply_in(tx, id).await
+    let reply = reply_in(tx, id).await?;
+    let mentioned = mentions::record(tx, ItemKind::Reply, id, &reply.content, true).await?;
+    Ok(WrittenReply { reply, mentioned })
 }
 
 /// Replaces a reply's content (its author's edit): `edited_at` and
-/// `updated_at` become now. Who may edit is the caller's check.
-pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<Reply, DomainError> {
+/// `updated_at` become now, and its mentions are recorded anew. Who may
+/// edit is the caller's check.
+pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<WrittenReply, DomainError> {
     let now = now_millis();
     let changed = sqlx::query(
         "UPDATE replies SET content = $1, edited_at = $2, updated_at = $2 \
@@ -194,7 +212,9 @@ pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<Reply, Do
     if changed.rows_affected() == 0 {
         return Err(DomainError::NotFound("reply"));
     }
-    reply_in(tx, id).await
+    let reply = reply_in(tx, id).await?;
+    let mentioned = mentions::record(tx, ItemKind::Reply, id, &reply.content, false).await?;
+    Ok(WrittenReply { reply, mentioned })
 }
 
 /// What deleting a reply left.

@@ -22,7 +22,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
 #[openapi(
     info(
         title = "Plaza API",
-        description = "Back end of a community platform: identity, profiles, posts, search, moderation, analytics and generated images. Errors come in the shape of the surface that answers; see the `*Error` schemas.",
+        description = "Back end of a community platform: identity, profiles, posts, replies, search, moderation, analytics and generated images. Errors come in the shape of the surface that answers; see the `*Error` schemas.",
     ),
     components(schemas(GeneralError, AdminV1Error, AdminError, UploadError, PlainError, ImageError)),
     modifiers(&SecuritySchemes),
@@ -31,7 +31,8 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "auth", description = "Sign-in, sessions, linked accounts and admin tokens"),
         (name = "users", description = "Accounts and profiles"),
         (name = "posts", description = "Posts, their tags and reports"),
-        (name = "search", description = "Full-text search over posts and users"),
+        (name = "replies", description = "Replies in threads: answering posts and replies, reading threads, reports on replies"),
+        (name = "search", description = "Full-text search over posts, replies and users"),
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),
         (name = "alerts", description = "The signed-in user's alerts: broadcasts and moderation notes"),

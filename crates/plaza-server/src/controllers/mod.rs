@@ -18,6 +18,7 @@ pub mod og;
 pub mod params;
 pub mod posts;
 pub mod profiles;
+pub mod reactions;
 pub mod replies;
 pub mod search;
 pub mod system;

@@ -72,6 +72,14 @@ pub fn page_or(
     Page { limit, offset }
 }
 
+/// `limit` alone (1 to [`MAX_LIMIT`], default `default_limit`), for the
+/// lists paged by a cursor.
+pub fn limit(problems: &mut Problems, raw: Option<&str>, default_limit: i64) -> i64 {
+    problems
+        .check("limit", parse_limit(raw, default_limit))
+        .unwrap_or(default_limit)
+}
+
 fn parse_limit(raw: Option<&str>, default_limit: i64) -> Result<i64, String> {
     let Some(raw) = raw else {
         return Ok(default_limit);

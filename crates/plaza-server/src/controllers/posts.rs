@@ -5,6 +5,8 @@
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use plaza_domain::Database;
+use plaza_domain::engagement::ItemKind;
 use plaza_domain::posts::{
     self, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges, PostQuery,
     PostSort, Viewer, normalize_tag,
@@ -18,6 +20,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
+use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
@@ -65,10 +68,19 @@ pub struct PostView {
     pub reply_count: i64,
     /// Locked by a moderator: the thread takes no new replies.
     pub locked: bool,
+    /// `{emoji: count}`: how many members reacted with each emoji, the
+    /// emojis in the order they were first added.
+    #[schema(value_type = std::collections::HashMap<String, i64>)]
+    pub reactions: ReactionCounts,
+    /// The caller's own reactions, in the order they added them; `[]`
+    /// anonymous.
+    pub my_reactions: Vec<String>,
+    /// The users the content mentions, in order of first appearance.
+    pub mentions: Vec<MentionView>,
 }
 
 impl PostView {
-    pub fn new(post: &Post, viewer: Viewer) -> Self {
+    pub fn new(post: &Post, viewer: Viewer, engagement: EngagementView) -> Self {
         let sees_status = match viewer {
             Viewer::Anonymous => false,
             Viewer::Member(id) => id == post.author_id,
@@ -86,7 +98,32 @@ impl PostView {
             status: sees_status.then(|| post.status().as_str().to_owned()),
             reply_count: post.reply_count,
             locked: post.locked,
+            reactions: engagement.reactions,
+            my_reactions: engagement.my_reactions,
+            mentions: engagement.mentions,
         }
+    }
+
+    /// `post` as `viewer` sees it, its engagement read (one statement).
+    pub async fn read(db: &Database, post: &Post, viewer: Viewer) -> Result<Self, AppError> {
+        let engagement =
+            PageEngagement::read(db, ItemKind::Post, &[post.id], viewer.user_id()).await?;
+        Ok(PostView::new(post, viewer, engagement.of(post.id)))
+    }
+
+    /// A page of posts as `viewer` sees them, their engagement read in one
+    /// statement whatever the page's size.
+    pub async fn page(
+        db: &Database,
+        posts: &[Post],
+        viewer: Viewer,
+    ) -> Result<Vec<Self>, AppError> {
+        let ids: Vec<i64> = posts.iter().map(|post| post.id).collect();
+        let engagement = PageEngagement::read(db, ItemKind::Post, &ids, viewer.user_id()).await?;
+        Ok(posts
+            .iter()
+            .map(|post| PostView::new(post, viewer, engagement.of(post.id)))
+            .collect())
     }
 }
 
@@ -183,11 +220,7 @@ pub async fn list_posts(
     answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
         let listed = state.db.list_posts(&filter, viewer, page).await?;
         Ok(PostList {
-            posts: listed
-                .posts
-                .iter()
-                .map(|post| PostView::new(post, viewer))
-                .collect(),
+            posts: PostView::page(&state.db, &listed.posts, viewer).await?,
             pagination: Pagination::new(listed.total, page),
         })
     })
@@ -213,7 +246,7 @@ pub async fn get_post(
 ) -> Result<AppJson<PostView>, AppError> {
     let viewer = viewer_of(caller.as_ref());
     let post = state.db.post_for(id, viewer).await?;
-    Ok(AppJson(PostView::new(&post, viewer)))
+    Ok(AppJson(PostView::read(&state.db, &post, viewer).await?))
 }
 
 /// A new post.
@@ -303,11 +336,11 @@ pub async fn create_post(
         tags,
         published: body.published.unwrap_or(true),
     };
-    let post = state
+    let written = state
         .db
         .write(|tx| Box::pin(posts::create(tx, new)))
         .await?;
-    let view = PostView::new(&post, viewer_of(Some(&caller)));
+    let view = PostView::read(&state.db, &written.post, viewer_of(Some(&caller))).await?;
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
 }
 
@@ -374,13 +407,14 @@ pub async fn update_post(
         published: body.published,
     };
     let by_someone_else = caller.user_id() != before.author_id;
-    let post = state
+    let written = state
         .db
         .write(|tx| {
             Box::pin(async move {
-                let post = posts::update(tx, id, changes).await?;
+                let written = posts::update(tx, id, changes).await?;
+                let post = &written.post;
                 // A moderator changing someone else's post is audited.
-                let changed = audit::post_changes(&before, &post);
+                let changed = audit::post_changes(&before, post);
                 if by_someone_else && !changed.is_empty() {
                     audit::record(
                         tx,
@@ -394,11 +428,13 @@ pub async fn update_post(
                     )
                     .await?;
                 }
-                Ok(post)
+                Ok(written)
             })
         })
         .await?;
-    Ok(AppJson(PostView::new(&post, viewer)))
+    Ok(AppJson(
+        PostView::read(&state.db, &written.post, viewer).await?,
+    ))
 }
 
 /// Delete a post for good: its author or a moderator.

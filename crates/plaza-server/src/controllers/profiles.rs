@@ -40,7 +40,7 @@ pub struct IdlingProfile {
     pub profile_public: bool,
     /// The user's posts that the caller may see.
     pub posts_count: i64,
-    /// Always 0: Plaza has no replies.
+    /// The user's visible (published or flagged) replies on public posts.
     pub replies_count: i64,
     /// Posts and replies.
     pub total_submissions: i64,
@@ -100,6 +100,7 @@ pub async fn profile_by_id(
             },
         )
         .await?;
+    let (_, replies_count) = state.db.public_content_counts(id).await?;
     Ok(AppJson(IdlingProfile {
         id: user.id().to_string(),
         name: user.row.name.clone(),
@@ -110,7 +111,7 @@ pub async fn profile_by_id(
         created_at: rfc3339(user.row.created_at),
         profile_public: user.row.profile_public.0,
         posts_count: posts.total,
-        replies_count: 0,
-        total_submissions: posts.total,
+        replies_count,
+        total_submissions: posts.total + replies_count,
     }))
 }

@@ -3,8 +3,6 @@
 //! (DECISIONS.md "Conversations (round 5)"). A reply the caller may not
 //! see, or one on a post they may not see, is 404.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,6 +22,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::controllers::posts::{ReportBody, ReportView, report_terms, viewer_of};
+use crate::controllers::reactions::{EngagementView, MentionView, ReactionCounts};
 use crate::controllers::users::{avatar_url_of, display_name_of};
 use crate::http::answer_cache::{self, Audience};
 use crate::http::error::AppError;
@@ -60,14 +59,6 @@ pub struct ReplyAuthorView {
     pub is_bot: bool,
 }
 
-/// A user a reply mentions.
-#[derive(Serialize, ToSchema)]
-pub struct MentionView {
-    #[schema(example = "7")]
-    pub id: String,
-    pub username: String,
-}
-
 /// A reply (DECISIONS.md "Conversations (round 5)").
 #[derive(Serialize, ToSchema)]
 pub struct ReplyView {
@@ -90,9 +81,12 @@ pub struct ReplyView {
     /// Visible replies below it, direct and indirect (placeholders not
     /// counted).
     pub reply_count: i64,
-    /// Each emoji with how many reacted with it.
-    pub reactions: BTreeMap<String, i64>,
-    /// The caller's own reactions; empty when anonymous.
+    /// `{emoji: count}`: how many members reacted with each emoji, the
+    /// emojis in the order they were first added.
+    #[schema(value_type = std::collections::HashMap<String, i64>)]
+    pub reactions: ReactionCounts,
+    /// The caller's own reactions, in the order they added them; empty
+    /// when anonymous.
     pub my_reactions: Vec<String>,
     /// The users it mentions, in order of first appearance.
     pub mentions: Vec<MentionView>,
@@ -103,7 +97,8 @@ pub struct ReplyView {
 }
 
 impl ReplyView {
-    pub fn new(reply: &Reply, extras: ReplyExtras, server: &ServerSettings) -> Self {
+    pub fn new(reply: &Reply, extras: &ReplyExtras, server: &ServerSettings) -> Self {
+        let extras = EngagementView::from(extras);
         ReplyView {
             id: reply.id.to_string(),
             post_id: reply.post_id.to_string(),
@@ -121,14 +116,7 @@ impl ReplyView {
             reply_count: reply.reply_count,
             reactions: extras.reactions,
             my_reactions: extras.my_reactions,
-            mentions: extras
-                .mentions
-                .into_iter()
-                .map(|mention| MentionView {
-                    id: mention.id.to_string(),
-                    username: mention.username,
-                })
-                .collect(),
+            mentions: extras.mentions,
             created_at: rfc3339(reply.created_at),
             updated_at: rfc3339(reply.updated_at),
             edited_at: reply.edited_at.map(rfc3339),
@@ -148,7 +136,7 @@ async fn views(
     Ok(replies
         .iter()
         .zip(extras)
-        .map(|(reply, extras)| ReplyView::new(reply, extras, &state.settings.server))
+        .map(|(reply, extras)| ReplyView::new(reply, &extras, &state.settings.server))
         .collect())
 }
 
@@ -396,11 +384,11 @@ pub async fn create_reply(
         author_id: caller.user_id(),
         content: body.content,
     };
-    let reply = state
+    let written = state
         .db
         .write(|tx| Box::pin(replies::create(tx, new, viewer)))
         .await?;
-    let view = view(&state, viewer, &reply).await?;
+    let view = view(&state, viewer, &written.reply).await?;
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
 }
 
@@ -463,7 +451,7 @@ pub async fn update_reply(
     problems.finish()?;
     let actor = caller.actor();
     let content = body.content;
-    let reply = state
+    let written = state
         .db
         .write(|tx| {
             Box::pin(async move {
@@ -475,7 +463,7 @@ pub async fn update_reply(
         })
         .await?;
     Ok(AppJson(
-        view(&state, viewer_of(Some(&caller)), &reply).await?,
+        view(&state, viewer_of(Some(&caller)), &written.reply).await?,
     ))
 }
 

@@ -5,6 +5,7 @@
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use plaza_domain::engagement::ItemKind;
 use plaza_domain::listing::Page;
 use plaza_domain::search::{MAX_QUERY_CHARS, PostHit, ReplyHit, SearchPage, SearchTerms, UserHit};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::viewer_of;
+use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
@@ -76,10 +78,17 @@ pub struct PostResult {
     pub updated_at: String,
     /// Relevance; higher is better, comparable within one query only.
     pub score: f64,
+    /// `{emoji: count}`, as on the post.
+    #[schema(value_type = std::collections::HashMap<String, i64>)]
+    pub reactions: ReactionCounts,
+    /// The caller's own reactions; `[]` anonymous.
+    pub my_reactions: Vec<String>,
+    /// The users the content mentions, in order of first appearance.
+    pub mentions: Vec<MentionView>,
 }
 
-impl From<&PostHit> for PostResult {
-    fn from(hit: &PostHit) -> Self {
+impl PostResult {
+    fn new(hit: &PostHit, engagement: EngagementView) -> Self {
         PostResult {
             kind: PostResultType::Post,
             id: hit.post.id.to_string(),
@@ -94,6 +103,9 @@ impl From<&PostHit> for PostResult {
             created_at: rfc3339(hit.post.created_at),
             updated_at: rfc3339(hit.post.updated_at),
             score: hit.score,
+            reactions: engagement.reactions,
+            my_reactions: engagement.my_reactions,
+            mentions: engagement.mentions,
         }
     }
 }
@@ -293,12 +305,14 @@ async fn found_posts(
     terms: &SearchTerms,
     page: Page,
 ) -> Result<(Scored, bool), AppError> {
-    let found = state
-        .db
-        .search_posts(terms, viewer_of(caller), page)
-        .await?;
+    let viewer = viewer_of(caller);
+    let found = state.db.search_posts(terms, viewer, page).await?;
+    let ids: Vec<i64> = found.hits.iter().map(|hit| hit.post.id).collect();
+    let engagement =
+        PageEngagement::read(&state.db, ItemKind::Post, &ids, viewer.user_id()).await?;
     Ok(scored(found, |hit| {
-        (hit.score, SearchResult::Post(PostResult::from(hit)))
+        let result = PostResult::new(hit, engagement.of(hit.post.id));
+        (hit.score, SearchResult::Post(result))
     }))
 }
 

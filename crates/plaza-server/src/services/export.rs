@@ -23,6 +23,7 @@ use axum::body::Body;
 use futures_util::{AsyncWriteExt, StreamExt};
 use plaza_domain::Database;
 use plaza_domain::alerts::Reader;
+use plaza_domain::engagement::ItemKind;
 use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
 use plaza_domain::users::User;
@@ -250,6 +251,7 @@ async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result
     write_profile(state, user, &mut zip).await?;
     write_posts(state, user, &mut zip).await?;
     write_replies(&state.db, user, &mut zip).await?;
+    write_reactions(&state.db, user, &mut zip).await?;
     write_reports(state, user, &mut zip).await?;
     write_alerts(state, user, &mut zip).await?;
     write_events(state, user, &mut zip).await?;
@@ -394,6 +396,36 @@ async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result
         match page.last() {
             Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
             _ => break,
+        }
+    }
+    array.close().await
+}
+
+/// `reactions.json`: every reaction of the user, on posts then on
+/// replies, each oldest first.
+async fn write_reactions(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, "reactions.json").await?;
+    for kind in [ItemKind::Post, ItemKind::Reply] {
+        let mut after = None;
+        loop {
+            let page = db
+                .reactions_of_user(kind, user.id(), after.as_ref(), PAGE)
+                .await
+                .map_err(database_failure)?;
+            for reaction in &page {
+                array
+                    .push(&json!({
+                        "postId": reaction.post_id.to_string(),
+                        "replyId": reaction.reply_id.map(|id| id.to_string()),
+                        "emoji": reaction.emoji,
+                        "createdAt": rfc3339(reaction.created_at),
+                    }))
+                    .await?;
+            }
+            match page.last() {
+                Some(last) if page.len() as i64 == PAGE => after = Some(last.clone()),
+                _ => break,
+            }
         }
     }
     array.close().await

@@ -934,9 +934,9 @@ async fn moderators_list_and_moderate_replies_with_audit_entries(backend: Backen
         1
     );
     let by_post = list_ids(&list(format!("?postId={elsewhere}")).await);
-    assert_eq!(by_post, [far.clone()]);
+    assert_eq!(by_post, [far.as_str()]);
     let by_author = list_ids(&list(format!("?authorId={}", author.id)).await);
-    assert_eq!(by_author, [top.clone()]);
+    assert_eq!(by_author, [top.as_str()]);
     let response = server
         .send(
             As::Token(&token),

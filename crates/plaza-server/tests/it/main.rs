@@ -39,6 +39,7 @@ mod operations;
 mod personal_answers;
 mod public_reads;
 mod rate_limits;
+mod reactions;
 mod real_clients;
 mod resilience;
 mod scale_out;

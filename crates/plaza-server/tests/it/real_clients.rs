@@ -302,12 +302,21 @@ async fn profiles_by_id_as_idling_app_answers_them(backend: Backend) {
     let server = TestServer::start(backend).await;
     let (ada, ada_cookie) = member(&server, "ada@example.com", "user").await;
     let (_, bob_cookie) = member(&server, "bob@example.com", "user").await;
-    crate::common::post(
+    let hello = crate::common::post(
         &server,
         &ada_cookie,
         json!({"title": "Hello", "content": "First post", "tags": []}),
     )
     .await;
+    let (status, reply) = call(
+        &server,
+        "POST",
+        &format!("/api/posts/{hello}/replies"),
+        Some(&ada_cookie),
+        Some(json!({"content": "And a reply"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{reply}");
     let (status, body) = call(
         &server,
         "PUT",
@@ -330,8 +339,8 @@ async fn profiles_by_id_as_idling_app_answers_them(backend: Backend) {
     assert!(profile["created_at"].is_string());
     assert_eq!(profile["profile_public"], true);
     assert_eq!(profile["posts_count"], 1);
-    assert_eq!(profile["replies_count"], 0);
-    assert_eq!(profile["total_submissions"], 1);
+    assert_eq!(profile["replies_count"], 1);
+    assert_eq!(profile["total_submissions"], 2);
 
     // Private: 403 to others, the profile to its owner.
     let (status, _) = call(

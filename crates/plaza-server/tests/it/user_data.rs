@@ -148,7 +148,7 @@ fn now_text() -> String {
 }
 
 /// The archive's entries by name.
-fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).expect("a ZIP archive");
     let mut entries = BTreeMap::new();
     for index in 0..archive.len() {
@@ -160,7 +160,7 @@ fn unzip(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
     entries
 }
 
-fn json_of(entries: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
+pub(crate) fn json_of(entries: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
     serde_json::from_slice(
         entries
             .get(name)
@@ -169,7 +169,7 @@ fn json_of(entries: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
     .unwrap_or_else(|error| panic!("{name} is JSON: {error}"))
 }
 
-async fn export(server: &TestServer, id: i64, cookie: &str) -> reqwest::Response {
+pub(crate) async fn export(server: &TestServer, id: i64, cookie: &str) -> reqwest::Response {
     server
         .send(
             As::Session(cookie),

@@ -11,5 +11,5 @@ pub mod text_input;
 
 pub use form::AppForm;
 pub use json::AppJson;
-pub use path::{IdPath, TextPath, parse_id};
+pub use path::{IdPath, IdTextPath, TextPath, parse_id};
 pub use query::AppQuery;

@@ -62,6 +62,39 @@ impl crate::http::extract::documented::DocumentedExtractor for TextPath {
     ];
 }
 
+/// A database id and a name from a path of two parameters (`{id}` then a
+/// name, as `/api/posts/{id}/reactions/{emoji}`): the id as [`IdPath`]
+/// reads it (404 unless digits), the name as [`TextPath`] reads it,
+/// percent-decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdTextPath(pub i64, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdTextPath {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(parameters): axum::extract::Path<Vec<(String, String)>> =
+            axum::extract::Path::from_request_parts(parts, state)
+                .await
+                .map_err(|_| AppError::NotFound("resource"))?;
+        let [(_, id), (name, value)] = <[(String, String); 2]>::try_from(parameters)
+            .map_err(|_| AppError::NotFound("resource"))?;
+        let id = parse_id(&id).ok_or(AppError::NotFound("resource"))?;
+        super::text_input::refuse_nul_in_field(&name, value.as_bytes())?;
+        Ok(IdTextPath(id, value))
+    }
+}
+
+impl crate::http::extract::documented::DocumentedExtractor for IdTextPath {
+    const ANSWERS: &'static [crate::http::extract::documented::Answer] = &[
+        crate::http::extract::documented::Answer::new(
+            404,
+            "No such resource (ids are digits only)",
+        ),
+        crate::http::extract::documented::Answer::new(422, "A path parameter holding a NUL byte"),
+    ];
+}
+
 /// Digits only, fitting in a positive i64.
 pub fn parse_id(raw: &str) -> Option<i64> {
     if raw.is_empty() || !raw.bytes().all(|byte| byte.is_ascii_digit()) {
