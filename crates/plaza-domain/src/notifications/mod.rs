@@ -13,6 +13,7 @@
 //! (a counter the migration's triggers keep) and the stream's changes,
 //! `preferences` holds each member's channels per type.
 
+pub mod causes;
 mod mail;
 mod model;
 pub mod policy;
