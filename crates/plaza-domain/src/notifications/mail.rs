@@ -5,10 +5,12 @@
 //! so each is mailed once whichever instance takes it, and the mails go
 //! out, and are retried, as every mail is.
 
-use super::model::{Kind, NOTIFICATION_COLUMNS, NOTIFICATION_SOURCE, Notification, NotificationRow};
+use super::model::{
+    Kind, NOTIFICATION_COLUMNS, NOTIFICATION_SOURCE, Notification, NotificationRow,
+};
 use crate::dialect::Dialect;
 use crate::users::UserStatus;
-use crate::{DomainError, Tx};
+use crate::{Database, DomainError, Tx};
 
 /// Whom a notification mail goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,4 +184,31 @@ pub async fn take_digest(
         recipient,
         notifications,
     }))
+}
+
+/// Which mails of notifications are due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailDue {
+    Immediate,
+    /// Digests of what was created before this time.
+    DigestBefore(i64),
+}
+
+impl Database {
+    /// Whether any such mail is due: one probe of `notifications_mail_due`,
+    /// so the jobs open a unit of work only when there is work.
+    pub async fn notification_mail_due(&self, due: MailDue) -> Result<bool, DomainError> {
+        let (state, before) = match due {
+            MailDue::Immediate => ("immediate", i64::MAX),
+            MailDue::DigestBefore(cutoff) => ("daily", cutoff),
+        };
+        let found: Option<(i64,)> = sqlx::query_as(
+            "SELECT id FROM notifications WHERE mail_state = $1 AND created_at < $2 LIMIT 1",
+        )
+        .bind(state)
+        .bind(before)
+        .fetch_optional(&mut *self.lease().await?)
+        .await?;
+        Ok(found.is_some())
+    }
 }

@@ -22,7 +22,7 @@ mod push;
 mod query;
 mod writes;
 
-pub use mail::{Digest, MailRecipient, digest_due, take_digest, take_immediate};
+pub use mail::{Digest, MailDue, MailRecipient, digest_due, take_digest, take_immediate};
 pub use model::{Channels, EmailChoice, Kind, Notification, NotificationActor, PreferenceChanges};
 pub use preferences::{change_preferences, channels_in, preferences_in};
 pub use push::{
@@ -30,4 +30,6 @@ pub use push::{
     unsubscribe,
 };
 pub use query::{Cursor, MAX_PAGE, NotificationPage, NotificationQuery};
-pub use writes::{GROUP_WINDOW_MS, MAX_MARKED, Marked, NewNotification, PUSH_LIFETIME_MS, mark_read, notify};
+pub use writes::{
+    GROUP_WINDOW_MS, MAX_MARKED, Marked, NewNotification, PUSH_LIFETIME_MS, mark_read, notify,
+};

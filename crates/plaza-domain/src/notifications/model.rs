@@ -83,7 +83,8 @@ pub enum EmailChoice {
 }
 
 impl EmailChoice {
-    pub const ALL: [EmailChoice; 3] = [EmailChoice::Off, EmailChoice::Immediate, EmailChoice::Daily];
+    pub const ALL: [EmailChoice; 3] =
+        [EmailChoice::Off, EmailChoice::Immediate, EmailChoice::Daily];
 
     pub fn as_str(self) -> &'static str {
         match self {

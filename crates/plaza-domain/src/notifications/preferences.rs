@@ -15,15 +15,17 @@ type ChoiceRow = (String, Option<String>, Option<Flag>);
 fn channels_of(kind: Kind, email: Option<&str>, push: Option<Flag>) -> Channels {
     let default = Channels::default_for(kind);
     Channels {
-        email: email
-            .and_then(EmailChoice::parse)
-            .unwrap_or(default.email),
+        email: email.and_then(EmailChoice::parse).unwrap_or(default.email),
         push: push.map_or(default.push, bool::from),
     }
 }
 
 /// `user_id`'s channels for `kind`, as `tx` sees them.
-pub async fn channels_in(tx: &mut Tx<'_>, user_id: i64, kind: Kind) -> Result<Channels, DomainError> {
+pub async fn channels_in(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    kind: Kind,
+) -> Result<Channels, DomainError> {
     let row: Option<(Option<String>, Option<Flag>)> = sqlx::query_as(
         "SELECT email, push FROM notification_preferences WHERE user_id = $1 AND type = $2",
     )

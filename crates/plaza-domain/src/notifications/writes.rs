@@ -70,10 +70,7 @@ fn standing(_recipient_id: i64, _actor_id: Option<i64>) -> Standing {
 /// push preference for the type is on, and marks its mail due as their
 /// email preference says (none to an unverified address). Answers the
 /// notification's id, or `None` when nobody was notified.
-pub async fn notify(
-    tx: &mut Tx<'_>,
-    new: NewNotification<'_>,
-) -> Result<Option<i64>, DomainError> {
+pub async fn notify(tx: &mut Tx<'_>, new: NewNotification<'_>) -> Result<Option<i64>, DomainError> {
     let recipient: Option<(String, String, Option<i64>)> =
         sqlx::query_as("SELECT role, status, email_verified_at FROM users WHERE id = $1")
             .bind(new.recipient_id)
@@ -190,12 +187,7 @@ async fn write_row(
 /// A push of it still waiting (a group of reactions that grew) is due
 /// again at once with its attempts counted afresh, so a claim in flight
 /// does not remove it and the newest state goes out.
-async fn queue_pushes(
-    tx: &mut Tx<'_>,
-    user_id: i64,
-    id: i64,
-    now: i64,
-) -> Result<(), DomainError> {
+async fn queue_pushes(tx: &mut Tx<'_>, user_id: i64, id: i64, now: i64) -> Result<(), DomainError> {
     sqlx::query(
         "INSERT INTO push_deliveries (subscription_id, notification_id, attempts, \
            next_attempt_at, expires_at) \

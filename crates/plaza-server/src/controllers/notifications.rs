@@ -294,10 +294,7 @@ pub async fn get_preferences(
     State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
 ) -> Result<AppJson<Preferences>, AppError> {
-    let channels = state
-        .db
-        .notification_preferences(caller.user_id())
-        .await?;
+    let channels = state.db.notification_preferences(caller.user_id()).await?;
     Ok(AppJson(Preferences::new(&channels)))
 }
 
@@ -350,7 +347,10 @@ pub async fn change_preferences(
     }
     for (name, value) in body.push.unwrap_or_default() {
         let field = format!("push.{name}");
-        match (kind_of(&mut problems, field.clone(), &name), value.as_bool()) {
+        match (
+            kind_of(&mut problems, field.clone(), &name),
+            value.as_bool(),
+        ) {
             (Some(kind), Some(on)) => changes.push.push((kind, on)),
             (Some(_), None) => problems.add(field, "must be true or false"),
             (None, _) => {}
@@ -408,7 +408,10 @@ pub async fn unsubscribe(
         .and_then(|token| state.notifier.read_unsubscribe_token(token))
         .ok_or_else(|| AppError::invalid("token", "is not the token of an unsubscribe link"))?;
     let types = kinds.iter().map(|kind| kind.as_str()).collect();
-    state.notifier.unsubscribe(&state.db, user_id, kinds).await?;
+    state
+        .notifier
+        .unsubscribe(&state.db, user_id, kinds)
+        .await?;
     Ok(AppJson(Unsubscribed {
         success: true,
         types,
@@ -420,7 +423,9 @@ pub async fn unsubscribe(
 pub struct PushKey {
     /// The uncompressed P-256 point (65 bytes), base64url without padding:
     /// the `applicationServerKey` of `pushManager.subscribe`.
-    #[schema(example = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U")]
+    #[schema(
+        example = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
+    )]
     pub public_key: String,
 }
 

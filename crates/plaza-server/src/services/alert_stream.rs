@@ -425,8 +425,12 @@ fn notification_event(
 ) -> Option<(i64, Sent, Event)> {
     let at = notification.updated_at;
     let key = Sent::Notification(notification.id, at);
-    json_event("notification", at, NotificationItem::new(notification, server))
-        .map(|event| (at, key, event))
+    json_event(
+        "notification",
+        at,
+        NotificationItem::new(notification, server),
+    )
+    .map(|event| (at, key, event))
 }
 
 fn alert_event(alert: Alert) -> Option<(i64, Sent, Event)> {

@@ -50,8 +50,9 @@ impl NotificationSettings {
                 .map_err(|problem| SettingsError::new("vapid_private_key", problem))?;
         }
         if let Some(subject) = &self.vapid_subject {
-            let url = url::Url::parse(subject.trim())
-                .map_err(|error| SettingsError::new("vapid_subject", format!("not a URL: {error}")))?;
+            let url = url::Url::parse(subject.trim()).map_err(|error| {
+                SettingsError::new("vapid_subject", format!("not a URL: {error}"))
+            })?;
             if !matches!(url.scheme(), "mailto" | "https") {
                 return Err(SettingsError::new(
                     "vapid_subject",

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plaza_domain::notifications::{
-    self, Digest, EmailChoice, Kind, MailRecipient, Notification, PreferenceChanges,
+    self, Digest, EmailChoice, Kind, MailDue, MailRecipient, Notification, PreferenceChanges,
 };
 use plaza_domain::outgoing_mail::{self, NewMail};
 use plaza_domain::time::{now_millis, rfc3339};
@@ -30,8 +30,9 @@ use crate::settings::ServerSettings;
 /// specification allows a minute).
 pub const IMMEDIATE_PERIOD: Duration = Duration::from_secs(5);
 
-/// How often every instance looks for digests due.
-pub const DIGEST_PERIOD: Duration = Duration::from_secs(30);
+/// How often every instance looks for digests due (one index probe when
+/// none is).
+pub const DIGEST_PERIOD: Duration = Duration::from_secs(10);
 
 /// Notifications one unit of work mails at most.
 const IMMEDIATE_BATCH: i64 = 50;
@@ -76,7 +77,7 @@ fn describe(notification: &Notification) -> String {
         "your post"
     };
     match notification.kind {
-        Kind::Reply => format!("{who} answered {item}."),
+        Kind::Reply => format!("{who} replied to you."),
         Kind::Mention => format!("{who} mentioned you."),
         Kind::Reaction => {
             let emoji = notification.emoji.as_deref().unwrap_or("");
@@ -179,7 +180,12 @@ fn template_error(error: String) -> DomainError {
 }
 
 /// The one-click unsubscribe URL of the mails of `kinds` to `user_id`.
-fn unsubscribe_url(key: &VapidKey, server: &ServerSettings, user_id: i64, kinds: &[Kind]) -> String {
+fn unsubscribe_url(
+    key: &VapidKey,
+    server: &ServerSettings,
+    user_id: i64,
+    kinds: &[Kind],
+) -> String {
     let names: Vec<&str> = kinds.iter().map(|kind| kind.as_str()).collect();
     let message = format!("{user_id}.{}", names.join("-"));
     format!(
@@ -228,6 +234,10 @@ impl Notifier {
         mailer: &Mailer,
     ) -> Result<String, String> {
         let mut queued = 0usize;
+        let due = db.notification_mail_due(MailDue::Immediate).await;
+        if !due.map_err(|error| error.to_string())? {
+            return Ok(String::new());
+        }
         for _ in 0..BATCHES_PER_RUN {
             let writer = self.writer(server);
             let (taken, mailed) = db
@@ -237,9 +247,12 @@ impl Notifier {
                         let mut mailed = 0usize;
                         let now = now_millis();
                         for (notification, recipient) in &due {
-                            let channels =
-                                notifications::channels_in(tx, recipient.user_id, notification.kind)
-                                    .await?;
+                            let channels = notifications::channels_in(
+                                tx,
+                                recipient.user_id,
+                                notification.kind,
+                            )
+                            .await?;
                             if !recipient.mailable || channels.email == EmailChoice::Off {
                                 continue;
                             }
@@ -286,6 +299,12 @@ impl Notifier {
     ) -> Result<String, String> {
         let cutoff = digest_cutoff(now_millis(), self.digest_hour_utc);
         let mut queued = 0usize;
+        let due = db
+            .notification_mail_due(MailDue::DigestBefore(cutoff))
+            .await;
+        if !due.map_err(|error| error.to_string())? {
+            return Ok(String::new());
+        }
         for _ in 0..BATCHES_PER_RUN {
             let writer = self.writer(server);
             let (members, mailed) = db
@@ -305,8 +324,14 @@ impl Notifier {
                                 recipient,
                                 notifications: waiting,
                                 more,
-                            }) = notifications::take_digest(tx, *user_id, cutoff, &kinds, DIGEST_LISTED)
-                                .await?
+                            }) = notifications::take_digest(
+                                tx,
+                                *user_id,
+                                cutoff,
+                                &kinds,
+                                DIGEST_LISTED,
+                            )
+                            .await?
                             else {
                                 continue;
                             };
@@ -319,7 +344,9 @@ impl Notifier {
                             listed.dedup();
                             let items: Vec<String> = waiting
                                 .iter()
-                                .map(|item| format!("{} ({})", describe(item), rfc3339(item.updated_at)))
+                                .map(|item| {
+                                    format!("{} ({})", describe(item), rfc3339(item.updated_at))
+                                })
                                 .collect();
                             let mail = writer
                                 .compose("digest", &recipient, &listed, &items, None, more)
@@ -347,9 +374,17 @@ impl Notifier {
     /// Turns off the mail of `kinds` for `user_id` (a one-click
     /// unsubscribe); a member whose account is gone is mailed nothing
     /// already.
-    pub async fn unsubscribe(&self, db: &Database, user_id: i64, kinds: Vec<Kind>) -> Result<(), DomainError> {
+    pub async fn unsubscribe(
+        &self,
+        db: &Database,
+        user_id: i64,
+        kinds: Vec<Kind>,
+    ) -> Result<(), DomainError> {
         let changes = PreferenceChanges {
-            email: kinds.into_iter().map(|kind| (kind, EmailChoice::Off)).collect(),
+            email: kinds
+                .into_iter()
+                .map(|kind| (kind, EmailChoice::Off))
+                .collect(),
             push: Vec::new(),
         };
         db.write(|tx| {

@@ -269,7 +269,10 @@ impl Notifier {
             }
         };
         let origin = url.origin().ascii_serialization();
-        let authorization = match self.vapid.authorization(&origin, &self.subject, now_millis()) {
+        let authorization = match self
+            .vapid
+            .authorization(&origin, &self.subject, now_millis())
+        {
             Ok(authorization) => authorization,
             Err(error) => return self.retry_or_drop(push, error, None),
         };
@@ -316,7 +319,12 @@ impl Notifier {
 
     /// Another attempt after a doubling wait (or the push service's
     /// `Retry-After`), unless that falls past the push's lifetime.
-    fn retry_or_drop(&self, push: &ClaimedPush, error: String, asked: Option<Duration>) -> PushOutcome {
+    fn retry_or_drop(
+        &self,
+        push: &ClaimedPush,
+        error: String,
+        asked: Option<Duration>,
+    ) -> PushOutcome {
         let doublings = u32::try_from(push.attempts.saturating_sub(1).min(20)).unwrap_or(20);
         let wait = FIRST_RETRY_WAIT
             .saturating_mul(2u32.saturating_pow(doublings))
@@ -335,7 +343,8 @@ impl Notifier {
 /// `payload` encrypted (RFC 8291, `aes128gcm`) to the browser's key
 /// `p256dh` and secret `auth` (base64url, as the browser gave them).
 fn encrypt(payload: Vec<u8>, p256dh: &str, auth: &str) -> Result<Vec<u8>, String> {
-    let (public, auth) = subscription_keys(p256dh, auth).map_err(|(field, problem)| format!("{field} {problem}"))?;
+    let (public, auth) =
+        subscription_keys(p256dh, auth).map_err(|(field, problem)| format!("{field} {problem}"))?;
     web_push_native::encrypt(payload, &public, &auth).map_err(|error| error.to_string())
 }
 
@@ -408,7 +417,10 @@ mod tests {
                 "{endpoint} with push_allow_insecure"
             );
         }
-        let long = format!("https://push.example.com/{}", "a".repeat(MAX_ENDPOINT_CHARS));
+        let long = format!(
+            "https://push.example.com/{}",
+            "a".repeat(MAX_ENDPOINT_CHARS)
+        );
         assert!(check_endpoint_form(&long, true).is_err());
     }
 

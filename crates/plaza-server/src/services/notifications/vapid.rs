@@ -47,7 +47,9 @@ impl VapidKey {
     /// `<data_dir>/vapid-key`, generated there on first start.
     pub fn load(configured: Option<&str>, data_dir: &Path) -> Result<Self, String> {
         let secret = match configured {
-            Some(text) => parse_vapid_key(text).map_err(|problem| format!("vapid_private_key {problem}"))?,
+            Some(text) => {
+                parse_vapid_key(text).map_err(|problem| format!("vapid_private_key {problem}"))?
+            }
             None => load_or_generate(&data_dir.join(VAPID_KEY_FILE))?,
         };
         Self::new(secret)
@@ -121,14 +123,17 @@ impl VapidKey {
 fn load_or_generate(path: &Path) -> Result<p256::SecretKey, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            return parse_vapid_key(&text).map_err(|problem| format!("{} {problem}", path.display()));
+            return parse_vapid_key(&text)
+                .map_err(|problem| format!("{} {problem}", path.display()));
         }
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
             return Err(format!("cannot read {}: {error}", path.display()));
         }
         Err(_) => {}
     }
-    let generated = VapidKey::new(p256::SecretKey::random(&mut p256::elliptic_curve::rand_core::OsRng))?;
+    let generated = VapidKey::new(p256::SecretKey::random(
+        &mut p256::elliptic_curve::rand_core::OsRng,
+    ))?;
     crate::auth::jwt::write_private(path, &generated.encoded())
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     let stored = std::fs::read_to_string(path)
