@@ -412,6 +412,7 @@ mod tests {
             keys(&defaults.alerts),
             keys(&defaults.analytics),
             keys(&defaults.mail),
+            keys(&defaults.notifications),
         ]
         .concat();
         let count = all.len();

@@ -804,6 +804,9 @@ struct Pushed {
     body: Vec<u8>,
 }
 
+/// The statuses queued for each path of the receiver.
+type Answers = Vec<(String, Vec<u16>)>;
+
 /// A push service on a loopback port: it records every request and answers
 /// each path with the statuses queued for it, then 201.
 struct Receiver {
@@ -815,7 +818,7 @@ struct Receiver {
 impl Receiver {
     async fn start(answers: Vec<(&'static str, Vec<u16>)>) -> Receiver {
         let got: Arc<Mutex<Vec<Pushed>>> = Arc::default();
-        let queued: Arc<Mutex<Vec<(String, Vec<u16>)>>> = Arc::new(Mutex::new(
+        let queued: Arc<Mutex<Answers>> = Arc::new(Mutex::new(
             answers
                 .into_iter()
                 .map(|(path, statuses)| (path.to_owned(), statuses))
