@@ -5,7 +5,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use plaza_server::auth::jwt::{AdminPermission, JwtKeys};
 use plaza_server::auth::password::Passwords;
-use plaza_server::auth::tokens::{hash_token, random_token};
+use plaza_server::secrets::{hash_token, random_token};
 use plaza_server::settings::AuthSettings;
 
 fn jwt(c: &mut Criterion) {

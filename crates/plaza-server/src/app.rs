@@ -13,13 +13,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::controllers::{self, docs};
-use crate::http::error::{AppError, Surface, SurfaceMap, on_surface};
+use crate::http::error::{AppError, Surface, SurfaceMap};
+use crate::http::extract::documented::on_surface;
 use crate::http::middleware::RequestLayer;
 use crate::http::personal::personal;
-use crate::http::rate_limit::address::TrustedProxies;
 use crate::http::rate_limit::{Limit, limited};
 use crate::services::own_pages::FallbackProbe;
-use crate::settings::ServerSettings;
+use crate::settings::{ServerSettings, TrustedProxies};
 use crate::state::AppState;
 
 /// Every documented route, in groups that each declare here their error
@@ -209,10 +209,10 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let state = self.state.clone();
-        crate::services::health::log_at_start_up(&state).await;
+        crate::services::health::log_at_start_up(&state.health, state.health_targets()).await;
         state.mail.log_destination();
         let stop_background = CancellationToken::new();
-        crate::services::jobs::spawn_all(&state, stop_background.clone());
+        crate::jobs::spawn_all(&state, stop_background.clone());
         state.background.spawn(
             state
                 .content_generation
@@ -222,7 +222,8 @@ impl Server {
         state
             .background
             .spawn(crate::services::analytics::ingest::run_writer(
-                state.clone(),
+                state.analytics.ingest.clone(),
+                state.db.clone(),
                 stop_background.clone(),
             ));
         let audit_writer = state.clone();
@@ -324,5 +325,179 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutdown requested; draining in-flight requests");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::http::error::ERROR_SHAPE_EXTENSION;
+
+    fn operation(document: &Value, method: &str, path: &str) -> Value {
+        document["paths"][path][method].clone()
+    }
+
+    fn statuses(operation: &Value) -> Vec<String> {
+        operation["responses"]
+            .as_object()
+            .expect("responses")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn document() -> Value {
+        serde_json::to_value(openapi()).expect("the document serializes")
+    }
+
+    #[test]
+    fn operations_reading_a_body_document_every_body_refusal() {
+        let document = document();
+        for (method, path) in [("post", "/api/auth/signin"), ("post", "/api/users")] {
+            let answers = statuses(&operation(&document, method, path));
+            for status in ["400", "413", "415", "422"] {
+                assert!(
+                    answers.contains(&status.to_owned()),
+                    "{method} {path}: {answers:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_operation_documents_the_middlewares_answers_in_its_surfaces_shape() {
+        let document = document();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            if path == "/api/openapi" || path == "/api/swagger" {
+                continue;
+            }
+            for (method, operation) in item.as_object().unwrap() {
+                let answers = statuses(operation);
+                let surface = expected_surface(path);
+                let nul_refusal = surface.status_for(422).to_string();
+                for status in ["408", "500", "503", nul_refusal.as_str()] {
+                    assert!(
+                        answers.contains(&status.to_owned()),
+                        "{method} {path}: {answers:?}"
+                    );
+                }
+                let schema =
+                    &operation["responses"]["500"]["content"]["application/json"]["schema"]["$ref"];
+                assert_eq!(
+                    schema.as_str(),
+                    Some(format!("#/components/schemas/{}", surface.error_schema_name()).as_str()),
+                    "{method} {path}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn limited_answers_document_their_rate_limit_headers_and_admin_tier() {
+        let document = document();
+        let headers = |path: &str, method: &str, status: &str| -> Vec<String> {
+            document["paths"][path][method]["responses"][status]["headers"]
+                .as_object()
+                .map(|headers| headers.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let admin = headers("/api/v1/admin/users", "get", "200");
+        for name in [
+            "X-RateLimit-Limit",
+            "X-RateLimit-Remaining",
+            "X-RateLimit-Reset",
+            "X-Admin-Tier",
+        ] {
+            assert!(admin.contains(&name.to_owned()), "{name} in {admin:?}");
+        }
+        let system = &document["paths"]["/api/v1/admin/system/maintenance"]["post"]["responses"]["200"]
+            ["headers"]["X-Admin-Tier"]["description"];
+        assert!(system.as_str().unwrap().contains("`system`"), "{system}");
+        let general = headers("/api/posts", "get", "200");
+        assert!(
+            general.contains(&"X-RateLimit-Remaining".to_owned()),
+            "{general:?}"
+        );
+        assert!(!general.contains(&"X-Admin-Tier".to_owned()), "{general:?}");
+        assert!(
+            headers("/api/version", "get", "200").is_empty(),
+            "not limited"
+        );
+    }
+
+    /// The surface SPEC.md gives each path, written out independently of
+    /// the route groups' declarations that the document follows.
+    fn expected_surface(path: &str) -> Surface {
+        let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+        if under("/api/v1/admin") {
+            Surface::AdminV1
+        } else if under("/api/admin") {
+            Surface::Admin
+        } else if under("/api/upload") || under("/api/uploads") || under("/api/emojis/custom") {
+            Surface::Upload
+        } else if under("/api/link-preview") || under("/api/version") || under("/api/profile/id") {
+            Surface::Plain
+        } else if under("/api/avatar-image") || under("/api/og-image") || under("/og-image-viewer")
+        {
+            Surface::Image
+        } else {
+            Surface::General
+        }
+    }
+
+    #[test]
+    fn the_generated_image_surface_answers_400_not_422() {
+        let answers = statuses(&operation(&document(), "get", "/api/avatar-image"));
+        assert!(answers.contains(&"400".to_owned()), "{answers:?}");
+        assert!(!answers.contains(&"422".to_owned()), "{answers:?}");
+        assert_eq!(Surface::Image.status_for(422), 400);
+        assert_eq!(Surface::General.status_for(422), 422);
+    }
+
+    #[test]
+    fn the_session_answer_is_one_of_its_two_shapes() {
+        let document = document();
+        let schema = &operation(&document, "get", "/api/auth/session")["responses"]["200"]["content"]
+            ["application/json"]["schema"]["$ref"];
+        let name = schema.as_str().unwrap().rsplit('/').next().unwrap();
+        let shapes = &document["components"]["schemas"][name]["oneOf"];
+        assert_eq!(shapes.as_array().map(Vec::len), Some(2), "{shapes}");
+        let null = shapes
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|shape| shape["type"] == "null");
+        assert!(null, "the signed-out shape is null: {shapes}");
+    }
+
+    #[test]
+    fn the_map_follows_the_groups_declarations_and_each_path_has_one_surface() {
+        let (_, document) = api_router().split_for_parts();
+        let map = SurfaceMap::from_document(&document);
+        for (path, item) in &document.paths.paths {
+            if path == "/api/openapi" || path == "/api/swagger" {
+                continue;
+            }
+            let surfaces: std::collections::HashSet<&str> =
+                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                    .into_iter()
+                    .flatten()
+                    .map(|operation| {
+                        operation
+                            .extensions
+                            .as_ref()
+                            .and_then(|found| found.get(ERROR_SHAPE_EXTENSION))
+                            .and_then(Value::as_str)
+                            .unwrap_or_else(|| panic!("{path}: an operation outside every group"))
+                    })
+                    .collect();
+            assert_eq!(surfaces.len(), 1, "{path}: {surfaces:?}");
+            assert!(map.get(path).is_some(), "{path}");
+        }
+        assert_eq!(map.get("/api/v1/admin/users"), Some(Surface::AdminV1));
+        assert_eq!(map.get("/api/version"), Some(Surface::Plain));
+        assert_eq!(map.get("/api/og-image"), Some(Surface::Image));
     }
 }

@@ -1,16 +1,28 @@
-//! What every handler can reach.
+//! What every handler can reach: the state composes every service once,
+//! and lends the layers below the handles they read (the extractors'
+//! [`AuthState`], the rate limits' [`LimitState`], an admin's changes to
+//! users, the maintenance actions, the health probes' targets, mailed
+//! links), so none of them names it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::http::request::Parts;
+use futures_util::future::BoxFuture;
 use metrics_exporter_prometheus::PrometheusHandle;
 use plaza_domain::Database;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::AuthState;
+use crate::auth::account_mail::AccountMail;
 use crate::auth::identity::Auth;
-use crate::http::answer_cache::AnswerCaches;
+use crate::http::rate_limit::{Credited, Limit, LimitState, RateLimiter};
+use crate::services::answer_cache::AnswerCaches;
+use crate::services::health::Targets;
+use crate::services::maintenance::Maintenance;
 use crate::services::own_pages::OwnPages;
-use crate::settings::Settings;
+use crate::services::user_admin::UserAdmin;
+use crate::settings::{Settings, TrustedProxies};
 
 /// How long a share image waits for a rendering slot before 503.
 pub const SHARE_IMAGE_RENDER_WAIT: Duration = Duration::from_secs(2);
@@ -56,7 +68,7 @@ pub struct Shared {
     /// empties it).
     pub image_cache: crate::services::image_cache::ImageCache,
     /// Counts requests for every limited route group.
-    pub rate_limiter: crate::http::rate_limit::RateLimiter,
+    pub rate_limiter: RateLimiter,
     /// Link previews: the client, its slots and the app's own pages.
     pub link_preview: LinkPreviews,
     /// Rendered answers kept for anonymous readers (`cache_clear` empties them).
@@ -105,6 +117,51 @@ pub struct Shared {
 }
 
 impl AppState {
+    /// An admin's changes to users, with the handles they need.
+    pub fn user_admin(&self) -> UserAdmin<'_> {
+        UserAdmin {
+            db: &self.db,
+            lock_ttl: self.settings.limits.admin_lock_ttl(),
+            session_lookups: &self.auth.session_lookups,
+        }
+    }
+
+    /// Mailed links and account notices, with the handles they need.
+    pub fn account_mail(&self) -> AccountMail<'_> {
+        AccountMail {
+            db: &self.db,
+            session_lookups: &self.auth.session_lookups,
+            mailer: &self.mail,
+            templates: &self.templates,
+            server: &self.settings.server,
+        }
+    }
+
+    /// The maintenance actions, with the handles they work on.
+    pub fn maintenance(&self) -> Maintenance<'_> {
+        Maintenance {
+            running: &self.maintenance_running,
+            db: &self.db,
+            storage: &self.uploads.storage,
+            answer_caches: &self.answer_caches,
+            image_cache: &self.image_cache,
+            settings: &self.settings,
+        }
+    }
+
+    /// What the health probes ask.
+    pub fn health_targets(&self) -> Targets<'_> {
+        Targets {
+            db: &self.db,
+            storage: &self.uploads.storage,
+            settings: &self.settings.storage,
+            redis: self
+                .rate_limiter
+                .redis_ping()
+                .map(|ping| -> BoxFuture<'_, bool> { Box::pin(async { ping.await.is_ok() }) }),
+        }
+    }
+
     /// Fails when identity services cannot start (an unreadable key file,
     /// impossible hashing parameters).
     pub fn new(settings: Settings, db: Database) -> Result<Self, String> {
@@ -112,6 +169,7 @@ impl AppState {
             &settings.auth,
             &settings.server.app_name,
             &settings.storage.data_dir,
+            db.clone(),
         )?;
         let link_preview =
             plaza_link_preview::PreviewClient::new(plaza_link_preview::FetchConfig {
@@ -139,7 +197,7 @@ impl AppState {
             crate::auth::oauth::http_client(&settings.server.app_name)?,
             providers,
         ));
-        let rate_limiter = crate::http::rate_limit::RateLimiter::new(&settings.limits)?;
+        let rate_limiter = RateLimiter::new(&settings.limits)?;
         let alert_streams = crate::services::alert_stream::AlertStreams::new(&settings.alerts);
         let analytics = crate::services::analytics::Analytics::new(
             &settings.analytics,
@@ -151,11 +209,8 @@ impl AppState {
             &settings.limits.redis_url,
         ) {
             (crate::settings::ContentNotifications::Redis, Some(url)) => Some(
-                crate::http::rate_limit::shared::redis_client(
-                    url,
-                    settings.limits.redis_ca_file.as_deref(),
-                )
-                .map_err(|error| format!("{}: {error}", error.setting))?,
+                crate::settings::redis_client(url, settings.limits.redis_ca_file.as_deref())
+                    .map_err(|error| error.to_string())?,
             ),
             _ => None,
         };
@@ -201,7 +256,7 @@ impl AppState {
             image_cache,
             metrics,
             started_at: Instant::now(),
-            instance_id: crate::auth::tokens::random_token(),
+            instance_id: crate::secrets::random_token(),
             background: TaskTracker::new(),
             alert_streams,
             analytics,
@@ -216,5 +271,29 @@ impl AppState {
             notifier,
             recovery_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(RECOVERY_SLOTS)),
         })))
+    }
+}
+
+impl AuthState for AppState {
+    fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn trusted_proxies(&self) -> &TrustedProxies {
+        self.rate_limiter.trusted_proxies()
+    }
+}
+
+impl LimitState for AppState {
+    fn rate_limiter(&self) -> &RateLimiter {
+        &self.rate_limiter
+    }
+
+    async fn credited_user(&self, limit: Limit, parts: &mut Parts) -> Option<Credited> {
+        crate::auth::credited_user(parts, self, limit == Limit::Analytics).await
     }
 }

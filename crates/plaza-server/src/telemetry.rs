@@ -1,15 +1,14 @@
-//! Logs and metrics set-up, and the figures read when metrics are scraped:
-//! the process (memory, open files, CPU), the database pool, the queues and
-//! the image cache.
+//! Logs and metrics set-up, and the figures of the process (memory, open
+//! files, CPU) and of the mail queue, read when metrics are scraped.
 
 use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use plaza_domain::Database;
 use tracing_subscriber::EnvFilter;
 
 use crate::settings::LogFormat;
-use crate::state::AppState;
 
 /// Installs the log subscriber once; later calls (tests starting several
 /// servers in one process) keep the first. Text logs are coloured only on a
@@ -62,8 +61,8 @@ fn process_collector() -> &'static metrics_process::Collector {
 /// Reads the outgoing mail queue (shared by every instance) for a scrape:
 /// `plaza_mail_queue{status="pending"|"failed"}`. A database that does not
 /// answer leaves the last figures, and the scrape answers all the same.
-pub async fn record_mail_queue(state: &AppState) {
-    match state.db.mail_queue().await {
+pub async fn record_mail_queue(db: &Database) {
+    match db.mail_queue().await {
         Ok(queue) => {
             metrics::gauge!("plaza_mail_queue", "status" => "pending").set(queue.pending as f64);
             metrics::gauge!("plaza_mail_queue", "status" => "failed").set(queue.failed as f64);
@@ -72,28 +71,9 @@ pub async fn record_mail_queue(state: &AppState) {
     }
 }
 
-/// Reads the figures that are states rather than events, just before a
-/// scrape renders them: the process, the database pool, the queues, the
-/// image cache.
-pub fn record_current_figures(state: &AppState) {
+/// Reads the process's figures (memory, open files, CPU) for a scrape.
+pub fn record_process_figures() {
     process_collector().collect();
-    let pool = state.db.pool_stats();
-    metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(pool.size));
-    metrics::gauge!("db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
-    metrics::gauge!("db_pool_max_connections").set(f64::from(pool.max));
-    metrics::counter!("db_pool_waits_total").absolute(pool.waits);
-    metrics::counter!("db_pool_timeouts_total").absolute(pool.timeouts);
-    metrics::gauge!("plaza_queue_depth", "queue" => "analytics")
-        .set(state.analytics.ingest.queued() as f64);
-    let content = &state.content_generation;
-    metrics::gauge!("plaza_content_notifications_listening", "channel" => content.channel().as_str())
-        .set(if content.listening() { 1.0 } else { 0.0 });
-    metrics::counter!("plaza_content_notifications_connects_total", "channel" => content.channel().as_str())
-        .absolute(content.connects());
-    metrics::counter!("plaza_content_notifications_received_total", "channel" => content.channel().as_str())
-        .absolute(content.heard());
-    metrics::counter!("plaza_content_generation_reads_total").absolute(content.reads());
-    state.image_cache.record_figures();
 }
 
 /// Every metric Plaza records, with its `# HELP` text: the one list to

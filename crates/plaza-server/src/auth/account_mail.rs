@@ -12,18 +12,32 @@ use plaza_domain::email_tokens::{self, NewEmailToken, TokenPurpose};
 use plaza_domain::outgoing_mail::{self, NewMail};
 use plaza_domain::time::now_millis;
 use plaza_domain::users::{self, User};
-use plaza_domain::{DomainError, Tx};
+use plaza_domain::{Database, DomainError, Tx};
 
 use super::SessionPrincipal;
-use super::tokens::{hash_token, random_token};
 use crate::http::error::AppError;
-use crate::services::mail::{Letter, MailKind, compose};
-use crate::state::AppState;
+use crate::secrets::{hash_token, random_token};
+use crate::services::mail::{Letter, MailKind, Mailer, compose};
+use crate::services::session_lookups::SessionLookups;
+use crate::services::templates::Templates;
+use crate::settings::ServerSettings;
 
 /// How long a verification link works.
 pub const VERIFY_EMAIL_TTL_MILLIS: i64 = 24 * 3600 * 1000;
 /// How long a password reset link works.
 pub const RESET_PASSWORD_TTL_MILLIS: i64 = 3600 * 1000;
+
+/// What mailed links and notices need: the database, the session lookups
+/// that forget a user whose sessions a link ends, the sender to wake once a
+/// mail is queued, the templates mail is written from, and the server's
+/// settings (its name and base URL).
+pub struct AccountMail<'a> {
+    pub db: &'a Database,
+    pub session_lookups: &'a SessionLookups,
+    pub mailer: &'a Mailer,
+    pub templates: &'a Templates,
+    pub server: &'a ServerSettings,
+}
 
 /// The answer to a used, expired or unknown link.
 pub fn invalid_link() -> AppError {
@@ -40,18 +54,13 @@ impl PreparedLink {
     /// A new token for `purpose` and the mail that carries its link to
     /// `email`, greeting the recipient as `name`.
     pub fn new(
-        state: &AppState,
+        outbox: &AccountMail<'_>,
         purpose: TokenPurpose,
         email: &str,
         name: &str,
     ) -> Result<Self, AppError> {
         let token = random_token();
-        let base = state
-            .settings
-            .server
-            .base_url
-            .as_str()
-            .trim_end_matches('/');
+        let base = outbox.server.base_url.as_str().trim_end_matches('/');
         let (kind, link, ttl_millis, valid_for) = match purpose {
             TokenPurpose::VerifyEmail => (
                 MailKind::VerifyEmail,
@@ -68,8 +77,8 @@ impl PreparedLink {
         };
         let email = users::normalize_email(email);
         let mail = compose(
-            &state.templates,
-            &state.settings.server,
+            outbox.templates,
+            outbox.server,
             &Letter {
                 kind,
                 recipient: &email,
@@ -149,19 +158,14 @@ impl AccountChange {
 /// not (greeted by [`greeting_name`]), with the link of the page where a
 /// new password is asked for. Queue it in the unit of work of the change.
 pub fn account_change_notice(
-    state: &AppState,
+    outbox: &AccountMail<'_>,
     user: &User,
     change: AccountChange,
 ) -> Result<NewMail, AppError> {
-    let base = state
-        .settings
-        .server
-        .base_url
-        .as_str()
-        .trim_end_matches('/');
+    let base = outbox.server.base_url.as_str().trim_end_matches('/');
     let mut mail = compose(
-        &state.templates,
-        &state.settings.server,
+        outbox.templates,
+        outbox.server,
         &Letter {
             kind: MailKind::AccountChanged,
             recipient: &users::normalize_email(&user.row.email),
@@ -184,19 +188,19 @@ pub async fn queue_notice(tx: &mut Tx<'_>, notice: &NewMail) -> Result<(), Domai
 }
 
 /// Mails `user` a new verification link.
-pub async fn send_verification(state: &AppState, user: &User) -> Result<(), AppError> {
+pub async fn send_verification(outbox: &AccountMail<'_>, user: &User) -> Result<(), AppError> {
     let prepared = PreparedLink::new(
-        state,
+        outbox,
         TokenPurpose::VerifyEmail,
         &user.row.email,
         &greeting_name(user),
     )?;
     let user_id = user.id();
-    state
+    outbox
         .db
         .write(|tx| Box::pin(async move { prepared.store(tx, user_id).await }))
         .await?;
-    state.mail.wake();
+    outbox.mailer.wake();
     Ok(())
 }
 
@@ -215,7 +219,7 @@ pub struct VerifiedAddress {
 /// unknown token (or one mailed to an address the user no longer has) is
 /// [`invalid_link`].
 pub async fn verify_email(
-    state: &AppState,
+    outbox: &AccountMail<'_>,
     token: &str,
     verifier: Option<&SessionPrincipal>,
 ) -> Result<VerifiedAddress, AppError> {
@@ -223,7 +227,7 @@ pub async fn verify_email(
     let verifier = verifier.map(|principal| (principal.user_id(), principal.token_hash.clone()));
     let reset_token = random_token();
     let reset_token_hash = hash_token(&reset_token);
-    let verified = state
+    let verified = outbox
         .db
         .write(|tx| {
             Box::pin(async move {
@@ -263,7 +267,7 @@ pub async fn verify_email(
         .await?;
     let verified = verified.ok_or_else(invalid_link)?;
     if verified.first_verification {
-        state.auth.session_lookups.forget_user(verified.user.id());
+        outbox.session_lookups.forget_user(verified.user.id());
     }
     Ok(VerifiedAddress {
         reset_token: verified.password_dropped.then_some(reset_token),
@@ -273,29 +277,34 @@ pub async fn verify_email(
 
 /// The work of a password-forgotten request, done after it is answered:
 /// mails a reset link to the active user with `email`, if there is one.
-pub async fn send_reset_link(state: &AppState, email: &str) -> Result<(), AppError> {
-    let Some(user) = state.db.user_by_email(email).await?.filter(User::is_active) else {
+pub async fn send_reset_link(outbox: &AccountMail<'_>, email: &str) -> Result<(), AppError> {
+    let Some(user) = outbox
+        .db
+        .user_by_email(email)
+        .await?
+        .filter(User::is_active)
+    else {
         return Ok(());
     };
     let prepared = PreparedLink::new(
-        state,
+        outbox,
         TokenPurpose::ResetPassword,
         &user.row.email,
         &greeting_name(&user),
     )?;
     let user_id = user.id();
-    state
+    outbox
         .db
         .write(|tx| Box::pin(async move { prepared.store(tx, user_id).await }))
         .await?;
-    state.mail.wake();
+    outbox.mailer.wake();
     Ok(())
 }
 
 /// Who a reset token belongs to, if it is still good: its address. Asked
 /// before the password is hashed, so an unusable token costs no hash.
-pub async fn reset_token_email(state: &AppState, token: &str) -> Result<String, AppError> {
-    state
+pub async fn reset_token_email(outbox: &AccountMail<'_>, token: &str) -> Result<String, AppError> {
+    outbox
         .db
         .email_token(
             TokenPurpose::ResetPassword,
@@ -313,20 +322,20 @@ pub async fn reset_token_email(state: &AppState, token: &str) -> Result<String, 
 /// of work. A used, expired or unknown
 /// token is [`invalid_link`].
 pub async fn reset_password(
-    state: &AppState,
+    outbox: &AccountMail<'_>,
     token: &str,
     password_hash: String,
 ) -> Result<(), AppError> {
     let token_hash = hash_token(token);
-    let owner = state
+    let owner = outbox
         .db
         .email_token(TokenPurpose::ResetPassword, &token_hash, now_millis())
         .await?
         .ok_or_else(invalid_link)?;
-    let user = state.db.user_by_id(owner.user_id).await?;
-    let notice = account_change_notice(state, &user, AccountChange::PasswordReset)?;
+    let user = outbox.db.user_by_id(owner.user_id).await?;
+    let notice = account_change_notice(outbox, &user, AccountChange::PasswordReset)?;
     let throttle_key = super::signin::account_throttle_key(&user.row.email);
-    let reset = state
+    let reset = outbox
         .db
         .write(|tx| {
             Box::pin(async move {
@@ -347,7 +356,7 @@ pub async fn reset_password(
         })
         .await?;
     let user_id = reset.ok_or_else(invalid_link)?;
-    state.auth.session_lookups.forget_user(user_id);
-    state.mail.wake();
+    outbox.session_lookups.forget_user(user_id);
+    outbox.mailer.wake();
     Ok(())
 }

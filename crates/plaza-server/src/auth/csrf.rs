@@ -16,11 +16,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::tokens::random_token;
-use super::{CSRF_COOKIE, SESSION_COOKIE, cookie_value, set_cookie};
+use crate::http::cookies::{CSRF_COOKIE, SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
+use crate::secrets::random_token;
 use crate::settings::ServerSettings;
-use crate::state::AppState;
 
 /// The CSRF cookie's name on https: a `__Host-` cookie is only accepted
 /// with `Secure`, `Path=/` and no `Domain`.
@@ -72,8 +71,7 @@ impl Presented {
 
 /// The CSRF token of the request's cookie when it is bound to the
 /// request's session, or a new one so bound with its cookie.
-pub fn token_for(state: &AppState, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
-    let server = &state.settings.server;
+pub fn token_for(server: &ServerSettings, headers: &HeaderMap) -> (String, Option<HeaderValue>) {
     let presented = Presented::from_headers(server, headers);
     if let Some(token) = presented.bound_token() {
         return (token.to_owned(), None);

@@ -1,22 +1,27 @@
 //! The identity services every request can reach (password hashing, admin
-//! token and TOTP keys, identity providers, session lifetimes), built once from the
-//! settings. Kept apart from `auth`, whose extractors read the app state, so
-//! that the state and the extractors do not import each other.
+//! token and TOTP keys, identity providers, session lifetimes and lookups),
+//! built once from the settings, with the database and the settings
+//! section they read.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use plaza_domain::Database;
 use plaza_domain::sessions::SessionLifetime;
 
 use crate::auth::jwt::JwtKeys;
 use crate::auth::oauth::{self, Provider};
 use crate::auth::password::Passwords;
-use crate::auth::session_lookups::SessionLookups;
 use crate::auth::two_factor::TotpKey;
+use crate::services::session_lookups::SessionLookups;
 use crate::settings::AuthSettings;
 
 /// Identity services shared by every request.
 pub struct Auth {
+    pub db: Database,
+    /// The section these services were built from (sign-in limits, the
+    /// lifetime of admin tokens, `admin_totp_required`).
+    pub settings: AuthSettings,
     pub passwords: Passwords,
     pub jwt: JwtKeys,
     /// Seals two-factor secrets.
@@ -32,7 +37,12 @@ pub struct Auth {
 impl Auth {
     /// `app_name` names Plaza to identity providers; `data_dir` keeps the
     /// generated admin token and TOTP keys.
-    pub fn new(settings: &AuthSettings, app_name: &str, data_dir: &Path) -> Result<Self, String> {
+    pub fn new(
+        settings: &AuthSettings,
+        app_name: &str,
+        data_dir: &Path,
+        db: Database,
+    ) -> Result<Self, String> {
         let providers: Vec<Provider> = settings.auth_providers.iter().map(Provider::new).collect();
         let providers_by_id = providers
             .iter()
@@ -47,6 +57,8 @@ impl Auth {
         );
         let ttl_millis = secs_to_millis(settings.session_ttl_secs);
         Ok(Auth {
+            db,
+            settings: settings.clone(),
             passwords: Passwords::new(
                 settings.password_hash_memory_kib,
                 settings.password_hash_iterations,

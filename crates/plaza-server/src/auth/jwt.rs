@@ -5,7 +5,7 @@ use std::path::Path;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use super::tokens::random_token;
+use crate::secrets::{load_or_create_secret, random_token};
 
 pub use plaza_domain::policy::AdminPermission;
 
@@ -51,9 +51,6 @@ pub struct JwtKeys {
     decoding: DecodingKey,
     validation: Validation,
 }
-
-/// Shortest secret accepted from settings.
-pub const MIN_SECRET_LENGTH: usize = 32;
 
 impl JwtKeys {
     /// Uses `secret` when set; otherwise the secret kept in `data_dir`,
@@ -109,48 +106,6 @@ impl JwtKeys {
     }
 }
 
-pub(crate) fn load_or_create_secret(path: &Path) -> Result<String, String> {
-    match std::fs::read_to_string(path) {
-        Ok(secret) if secret.trim().len() >= MIN_SECRET_LENGTH => {
-            return Ok(secret.trim().to_owned());
-        }
-        Ok(_) => {
-            return Err(format!(
-                "{} is too short to be a signing key",
-                path.display()
-            ));
-        }
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot read {}: {error}", path.display()));
-        }
-        Err(_) => {}
-    }
-    let secret = format!("{}{}", random_token(), random_token());
-    write_private(path, &secret)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    // Another instance sharing the data directory may have won the race.
-    std::fs::read_to_string(path)
-        .map(|stored| stored.trim().to_owned())
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))
-}
-
-/// Creates the file readable by its owner only; an existing file is kept.
-pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(mut file) => file.write_all(contents.as_bytes()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(error) => Err(error),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,14 +135,5 @@ mod tests {
             .mint(7, "admin", vec![AdminPermission::Super], -5)
             .unwrap();
         assert!(keys.verify(&expired).is_err());
-    }
-
-    #[test]
-    fn the_generated_secret_is_kept_across_loads() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = load_or_create_secret(&dir.path().join("jwt-secret")).unwrap();
-        let second = load_or_create_secret(&dir.path().join("jwt-secret")).unwrap();
-        assert_eq!(first, second);
-        assert!(first.len() >= MIN_SECRET_LENGTH);
     }
 }

@@ -11,9 +11,7 @@ pub mod identity;
 pub mod jwt;
 pub mod oauth;
 pub mod password;
-pub mod session_lookups;
 pub mod signin;
-pub mod tokens;
 pub mod two_factor;
 
 use std::net::IpAddr;
@@ -21,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::FromRequestParts;
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, header};
 use plaza_domain::admin_principal::Capabilities;
 use plaza_domain::audit::{AuditContext, AuditSurface};
 use plaza_domain::grants;
@@ -30,18 +28,25 @@ use plaza_domain::policy::{Actor, Decision};
 use plaza_domain::sessions::SessionUser;
 use plaza_domain::users::{Role, UserStatus};
 
+use crate::http::cookies::{SESSION_COOKIE, cookie_value};
 use crate::http::error::AppError;
 use crate::http::extract::documented::{Answer, DocumentedExtractor};
 use crate::http::middleware::AccessUser;
-use crate::settings::ServerSettings;
-use crate::state::AppState;
-use jwt::{AdminClaims, AdminPermission};
-use tokens::hash_token;
+use crate::http::rate_limit::{Credited, client_address};
+use crate::secrets::hash_token;
+use crate::settings::{AuthSettings, Settings, TrustedProxies};
+use identity::Auth;
+use jwt::{AdminClaims, AdminPermission, JwtKeys};
 
-/// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "plaza_session";
-/// Name of the cookie holding the CSRF token for form posts.
-pub const CSRF_COOKIE: &str = "plaza_csrf";
+/// What the access extractors read from the router's state. The app's
+/// state, which composes every service, lends them (`state.rs`); nothing
+/// here names it.
+pub trait AuthState: Send + Sync {
+    fn auth(&self) -> &Auth;
+    fn settings(&self) -> &Settings;
+    /// The proxies whose forwarding headers name the client.
+    fn trusted_proxies(&self) -> &TrustedProxies;
+}
 
 /// The signed-in user behind a request's session cookie.
 #[derive(Debug, Clone)]
@@ -91,8 +96,12 @@ impl SessionPrincipal {
     /// The rule of `admin_totp_required` for this session, by the user's
     /// own role: 403 saying why for an administrator whose session passed
     /// no second factor.
-    pub fn require_second_factor(&self, state: &AppState) -> Result<(), AppError> {
-        require_second_factor(state, self.session.user.role, self.passed_second_factor())
+    pub fn require_second_factor(&self, settings: &AuthSettings) -> Result<(), AppError> {
+        require_second_factor(
+            settings,
+            self.session.user.role,
+            self.passed_second_factor(),
+        )
     }
 
     /// The signed-in user as the policy's actor.
@@ -112,6 +121,11 @@ fn passed_second_factor(session: &SessionUser) -> bool {
 /// The actor behind an optional session.
 pub fn actor_of(principal: Option<&SessionPrincipal>) -> Option<Actor> {
     principal.map(SessionPrincipal::actor)
+}
+
+/// What a signed-in principal (or nobody) may see of members' content.
+pub fn viewer_of(principal: Option<&SessionPrincipal>) -> plaza_domain::posts::Viewer {
+    plaza_domain::policy::post_viewer(actor_of(principal))
 }
 
 /// A policy rule's answer as a result: 403 when forbidden, 404 naming
@@ -153,10 +167,10 @@ impl Principal {
 #[derive(Debug, Clone)]
 pub struct OptionalUser(pub Option<SessionPrincipal>);
 
-impl FromRequestParts<AppState> for OptionalUser {
+impl<S: AuthState> FromRequestParts<S> for OptionalUser {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         OptionalUser::resolve(parts, state, Duration::ZERO).await
     }
 }
@@ -165,16 +179,20 @@ impl OptionalUser {
     /// The signed-in user as analytics collection sees them: a session a
     /// lookup confirmed within `analytics_session_recheck_ms` counts without
     /// asking the database again (docs/operations.md, tuning settings).
-    pub async fn for_analytics(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let max_age = Duration::from_millis(state.settings.analytics.analytics_session_recheck_ms);
+    pub async fn for_analytics<S: AuthState>(
+        parts: &mut Parts,
+        state: &S,
+    ) -> Result<Self, AppError> {
+        let max_age =
+            Duration::from_millis(state.settings().analytics.analytics_session_recheck_ms);
         OptionalUser::resolve(parts, state, max_age).await
     }
 
     /// Resolves the session cookie once per request (later calls take the
     /// first answer), trusting a confirmation younger than `max_age`.
-    async fn resolve(
+    async fn resolve<S: AuthState>(
         parts: &mut Parts,
-        state: &AppState,
+        state: &S,
         max_age: Duration,
     ) -> Result<Self, AppError> {
         if let Some(cached) = parts.extensions.get::<OptionalUser>() {
@@ -183,17 +201,16 @@ impl OptionalUser {
         let resolved = match cookie_value(&parts.headers, SESSION_COOKIE) {
             Some(token) => {
                 let token_hash = hash_token(&token);
-                state
-                    .auth
-                    .session_lookups
-                    .lookup_recent(&state.db, &state.auth.sessions, &token_hash, max_age)
+                let auth = state.auth();
+                auth.session_lookups
+                    .lookup_recent(&auth.db, &auth.sessions, &token_hash, max_age)
                     .await?
                     .filter(|session| session.user.status == UserStatus::Active)
                     .map(|session| {
                         SessionPrincipal::new(
                             session,
                             token_hash,
-                            state.settings.auth.admin_totp_required,
+                            state.settings().auth.admin_totp_required,
                         )
                     })
             }
@@ -218,10 +235,10 @@ impl DocumentedExtractor for OptionalUser {
 #[derive(Debug, Clone)]
 pub struct CurrentUser(pub SessionPrincipal);
 
-impl FromRequestParts<AppState> for CurrentUser {
+impl<S: AuthState> FromRequestParts<S> for CurrentUser {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let principal = OptionalUser::from_request_parts(parts, state)
             .await?
             .0
@@ -245,10 +262,10 @@ impl DocumentedExtractor for CurrentUser {
 #[derive(Debug, Clone, Copy)]
 pub struct EmojiModerator(pub Actor);
 
-impl FromRequestParts<AppState> for EmojiModerator {
+impl<S: AuthState> FromRequestParts<S> for EmojiModerator {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let actor = session_or_token_actor(parts, state).await?;
         plaza_domain::policy::moderate_emojis(actor)
             .check("user", "custom emojis are reviewed by moderators")?;
@@ -268,16 +285,19 @@ impl DocumentedExtractor for EmojiModerator {
 /// included) when one is sent, else the signed-in user (an administrator
 /// without two-factor sign-in is 403 while `admin_totp_required` is set);
 /// nobody is 401.
-async fn session_or_token_actor(parts: &mut Parts, state: &AppState) -> Result<Actor, AppError> {
+async fn session_or_token_actor<S: AuthState>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<Actor, AppError> {
     session_or_token_principal(parts, state)
         .await
         .map(|(actor, _)| actor)
 }
 
 /// [`session_or_token_actor`] with the capabilities the actor holds.
-async fn session_or_token_principal(
+async fn session_or_token_principal<S: AuthState>(
     parts: &mut Parts,
-    state: &AppState,
+    state: &S,
 ) -> Result<(Actor, Capabilities), AppError> {
     if parts.headers.contains_key(header::AUTHORIZATION) {
         let token = AdminToken::from_request_parts(parts, state).await?;
@@ -288,7 +308,7 @@ async fn session_or_token_principal(
         Ok((actor, token.capabilities))
     } else {
         let principal = CurrentUser::from_request_parts(parts, state).await?.0;
-        principal.require_second_factor(state)?;
+        principal.require_second_factor(&state.settings().auth)?;
         Ok((principal.actor(), principal.session.capabilities.clone()))
     }
 }
@@ -298,15 +318,11 @@ async fn session_or_token_principal(
 /// surface's shape for an administrator whose credential passed no second
 /// factor.
 pub fn require_second_factor(
-    state: &AppState,
+    settings: &AuthSettings,
     role: Role,
     second_factor: bool,
 ) -> Result<(), AppError> {
-    plaza_domain::policy::use_admin_credentials(
-        role,
-        second_factor,
-        state.settings.auth.admin_totp_required,
-    )
+    plaza_domain::policy::use_admin_credentials(role, second_factor, settings.admin_totp_required)
     .check(
         "user",
         "administrators need two-factor sign-in (TOTP) turned on, and a session signed in with it: `admin_totp_required` is set",
@@ -353,10 +369,10 @@ pub struct Administrator<C: Capability> {
     capability: std::marker::PhantomData<C>,
 }
 
-impl<C: Capability> FromRequestParts<AppState> for Administrator<C> {
+impl<S: AuthState, C: Capability> FromRequestParts<S> for Administrator<C> {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let (actor, capabilities) = session_or_token_principal(parts, state).await?;
         let holds = C::NAME.is_none_or(|capability| capabilities.hold(capability));
         plaza_domain::policy::administer(actor, holds)
@@ -405,12 +421,12 @@ pub struct AdminToken {
     pub has_totp: bool,
 }
 
-impl FromRequestParts<AppState> for AdminToken {
+impl<S: AuthState> FromRequestParts<S> for AdminToken {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let token = admin_token_for(parts, state).await?;
-        require_second_factor(state, token.role, token.has_totp)?;
+        require_second_factor(&state.settings().auth, token.role, token.has_totp)?;
         let needed = AdminPermission::for_method(parts.method.as_str());
         if !token.claims.grants(needed) {
             return Err(AppError::InsufficientAdminPermissions {
@@ -430,10 +446,10 @@ impl DocumentedExtractor for AdminToken {
 #[derive(Debug, Clone)]
 pub struct AnyAdminToken(pub AdminToken);
 
-impl FromRequestParts<AppState> for AnyAdminToken {
+impl<S: AuthState> FromRequestParts<S> for AnyAdminToken {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         admin_token_for(parts, state).await.map(AnyAdminToken)
     }
 }
@@ -447,7 +463,7 @@ impl DocumentedExtractor for AnyAdminToken {
 /// anything is for the route's extractor to decide. Rate limits count by it.
 /// Verified once per request: the limiter and the route's extractor read
 /// the same answer.
-pub fn bearer_claims(parts: &mut Parts, state: &AppState) -> Option<AdminClaims> {
+pub fn bearer_claims(parts: &mut Parts, keys: &JwtKeys) -> Option<AdminClaims> {
     if let Some(VerifiedBearer(claims)) = parts.extensions.get::<VerifiedBearer>() {
         return claims.clone();
     }
@@ -456,9 +472,42 @@ pub fn bearer_claims(parts: &mut Parts, state: &AppState) -> Option<AdminClaims>
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(bearer_token)
-        .and_then(|bearer| state.auth.jwt.verify(bearer).ok());
+        .and_then(|bearer| keys.verify(bearer).ok());
     parts.extensions.insert(VerifiedBearer(claims.clone()));
     claims
+}
+
+/// The user a rate limit counts a request as: the holder of a valid admin
+/// token, with whether it holds `admin:super`, else the signed-in user
+/// (for analytics collection, `analytics`, resolved as its handler
+/// resolves them: [`OptionalUser::for_analytics`]); `None` for anyone else.
+pub async fn credited_user<S: AuthState>(
+    parts: &mut Parts,
+    state: &S,
+    analytics: bool,
+) -> Option<Credited> {
+    if let Some(claims) = bearer_claims(parts, &state.auth().jwt)
+        && let Ok(user_id) = claims.sub.parse()
+    {
+        return Some(Credited {
+            user_id,
+            super_token: claims.grants_super(),
+        });
+    }
+    // Without a session cookie there is nobody to look up.
+    cookie_value(&parts.headers, SESSION_COOKIE)?;
+    let user = if analytics {
+        OptionalUser::for_analytics(parts, state).await.ok()
+    } else {
+        OptionalUser::from_request_parts(parts, state).await.ok()
+    };
+    let OptionalUser(Some(principal)) = user? else {
+        return None;
+    };
+    Some(Credited {
+        user_id: principal.user_id(),
+        super_token: false,
+    })
 }
 
 /// The answer of [`bearer_claims`] for this request.
@@ -467,10 +516,14 @@ struct VerifiedBearer(Option<AdminClaims>);
 
 /// Validates the bearer token without the per-method permission check, and
 /// makes its user the request's [`Principal`].
-async fn admin_token_for(parts: &mut Parts, state: &AppState) -> Result<AdminToken, AppError> {
-    let mut claims = bearer_claims(parts, state).ok_or(AppError::Unauthorized)?;
+async fn admin_token_for<S: AuthState>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<AdminToken, AppError> {
+    let mut claims = bearer_claims(parts, &state.auth().jwt).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
+        .auth()
         .db
         .token_subject(user_id, &claims.jti, claims.issued_at_millis())
         .await?
@@ -511,7 +564,8 @@ fn bearer_token(header: &str) -> Option<&str> {
 /// everything the role allows) must be within the role's permissions, and
 /// the lifetime within `admin_token_ttl_secs`.
 pub fn issue_admin_token(
-    state: &AppState,
+    auth: &Auth,
+    settings: &AuthSettings,
     user_id: i64,
     role: Role,
     requested: Option<&[String]>,
@@ -550,7 +604,7 @@ pub fn issue_admin_token(
             permissions
         }
     };
-    let max_ttl = i64::try_from(state.settings.auth.admin_token_ttl_secs).unwrap_or(i64::MAX);
+    let max_ttl = i64::try_from(settings.admin_token_ttl_secs).unwrap_or(i64::MAX);
     let ttl = ttl_secs.unwrap_or(max_ttl);
     if !(1..=max_ttl).contains(&ttl) {
         return Err(AppError::invalid(
@@ -558,9 +612,7 @@ pub fn issue_admin_token(
             format!("must be between 1 and {max_ttl}"),
         ));
     }
-    state
-        .auth
-        .jwt
+    auth.jwt
         .mint(user_id, role.as_str(), permissions, ttl)
         .map_err(AppError::internal)
 }
@@ -569,14 +621,15 @@ pub fn issue_admin_token(
 /// admin token with `admin:read`, or anyone when `metrics_public` is on.
 pub struct MetricsAccess;
 
-impl FromRequestParts<AppState> for MetricsAccess {
+impl<S: AuthState> FromRequestParts<S> for MetricsAccess {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        if state.settings.telemetry.metrics_public {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        let telemetry = &state.settings().telemetry;
+        if telemetry.metrics_public {
             return Ok(MetricsAccess);
         }
-        if let Some(expected) = &state.settings.telemetry.metrics_token {
+        if let Some(expected) = &telemetry.metrics_token {
             let sent = parts
                 .headers
                 .get(header::AUTHORIZATION)
@@ -589,7 +642,7 @@ impl FromRequestParts<AppState> for MetricsAccess {
             }
         }
         let token = admin_token_for(parts, state).await?;
-        require_second_factor(state, token.role, token.has_totp)?;
+        require_second_factor(&state.settings().auth, token.role, token.has_totp)?;
         if token.claims.grants(AdminPermission::Read) {
             Ok(MetricsAccess)
         } else {
@@ -609,12 +662,13 @@ impl DocumentedExtractor for MetricsAccess {
 /// [`crate::http::rate_limit::address`]).
 pub struct ClientAddress(pub Option<IpAddr>);
 
-impl FromRequestParts<AppState> for ClientAddress {
+impl<S: AuthState> FromRequestParts<S> for ClientAddress {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        Ok(ClientAddress(crate::http::rate_limit::client_address(
-            parts, state,
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        Ok(ClientAddress(client_address(
+            parts,
+            state.trusted_proxies(),
         )))
     }
 }
@@ -629,10 +683,10 @@ impl DocumentedExtractor for ClientAddress {
 /// the surface of the path.
 pub struct RequestAudit(pub AuditContext);
 
-impl FromRequestParts<AppState> for RequestAudit {
+impl<S: AuthState> FromRequestParts<S> for RequestAudit {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
         let principal = parts.extensions.get::<Principal>().cloned();
         let ClientAddress(address) = ClientAddress::from_request_parts(parts, state).await?;
         let declared = parts
@@ -663,63 +717,6 @@ impl DocumentedExtractor for RequestAudit {
     const ANSWERS: &'static [Answer] = &[];
 }
 
-/// Reads one cookie from the request.
-pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(cookie::Cookie::split_parse)
-        .filter_map(Result::ok)
-        .find(|cookie| cookie.name() == name)
-        .map(|cookie| cookie.value().to_owned())
-        .filter(|value| !value.is_empty())
-}
-
-/// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure`
-/// when the base URL is https. `max_age_secs` 0 deletes the cookie.
-pub fn set_cookie(
-    server: &ServerSettings,
-    name: &str,
-    value: &str,
-    max_age_secs: i64,
-) -> HeaderValue {
-    let cookie = cookie::Cookie::build((name, value))
-        .http_only(true)
-        .same_site(cookie::SameSite::Lax)
-        .path("/")
-        .secure(server.is_https())
-        .max_age(cookie::time::Duration::seconds(max_age_secs))
-        .build();
-    HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// Whether a request's `Origin` (or, without it, `Referer`) is one this
-/// service trusts. Requests with neither come from non-browser clients,
-/// which cookies cannot be forged for; a header that is there but cannot be
-/// read is not trusted.
-pub fn is_same_origin(headers: &HeaderMap, server: &ServerSettings) -> bool {
-    let claimed = match (headers.get(header::ORIGIN), headers.get(header::REFERER)) {
-        (Some(origin), _) => origin.to_str().ok().map(str::to_owned),
-        (None, Some(referer)) => referer
-            .to_str()
-            .ok()
-            .and_then(|referer| url::Url::parse(referer).ok())
-            .map(|url| url.origin().ascii_serialization()),
-        (None, None) => return true,
-    };
-    match claimed {
-        None => false,
-        Some(origin) => {
-            origin == server.base_origin()
-                || server
-                    .cors_allowed_origins
-                    .iter()
-                    .any(|allowed| allowed.trim_end_matches('/') == origin)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,29 +729,5 @@ mod tests {
         assert_eq!(bearer_token("Basic abc"), None);
         assert_eq!(bearer_token("Bearer "), None);
         assert_eq!(bearer_token("Bearerabc"), None);
-    }
-
-    #[test]
-    fn an_unreadable_referer_is_not_same_origin() {
-        let settings = ServerSettings::default();
-        let with = |name: header::HeaderName, value: &str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(name, HeaderValue::from_str(value).unwrap());
-            headers
-        };
-        assert!(is_same_origin(&HeaderMap::new(), &settings));
-        assert!(is_same_origin(
-            &with(header::REFERER, "http://localhost:3000/page"),
-            &settings
-        ));
-        assert!(!is_same_origin(
-            &with(header::REFERER, "not a url"),
-            &settings
-        ));
-        assert!(!is_same_origin(
-            &with(header::REFERER, "https://evil.example/"),
-            &settings
-        ));
-        assert!(!is_same_origin(&with(header::ORIGIN, "null"), &settings));
     }
 }

@@ -3,14 +3,13 @@
 //! for its whole run, and anyone can start one (sign-up, sign-in), so
 //! without the bound a burst of requests exhausts the host's memory.
 
-use std::time::Duration;
-
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
 
 use crate::http::error::AppError;
 use crate::services::blocking::{BlockingSlots, SlotError};
+use crate::settings::HashingLimits;
 
 /// Hashes and verifies passwords. Work runs on the blocking pool because one
 /// hash takes tens to hundreds of milliseconds of CPU.
@@ -24,45 +23,6 @@ pub struct Passwords {
     /// within the configured budget. A request waits `wait` of
     /// [`HashingLimits`] for one, then is answered 503.
     slots: BlockingSlots,
-}
-
-/// How many hashes may run at once and how long a request waits for one.
-#[derive(Debug, Clone, Copy)]
-pub struct HashingLimits {
-    pub concurrent: usize,
-    pub wait: Duration,
-}
-
-impl HashingLimits {
-    /// The permits for a memory `budget_kib`: the configured number, or with
-    /// `configured` 0 as many as there are cores, never more than the budget
-    /// holds. Fails when the budget cannot hold even one hash.
-    pub fn sized(
-        configured: usize,
-        budget_kib: u64,
-        memory_kib: u32,
-        wait: Duration,
-    ) -> Result<Self, String> {
-        let fit = usize::try_from(budget_kib / u64::from(memory_kib.max(1))).unwrap_or(usize::MAX);
-        if fit == 0 {
-            return Err(format!(
-                "one hash needs {memory_kib} KiB, more than the budget of {budget_kib} KiB"
-            ));
-        }
-        let concurrent = match configured {
-            0 => std::thread::available_parallelism()
-                .map(usize::from)
-                .unwrap_or(1)
-                .min(fit),
-            wanted if wanted > fit => {
-                return Err(format!(
-                    "{wanted} concurrent hashes of {memory_kib} KiB exceed the budget of {budget_kib} KiB (at most {fit})"
-                ));
-            }
-            wanted => wanted,
-        };
-        Ok(HashingLimits { concurrent, wait })
-    }
 }
 
 /// What a busy server tells a client to wait before trying again.
@@ -171,6 +131,8 @@ fn hash_with(params: &Params, password: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn limits(concurrent: usize) -> HashingLimits {
@@ -198,21 +160,6 @@ mod tests {
                 .await
                 .unwrap()
         );
-    }
-
-    #[test]
-    fn permits_fit_the_memory_budget() {
-        let wait = Duration::from_secs(1);
-        let auto = HashingLimits::sized(0, 256 * 1024, 65_536, wait).unwrap();
-        assert!((1..=4).contains(&auto.concurrent), "{}", auto.concurrent);
-        assert_eq!(
-            HashingLimits::sized(3, 256 * 1024, 65_536, wait)
-                .unwrap()
-                .concurrent,
-            3
-        );
-        assert!(HashingLimits::sized(5, 256 * 1024, 65_536, wait).is_err());
-        assert!(HashingLimits::sized(0, 32 * 1024, 65_536, wait).is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,11 +13,11 @@ use plaza_domain::text::{
 use plaza_domain::two_factor::SecondFactorChallenge;
 use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
 
+use super::identity::Auth;
 use super::password::MAX_PASSWORD_LENGTH;
-use super::tokens::{hash_token, random_token};
 use super::two_factor;
 use crate::http::error::AppError;
-use crate::state::AppState;
+use crate::secrets::{hash_token, random_token};
 
 /// A session that was just created; the token goes into the cookie and is
 /// never stored.
@@ -30,7 +30,7 @@ pub struct StartedSession {
 /// Creates a session for `user`, signed in with `proof`, and counts the
 /// sign-in.
 pub async fn start_session(
-    state: &AppState,
+    auth: &Auth,
     user: User,
     proof: SignInProof,
     client: SessionClient,
@@ -38,9 +38,8 @@ pub async fn start_session(
     let token = random_token();
     let token_hash = hash_token(&token);
     let user_id = user.id();
-    let ttl_millis = state.auth.sessions.ttl_millis;
-    state
-        .db
+    let ttl_millis = auth.sessions.ttl_millis;
+    auth.db
         .write(|tx| {
             Box::pin(async move {
                 sessions::create(tx, &token_hash, user_id, ttl_millis, proof, &client).await?;
@@ -50,7 +49,7 @@ pub async fn start_session(
         .await?;
     Ok(StartedSession {
         token,
-        expires_at: plaza_domain::time::now_millis() + state.auth.sessions.ttl_millis,
+        expires_at: plaza_domain::time::now_millis() + auth.sessions.ttl_millis,
         user,
     })
 }
@@ -92,11 +91,11 @@ impl CountedAttempt {
     /// in a unit of its own before anything is checked: a failed attempt is
     /// never rolled back.
     pub async fn reserve(
-        state: &AppState,
+        auth: &Auth,
         email: &str,
         address: Option<IpAddr>,
     ) -> Result<Self, AppError> {
-        let window = lockout_window(state);
+        let window = lockout_window(auth);
         let account_key = account_throttle_key(email);
         let address_key = address.map(|ip| {
             format!(
@@ -106,8 +105,7 @@ impl CountedAttempt {
         });
         let (account_attempts, address_attempts) = {
             let (account_key, address_key) = (account_key.clone(), address_key.clone());
-            state
-                .db
+            auth.db
                 .write(|tx| {
                     Box::pin(async move {
                         let account =
@@ -123,7 +121,7 @@ impl CountedAttempt {
                 })
                 .await?
         };
-        let max = max_failures(state);
+        let max = max_failures(auth);
         Ok(CountedAttempt {
             email: email.to_owned(),
             account_key,
@@ -137,13 +135,12 @@ impl CountedAttempt {
 
     /// Counts the second-factor code this attempt brings on the account's
     /// code key too, before it is checked.
-    pub async fn with_code(mut self, state: &AppState) -> Result<Self, AppError> {
-        let window = lockout_window(state);
+    pub async fn with_code(mut self, auth: &Auth) -> Result<Self, AppError> {
+        let window = lockout_window(auth);
         let code_key = format!("totp:{}", normalize_email(&self.email));
         let attempts = {
             let code_key = code_key.clone();
-            state
-                .db
+            auth.db
                 .write(|tx| {
                     Box::pin(async move {
                         auth_state::reserve_sign_in_attempt(tx, &code_key, window).await
@@ -151,15 +148,15 @@ impl CountedAttempt {
                 })
                 .await?
         };
-        self.code_locked = attempts > max_failures(state);
+        self.code_locked = attempts > max_failures(auth);
         self.code_key = Some(code_key);
         Ok(self)
     }
 
     /// 429 while the account or its codes are locked.
-    pub fn require_unlocked(&self, state: &AppState) -> Result<(), AppError> {
+    pub fn require_unlocked(&self, auth: &Auth) -> Result<(), AppError> {
         if self.account_locked || self.code_locked {
-            Err(locked_out(state))
+            Err(locked_out(auth))
         } else {
             Ok(())
         }
@@ -167,9 +164,9 @@ impl CountedAttempt {
 
     /// The answer to a failed attempt: `failure`, or 429 while the account
     /// is locked or past the address's limit. The attempt stays counted.
-    pub fn failed(&self, state: &AppState, failure: AppError) -> AppError {
+    pub fn failed(&self, auth: &Auth, failure: AppError) -> AppError {
         if self.address_locked || self.account_locked {
-            locked_out(state)
+            locked_out(auth)
         } else {
             failure
         }
@@ -177,15 +174,14 @@ impl CountedAttempt {
 
     /// The attempt signed someone in: the account's failures (and its
     /// codes') are forgotten and the address gets its attempt back.
-    pub async fn succeeded(self, state: &AppState) -> Result<(), AppError> {
+    pub async fn succeeded(self, auth: &Auth) -> Result<(), AppError> {
         let CountedAttempt {
             account_key,
             address_key,
             code_key,
             ..
         } = self;
-        state
-            .db
+        auth.db
             .write(|tx| {
                 Box::pin(async move {
                     auth_state::clear_sign_in_failures(tx, &account_key).await?;
@@ -207,15 +203,14 @@ impl CountedAttempt {
     /// off) without signing anyone in: the account, its codes and the
     /// address get it back, and earlier failures stay counted, so a right
     /// password between wrong codes does not reset their count.
-    pub async fn passed(self, state: &AppState) -> Result<(), AppError> {
+    pub async fn passed(self, auth: &Auth) -> Result<(), AppError> {
         let CountedAttempt {
             account_key,
             address_key,
             code_key,
             ..
         } = self;
-        state
-            .db
+        auth.db
             .write(|tx| {
                 Box::pin(async move {
                     for key in [Some(&account_key), code_key.as_ref(), address_key.as_ref()]
@@ -233,13 +228,13 @@ impl CountedAttempt {
 }
 
 /// How long failed sign-ins count, in milliseconds.
-fn lockout_window(state: &AppState) -> i64 {
-    i64::try_from(state.settings.auth.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000
+fn lockout_window(auth: &Auth) -> i64 {
+    i64::try_from(auth.settings.sign_in_lockout_secs).unwrap_or(i64::MAX / 1000) * 1000
 }
 
 /// Failures an account (or its codes) may have within the window.
-fn max_failures(state: &AppState) -> i64 {
-    i64::from(state.settings.auth.sign_in_max_failures)
+fn max_failures(auth: &Auth) -> i64 {
+    i64::from(auth.settings.sign_in_max_failures)
 }
 
 /// The key the failed sign-ins of the account of `email` are counted under.
@@ -254,8 +249,8 @@ fn client_address(client: &SessionClient) -> Option<IpAddr> {
 
 /// Sign-in refused until the lockout window ends (it ends at most this
 /// long from now).
-fn locked_out(state: &AppState) -> AppError {
-    let settings = &state.settings.auth;
+fn locked_out(auth: &Auth) -> AppError {
+    let settings = &auth.settings;
     AppError::RateLimited {
         retry_after_secs: settings.sign_in_lockout_secs,
         limit: settings.sign_in_max_failures,
@@ -280,7 +275,7 @@ pub enum PasswordSignIn {
 /// back, since it guessed nothing. While the account is locked, only a
 /// right password with a right code signs in; anything else is 429.
 pub async fn sign_in_with_password(
-    state: &AppState,
+    auth: &Auth,
     email: &str,
     password: &str,
     second_factor: Option<&str>,
@@ -290,40 +285,40 @@ pub async fn sign_in_with_password(
         // No account can match: refused without touching the database.
         return Err(AppError::InvalidCredentials);
     }
-    let attempt = CountedAttempt::reserve(state, email, client_address(&client)).await?;
+    let attempt = CountedAttempt::reserve(auth, email, client_address(&client)).await?;
     let second_factor = second_factor.filter(|code| !code.trim().is_empty());
     if attempt.account_locked && second_factor.is_none() {
-        return Err(locked_out(state));
+        return Err(locked_out(auth));
     }
-    let user = state.db.user_by_email(email).await?;
+    let user = auth.db.user_by_email(email).await?;
     let hash = user
         .as_ref()
         .and_then(|user| user.row.password_hash.as_deref());
-    let matched = state.auth.passwords.verify(password, hash).await?;
+    let matched = auth.passwords.verify(password, hash).await?;
     let user = match user {
         Some(user) if matched && user.is_active() => user,
-        _ => return Err(attempt.failed(state, AppError::InvalidCredentials)),
+        _ => return Err(attempt.failed(auth, AppError::InvalidCredentials)),
     };
     let (attempt, proof) = if user.has_totp() {
         let Some(code) = second_factor else {
-            attempt.passed(state).await?;
+            attempt.passed(auth).await?;
             return Ok(PasswordSignIn::SecondFactorNeeded(user));
         };
-        let attempt = attempt.with_code(state).await?;
+        let attempt = attempt.with_code(auth).await?;
         if attempt.code_locked {
-            return Err(locked_out(state));
+            return Err(locked_out(auth));
         }
-        if !two_factor::use_code(state, user.id(), code).await? {
-            return Err(attempt.failed(state, AppError::InvalidCredentials));
+        if !two_factor::use_code(&auth.db, &auth.totp, user.id(), code).await? {
+            return Err(attempt.failed(auth, AppError::InvalidCredentials));
         }
         (attempt, SignInProof::SecondFactor)
     } else if attempt.account_locked {
-        return Err(locked_out(state));
+        return Err(locked_out(auth));
     } else {
         (attempt, SignInProof::FirstFactor)
     };
-    attempt.succeeded(state).await?;
-    start_session(state, user, proof, client)
+    attempt.succeeded(auth).await?;
+    start_session(auth, user, proof, client)
         .await
         .map(PasswordSignIn::Started)
 }
@@ -332,7 +327,7 @@ pub async fn sign_in_with_password(
 /// to `callback_url` once signed in; answers the token for the browser's
 /// cookie (only its hash is stored).
 pub async fn start_second_factor(
-    state: &AppState,
+    auth: &Auth,
     user_id: i64,
     callback_url: String,
 ) -> Result<String, AppError> {
@@ -343,8 +338,7 @@ pub async fn start_second_factor(
         callback_url,
         expires_at: plaza_domain::time::now_millis() + SECOND_FACTOR_TTL_MILLIS,
     };
-    state
-        .db
+    auth.db
         .write(|tx| {
             Box::pin(async move {
                 plaza_domain::two_factor::start_challenge(tx, &token_hash, &challenge).await
@@ -367,28 +361,28 @@ pub struct SecondStepDone {
 /// `None` when no sign-in waits under that token (expired, finished, or
 /// never started): the person starts again.
 pub async fn finish_second_factor(
-    state: &AppState,
+    auth: &Auth,
     challenge: &str,
     code: &str,
     client: SessionClient,
 ) -> Result<Option<SecondStepDone>, AppError> {
     let token_hash = hash_token(challenge);
-    let Some(waiting) = state.db.second_factor_challenge(&token_hash).await? else {
+    let Some(waiting) = auth.db.second_factor_challenge(&token_hash).await? else {
         return Ok(None);
     };
-    let user = state.db.user_by_id(waiting.user_id).await?;
+    let user = auth.db.user_by_id(waiting.user_id).await?;
     if !user.is_active() || !user.has_totp() {
         return Ok(None);
     }
-    let attempt = CountedAttempt::reserve(state, &user.row.email, client_address(&client))
+    let attempt = CountedAttempt::reserve(auth, &user.row.email, client_address(&client))
         .await?
-        .with_code(state)
+        .with_code(auth)
         .await?;
-    attempt.require_unlocked(state)?;
-    if !two_factor::use_code(state, user.id(), code).await? {
-        return Err(attempt.failed(state, AppError::InvalidCredentials));
+    attempt.require_unlocked(auth)?;
+    if !two_factor::use_code(&auth.db, &auth.totp, user.id(), code).await? {
+        return Err(attempt.failed(auth, AppError::InvalidCredentials));
     }
-    let ended = state
+    let ended = auth
         .db
         .write(|tx| {
             Box::pin(async move { plaza_domain::two_factor::end_challenge(tx, &token_hash).await })
@@ -397,8 +391,8 @@ pub async fn finish_second_factor(
     if !ended {
         return Ok(None);
     }
-    attempt.succeeded(state).await?;
-    let session = start_session(state, user, SignInProof::SecondFactor, client).await?;
+    attempt.succeeded(auth).await?;
+    let session = start_session(auth, user, SignInProof::SecondFactor, client).await?;
     Ok(Some(SecondStepDone {
         session,
         callback_url: waiting.callback_url,
@@ -478,7 +472,7 @@ pub fn checked_identity(identity: ProviderIdentity) -> Result<ProviderIdentity, 
 /// verified links to that user; any other match is refused; otherwise a new
 /// user is created.
 pub async fn user_for_provider_identity(
-    state: &AppState,
+    auth: &Auth,
     identity: ProviderIdentity,
     link_to: Option<i64>,
 ) -> Result<Result<User, ProviderRefusal>, AppError> {
@@ -486,7 +480,7 @@ pub async fn user_for_provider_identity(
         Ok(identity) => identity,
         Err(refusal) => return Ok(Err(refusal)),
     };
-    let db = &state.db;
+    let db = &auth.db;
     let identity = &identity;
     if let Some(account) = db
         .account_by_provider(&identity.provider, &identity.provider_account_id)

@@ -8,16 +8,15 @@ use std::path::Path;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use plaza_domain::Database;
 use plaza_domain::two_factor;
 use rand::{Rng, RngCore};
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hkdf;
 use totp_rs::{Algorithm, TOTP};
 
-use super::jwt::load_or_create_secret;
-use super::tokens::hash_token;
 use crate::http::error::AppError;
-use crate::state::AppState;
+use crate::secrets::{hash_token, load_or_create_secret};
 
 /// Digits of a code.
 const DIGITS: usize = 6;
@@ -38,8 +37,6 @@ const MAX_SUBMITTED_CODE_CHARS: usize = 64;
 /// The version of the sealed form, first in every sealed secret.
 const SEALED_VERSION: &str = "v1";
 
-/// Shortest key accepted from settings.
-pub const MIN_KEY_LENGTH: usize = 32;
 /// Bytes of a key's id.
 const KEY_ID_BYTES: usize = 6;
 
@@ -247,41 +244,40 @@ pub fn new_recovery_codes() -> (Vec<String>, Vec<String>) {
 
 /// Checks `code` for `user_id`, whose TOTP is on, and uses it up: a code
 /// of the current step or one either side, later than the last one
-/// accepted, or an unused recovery code. Answers whether it was accepted.
-pub async fn use_code(state: &AppState, user_id: i64, code: &str) -> Result<bool, AppError> {
+/// accepted, or an unused recovery code. `key` opens the stored secret.
+/// Answers whether it was accepted.
+pub async fn use_code(
+    db: &Database,
+    key: &TotpKey,
+    user_id: i64,
+    code: &str,
+) -> Result<bool, AppError> {
     let accepted = match read_code(code) {
         SubmittedCode::Malformed => false,
         SubmittedCode::Recovery(code_hash) => {
-            state
-                .db
-                .write(|tx| {
-                    Box::pin(
-                        async move { two_factor::use_recovery_code(tx, user_id, &code_hash).await },
-                    )
-                })
-                .await?
+            db.write(|tx| {
+                Box::pin(
+                    async move { two_factor::use_recovery_code(tx, user_id, &code_hash).await },
+                )
+            })
+            .await?
         }
         SubmittedCode::Current(code) => {
-            let Some(stored) = state
-                .db
+            let Some(stored) = db
                 .totp_secret(user_id)
                 .await?
                 .filter(|stored| stored.enabled)
             else {
                 return Ok(false);
             };
-            let secret = state.auth.totp.open(user_id, &stored.sealed)?;
+            let secret = key.open(user_id, &stored.sealed)?;
             match matching_step(&secret, &code, stored.last_step) {
                 None => false,
                 Some(step) => {
-                    state
-                        .db
-                        .write(|tx| {
-                            Box::pin(
-                                async move { two_factor::accept_step(tx, user_id, step).await },
-                            )
-                        })
-                        .await?
+                    db.write(|tx| {
+                        Box::pin(async move { two_factor::accept_step(tx, user_id, step).await })
+                    })
+                    .await?
                 }
             }
         }

@@ -154,7 +154,7 @@ pub async fn disable_totp(state: &AppState, args: EmailArgs) -> Result<(), Strin
         ));
     }
     let notice = crate::auth::account_mail::account_change_notice(
-        state,
+        &state.account_mail(),
         &user,
         crate::auth::account_mail::AccountChange::TotpDisabled,
     )
@@ -226,7 +226,8 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
             user.role.as_str()
         ));
     }
-    if crate::auth::require_second_factor(state, user.role, user.has_totp()).is_err() {
+    if crate::auth::require_second_factor(&state.settings.auth, user.role, user.has_totp()).is_err()
+    {
         return Err(format!(
             "{} has no two-factor sign-in, which `admin_totp_required` asks of administrators: \
              they set it up (POST /api/auth/totp/setup and /enable) before a token is minted",
@@ -235,15 +236,20 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
     }
     let ttl = parse_ttl(&args.ttl)?;
     let requested = (!args.permissions.is_empty()).then_some(args.permissions.as_slice());
-    let (token, claims) =
-        crate::auth::issue_admin_token(state, user.id(), user.role, requested, Some(ttl)).map_err(
-            |error| match error {
-                crate::http::error::AppError::InsufficientAdminPermissions { required } => {
-                    format!("role {} cannot hold {required}", user.role.as_str())
-                }
-                other => other.to_string(),
-            },
-        )?;
+    let (token, claims) = crate::auth::issue_admin_token(
+        &state.auth,
+        &state.settings.auth,
+        user.id(),
+        user.role,
+        requested,
+        Some(ttl),
+    )
+    .map_err(|error| match error {
+        crate::http::error::AppError::InsufficientAdminPermissions { required } => {
+            format!("role {} cannot hold {required}", user.role.as_str())
+        }
+        other => other.to_string(),
+    })?;
     let user_id = user.id();
     let minted = json!({
         "jti": claims.jti,

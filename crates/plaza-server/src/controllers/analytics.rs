@@ -60,7 +60,10 @@ impl FromRequestParts<AppState> for Collector {
             .map(|ConnectInfo(peer)| peer.ip());
         let origin = state.analytics.origin(&RequestFacts {
             user_id: user.user_id(),
-            address: crate::http::rate_limit::client_address(parts, state),
+            address: crate::http::rate_limit::client_address(
+                parts,
+                state.rate_limiter.trusted_proxies(),
+            ),
             peer_is_trusted_proxy: peer
                 .is_some_and(|peer| state.rate_limiter.trusted_proxies().trusts(peer)),
             headers: &parts.headers,
@@ -267,7 +270,7 @@ pub async fn collect_batch(
     })
     .into_response();
     if let Some(outcome) = charged {
-        crate::http::rate_limit::write_headers(
+        crate::http::limit_headers::write_headers(
             response.headers_mut(),
             outcome.limit,
             outcome.remaining,

@@ -20,7 +20,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::{CurrentUser, OptionalUser};
 use crate::controllers::params::{self, Problems};
-use crate::controllers::uploads::{file_url, no_file, read_form};
+use crate::controllers::uploads::{file_url, no_file, read_form, refusal_error};
 use crate::http::answer_cache;
 use crate::http::error::AppError;
 use crate::http::error::schema::{GeneralError, UploadError};
@@ -579,7 +579,7 @@ pub async fn upload_custom_emoji(
     let stored = uploads
         .store(bytes, original_name, owner_id, limits, &NO_VARIANTS)
         .await
-        .map_err(|refusal| refusal.into_error(&limits))?;
+        .map_err(|refusal| refusal_error(refusal, &limits))?;
     let new = NewCustomEmoji {
         owner_id,
         name,

@@ -29,8 +29,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     )
 )]
 pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> Response {
-    crate::telemetry::record_current_figures(&state);
-    crate::telemetry::record_mail_queue(&state).await;
+    record_current_figures(&state);
+    crate::telemetry::record_mail_queue(&state.db).await;
     state.metrics.run_upkeep();
     (
         [(
@@ -40,4 +40,28 @@ pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> R
         state.metrics.render(),
     )
         .into_response()
+}
+
+/// Reads the figures that are states rather than events, just before a
+/// scrape renders them: the process, the database pool, the queues, the
+/// content generation's channel and the image cache.
+fn record_current_figures(state: &AppState) {
+    crate::telemetry::record_process_figures();
+    let pool = state.db.pool_stats();
+    metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(pool.size));
+    metrics::gauge!("db_pool_connections", "state" => "idle").set(f64::from(pool.idle));
+    metrics::gauge!("db_pool_max_connections").set(f64::from(pool.max));
+    metrics::counter!("db_pool_waits_total").absolute(pool.waits);
+    metrics::counter!("db_pool_timeouts_total").absolute(pool.timeouts);
+    metrics::gauge!("plaza_queue_depth", "queue" => "analytics")
+        .set(state.analytics.ingest.queued() as f64);
+    let content = &state.content_generation;
+    metrics::gauge!("plaza_content_notifications_listening", "channel" => content.channel().as_str())
+        .set(if content.listening() { 1.0 } else { 0.0 });
+    metrics::counter!("plaza_content_notifications_connects_total", "channel" => content.channel().as_str())
+        .absolute(content.connects());
+    metrics::counter!("plaza_content_notifications_received_total", "channel" => content.channel().as_str())
+        .absolute(content.heard());
+    metrics::counter!("plaza_content_generation_reads_total").absolute(content.reads());
+    state.image_cache.record_figures();
 }

@@ -306,7 +306,7 @@ pub async fn og_image_viewer(
     let image_path = format!("/api/og-image?{query}");
     (
         no_store_headers(),
-        Html(pages::og_viewer(&state, &image_path)),
+        Html(pages::og_viewer(&state.settings.server, &image_path)),
     )
         .into_response()
 }

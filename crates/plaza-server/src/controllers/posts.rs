@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
+use crate::auth::{
+    CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, authorize, viewer_of,
+};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::http::answer_cache;
@@ -40,11 +42,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
             delete_post
         ))
         .routes(crate::documented_routes!(report_post))
-}
-
-/// What a signed-in principal (or nobody) may see.
-pub fn viewer_of(principal: Option<&SessionPrincipal>) -> Viewer {
-    policy::post_viewer(actor_of(principal))
 }
 
 /// A post in the general schema (SPEC.md "Post, general schema").
@@ -218,13 +215,19 @@ pub async fn list_posts(
     };
     let key = answer_cache::key(caller.is_none(), &headers, "posts", raw_query.as_deref());
     let request = (&headers, answer_cache::Audience::of(caller.is_none()));
-    answer_cache::answer(&state, &state.answer_caches.posts, key, request, async {
-        let listed = state.db.list_posts(&filter, viewer, page).await?;
-        Ok(PostList {
-            posts: PostView::page(&state.db, &listed.posts, viewer).await?,
-            pagination: Pagination::new(listed.total, page),
-        })
-    })
+    answer_cache::answer(
+        &state.content_generation,
+        &state.answer_caches.posts,
+        key,
+        request,
+        async {
+            let listed = state.db.list_posts(&filter, viewer, page).await?;
+            Ok(PostList {
+                posts: PostView::page(&state.db, &listed.posts, viewer).await?,
+                pagination: Pagination::new(listed.total, page),
+            })
+        },
+    )
     .await
 }
 

@@ -13,8 +13,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::viewer_of;
 use crate::auth::{OptionalUser, actor_of};
-use crate::controllers::posts::viewer_of;
 use crate::controllers::users::avatar_url;
 use crate::http::error::AppError;
 use crate::http::error::schema::PlainError;

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::viewer_of;
 use crate::auth::{CurrentUser, OptionalUser, authorize};
 use crate::controllers::params::{self, Problems};
-use crate::controllers::posts::viewer_of;
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;

@@ -20,9 +20,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::viewer_of;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
-use crate::controllers::posts::{ReportBody, ReportView, report_terms, viewer_of};
+use crate::controllers::posts::{ReportBody, ReportView, report_terms};
 use crate::controllers::reactions::{EngagementView, MentionView, ReactionCounts};
 use crate::controllers::users::{avatar_url_of, display_name_of};
 use crate::http::answer_cache::{self, Audience};

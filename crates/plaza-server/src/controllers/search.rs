@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::viewer_of;
 use crate::auth::{OptionalUser, SessionPrincipal, actor_of};
 use crate::controllers::params::{self, Problems, TextRule, check_text};
-use crate::controllers::posts::viewer_of;
 use crate::controllers::reactions::{EngagementView, MentionView, PageEngagement, ReactionCounts};
 use crate::controllers::users::{avatar_url, display_name};
 use crate::http::answer_cache;
@@ -451,7 +451,7 @@ pub async fn search(
         .then(|| answer_cache::key(caller.is_none(), &headers, "search", raw_query.as_deref()))
         .flatten();
     answer_cache::answer(
-        &state,
+        &state.content_generation,
         &state.answer_caches.search,
         key,
         (&headers, answer_cache::Audience::of(caller.is_none())),
@@ -489,7 +489,7 @@ pub async fn search_posts(
         raw_query.as_deref(),
     );
     answer_cache::answer(
-        &state,
+        &state.content_generation,
         &state.answer_caches.search,
         key,
         (&headers, answer_cache::Audience::of(caller.is_none())),

@@ -75,7 +75,7 @@ pub struct Health {
     )
 )]
 pub async fn health(State(state): State<AppState>) -> Response {
-    let found = state.health.check(&state).await;
+    let found = state.health.check(state.health_targets()).await;
     let reach = |up: bool| if up { "connected" } else { "unreachable" };
     let body = Health {
         status: if !found.ready() {

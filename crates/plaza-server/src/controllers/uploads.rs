@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use object_store::GetRange;
 use plaza_domain::time::rfc3339;
 use plaza_domain::uploads::Upload;
-use plaza_media::ImageKind;
+use plaza_media::{ImageKind, Limits, MediaError};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -20,7 +20,7 @@ use crate::controllers::docs::Binary;
 use crate::http::error::AppError;
 use crate::http::error::schema::UploadError;
 use crate::http::extract::{AppJson, TextPath};
-use crate::services::uploads::too_large;
+use crate::services::uploads::Refusal;
 use crate::state::AppState;
 
 /// Bytes of form fields other than `file` read at most.
@@ -240,7 +240,7 @@ async fn receive(state: &AppState, user_id: i64, request: Request) -> Result<Upl
     uploads
         .accept(&state.db, bytes, name, user_id, limits)
         .await
-        .map_err(|refusal| refusal.into_error(&limits))
+        .map_err(|refusal| refusal_error(refusal, &limits))
 }
 
 /// A multipart form: the file and the text fields asked for.
@@ -452,6 +452,62 @@ pub async fn uploaded_file(
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
     }
     Ok(response)
+}
+
+/// The answer to an upload's `refusal` in the upload table's terms
+/// (SPEC.md "Errors", Upload).
+pub fn refusal_error(refusal: Refusal, limits: &Limits) -> AppError {
+    let allowed: Vec<&str> = limits.kinds.iter().map(|kind| kind.mime_type()).collect();
+    match refusal {
+        Refusal::Media(MediaError::UnsupportedType) => AppError::upload_refused(
+            "Invalid file type",
+            format!("allowed types are {}", allowed.join(", ")),
+            [("allowedTypes", serde_json::json!(allowed))],
+        ),
+        Refusal::Media(MediaError::TooLarge { size, max }) => too_large(size, max),
+        Refusal::Media(error @ MediaError::TooSmall { .. }) => AppError::upload_refused(
+            "File too small",
+            error.to_string(),
+            [("minSize", serde_json::json!(limits.min_bytes))],
+        ),
+        Refusal::Media(error @ MediaError::TooManyPixels { .. }) => AppError::upload_refused(
+            "Image too large",
+            error.to_string(),
+            [(
+                "maxDimensions",
+                serde_json::json!({"width": limits.max_width, "height": limits.max_height}),
+            )],
+        ),
+        Refusal::Media(
+            error @ (MediaError::Polyglot(_) | MediaError::Animated | MediaError::Corrupt(_)),
+        ) => AppError::upload_refused(
+            "Invalid file type",
+            error.to_string(),
+            [("allowedTypes", serde_json::json!(allowed))],
+        ),
+        Refusal::Infected(name) => AppError::upload_refused(
+            "File rejected",
+            format!("the malware scan found {name}"),
+            [("threat", serde_json::json!(name))],
+        ),
+        Refusal::Busy => AppError::Busy {
+            retry_after_secs: 5,
+        },
+        Refusal::Media(error @ MediaError::Encode(_)) => AppError::internal(error),
+        Refusal::Failed(cause) => AppError::internal(cause),
+    }
+}
+
+/// 400 `File too large` with `maxSize` and `receivedSize`.
+pub fn too_large(received: usize, max: usize) -> AppError {
+    AppError::upload_refused(
+        "File too large",
+        format!("the file is {received} bytes; at most {max} are accepted"),
+        [
+            ("maxSize", serde_json::json!(max)),
+            ("receivedSize", serde_json::json!(received)),
+        ],
+    )
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use crate::http::error::schema::GeneralError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::http::personal;
-use crate::services::{erased_files, export, user_admin};
+use crate::services::{erased_files, export};
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -185,7 +185,7 @@ pub async fn create_user(
     // The address is not verified yet: the mail carries no text the
     // person signing up chose.
     let verification = PreparedLink::new(
-        &state,
+        &state.account_mail(),
         TokenPurpose::VerifyEmail,
         &body.email,
         account_mail::NEUTRAL_GREETING,
@@ -565,7 +565,10 @@ pub async fn update_user(
     if caller.user_id() != id {
         // Someone changing another user takes the admin's way: the user's
         // edit lock, the policy asked inside the unit of work, the audit.
-        let user = user_admin::update_profile(&state, context, caller.actor(), id, changes).await?;
+        let user = state
+            .user_admin()
+            .update_profile(context, caller.actor(), id, changes)
+            .await?;
         return Ok(AppJson(
             UserView::new(&user, true).with_own_settings(&user, Some(caller.actor())),
         ));
@@ -641,7 +644,12 @@ pub async fn delete_user(
         })
         .await?;
     state.auth.session_lookups.forget_user(id);
-    erased_files::delete_soon(&state);
+    erased_files::delete_soon(
+        &state.background,
+        &state.db,
+        &state.uploads.storage,
+        &state.settings.storage,
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -717,7 +725,17 @@ pub async fn export_user(
             .await?;
     }
     let disposition = format!("attachment; filename=\"{}\"", export::file_name(&target));
-    let mut response = export::body(&state, target, slot).into_response();
+    let mut response = state
+        .exports
+        .body(
+            export::Source {
+                db: state.db.clone(),
+                storage: state.uploads.storage.clone(),
+            },
+            target,
+            slot,
+        )
+        .into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

@@ -3,7 +3,7 @@
 //! viewer, and the operator console's error page). Every interpolated value
 //! is escaped; the pages load nothing from elsewhere.
 
-use crate::state::AppState;
+use crate::settings::ServerSettings;
 
 /// Escapes text for HTML element content and quoted attributes.
 pub fn escape(text: &str) -> String {
@@ -76,22 +76,29 @@ fn error_notice(error: Option<&str>) -> String {
 }
 
 /// The sign-in page: one button per provider and the credentials form.
-pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<&str>) -> String {
-    let app = &state.settings.server.app_name;
+/// `providers` are the identity providers' ids and names.
+pub fn signin(
+    server: &ServerSettings,
+    providers: &[(&str, &str)],
+    csrf_token: &str,
+    callback: &str,
+    error: Option<&str>,
+) -> String {
+    let app = &server.app_name;
     let callback_query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("callbackUrl", callback)
         .finish();
     let mut body = format!("<h1>Sign in to {}</h1>", escape(app));
     body.push_str(&error_notice(error));
-    for provider in &state.auth.providers {
+    for (id, name) in providers {
         body.push_str(&format!(
             "<a class=\"provider\" data-provider=\"{id}\" href=\"/api/auth/signin/{id}?{query}\">Sign in with {name}</a>",
-            id = escape(&provider.id),
+            id = escape(id),
             query = escape(&callback_query),
-            name = escape(&provider.name),
+            name = escape(name),
         ));
     }
-    if !state.auth.providers.is_empty() {
+    if !providers.is_empty() {
         body.push_str("<hr>");
     }
     body.push_str(&format!(
@@ -112,12 +119,12 @@ pub fn signin(state: &AppState, csrf_token: &str, callback: &str, error: Option<
 /// forgotten; `sent` after the request, which says the same whether or not
 /// the address has an account.
 pub fn forgot_password(
-    state: &AppState,
+    server: &ServerSettings,
     csrf_token: &str,
     sent: bool,
     error: Option<&str>,
 ) -> String {
-    let app = &state.settings.server.app_name;
+    let app = &server.app_name;
     let mut body = "<h1>Forgot your password?</h1>".to_owned();
     body.push_str(&error_notice(error));
     if sent {
@@ -153,8 +160,8 @@ pub enum ResetPage<'a> {
 }
 
 /// The page a reset link opens: the new password, twice.
-pub fn reset_password(state: &AppState, csrf_token: &str, shown: ResetPage<'_>) -> String {
-    let app = &state.settings.server.app_name;
+pub fn reset_password(server: &ServerSettings, csrf_token: &str, shown: ResetPage<'_>) -> String {
+    let app = &server.app_name;
     let mut body = "<h1>Choose a new password</h1>".to_owned();
     match shown {
         ResetPage::Form { token, error } => {
@@ -187,8 +194,8 @@ pub fn reset_password(state: &AppState, csrf_token: &str, shown: ResetPage<'_>) 
 }
 
 /// The page a verification link opens in a browser.
-pub fn email_verification(state: &AppState, verified: bool) -> String {
-    let app = &state.settings.server.app_name;
+pub fn email_verification(server: &ServerSettings, verified: bool) -> String {
+    let app = &server.app_name;
     let body = if verified {
         format!(
             "<h1>Email address confirmed</h1><p class=\"notice\" role=\"status\" data-notice=\"verified\">\
@@ -208,8 +215,12 @@ pub fn email_verification(state: &AppState, verified: bool) -> String {
 
 /// The second step of a sign-in with two-factor sign-in on: the code of
 /// the sign-in waiting under the browser's `plaza_2fa` cookie.
-pub fn signin_second_factor(state: &AppState, csrf_token: &str, error: Option<&str>) -> String {
-    let app = &state.settings.server.app_name;
+pub fn signin_second_factor(
+    server: &ServerSettings,
+    csrf_token: &str,
+    error: Option<&str>,
+) -> String {
+    let app = &server.app_name;
     let mut body = "<h1>Two-factor sign-in</h1>".to_owned();
     body.push_str(&error_notice(error));
     body.push_str(&format!(
@@ -226,8 +237,8 @@ pub fn signin_second_factor(state: &AppState, csrf_token: &str, error: Option<&s
 }
 
 /// The sign-out page.
-pub fn signout(state: &AppState, csrf_token: &str) -> String {
-    let app = &state.settings.server.app_name;
+pub fn signout(server: &ServerSettings, csrf_token: &str) -> String {
+    let app = &server.app_name;
     let body = format!(
         "<h1>Sign out of {app}</h1><p>Are you sure you want to sign out?</p>\
          <form method=\"post\" action=\"/api/auth/signout\">\
@@ -241,14 +252,9 @@ pub fn signout(state: &AppState, csrf_token: &str) -> String {
 
 /// The share-image viewer: the image, with Open Graph and Twitter card tags
 /// for whoever unfurls the page, and its size shown once it has loaded.
-pub fn og_viewer(state: &AppState, image_path: &str) -> String {
-    let app = escape(&state.settings.server.app_name);
-    let base = state
-        .settings
-        .server
-        .base_url
-        .as_str()
-        .trim_end_matches('/');
+pub fn og_viewer(server: &ServerSettings, image_path: &str) -> String {
+    let app = escape(&server.app_name);
+    let base = server.base_url.as_str().trim_end_matches('/');
     let image = escape(&format!("{base}{image_path}"));
     let local = escape(image_path);
     format!(
@@ -277,22 +283,23 @@ pub const CONSOLE_CSP: &str =
     "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /// An operator console page that says why a request failed, with a way
-/// back to the console.
-pub fn console_error(
+/// back to the console; `fields` are the fields at fault, each with its
+/// reason.
+pub fn console_error<'a>(
     status: axum::http::StatusCode,
     title: &str,
     message: &str,
-    fields: &[crate::http::error::FieldError],
+    fields: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> axum::response::Response {
     use axum::http::header;
     use axum::response::IntoResponse;
     let problems: String = fields
-        .iter()
-        .map(|field| {
+        .into_iter()
+        .map(|(field, reason)| {
             format!(
                 "<li><strong>{}</strong>: {}</li>",
-                escape(&field.field),
-                escape(&field.reason)
+                escape(field),
+                escape(reason)
             )
         })
         .collect();

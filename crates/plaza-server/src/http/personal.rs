@@ -11,14 +11,15 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::state::AppState;
-
 /// The `Cache-Control` of a personal answer.
 pub const PRIVATE_NO_STORE: &str = "private, no-store";
 
 /// Marks every answer of `routes` personal, unless a route set its own
 /// `Cache-Control` (`no-store` pages keep theirs).
-pub fn personal(routes: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+pub fn personal<S>(routes: OpenApiRouter<S>) -> OpenApiRouter<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
     routes.route_layer(axum::middleware::map_response(
         |mut response: Response| async move {
             response

@@ -10,9 +10,12 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use plaza_domain::Database;
 use plaza_domain::time::now_millis;
+use tokio_util::task::TaskTracker;
 
-use crate::state::AppState;
+use crate::services::storage::Storage;
+use crate::settings::StorageSettings;
 
 /// Objects claimed at a time.
 const CLAIM_PAGE: i64 = 100;
@@ -34,14 +37,17 @@ pub struct Deletions {
 /// Deletes the due objects of this instance's store, a page at a time, at
 /// most `max_pages` pages; stops after a page with a failure (the store is
 /// likely down: the rest waits for the next run).
-pub async fn delete_due(state: &AppState, max_pages: usize) -> Result<Deletions, String> {
-    let storage = &state.uploads.storage;
-    let first_wait = Duration::from_secs(state.settings.storage.erased_file_retry_secs);
+pub async fn delete_due(
+    db: &Database,
+    storage: &Storage,
+    settings: &StorageSettings,
+    max_pages: usize,
+) -> Result<Deletions, String> {
+    let first_wait = Duration::from_secs(settings.erased_file_retry_secs);
     let mut done = Deletions::default();
     for _ in 0..max_pages {
         let now = now_millis();
-        let claimed = state
-            .db
+        let claimed = db
             .claim_store_deletions(&storage.location, now, millis(CLAIM_LEASE), CLAIM_PAGE)
             .await
             .map_err(|error| error.to_string())?;
@@ -68,17 +74,13 @@ pub async fn delete_due(state: &AppState, max_pages: usize) -> Result<Deletions,
                         now_millis().saturating_add(millis(wait_after(first_wait, claim.attempts)));
                     tracing::warn!(key = %claim.object_key, attempts = claim.attempts, %error,
                         "the store could not delete a file of an erased user; it is tried again");
-                    state
-                        .db
-                        .retry_store_deletion(&claim.object_key, at, &error.to_string())
+                    db.retry_store_deletion(&claim.object_key, at, &error.to_string())
                         .await
                         .map_err(|error| error.to_string())?;
                 }
             }
         }
-        state
-            .db
-            .finish_store_deletions(&deleted)
+        db.finish_store_deletions(&deleted)
             .await
             .map_err(|error| error.to_string())?;
         done.deleted += deleted.len() as u64;
@@ -90,12 +92,18 @@ pub async fn delete_due(state: &AppState, max_pages: usize) -> Result<Deletions,
     Ok(done)
 }
 
-/// Works through the due objects off the request's path, right after an
-/// erasure committed; what is left goes to the retry job.
-pub fn delete_soon(state: &AppState) {
-    let state = state.clone();
-    state.clone().background.spawn(async move {
-        match delete_due(&state, usize::MAX).await {
+/// Works through the due objects off the request's path (a task of
+/// `background`), right after an erasure committed; what is left goes to
+/// the retry job.
+pub fn delete_soon(
+    background: &TaskTracker,
+    db: &Database,
+    storage: &Storage,
+    settings: &StorageSettings,
+) {
+    let (db, storage, settings) = (db.clone(), storage.clone(), settings.clone());
+    background.spawn(async move {
+        match delete_due(&db, &storage, &settings, usize::MAX).await {
             Ok(done) => tracing::debug!(
                 deleted = done.deleted,
                 failed = done.failed,

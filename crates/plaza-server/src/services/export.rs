@@ -35,8 +35,8 @@ use tokio::time::Sleep;
 use tokio_util::compat::Compat;
 use tokio_util::sync::CancellationToken;
 
+use crate::services::storage::Storage;
 use crate::settings::StorageSettings;
-use crate::state::AppState;
 
 /// Bytes the pipe between the archive writer and the body holds, and the
 /// most one body chunk carries.
@@ -126,6 +126,45 @@ impl Exports {
     pub fn stop(&self) {
         self.stop.cancel();
     }
+
+    /// The body of `user`'s export, read from `source` and written by a task
+    /// of its own that holds `slot` until it ends.
+    pub fn body(&self, source: Source, user: User, slot: Slot) -> Body {
+        let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
+        let pipe_in = IdleLimit::new(pipe_in, self.idle);
+        let (finished, ended) = tokio::sync::oneshot::channel();
+        let (stop, timeout) = (self.stop.clone(), self.timeout);
+        tokio::spawn(async move {
+            let user_id = user.id();
+            let outcome = tokio::select! {
+                written = write_archive(&source, &user, pipe_in) => written,
+                () = stop.cancelled() => Err("the server is stopping".to_owned()),
+                () = tokio::time::sleep(timeout) => {
+                    Err("it took longer than export_timeout_secs".to_owned())
+                }
+            };
+            match &outcome {
+                Ok(()) => tracing::info!(user_id, "data export sent"),
+                Err(error) => tracing::info!(user_id, %error, "data export cut off"),
+            }
+            // Free before the body ends: a client that read the whole archive
+            // may start its next export at once.
+            drop(slot);
+            let _ = finished.send(outcome.is_ok());
+        });
+        // The pipe ends when the writer is done or gone; only a writer that
+        // finished ends the body cleanly.
+        let ending = futures_util::stream::once(async move {
+            match ended.await {
+                Ok(true) => None,
+                _ => Some(Err(std::io::Error::other("the export was cut off"))),
+            }
+        })
+        .filter_map(std::future::ready);
+        Body::from_stream(
+            tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
+        )
+    }
 }
 
 /// The writing end of the pipe, failing a write that has waited `idle` for
@@ -201,44 +240,10 @@ pub fn file_name(user: &User) -> String {
     )
 }
 
-/// The body of `user`'s export, written by a task of its own that holds
-/// `slot` until it ends.
-pub fn body(state: &AppState, user: User, slot: Slot) -> Body {
-    let (pipe_in, pipe_out) = tokio::io::duplex(PIPE_BYTES);
-    let pipe_in = IdleLimit::new(pipe_in, state.exports.idle);
-    let (finished, ended) = tokio::sync::oneshot::channel();
-    let state = state.clone();
-    tokio::spawn(async move {
-        let exports = &state.exports;
-        let user_id = user.id();
-        let outcome = tokio::select! {
-            written = write_archive(&state, &user, pipe_in) => written,
-            () = exports.stop.cancelled() => Err("the server is stopping".to_owned()),
-            () = tokio::time::sleep(exports.timeout) => {
-                Err("it took longer than export_timeout_secs".to_owned())
-            }
-        };
-        match &outcome {
-            Ok(()) => tracing::info!(user_id, "data export sent"),
-            Err(error) => tracing::info!(user_id, %error, "data export cut off"),
-        }
-        // Free before the body ends: a client that read the whole archive
-        // may start its next export at once.
-        drop(slot);
-        let _ = finished.send(outcome.is_ok());
-    });
-    // The pipe ends when the writer is done or gone; only a writer that
-    // finished ends the body cleanly.
-    let ending = futures_util::stream::once(async move {
-        match ended.await {
-            Ok(true) => None,
-            _ => Some(Err(std::io::Error::other("the export was cut off"))),
-        }
-    })
-    .filter_map(std::future::ready);
-    Body::from_stream(
-        tokio_util::io::ReaderStream::with_capacity(pipe_out, PIPE_BYTES).chain(ending),
-    )
+/// Where an export reads from: the database and the upload store.
+pub struct Source {
+    pub db: Database,
+    pub storage: Storage,
 }
 
 type Archive = ZipFileWriter<Compat<IdleLimit>>;
@@ -246,17 +251,17 @@ type Archive = ZipFileWriter<Compat<IdleLimit>>;
 /// Why writing stopped, for the log.
 type Failure = String;
 
-async fn write_archive(state: &AppState, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
+async fn write_archive(source: &Source, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
-    write_profile(state, user, &mut zip).await?;
-    write_posts(state, user, &mut zip).await?;
-    write_replies(&state.db, user, &mut zip).await?;
-    write_reactions(&state.db, user, &mut zip).await?;
-    write_reports(state, user, &mut zip).await?;
-    write_alerts(state, user, &mut zip).await?;
-    write_events(state, user, &mut zip).await?;
-    write_sessions(state, user, &mut zip).await?;
-    write_uploads(state, user, &mut zip).await?;
+    write_profile(source, user, &mut zip).await?;
+    write_posts(source, user, &mut zip).await?;
+    write_replies(&source.db, user, &mut zip).await?;
+    write_reactions(&source.db, user, &mut zip).await?;
+    write_reports(source, user, &mut zip).await?;
+    write_alerts(source, user, &mut zip).await?;
+    write_events(source, user, &mut zip).await?;
+    write_sessions(source, user, &mut zip).await?;
+    write_uploads(source, user, &mut zip).await?;
     let mut pipe = zip.close().await.map_err(zip_failure)?.into_inner();
     tokio::io::AsyncWriteExt::shutdown(&mut pipe)
         .await
@@ -327,9 +332,9 @@ fn write_failure(error: std::io::Error) -> Failure {
     format!("sending the archive: {error}")
 }
 
-async fn write_profile(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_profile(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let row = &user.row;
-    let accounts = state
+    let accounts = source
         .db
         .accounts_of_user(user.id())
         .await
@@ -370,11 +375,11 @@ async fn write_profile(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     entry.close().await.map_err(zip_failure)
 }
 
-async fn write_posts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_posts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "posts.json").await?;
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .posts_of_author(user.id(), after, PAGE)
             .await
@@ -463,7 +468,7 @@ async fn write_replies(db: &Database, user: &User, zip: &mut Archive) -> Result<
 }
 
 /// `reports.json`: the reports the user filed, on posts then on replies.
-async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "reports.json").await?;
     for target in [ReportTarget::Post, ReportTarget::Reply] {
         let target_field = match target {
@@ -472,7 +477,7 @@ async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Resu
         };
         let mut after = 0;
         loop {
-            let page = state
+            let page = source
                 .db
                 .reports_by(target, user.id(), after, PAGE)
                 .await
@@ -498,7 +503,7 @@ async fn write_reports(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     array.close().await
 }
 
-async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_alerts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "alerts.json").await?;
     let reader = Reader {
         user_id: user.id(),
@@ -507,7 +512,7 @@ async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     };
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .delivered_alerts_of(reader, after, PAGE)
             .await
@@ -533,11 +538,11 @@ async fn write_alerts(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     array.close().await
 }
 
-async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_events(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "analytics.json").await?;
     let mut after = 0;
     loop {
-        let page = state
+        let page = source
             .db
             .events_of_user(user.id(), after, PAGE)
             .await
@@ -571,11 +576,11 @@ async fn write_events(state: &AppState, user: &User, zip: &mut Archive) -> Resul
     array.close().await
 }
 
-async fn write_sessions(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_sessions(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "sessions.json").await?;
     let mut after = 0;
     loop {
-        let page = state
+        let page = source
             .db
             .stored_sessions_of_user(user.id(), after, PAGE)
             .await
@@ -603,13 +608,13 @@ async fn write_sessions(state: &AppState, user: &User, zip: &mut Archive) -> Res
 /// Every upload's stored original under `uploads/`, copied chunk by chunk,
 /// then `uploads.json` describing them (a file the store lost is left out
 /// and its record says so).
-async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let storage = &state.uploads.storage;
+async fn write_uploads(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let storage = &source.storage;
     let mut missing = std::collections::HashSet::new();
     let mut after = None;
     let mut last_copied = None;
     loop {
-        let page = state
+        let page = source
             .db
             .uploads_of_user(user.id(), after, PAGE)
             .await
@@ -648,7 +653,7 @@ async fn write_uploads(state: &AppState, user: &User, zip: &mut Archive) -> Resu
     let mut array = JsonArray::open(zip, "uploads.json").await?;
     let mut after = None;
     loop {
-        let page = state
+        let page = source
             .db
             .uploads_of_user(user.id(), after, PAGE)
             .await

@@ -6,21 +6,21 @@
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::feature_flags::{self, FeatureFlag, FlagChanges, WrittenFlag};
+use plaza_domain::{Database, DomainError};
 
-use crate::http::error::AppError;
-use crate::state::AppState;
+use crate::services::flag_snapshot::FlagSnapshot;
 
 /// Creates flag `name` or changes it as `admin_id`; audited as
 /// `feature_flag.create` or `feature_flag.update` with what changed.
 pub async fn put(
-    state: &AppState,
+    db: &Database,
+    snapshot: &FlagSnapshot,
     context: AuditContext,
     name: String,
     changes: FlagChanges,
     admin_id: i64,
-) -> Result<WrittenFlag, AppError> {
-    let written = state
-        .db
+) -> Result<WrittenFlag, DomainError> {
+    let written = db
         .write(|tx| {
             Box::pin(async move {
                 let written = feature_flags::put(tx, &name, changes, admin_id).await?;
@@ -43,19 +43,19 @@ pub async fn put(
             })
         })
         .await?;
-    state.flag_snapshot.forget();
+    snapshot.forget();
     Ok(written)
 }
 
 /// Removes flag `name`; audited as `feature_flag.delete` with its last
 /// state.
 pub async fn delete(
-    state: &AppState,
+    db: &Database,
+    snapshot: &FlagSnapshot,
     context: AuditContext,
     name: String,
-) -> Result<FeatureFlag, AppError> {
-    let deleted = state
-        .db
+) -> Result<FeatureFlag, DomainError> {
+    let deleted = db
         .write(|tx| {
             Box::pin(async move {
                 let deleted = feature_flags::delete(tx, &name).await?;
@@ -74,6 +74,6 @@ pub async fn delete(
             })
         })
         .await?;
-    state.flag_snapshot.forget();
+    snapshot.forget();
     Ok(deleted)
 }

@@ -15,9 +15,12 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
+use plaza_domain::Database;
 use tokio::sync::Mutex;
 
-use crate::state::AppState;
+use crate::services::storage::Storage;
+use crate::settings::StorageSettings;
 
 /// How long one round of probes is reused.
 pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
@@ -51,6 +54,17 @@ impl Dependencies {
     }
 }
 
+/// What a round of probes asks: the database, the upload store, the data
+/// directory's disk, and Redis when it holds the shared rate limits.
+pub struct Targets<'a> {
+    pub db: &'a Database,
+    pub storage: &'a Storage,
+    pub settings: &'a StorageSettings,
+    /// Whether Redis answers a ping, when limits are on and counted there;
+    /// asked only when the probes run.
+    pub redis: Option<BoxFuture<'a, bool>>,
+}
+
 /// The last round of probes, shared by the requests of one interval.
 #[derive(Default)]
 pub struct HealthProbe {
@@ -60,38 +74,37 @@ pub struct HealthProbe {
 impl HealthProbe {
     /// The dependencies' state, probed afresh when the last round is older
     /// than [`PROBE_INTERVAL`].
-    pub async fn check(&self, state: &AppState) -> Dependencies {
+    pub async fn check(&self, targets: Targets<'_>) -> Dependencies {
         let mut last = self.last.lock().await;
         if let Some((at, found)) = *last
             && at.elapsed() < PROBE_INTERVAL
         {
             return found;
         }
-        let found = probe(state).await;
+        let found = probe(targets).await;
         *last = Some((Instant::now(), found));
         found
     }
 }
 
 /// Probes every dependency at once, each within [`PROBE_TIMEOUT`].
-async fn probe(state: &AppState) -> Dependencies {
-    let database = answers(async { state.db.ping().await.is_ok() });
+async fn probe(targets: Targets<'_>) -> Dependencies {
+    let database = answers(async { targets.db.ping().await.is_ok() });
     // A missing key answers as readily as a present one: only reaching the
     // store counts.
-    let storage = answers(async { state.uploads.storage.exists("health-probe").await.is_ok() });
+    let storage = answers(async { targets.storage.exists("health-probe").await.is_ok() });
     let redis = async {
-        match state.rate_limiter.redis_ping() {
-            Some(ping) => Some(answers(async { ping.await.is_ok() }).await),
+        match targets.redis {
+            Some(ping) => Some(answers(ping).await),
             None => None,
         }
     };
     let (database, storage, redis) = tokio::join!(database, storage, redis);
-    let disk_free_bytes = rustix::fs::statvfs(&state.settings.storage.data_dir)
+    let disk_free_bytes = rustix::fs::statvfs(&targets.settings.data_dir)
         .ok()
         .map(|stats| stats.f_bavail.saturating_mul(stats.f_frsize));
-    let minimum = state
+    let minimum = targets
         .settings
-        .storage
         .disk_free_min_mb
         .saturating_mul(1024 * 1024);
     Dependencies {
@@ -110,8 +123,9 @@ async fn answers(probe: impl Future<Output = bool>) -> bool {
 
 /// Logs each dependency that does not answer at start-up as an error (the
 /// server still starts: it reports them in `/api/health` until they answer).
-pub async fn log_at_start_up(state: &AppState) {
-    let found = state.health.check(state).await;
+pub async fn log_at_start_up(probe: &HealthProbe, targets: Targets<'_>) {
+    let (location, data_dir) = (&targets.storage.location, &targets.settings.data_dir);
+    let found = probe.check(targets).await;
     if !found.database {
         tracing::error!("the database does not answer");
     }
@@ -122,13 +136,13 @@ pub async fn log_at_start_up(state: &AppState) {
     }
     if !found.storage {
         tracing::error!(
-            store = %state.uploads.storage.location,
+            store = %location,
             "the upload store does not answer: uploads fail and stored files are not served until it does"
         );
     }
     if found.disk_low {
         tracing::error!(
-            data_dir = %state.settings.storage.data_dir.display(),
+            data_dir = %data_dir.display(),
             free_bytes = found.disk_free_bytes.unwrap_or(0),
             "the data directory's disk is almost full (under disk_free_min_mb): writes may fail"
         );

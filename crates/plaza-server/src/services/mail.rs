@@ -24,6 +24,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::transport::smtp::extension::ClientId;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use plaza_domain::Database;
 use plaza_domain::outgoing_mail::{AttemptOutcome, ClaimedMail, MailClaim, NewMail};
 use plaza_domain::time::now_millis;
 use serde::Serialize;
@@ -31,7 +32,6 @@ use tokio::sync::Notify;
 
 use crate::services::templates::Templates;
 use crate::settings::{MailSettings, ServerSettings, SmtpSecurity, SmtpServer};
-use crate::state::AppState;
 
 /// How often every instance looks for due mail (a mail queued on another
 /// instance, a retry that came due).
@@ -197,6 +197,11 @@ impl Mailer {
         self.wake.notify_one();
     }
 
+    /// What the sender's job waits on besides its period.
+    pub fn sender_wake(&self) -> &Notify {
+        &self.wake
+    }
+
     /// Logs where mail goes.
     pub fn log_destination(&self) {
         match &self.transport {
@@ -287,7 +292,7 @@ impl Mailer {
             .message_id(Some(format!(
                 "<{}.{}@{}>",
                 mail.id,
-                crate::auth::tokens::random_token(),
+                crate::secrets::random_token(),
                 self.domain
             )))
             .multipart(MultiPart::alternative_plain_html(
@@ -347,23 +352,16 @@ fn smtp_transport(
     })
 }
 
-/// What [`crate::services::jobs`] waits on besides the sender's period.
-pub fn sender_wake(state: &AppState) -> &Notify {
-    &state.mail.wake
-}
-
-/// One run of the sender: claims due mail, `mail_max_concurrent` at a
-/// time, attempts it and records each outcome. Answers what it did.
-pub async fn send_due(state: &AppState) -> Result<String, String> {
-    let mailer = &state.mail;
-    let owner = state.instance_id.as_str();
+/// One run of `mailer`: claims due mail in `db` for `owner` (this
+/// instance), `mail_max_concurrent` at a time, attempts it and records each
+/// outcome. Answers what it did.
+pub async fn send_due(mailer: &Mailer, db: &Database, owner: &str) -> Result<String, String> {
     let lease = mailer.attempt_timeout + Duration::from_secs(60);
     let (mut sent, mut retried, mut failed) = (0usize, 0usize, 0usize);
     let limit = i64::try_from(mailer.concurrent).unwrap_or(i64::MAX);
     for _ in 0..ROUNDS_PER_RUN {
         let now = now_millis();
-        let due = state
-            .db
+        let due = db
             .due_mail(now, limit)
             .await
             .map_err(|error| error.to_string())?;
@@ -377,8 +375,7 @@ pub async fn send_due(state: &AppState) -> Result<String, String> {
         };
         let mut claimed = Vec::with_capacity(due.len());
         for id in due {
-            if let Some(mail) = state
-                .db
+            if let Some(mail) = db
                 .claim_mail(id, claim)
                 .await
                 .map_err(|error| error.to_string())?
@@ -427,8 +424,7 @@ pub async fn send_due(state: &AppState) -> Result<String, String> {
                     );
                 }
             }
-            let recorded = state
-                .db
+            let recorded = db
                 .finish_mail_attempt(mail, owner, &outcome, now)
                 .await
                 .map_err(|error| error.to_string())?;
@@ -446,17 +442,9 @@ pub async fn send_due(state: &AppState) -> Result<String, String> {
 }
 
 /// Deletes sent and failed mail older than `mail_retention_days`.
-pub async fn purge_finished(state: &AppState) -> Result<String, String> {
-    let retention = Duration::from_secs(
-        state
-            .settings
-            .mail
-            .mail_retention_days
-            .saturating_mul(86_400),
-    );
-    state
-        .db
-        .purge_finished_mail(now_millis().saturating_sub(millis(retention)), PURGE_CHUNK)
+pub async fn purge_finished(db: &Database, settings: &MailSettings) -> Result<String, String> {
+    let retention = Duration::from_secs(settings.mail_retention_days.saturating_mul(86_400));
+    db.purge_finished_mail(now_millis().saturating_sub(millis(retention)), PURGE_CHUNK)
         .await
         .map(|removed| {
             if removed == 0 {
@@ -469,19 +457,13 @@ pub async fn purge_finished(state: &AppState) -> Result<String, String> {
 }
 
 /// Deletes `.eml` files older than `mail_retention_days` from the folder
-/// this instance writes mail into when `smtp_url` is unset.
-pub async fn purge_old_files(state: &AppState) -> Result<String, String> {
-    let Transport::Files { dir, .. } = &state.mail.transport else {
+/// `mailer` writes mail into when `smtp_url` is unset.
+pub async fn purge_old_files(mailer: &Mailer, settings: &MailSettings) -> Result<String, String> {
+    let Transport::Files { dir, .. } = &mailer.transport else {
         return Ok(String::new());
     };
     let dir = dir.clone();
-    let retention = Duration::from_secs(
-        state
-            .settings
-            .mail
-            .mail_retention_days
-            .saturating_mul(86_400),
-    );
+    let retention = Duration::from_secs(settings.mail_retention_days.saturating_mul(86_400));
     tokio::task::spawn_blocking(move || remove_files_older_than(&dir, retention))
         .await
         .map_err(|error| error.to_string())?

@@ -13,17 +13,44 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::services::answer_cache::AnswerCaches;
 use crate::services::backup::{self, BackupError};
-use crate::services::storage::UPLOAD_GRACE;
+use crate::services::image_cache::ImageCache;
+use crate::services::storage::{Storage, UPLOAD_GRACE};
+use crate::settings::{Settings, StorageSettings};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::users::Role;
-use plaza_domain::{alerts, search};
+use plaza_domain::{Database, DomainError, alerts, search};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::http::error::AppError;
-use crate::state::AppState;
+/// What the maintenance actions work on: the database, the upload store,
+/// the caches they empty, and the settings (which a backup records, and
+/// where it goes and how many are kept). `running` is held while an action
+/// runs: one at a time per instance, so a repeated click does not start a
+/// second backup or rebuild.
+pub struct Maintenance<'a> {
+    pub running: &'a tokio::sync::Mutex<()>,
+    pub db: &'a Database,
+    pub storage: &'a Storage,
+    pub answer_caches: &'a AnswerCaches,
+    pub image_cache: &'a ImageCache,
+    pub settings: &'a Settings,
+}
+
+/// Why a maintenance action did not run, or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MaintenanceError {
+    /// Another action runs on this instance, or the backup was refused.
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// An unexpected failure, for the log.
+    #[error("{0}")]
+    Failed(String),
+}
 
 /// The actions of SPEC.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,65 +186,180 @@ pub struct BackupReport {
     pub pruned: Vec<String>,
 }
 
-/// Runs `request` as the admin of `context` and records it.
-pub async fn run(
-    state: &AppState,
-    request: MaintenanceRequest,
-    context: AuditContext,
-) -> Result<MaintenanceReport, AppError> {
-    let Ok(_running) = state.maintenance_running.try_lock() else {
-        return Err(AppError::Conflict(
-            "another maintenance action is running on this instance; retry when it ends".to_owned(),
-        ));
-    };
-    let started = Instant::now();
-    let mut report = MaintenanceReport {
-        action: request.action.as_str().to_owned(),
-        scope: request.scope.clone(),
-        notify: request.notify,
-        duration_ms: 0,
-        cache: None,
-        search: None,
-        uploads: None,
-        backup: None,
-    };
-    match request.action {
-        MaintenanceAction::CacheClear => report.cache = Some(clear_caches(state)),
-        MaintenanceAction::RebuildSearch => {
-            let recorded = request.clone();
-            let rebuilt = state
-                .db
-                .write(|tx| {
-                    Box::pin(async move {
-                        let rebuilt = search::rebuild(tx).await?;
-                        let result =
-                            json!({"postsIndexed": rebuilt.posts, "usersIndexed": rebuilt.users});
-                        record(tx, &context, &recorded, result, elapsed_millis(started)).await?;
-                        Ok(rebuilt)
+impl Maintenance<'_> {
+    /// Runs `request` as the admin of `context` and records it.
+    pub async fn run(
+        &self,
+        request: MaintenanceRequest,
+        context: AuditContext,
+    ) -> Result<MaintenanceReport, MaintenanceError> {
+        let Ok(_running) = self.running.try_lock() else {
+            return Err(MaintenanceError::Conflict(
+                "another maintenance action is running on this instance; retry when it ends"
+                    .to_owned(),
+            ));
+        };
+        let started = Instant::now();
+        let mut report = MaintenanceReport {
+            action: request.action.as_str().to_owned(),
+            scope: request.scope.clone(),
+            notify: request.notify,
+            duration_ms: 0,
+            cache: None,
+            search: None,
+            uploads: None,
+            backup: None,
+        };
+        match request.action {
+            MaintenanceAction::CacheClear => report.cache = Some(self.clear_caches()),
+            MaintenanceAction::RebuildSearch => {
+                let recorded = request.clone();
+                let rebuilt = self
+                    .db
+                    .write(|tx| {
+                        Box::pin(async move {
+                            let rebuilt = search::rebuild(tx).await?;
+                            let result =
+                                json!({"postsIndexed": rebuilt.posts, "usersIndexed": rebuilt.users});
+                            record(tx, &context, &recorded, result, elapsed_millis(started)).await?;
+                            Ok(rebuilt)
+                        })
                     })
-                })
-                .await?;
-            report.search = Some(SearchReport {
-                posts_indexed: rebuilt.posts,
-                replies_indexed: rebuilt.replies,
-                users_indexed: rebuilt.users,
-            });
-            report.duration_ms = elapsed_millis(started);
-            return Ok(report);
+                    .await?;
+                report.search = Some(SearchReport {
+                    posts_indexed: rebuilt.posts,
+                    replies_indexed: rebuilt.replies,
+                    users_indexed: rebuilt.users,
+                });
+                report.duration_ms = elapsed_millis(started);
+                return Ok(report);
+            }
+            MaintenanceAction::CleanupUploads => {
+                report.uploads = Some(self.cleanup_uploads().await?)
+            }
+            MaintenanceAction::BackupDatabase => {
+                report.backup = Some(self.backup_database().await?)
+            }
         }
-        MaintenanceAction::CleanupUploads => report.uploads = Some(cleanup_uploads(state).await?),
-        MaintenanceAction::BackupDatabase => report.backup = Some(backup_database(state).await?),
+        report.duration_ms = elapsed_millis(started);
+        let result = serde_json::to_value(&report)
+            .map_err(|error| MaintenanceError::Failed(error.to_string()))?;
+        let duration_ms = report.duration_ms;
+        self.db
+            .write(|tx| {
+                Box::pin(async move { record(tx, &context, &request, result, duration_ms).await })
+            })
+            .await?;
+        Ok(report)
     }
-    report.duration_ms = elapsed_millis(started);
-    let result = serde_json::to_value(&report).map_err(AppError::internal)?;
-    let duration_ms = report.duration_ms;
-    state
-        .db
-        .write(|tx| {
-            Box::pin(async move { record(tx, &context, &request, result, duration_ms).await })
+
+    fn clear_caches(&self) -> CacheReport {
+        let caches: Vec<ClearedCache> = self
+            .answer_caches
+            .clear_all()
+            .into_iter()
+            .chain([("images", self.image_cache.clear())])
+            .map(|(name, entries)| ClearedCache {
+                name: name.to_owned(),
+                entries_cleared: entries as u64,
+            })
+            .collect();
+        CacheReport {
+            entries_cleared: caches.iter().map(|cache| cache.entries_cleared).sum(),
+            caches,
+        }
+    }
+
+    /// Removes stored files no record names (older than an hour: an upload
+    /// may be between its files and its record) and records of this store
+    /// whose original file is gone (with the rest of their files). Records of
+    /// another store, or of none, are never removed: this store not holding
+    /// their files says nothing about them. A store's name holds its endpoint,
+    /// so the same bucket behind another endpoint is another store (and an
+    /// instance on it does not start).
+    async fn cleanup_uploads(&self) -> Result<UploadsReport, MaintenanceError> {
+        let storage = self.storage;
+        let failed = |error: object_store::Error| {
+            MaintenanceError::Failed(format!("the upload store: {error}"))
+        };
+        let referenced = self.db.referenced_upload_keys().await?;
+        let sweep = storage
+            .sweep(&referenced, UPLOAD_GRACE)
+            .await
+            .map_err(failed)?;
+        let mut records_removed = 0;
+        let mut after = 0;
+        loop {
+            let page = self
+                .db
+                .uploads_in_store_after(&storage.location, after)
+                .await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = last.id;
+            for upload in &page {
+                if storage.exists(&upload.storage_key).await.map_err(failed)? {
+                    continue;
+                }
+                for key in upload.keys() {
+                    storage.delete(key).await.map_err(failed)?;
+                }
+                self.db.delete_upload(upload.id).await?;
+                records_removed += 1;
+            }
+        }
+        Ok(UploadsReport {
+            files_found: sweep.files_found,
+            bytes_found: sweep.bytes_found,
+            files_removed: sweep.files_removed,
+            bytes_removed: sweep.bytes_removed,
+            records_removed,
+            store: storage.location.clone(),
+            note: "files no record names were removed once older than an hour; younger ones are \
+                   kept, as an upload may be between storing its files and recording them"
+                .to_owned(),
         })
+    }
+
+    async fn backup_database(&self) -> Result<BackupReport, MaintenanceError> {
+        self.backup_into_data_dir()
+            .await
+            .map_err(|error| match error {
+                BackupError::Refused(problem) => MaintenanceError::Conflict(problem),
+                other => MaintenanceError::Failed(other.to_string()),
+            })
+    }
+
+    /// Writes a backup archive into `<data_dir>/backups` as
+    /// `plaza-<UTC time>.tar.gz`, then removes the oldest beyond
+    /// `backup_keep`: the maintenance action and the scheduled backup.
+    pub async fn backup_into_data_dir(&self) -> Result<BackupReport, BackupError> {
+        let folder = self.settings.storage.data_dir.join("backups");
+        crate::startup::create_private_dir(&folder).map_err(|error| {
+            BackupError::Failed(format!("creating {}: {error}", folder.display()))
+        })?;
+        let stamp = time::OffsetDateTime::now_utc()
+            .format(time::macros::format_description!(
+                "[year][month][day]T[hour][minute][second].[subsecond digits:3]Z"
+            ))
+            .map_err(|error| BackupError::Failed(error.to_string()))?;
+        let file_name = format!("plaza-{stamp}.tar.gz");
+        let written = backup::write_backup(
+            self.db,
+            self.settings,
+            self.storage,
+            &folder.join(&file_name),
+        )
         .await?;
-    Ok(report)
+        let pruned = prune_backups(&folder, self.settings.storage.backup_keep)?;
+        Ok(BackupReport {
+            file_name,
+            size_bytes: written.size_bytes,
+            engine: written.manifest.engine,
+            pruned,
+        })
+    }
 }
 
 /// Records what ran in the audit trail and, when the request asked to
@@ -268,112 +410,6 @@ fn elapsed_millis(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-fn clear_caches(state: &AppState) -> CacheReport {
-    let caches: Vec<ClearedCache> = state
-        .answer_caches
-        .clear_all()
-        .into_iter()
-        .chain([("images", state.image_cache.clear())])
-        .map(|(name, entries)| ClearedCache {
-            name: name.to_owned(),
-            entries_cleared: entries as u64,
-        })
-        .collect();
-    CacheReport {
-        entries_cleared: caches.iter().map(|cache| cache.entries_cleared).sum(),
-        caches,
-    }
-}
-
-/// Removes stored files no record names (older than an hour: an upload
-/// may be between its files and its record) and records of this store
-/// whose original file is gone (with the rest of their files). Records of
-/// another store, or of none, are never removed: this store not holding
-/// their files says nothing about them. A store's name holds its endpoint,
-/// so the same bucket behind another endpoint is another store (and an
-/// instance on it does not start).
-async fn cleanup_uploads(state: &AppState) -> Result<UploadsReport, AppError> {
-    let storage = &state.uploads.storage;
-    let failed =
-        |error: object_store::Error| AppError::internal(format!("the upload store: {error}"));
-    let referenced = state.db.referenced_upload_keys().await?;
-    let sweep = storage
-        .sweep(&referenced, UPLOAD_GRACE)
-        .await
-        .map_err(failed)?;
-    let mut records_removed = 0;
-    let mut after = 0;
-    loop {
-        let page = state
-            .db
-            .uploads_in_store_after(&storage.location, after)
-            .await?;
-        let Some(last) = page.last() else {
-            break;
-        };
-        after = last.id;
-        for upload in &page {
-            if storage.exists(&upload.storage_key).await.map_err(failed)? {
-                continue;
-            }
-            for key in upload.keys() {
-                storage.delete(key).await.map_err(failed)?;
-            }
-            state.db.delete_upload(upload.id).await?;
-            records_removed += 1;
-        }
-    }
-    Ok(UploadsReport {
-        files_found: sweep.files_found,
-        bytes_found: sweep.bytes_found,
-        files_removed: sweep.files_removed,
-        bytes_removed: sweep.bytes_removed,
-        records_removed,
-        store: storage.location.clone(),
-        note: "files no record names were removed once older than an hour; younger ones are \
-               kept, as an upload may be between storing its files and recording them"
-            .to_owned(),
-    })
-}
-
-async fn backup_database(state: &AppState) -> Result<BackupReport, AppError> {
-    backup_into_data_dir(state)
-        .await
-        .map_err(|error| match error {
-            BackupError::Refused(problem) => AppError::Conflict(problem),
-            other => AppError::internal(other.to_string()),
-        })
-}
-
-/// Writes a backup archive into `<data_dir>/backups` as
-/// `plaza-<UTC time>.tar.gz`, then removes the oldest beyond
-/// `backup_keep`: the maintenance action and the scheduled backup.
-pub async fn backup_into_data_dir(state: &AppState) -> Result<BackupReport, BackupError> {
-    let folder = state.settings.storage.data_dir.join("backups");
-    crate::startup::create_private_dir(&folder)
-        .map_err(|error| BackupError::Failed(format!("creating {}: {error}", folder.display())))?;
-    let stamp = time::OffsetDateTime::now_utc()
-        .format(time::macros::format_description!(
-            "[year][month][day]T[hour][minute][second].[subsecond digits:3]Z"
-        ))
-        .map_err(|error| BackupError::Failed(error.to_string()))?;
-    let file_name = format!("plaza-{stamp}.tar.gz");
-    let written = backup::write_backup(
-        &state.db,
-        &state.settings,
-        &state.uploads.storage,
-        &folder.join(&file_name),
-    )
-    .await?;
-    let pruned = prune_backups(&folder, state.settings.storage.backup_keep)?;
-    Ok(BackupReport {
-        file_name,
-        size_bytes: written.size_bytes,
-        engine: written.manifest.engine,
-        pruned,
-    })
-}
-
 /// Removes all but the newest `keep` backups in `folder` and answers the
 /// names removed. Files of other names are left alone; one another backup
 /// removed meanwhile is not an error.
@@ -421,8 +457,8 @@ pub struct StoredBackup {
 
 /// The backups in `<data_dir>/backups`, newest first; none when the folder
 /// does not exist yet.
-pub fn stored_backups(state: &AppState) -> Result<Vec<StoredBackup>, BackupError> {
-    let folder = state.settings.storage.data_dir.join("backups");
+pub fn stored_backups(settings: &StorageSettings) -> Result<Vec<StoredBackup>, BackupError> {
+    let folder = settings.data_dir.join("backups");
     if !folder.exists() {
         return Ok(Vec::new());
     }

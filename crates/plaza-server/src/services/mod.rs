@@ -1,15 +1,19 @@
 //! The work behind the routes: uploads and the object store, the content
-//! generation as this instance knows it, the analytics writer, the live alert stream, the audit of reads, health probes, the
-//! feature flags as last read, users' data exports and the deletion of
-//! erased users' files, the bounded blocking pool, outgoing mail and the
-//! templates it is written from, notifications by push and mail, backup archives, and the one job runner
-//! with the maintenance actions it and the admins start, moderators'
-//! decisions on posts and admins' changes to users, broadcasts and feature flag writes, and generated
-//! images kept by their parameters. Nothing here
-//! knows about HTTP routes.
+//! generation as this instance knows it, the answers kept for anonymous
+//! readers, the analytics writer, the live alert stream, the audit of
+//! reads, session lookups, health probes, the feature flags as last read,
+//! users' data exports and the deletion of erased users' files, the bounded
+//! blocking pool, outgoing mail and the templates it is written from,
+//! notifications by push and mail, backup archives, the maintenance
+//! actions the admins and the jobs start, moderators' decisions on posts
+//! and admins' changes to users, broadcasts and feature flag writes, and
+//! generated images kept by their parameters.
+//! Each receives the handles it uses (the database, a settings section, a
+//! cache); nothing here knows the app's state, HTTP or who is calling.
 
 pub mod alert_stream;
 pub mod analytics;
+pub mod answer_cache;
 pub mod audit_reads;
 pub mod backup;
 pub mod blocking;
@@ -22,12 +26,12 @@ pub mod flags;
 pub mod group_commit;
 pub mod health;
 pub mod image_cache;
-pub mod jobs;
 pub mod mail;
 pub mod maintenance;
 pub mod moderation;
 pub mod notifications;
 pub mod own_pages;
+pub mod session_lookups;
 pub mod storage;
 pub mod templates;
 pub mod uploads;

@@ -13,11 +13,8 @@ use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::posts::{self, Moderated, ModerationAction};
 use plaza_domain::replies::{self, Removal, Reply, ReplyModerated};
 use plaza_domain::time::now_millis;
-use plaza_domain::{Database, Tx};
+use plaza_domain::{Database, DomainError, Tx};
 use serde_json::{Value, json};
-
-use crate::http::error::AppError;
-use crate::state::AppState;
 
 /// Longest reason a moderator gives (shown to the author when notified).
 pub const MAX_REASON_CHARS: usize = 1000;
@@ -38,16 +35,15 @@ pub struct Decision {
 /// Applies `decision` to post `post_id` as `moderator_id`, audited as
 /// `post.moderate.<action>` with `context`.
 pub async fn moderate_post(
-    state: &AppState,
+    db: &Database,
+    lock_ttl: std::time::Duration,
     context: AuditContext,
     moderator_id: i64,
     post_id: i64,
     decision: Decision,
-) -> Result<Moderated, AppError> {
-    let ttl = state.settings.limits.admin_lock_ttl();
-    let moderated = state
-        .db
-        .write_locked(Resource::Post(post_id), moderator_id, ttl, move |tx| {
+) -> Result<Moderated, DomainError> {
+    let moderated = db
+        .write_locked(Resource::Post(post_id), moderator_id, lock_ttl, move |tx| {
             Box::pin(async move {
                 let Decision {
                     action,
@@ -137,7 +133,7 @@ pub async fn moderate_reply(
     moderator_id: i64,
     reply_id: i64,
     decision: Decision,
-) -> Result<ReplyModerated, AppError> {
+) -> Result<ReplyModerated, DomainError> {
     let moderated = db
         .write_locked(
             Resource::Reply(reply_id),

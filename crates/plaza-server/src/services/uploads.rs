@@ -11,7 +11,6 @@ use std::time::Duration;
 use plaza_domain::uploads::{NewUpload, StoredVariant, Upload};
 use plaza_media::{ImageKind, Inspection, Limits, MediaError, Processed, VariantSize};
 
-use crate::http::error::AppError;
 use crate::services::blocking::{BlockingSlots, SlotError};
 use crate::services::storage::Storage;
 use crate::settings::StorageSettings;
@@ -99,7 +98,8 @@ fn remove_in_background(storage: &Storage, keys: Vec<String>) {
     });
 }
 
-/// Why an upload is refused or failed, before it becomes an [`AppError`].
+/// Why an upload is refused or failed, before the upload routes answer it
+/// in the upload table's terms.
 #[derive(Debug)]
 pub enum Refusal {
     /// The file breaks a rule (type, size, dimensions, structure).
@@ -375,61 +375,4 @@ async fn scan_with_clamd(address: &str, bytes: &[u8]) -> Result<(), Refusal> {
     } else {
         Err(Refusal::Failed(format!("clamd answered {reply:?}")))
     }
-}
-
-impl Refusal {
-    /// The answer in the upload table's terms (SPEC.md "Errors", Upload).
-    pub fn into_error(self, limits: &Limits) -> AppError {
-        let allowed: Vec<&str> = limits.kinds.iter().map(|kind| kind.mime_type()).collect();
-        match self {
-            Refusal::Media(MediaError::UnsupportedType) => AppError::upload_refused(
-                "Invalid file type",
-                format!("allowed types are {}", allowed.join(", ")),
-                [("allowedTypes", serde_json::json!(allowed))],
-            ),
-            Refusal::Media(MediaError::TooLarge { size, max }) => too_large(size, max),
-            Refusal::Media(error @ MediaError::TooSmall { .. }) => AppError::upload_refused(
-                "File too small",
-                error.to_string(),
-                [("minSize", serde_json::json!(limits.min_bytes))],
-            ),
-            Refusal::Media(error @ MediaError::TooManyPixels { .. }) => AppError::upload_refused(
-                "Image too large",
-                error.to_string(),
-                [(
-                    "maxDimensions",
-                    serde_json::json!({"width": limits.max_width, "height": limits.max_height}),
-                )],
-            ),
-            Refusal::Media(
-                error @ (MediaError::Polyglot(_) | MediaError::Animated | MediaError::Corrupt(_)),
-            ) => AppError::upload_refused(
-                "Invalid file type",
-                error.to_string(),
-                [("allowedTypes", serde_json::json!(allowed))],
-            ),
-            Refusal::Infected(name) => AppError::upload_refused(
-                "File rejected",
-                format!("the malware scan found {name}"),
-                [("threat", serde_json::json!(name))],
-            ),
-            Refusal::Busy => AppError::Busy {
-                retry_after_secs: 5,
-            },
-            Refusal::Media(error @ MediaError::Encode(_)) => AppError::internal(error),
-            Refusal::Failed(cause) => AppError::internal(cause),
-        }
-    }
-}
-
-/// 400 `File too large` with `maxSize` and `receivedSize`.
-pub fn too_large(received: usize, max: usize) -> AppError {
-    AppError::upload_refused(
-        "File too large",
-        format!("the file is {received} bytes; at most {max} are accepted"),
-        [
-            ("maxSize", serde_json::json!(max)),
-            ("receivedSize", serde_json::json!(received)),
-        ],
-    )
 }

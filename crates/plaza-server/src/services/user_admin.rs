@@ -7,14 +7,25 @@
 //! status or role) drops their cached session lookups once it is committed,
 //! so their next request is checked afresh.
 
+use std::time::Duration;
+
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
 use plaza_domain::locks::Resource;
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::users::{self, Role, User, UserChanges, UserStatus};
-use plaza_domain::{DomainError, Tx, TxFuture};
+use plaza_domain::{Database, DomainError, Tx, TxFuture};
 
-use crate::state::AppState;
+use crate::services::session_lookups::SessionLookups;
+
+/// What an admin's change to a user needs: the database, how long an edit
+/// lock lasts at most (`admin_lock_ttl_secs`), and the session lookups that
+/// forget the user once the change is committed.
+pub struct UserAdmin<'a> {
+    pub db: &'a Database,
+    pub lock_ttl: Duration,
+    pub session_lookups: &'a SessionLookups,
+}
 
 /// Checked changes to a user's status, role and verification; `None`
 /// leaves a field as it is.
@@ -26,118 +37,118 @@ pub struct Changes {
     pub is_verified: Option<bool>,
 }
 
-/// Applies `changes` and `notes` (`Some(None)` clears them) to user `id` as
-/// `actor`, audited as `user.update` when anything changed.
-pub async fn update_user(
-    state: &AppState,
-    context: AuditContext,
-    actor: Actor,
-    id: i64,
-    changes: Changes,
-    notes: Option<Option<String>>,
-) -> Result<User, DomainError> {
-    let user = locked(state, actor, id, move |tx| {
-        Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
-    })
-    .await?;
-    state.auth.session_lookups.forget_user(id);
-    Ok(user)
-}
-
-/// Applies `changes` (already checked as fields) to another user `id` as
-/// `actor`, through the general `PUT /api/users/{id}`: under the user's
-/// edit lock, the policy is asked again of the user as the unit of work
-/// reads them (a role or status that no longer changes asks nothing; a
-/// change into or out of `banned` is refused: bans keep a reason and a
-/// history), and the change is audited as `user.update`.
-pub async fn update_profile(
-    state: &AppState,
-    context: AuditContext,
-    actor: Actor,
-    id: i64,
-    changes: UserChanges,
-) -> Result<User, DomainError> {
-    let user = locked(state, actor, id, move |tx| {
-        Box::pin(async move {
-            let (target, role, status) =
-                managed_target(tx, actor, id, changes.role, changes.status).await?;
-            if status.is_some_and(|status| {
-                status == UserStatus::Banned || target.status == UserStatus::Banned
-            }) {
-                return Err(DomainError::Invalid {
-                    field: "status",
-                    reason:
-                        "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban"
-                            .to_owned(),
-                });
-            }
-            let user = users::update(
-                tx,
-                id,
-                UserChanges {
-                    role,
-                    status,
-                    ..changes
-                },
-            )
+impl UserAdmin<'_> {
+    /// Applies `changes` and `notes` (`Some(None)` clears them) to user `id` as
+    /// `actor`, audited as `user.update` when anything changed.
+    pub async fn update_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        changes: Changes,
+        notes: Option<Option<String>>,
+    ) -> Result<User, DomainError> {
+        let user = self
+            .locked(actor, id, move |tx| {
+                Box::pin(async move { apply_update(tx, actor, &context, id, changes, notes).await })
+            })
             .await?;
-            record_update(tx, &context, &target, &user).await?;
-            Ok(user)
+        self.session_lookups.forget_user(id);
+        Ok(user)
+    }
+
+    /// Applies `changes` (already checked as fields) to another user `id` as
+    /// `actor`, through the general `PUT /api/users/{id}`: under the user's
+    /// edit lock, the policy is asked again of the user as the unit of work
+    /// reads them (a role or status that no longer changes asks nothing; a
+    /// change into or out of `banned` is refused: bans keep a reason and a
+    /// history), and the change is audited as `user.update`.
+    pub async fn update_profile(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        changes: UserChanges,
+    ) -> Result<User, DomainError> {
+        let user = self.locked(actor, id, move |tx| {
+            Box::pin(async move {
+                let (target, role, status) =
+                    managed_target(tx, actor, id, changes.role, changes.status).await?;
+                if status.is_some_and(|status| {
+                    status == UserStatus::Banned || target.status == UserStatus::Banned
+                }) {
+                    return Err(DomainError::Invalid {
+                        field: "status",
+                        reason:
+                            "bans are imposed and lifted with POST /api/admin/users/{id}/ban and /unban"
+                                .to_owned(),
+                    });
+                }
+                let user = users::update(
+                    tx,
+                    id,
+                    UserChanges {
+                        role,
+                        status,
+                        ..changes
+                    },
+                )
+                .await?;
+                record_update(tx, &context, &target, &user).await?;
+                Ok(user)
+            })
         })
-    })
-    .await?;
-    state.auth.session_lookups.forget_user(id);
-    Ok(user)
-}
+        .await?;
+        self.session_lookups.forget_user(id);
+        Ok(user)
+    }
 
-/// Bans user `id` on `order` as `actor` (audited as `user.ban`); their
-/// sessions end at once.
-pub async fn ban_user(
-    state: &AppState,
-    context: AuditContext,
-    actor: Actor,
-    id: i64,
-    order: BanOrder,
-) -> Result<(User, Ban), DomainError> {
-    let banned = locked(state, actor, id, move |tx| {
-        Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await })
-    })
-    .await?;
-    state.auth.session_lookups.forget_user(id);
-    Ok(banned)
-}
+    /// Bans user `id` on `order` as `actor` (audited as `user.ban`); their
+    /// sessions end at once.
+    pub async fn ban_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        order: BanOrder,
+    ) -> Result<(User, Ban), DomainError> {
+        let banned = self
+            .locked(actor, id, move |tx| {
+                Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await })
+            })
+            .await?;
+        self.session_lookups.forget_user(id);
+        Ok(banned)
+    }
 
-/// Lifts user `id`'s ban as `actor`, for `reason` (audited as
-/// `user.unban`); the lifted ban, if there was one.
-pub async fn unban_user(
-    state: &AppState,
-    context: AuditContext,
-    actor: Actor,
-    id: i64,
-    reason: Option<String>,
-) -> Result<(User, Option<Ban>), DomainError> {
-    locked(state, actor, id, move |tx| {
-        Box::pin(async move { bans::unban_user(tx, &context, actor, id, reason.as_deref()).await })
-    })
-    .await
-}
-
-/// Runs `work` as one unit of work under user `id`'s edit lock, held by
-/// `actor`: 423 when another admin holds it.
-async fn locked<T, F>(state: &AppState, actor: Actor, id: i64, work: F) -> Result<T, DomainError>
-where
-    T: Send,
-    F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T> + Send + 'static,
-{
-    state
-        .db
-        .write_locked(
-            Resource::User(id),
-            actor.user_id,
-            state.settings.limits.admin_lock_ttl(),
-            work,
-        )
+    /// Lifts user `id`'s ban as `actor`, for `reason` (audited as
+    /// `user.unban`); the lifted ban, if there was one.
+    pub async fn unban_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        reason: Option<String>,
+    ) -> Result<(User, Option<Ban>), DomainError> {
+        self.locked(actor, id, move |tx| {
+            Box::pin(
+                async move { bans::unban_user(tx, &context, actor, id, reason.as_deref()).await },
+            )
+        })
         .await
+    }
+
+    /// Runs `work` as one unit of work under user `id`'s edit lock, held by
+    /// `actor`: 423 when another admin holds it.
+    async fn locked<T, F>(&self, actor: Actor, id: i64, work: F) -> Result<T, DomainError>
+    where
+        T: Send,
+        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T> + Send + 'static,
+    {
+        self.db
+            .write_locked(Resource::User(id), actor.user_id, self.lock_ttl, work)
+            .await
+    }
 }
 
 /// One user's update in `tx`: the policy for each field that changes, the

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::SettingsError;
+use super::error::SettingsError;
 
 /// Alerts and broadcasts.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,9 +1,11 @@
 //! Settings of one section: sign-up, sign-in, sessions, admin tokens,
 //! two-factor sign-in and password hashing.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, at_least_one};
+use super::error::{SettingsError, at_least_one};
 
 /// Sign-up, sign-in, sessions, admin tokens, two-factor sign-in and
 /// password hashing.
@@ -45,7 +47,7 @@ pub struct AuthSettings {
     /// How long failures are counted, and how long the refusal lasts.
     pub sign_in_lockout_secs: u64,
     /// Identity providers (OAuth 2.0 / OpenID Connect).
-    pub auth_providers: Vec<crate::auth::oauth::ProviderSettings>,
+    pub auth_providers: Vec<super::providers::ProviderSettings>,
     /// How often timed bans that have run out are lifted (one instance of
     /// a cluster does it): a ban ends at most this long after its time.
     pub ban_expiry_interval_secs: u64,
@@ -81,24 +83,24 @@ impl Default for AuthSettings {
 impl AuthSettings {
     pub(super) fn validate(&self) -> Result<(), SettingsError> {
         if let Some(secret) = &self.jwt_secret
-            && secret.len() < crate::auth::jwt::MIN_SECRET_LENGTH
+            && secret.len() < crate::secrets::MIN_SECRET_LENGTH
         {
             return Err(SettingsError::new(
                 "jwt_secret",
                 format!(
                     "must be at least {} characters",
-                    crate::auth::jwt::MIN_SECRET_LENGTH
+                    crate::secrets::MIN_SECRET_LENGTH
                 ),
             ));
         }
         if let Some(key) = &self.totp_key
-            && key.len() < crate::auth::two_factor::MIN_KEY_LENGTH
+            && key.len() < crate::secrets::MIN_SECRET_LENGTH
         {
             return Err(SettingsError::new(
                 "totp_key",
                 format!(
                     "must be at least {} characters",
-                    crate::auth::two_factor::MIN_KEY_LENGTH
+                    crate::secrets::MIN_SECRET_LENGTH
                 ),
             ));
         }
@@ -128,12 +130,71 @@ impl AuthSettings {
 
     /// How many password hashes may run at once, and how long a request
     /// waits for one.
-    pub fn password_hashing_limits(&self) -> Result<crate::auth::password::HashingLimits, String> {
-        crate::auth::password::HashingLimits::sized(
+    pub fn password_hashing_limits(&self) -> Result<HashingLimits, String> {
+        HashingLimits::sized(
             self.password_hash_max_concurrent,
             self.password_hash_memory_budget_mib.saturating_mul(1024),
             self.password_hash_memory_kib,
-            std::time::Duration::from_millis(self.password_hash_wait_ms),
+            Duration::from_millis(self.password_hash_wait_ms),
         )
+    }
+}
+
+/// How many hashes may run at once and how long a request waits for one.
+#[derive(Debug, Clone, Copy)]
+pub struct HashingLimits {
+    pub concurrent: usize,
+    pub wait: Duration,
+}
+
+impl HashingLimits {
+    /// The permits for a memory `budget_kib`: the configured number, or with
+    /// `configured` 0 as many as there are cores, never more than the budget
+    /// holds. Fails when the budget cannot hold even one hash.
+    pub fn sized(
+        configured: usize,
+        budget_kib: u64,
+        memory_kib: u32,
+        wait: Duration,
+    ) -> Result<Self, String> {
+        let fit = usize::try_from(budget_kib / u64::from(memory_kib.max(1))).unwrap_or(usize::MAX);
+        if fit == 0 {
+            return Err(format!(
+                "one hash needs {memory_kib} KiB, more than the budget of {budget_kib} KiB"
+            ));
+        }
+        let concurrent = match configured {
+            0 => std::thread::available_parallelism()
+                .map(usize::from)
+                .unwrap_or(1)
+                .min(fit),
+            wanted if wanted > fit => {
+                return Err(format!(
+                    "{wanted} concurrent hashes of {memory_kib} KiB exceed the budget of {budget_kib} KiB (at most {fit})"
+                ));
+            }
+            wanted => wanted,
+        };
+        Ok(HashingLimits { concurrent, wait })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permits_fit_the_memory_budget() {
+        let wait = Duration::from_secs(1);
+        let auto = HashingLimits::sized(0, 256 * 1024, 65_536, wait).unwrap();
+        assert!((1..=4).contains(&auto.concurrent), "{}", auto.concurrent);
+        assert_eq!(
+            HashingLimits::sized(3, 256 * 1024, 65_536, wait)
+                .unwrap()
+                .concurrent,
+            3
+        );
+        assert!(HashingLimits::sized(5, 256 * 1024, 65_536, wait).is_err());
+        assert!(HashingLimits::sized(0, 32 * 1024, 65_536, wait).is_err());
     }
 }

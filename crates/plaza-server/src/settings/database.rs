@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, at_least_one};
+use super::error::{SettingsError, at_least_one};
 
 /// The database connection.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::SettingsError;
+use super::error::SettingsError;
 
 /// The settings file the Debian package installs.
 pub const PACKAGE_CONFIG: &str = "/etc/plaza/plaza.toml";

@@ -1,11 +1,15 @@
 //! Settings of one section: rate limits and the client address they count by.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use redis::{ConnectionAddr, IntoConnectionInfo, TlsCertificates};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, at_least_one};
-use crate::http::rate_limit::gcra::Quota;
+use super::error::{SettingsError, at_least_one};
+use super::proxies::TrustedProxies;
+use super::quota::Quota;
 
 /// Rate limits and the client address they count by.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -95,12 +99,11 @@ impl LimitSettings {
     }
 
     pub(super) fn validate(&self) -> Result<(), SettingsError> {
-        crate::http::rate_limit::address::TrustedProxies::parse(&self.trusted_proxies)
+        TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|problem| SettingsError::new("trusted_proxies", problem))?;
         match (&self.redis_url, &self.redis_ca_file) {
             (Some(url), ca_file) => {
-                crate::http::rate_limit::shared::redis_client(url, ca_file.as_deref())
-                    .map_err(|error| SettingsError::new(error.setting, error.problem))?;
+                redis_client(url, ca_file.as_deref())?;
             }
             (None, Some(_)) => {
                 return Err(SettingsError::new(
@@ -121,5 +124,107 @@ impl LimitSettings {
                 usize::try_from(self.redis_timeout_ms).unwrap_or(usize::MAX),
             ),
         ])
+    }
+}
+
+/// The Redis client of `redis_url` (`url`: `redis://`, or `rediss://` for TLS). A `rediss://`
+/// server's certificate must chain to a CA the system trusts or, with
+/// `ca_file` (`redis_ca_file`), to the CA certificates in that PEM file. Skipping the check
+/// (`#insecure`) is refused: whoever could answer in Redis's place could
+/// lift every limit.
+pub fn redis_client(url: &str, ca_file: Option<&Path>) -> Result<redis::Client, SettingsError> {
+    let url_error = |error: redis::RedisError| SettingsError::new("redis_url", error.to_string());
+    let info = url.into_connection_info().map_err(url_error)?;
+    let tls = match info.addr() {
+        ConnectionAddr::TcpTls { insecure: true, .. } => {
+            return Err(SettingsError::new(
+                "redis_url",
+                "`#insecure` would skip checking Redis's certificate; give the CA that signed it in redis_ca_file instead",
+            ));
+        }
+        ConnectionAddr::TcpTls { .. } => true,
+        _ => false,
+    };
+    let Some(ca_file) = ca_file else {
+        return redis::Client::open(info).map_err(url_error);
+    };
+    if !tls {
+        return Err(SettingsError::new(
+            "redis_ca_file",
+            "is set, but redis_url is not a rediss:// (TLS) address",
+        ));
+    }
+    let pem = std::fs::read(ca_file).map_err(|error| {
+        SettingsError::new("redis_ca_file", format!("{}: {error}", ca_file.display()))
+    })?;
+    if CertificateDer::pem_slice_iter(&pem).next().is_none() {
+        return Err(SettingsError::new(
+            "redis_ca_file",
+            format!("{} holds no PEM certificate", ca_file.display()),
+        ));
+    }
+    redis::Client::build_with_tls(
+        info,
+        TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        },
+    )
+    .map_err(|error| SettingsError::new("redis_ca_file", error.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(url: &str, ca_file: Option<&Path>) -> SettingsError {
+        redis_client(url, ca_file).expect_err("refused")
+    }
+
+    #[test]
+    fn redis_settings_are_checked_before_any_connection() {
+        let folder = tempfile::tempdir().expect("a folder");
+        let empty = folder.path().join("empty.pem");
+        std::fs::write(&empty, "no certificate here\n").expect("write");
+        let missing = folder.path().join("missing.pem");
+
+        assert!(redis_client("redis://127.0.0.1:6379", None).is_ok());
+        assert!(redis_client("rediss://redis.example.com:6380", None).is_ok());
+        assert!(
+            refused("http://127.0.0.1", None)
+                .setting
+                .starts_with("`redis_url`")
+        );
+        let insecure = refused("rediss://127.0.0.1:6380/#insecure", None);
+        assert!(
+            insecure.setting.starts_with("`redis_url`"),
+            "{}",
+            insecure.setting
+        );
+        assert!(insecure.problem.contains("redis_ca_file"), "{insecure}");
+        let plain = refused("redis://127.0.0.1:6379", Some(&empty));
+        assert!(
+            plain.setting.starts_with("`redis_ca_file`"),
+            "{}",
+            plain.setting
+        );
+        assert!(plain.problem.contains("rediss://"), "{plain}");
+        let unreadable = refused("rediss://127.0.0.1:6380", Some(&missing));
+        assert!(
+            unreadable.setting.starts_with("`redis_ca_file`"),
+            "{}",
+            unreadable.setting
+        );
+        assert!(unreadable.problem.contains("missing.pem"), "{unreadable}");
+        let no_certificate = refused("rediss://127.0.0.1:6380", Some(&empty));
+        assert!(
+            no_certificate.setting.starts_with("`redis_ca_file`"),
+            "{}",
+            no_certificate.setting
+        );
+        assert!(
+            no_certificate.problem.contains("no PEM certificate"),
+            "{no_certificate}"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, at_least_one};
+use super::error::{SettingsError, at_least_one};
 
 /// Outgoing mail.
 #[derive(Debug, Clone, Serialize, Deserialize)]

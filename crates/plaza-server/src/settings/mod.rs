@@ -6,18 +6,22 @@ use std::path::Path;
 
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 mod alerts;
 mod analytics;
 mod auth;
 mod database;
+mod error;
 mod files;
 mod images;
 mod limits;
 mod link_preview;
 mod mail;
 mod notifications;
+mod providers;
+mod proxies;
+mod quota;
 mod server;
 mod storage;
 mod telemetry;
@@ -26,26 +30,19 @@ pub use alerts::*;
 pub use analytics::*;
 pub use auth::*;
 pub use database::*;
+pub use error::{ENV_PREFIX, SettingsError};
 pub use files::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
 pub use notifications::*;
+pub use providers::*;
+pub use proxies::{TrustedProxies, canonical_address};
+pub use quota::Quota;
 pub use server::*;
 pub use storage::*;
 pub use telemetry::*;
-
-/// The prefix of every environment variable Plaza reads.
-pub const ENV_PREFIX: &str = "PLAZA_";
-
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
 
 /// Every setting Plaza has, grouped by the capability that reads it; each
 /// subsystem is handed only its section. On the outside the names stay flat:
@@ -77,23 +74,6 @@ pub struct Settings {
     pub mail: MailSettings,
     #[serde(flatten)]
     pub notifications: NotificationSettings,
-}
-
-/// A setting that cannot be used, with the name the operator wrote it under.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid setting {setting}: {problem}")]
-pub struct SettingsError {
-    pub setting: String,
-    pub problem: String,
-}
-
-impl SettingsError {
-    fn new(key: &str, problem: impl Into<String>) -> Self {
-        SettingsError {
-            setting: format!("`{key}` ({ENV_PREFIX}{})", key.to_uppercase()),
-            problem: problem.into(),
-        }
-    }
 }
 
 impl Settings {
@@ -190,18 +170,6 @@ impl Settings {
     }
 }
 
-/// Fails with the first setting in `pairs` that is zero.
-fn at_least_one<T: PartialEq + Default>(
-    pairs: impl IntoIterator<Item = (&'static str, T)>,
-) -> Result<(), SettingsError> {
-    for (key, value) in pairs {
-        if value == T::default() {
-            return Err(SettingsError::new(key, "must be at least 1"));
-        }
-    }
-    Ok(())
-}
-
 /// One section, read from the same flat keys as every other.
 fn section<T: serde::de::DeserializeOwned>(figment: &Figment) -> Result<T, SettingsError> {
     figment.extract().map_err(figment_error)
@@ -241,7 +209,7 @@ fn check_keys(path: &Path, file: impl figment::Provider) -> Result<(), SettingsE
 /// below a table header into that table, so the likeliest cause is a plain
 /// setting written after the table, which the message says.
 fn check_provider_keys(path: &Path, value: &figment::value::Value) -> Result<(), SettingsError> {
-    let known = crate::auth::oauth::ProviderSettings::KEYS;
+    let known = ProviderSettings::KEYS;
     let tables = value.as_array().unwrap_or_default();
     for table in tables.iter().filter_map(figment::value::Value::as_dict) {
         if let Some(key) = table.keys().find(|key| !known.contains(&key.as_str())) {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{SettingsError, at_least_one};
+use super::error::{SettingsError, at_least_one};
 
 /// The HTTP server: where it listens, its public address and how it bounds
 /// connections and requests.

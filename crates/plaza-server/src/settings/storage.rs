@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, at_least_one};
+use super::error::{SettingsError, at_least_one};
 
 /// The longest `backup_interval_hours`: a year.
 const MAX_BACKUP_INTERVAL_HOURS: u64 = 366 * 24;

@@ -2,7 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{LogFormat, SettingsError};
+use super::error::SettingsError;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// Logs and metrics.
 #[derive(Debug, Clone, Serialize, Deserialize)]

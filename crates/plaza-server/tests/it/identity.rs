@@ -675,7 +675,7 @@ async fn one_lookup_statement_answers_each_token_hash_in_order(backend: Backend)
         server.create_user(&email, PASSWORD, "user");
         let cookie = server.sign_in(&email, PASSWORD).await;
         let token = cookie.trim_start_matches("plaza_session=");
-        hashes.push(plaza_server::auth::tokens::hash_token(token));
+        hashes.push(plaza_server::secrets::hash_token(token));
     }
     let asked = vec![
         hashes[1].clone(),

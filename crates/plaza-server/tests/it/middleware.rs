@@ -11,8 +11,8 @@ use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
 use plaza_server::http::error::{Surface, SurfaceMap};
 use plaza_server::http::extract::AppJson;
-use plaza_server::http::rate_limit::address::TrustedProxies;
 use plaza_server::settings::ServerSettings;
+use plaza_server::settings::TrustedProxies;
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, serde::Serialize)]

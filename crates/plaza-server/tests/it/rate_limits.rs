@@ -519,8 +519,9 @@ async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given() {
 /// test's few milliseconds a 5/hour quota's counts do not move with time.
 #[tokio::test]
 async fn the_redis_script_decides_as_the_in_process_step() {
-    use plaza_server::http::rate_limit::gcra::{Outcome, Quota};
+    use plaza_server::http::rate_limit::gcra::Outcome;
     use plaza_server::http::rate_limit::shared::SharedStore;
+    use plaza_server::settings::Quota;
     let Some(redis) = PrivateRedis::start("the_redis_script_decides_as_the_in_process_step") else {
         return;
     };
@@ -563,8 +564,9 @@ async fn the_redis_script_decides_as_the_in_process_step() {
 /// before the connection's task takes them, so they make one batch.)
 #[tokio::test]
 async fn a_batch_of_mixed_quotas_answers_each_check_by_its_own() {
-    use plaza_server::http::rate_limit::gcra::{Outcome, Quota};
+    use plaza_server::http::rate_limit::gcra::Outcome;
     use plaza_server::http::rate_limit::shared::SharedStore;
+    use plaza_server::settings::Quota;
     let Some(redis) = PrivateRedis::start("a_batch_of_mixed_quotas_answers_each_check_by_its_own")
     else {
         return;

@@ -24,7 +24,6 @@ use crate::http::error::schema::AdminError;
 use crate::http::error::{AppError, FieldError};
 use crate::http::extract::json::OptionalJson;
 use crate::http::extract::{AppJson, IdPath};
-use crate::services::user_admin;
 use crate::state::AppState;
 
 /// SPEC.md "Limits": page size 20 by default, at most 100.
@@ -428,7 +427,10 @@ pub async fn ban_user(
         true,
     );
     problems.finish()?;
-    let (user, ban) = user_admin::ban_user(&state, context, admin.actor, id, terms.order()).await?;
+    let (user, ban) = state
+        .user_admin()
+        .ban_user(context, admin.actor, id, terms.order())
+        .await?;
     Ok(AppJson(BanOutcome {
         success: true,
         message: "user banned".to_owned(),
@@ -465,8 +467,10 @@ pub async fn unban_user(
     let mut problems = Problems::default();
     let terms = BanTerms::check(&mut problems, body.reason, None, None, false);
     problems.finish()?;
-    let (user, lifted) =
-        user_admin::unban_user(&state, context, admin.actor, id, terms.reason).await?;
+    let (user, lifted) = state
+        .user_admin()
+        .unban_user(context, admin.actor, id, terms.reason)
+        .await?;
     Ok(AppJson(BanOutcome {
         success: true,
         message: "user unbanned".to_owned(),

@@ -9,7 +9,7 @@ use plaza_domain::time::now_millis;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::Envelope;
+use super::envelope::Envelope;
 use super::reports::human_duration;
 use crate::auth::AdminToken;
 use crate::http::error::AppError;

@@ -6,7 +6,7 @@ use plaza_domain::audit::{AuditEntry, AuditFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DEFAULT_LIMIT, ListEnvelope};
+use super::envelope::{DEFAULT_LIMIT, ListEnvelope};
 use crate::auth::AdminToken;
 use crate::controllers::params::{self, Pagination, Problems};
 use crate::http::error::AppError;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use super::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -164,7 +164,7 @@ pub async fn cancel_broadcast(
         }),
         "broadcast",
     )?;
-    let cancelled = broadcasts::cancel(&state, context, id).await?;
+    let cancelled = broadcasts::cancel(&state.db, context, id).await?;
     Ok(AppJson(Envelope::new(BroadcastItem::from(&cancelled))))
 }
 
@@ -210,7 +210,7 @@ pub async fn create_broadcast(
         "broadcast",
     )?;
     let (new, targets) = draft.into_new(admin.user_id);
-    let broadcast = broadcasts::send(&state, context, new, targets, now).await?;
+    let broadcast = broadcasts::send(&state.db, context, new, targets, now).await?;
     let status = if broadcast.delivered_at.is_some() {
         StatusCode::CREATED
     } else {

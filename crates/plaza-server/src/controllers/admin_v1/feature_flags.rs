@@ -16,7 +16,7 @@ use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope, PageQuery};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::double_option;
@@ -138,7 +138,15 @@ pub async fn put_feature_flag(
     AppJson(body): AppJson<FlagWriteBody>,
 ) -> Result<Response, AppError> {
     let changes = checked_write(&name, body)?;
-    let written = flags::put(&state, context, name, changes, admin.user_id).await?;
+    let written = flags::put(
+        &state.db,
+        &state.flag_snapshot,
+        context,
+        name,
+        changes,
+        admin.user_id,
+    )
+    .await?;
     let status = if written.created {
         StatusCode::CREATED
     } else {
@@ -170,7 +178,7 @@ pub async fn delete_feature_flag(
     RequestAudit(context): RequestAudit,
     TextPath(name): TextPath,
 ) -> Result<AppJson<Envelope<FeatureFlagItem>>, AppError> {
-    let deleted = flags::delete(&state, context, name).await?;
+    let deleted = flags::delete(&state.db, &state.flag_snapshot, context, name).await?;
     Ok(AppJson(Envelope::new(FeatureFlagItem::from(&deleted))))
 }
 

@@ -12,7 +12,8 @@
 //!   ([`system_routes`]) are their own group in tier `system`
 //!   (`Limit::SystemAction`). Every answer carries `X-Admin-Tier` and the
 //!   `X-RateLimit-*` headers.
-//! - **Answers**: lists in [`ListEnvelope`], single objects in [`Envelope`].
+//! - **Answers**: lists in [`envelope::ListEnvelope`], single objects in
+//!   [`envelope::Envelope`].
 //! - **Changes**: read their target inside their unit of work, ask
 //!   `plaza_domain::policy` there, and commit with their audit entry.
 //! - **Locks**: mutating operations on a user, post or reply take its edit lock
@@ -22,6 +23,7 @@
 pub mod analytics;
 pub mod audit_logs;
 pub mod broadcasts;
+pub mod envelope;
 pub mod feature_flags;
 pub mod posts;
 pub mod replies;
@@ -53,44 +55,9 @@ use users::{
     get_admin_user, list_admin_users, update_admin_user,
 };
 
-use plaza_domain::listing::Page;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::controllers::params::{self, Pagination, Problems};
-use crate::http::error::AppError;
 use crate::state::AppState;
-
-/// The default page size of the surface's lists (SPEC.md "Limits").
-pub const DEFAULT_LIMIT: i64 = 50;
-
-/// The query of a list that has no filter: its page.
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Items to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
-}
-
-impl PageQuery {
-    /// The page asked for; 422 naming each bad field.
-    pub fn page(&self) -> Result<Page, AppError> {
-        let mut problems = Problems::default();
-        let page = params::page_or(
-            &mut problems,
-            self.limit.as_deref(),
-            self.offset.as_deref(),
-            DEFAULT_LIMIT,
-        );
-        problems.finish()?;
-        Ok(page)
-    }
-}
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -119,46 +86,4 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// The system actions, in a rate tier of their own (`system`).
 pub fn system_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(crate::documented_routes!(run_maintenance))
-}
-
-/// A successful answer holding one object.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Envelope<T> {
-    /// Always true.
-    pub success: bool,
-    pub data: T,
-}
-
-impl<T> Envelope<T> {
-    pub fn new(data: T) -> Self {
-        Envelope {
-            success: true,
-            data,
-        }
-    }
-}
-
-/// A successful list answer.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ListEnvelope<T> {
-    /// Always true.
-    pub success: bool,
-    pub data: Vec<T>,
-    pub meta: ListMeta,
-}
-
-/// What a list answer says about its page.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ListMeta {
-    pub pagination: Pagination,
-}
-
-impl<T> ListEnvelope<T> {
-    pub fn new(data: Vec<T>, pagination: Pagination) -> Self {
-        ListEnvelope {
-            success: true,
-            data,
-            meta: ListMeta { pagination },
-        }
-    }
 }

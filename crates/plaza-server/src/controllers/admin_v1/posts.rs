@@ -13,7 +13,7 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::jwt::AdminPermission;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
@@ -287,7 +287,15 @@ pub async fn moderate_post(
         }),
         "post",
     )?;
-    let moderated = moderation::moderate_post(&state, context, admin.user_id, id, decision).await?;
+    let moderated = moderation::moderate_post(
+        &state.db,
+        state.settings.limits.admin_lock_ttl(),
+        context,
+        admin.user_id,
+        id,
+        decision,
+    )
+    .await?;
     let data = match moderated {
         Moderated::Changed { after, .. } => {
             ModerationResult::Post(state.db.admin_post(after.id).await?.into())

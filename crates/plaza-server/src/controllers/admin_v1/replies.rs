@@ -14,8 +14,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use super::posts::{ModerateBody, PostAuthor, PostReportItem, checked_decision};
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems};
 use crate::http::error::AppError;

@@ -10,8 +10,8 @@ use plaza_domain::users::User;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::Envelope;
 use super::audit_logs::AuditLogItem;
+use super::envelope::Envelope;
 use crate::auth::AdminToken;
 use crate::controllers::params::{self, Problems};
 use crate::http::error::AppError;

@@ -6,15 +6,13 @@ use axum::extract::State;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::Envelope;
+use super::envelope::Envelope;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::AppJson;
-use crate::services::maintenance::{
-    self, MaintenanceAction, MaintenanceReport, MaintenanceRequest,
-};
+use crate::services::maintenance::{MaintenanceAction, MaintenanceReport, MaintenanceRequest};
 use crate::state::AppState;
 
 /// Most characters in a maintenance `scope`.
@@ -56,7 +54,7 @@ pub async fn run_maintenance(
     AppJson(body): AppJson<MaintenanceBody>,
 ) -> Result<AppJson<Envelope<MaintenanceReport>>, AppError> {
     let request = checked(body)?;
-    let report = maintenance::run(&state, request, context).await?;
+    let report = state.maintenance().run(request, context).await?;
     Ok(AppJson(Envelope::new(report)))
 }
 

@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
-use crate::services::user_admin::{self, Changes};
+use crate::services::user_admin::Changes;
 use crate::state::AppState;
 use plaza_domain::time::rfc3339;
 
@@ -373,7 +373,10 @@ pub async fn update_admin_user(
     let notes = body
         .notes
         .map(|notes| Some(notes).filter(|notes| !notes.trim().is_empty()));
-    let user = user_admin::update_user(&state, context, actor(&admin), id, changes, notes).await?;
+    let user = state
+        .user_admin()
+        .update_user(context, actor(&admin), id, changes, notes)
+        .await?;
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
@@ -514,11 +517,15 @@ pub async fn ban_admin_user(
     let banning = banning.unwrap_or_default();
     let actor = actor(&admin);
     let user = if banning {
-        user_admin::ban_user(&state, context, actor, id, terms.order())
+        state
+            .user_admin()
+            .ban_user(context, actor, id, terms.order())
             .await?
             .0
     } else {
-        user_admin::unban_user(&state, context, actor, id, terms.reason)
+        state
+            .user_admin()
+            .unban_user(context, actor, id, terms.reason)
             .await?
             .0
     };
@@ -630,8 +637,10 @@ pub async fn bulk_update_users(
     let actor = actor(&admin);
     let mut results = Vec::with_capacity(ids.len());
     for id in ids {
-        let outcome =
-            user_admin::update_user(&state, context.clone(), actor, id, changes, None).await;
+        let outcome = state
+            .user_admin()
+            .update_user(context.clone(), actor, id, changes, None)
+            .await;
         // Earlier users may be committed already, so a failure is this
         // user's result, not the whole answer: the answer stays true.
         results.push(match outcome {

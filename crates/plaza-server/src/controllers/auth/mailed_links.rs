@@ -23,7 +23,7 @@ use crate::http::extract::{AppForm, AppJson, AppQuery};
 use crate::http::pages::{self, ResetPage};
 use crate::state::AppState;
 
-use super::is_form;
+use super::flow::is_form;
 use crate::auth::csrf;
 
 /// How long a password-forgotten request waits for a slot for its work
@@ -133,7 +133,9 @@ pub async fn verify_email_link(
     AppQuery(query): AppQuery<VerifyEmailQuery>,
 ) -> Response {
     let verified = match query.token.as_deref().filter(|token| !token.is_empty()) {
-        Some(token) => account_mail::verify_email(&state, token, verifier.as_ref()).await,
+        Some(token) => {
+            account_mail::verify_email(&state.account_mail(), token, verifier.as_ref()).await
+        }
         None => Err(account_mail::invalid_link()),
     };
     match (verified, wants_html(&headers)) {
@@ -149,11 +151,14 @@ pub async fn verify_email_link(
                 );
                 response
             }
-            None => private_page(StatusCode::OK, pages::email_verification(&state, true)),
+            None => private_page(
+                StatusCode::OK,
+                pages::email_verification(&state.settings.server, true),
+            ),
         },
         (Err(AppError::BadRequest(_)), true) => private_page(
             StatusCode::BAD_REQUEST,
-            pages::email_verification(&state, false),
+            pages::email_verification(&state.settings.server, false),
         ),
         (Ok(verified), false) => AppJson(EmailVerified::new(verified)).into_response(),
         (Err(error), _) => error.into_response(),
@@ -177,7 +182,8 @@ pub async fn verify_email(
     OptionalUser(verifier): OptionalUser,
     AppJson(body): AppJson<TokenBody>,
 ) -> Result<AppJson<EmailVerified>, AppError> {
-    let verified = account_mail::verify_email(&state, &body.token, verifier.as_ref()).await?;
+    let verified =
+        account_mail::verify_email(&state.account_mail(), &body.token, verifier.as_ref()).await?;
     Ok(AppJson(EmailVerified::new(verified)))
 }
 
@@ -210,7 +216,7 @@ pub async fn resend_verification(
         .rate_limiter
         .charge_email(&user.row.email, address)
         .await?;
-    account_mail::send_verification(&state, user).await?;
+    account_mail::send_verification(&state.account_mail(), user).await?;
     Ok((
         StatusCode::ACCEPTED,
         AppJson(MailAccepted { success: true }),
@@ -288,7 +294,8 @@ pub async fn forgot_password(
     let (work_state, email) = (state.clone(), email.to_owned());
     state.background.spawn(async move {
         let _slot = slot;
-        if let Err(error) = account_mail::send_reset_link(&work_state, &email).await {
+        if let Err(error) = account_mail::send_reset_link(&work_state.account_mail(), &email).await
+        {
             tracing::warn!(?error, "a password reset link could not be queued");
         }
     });
@@ -402,7 +409,7 @@ async fn reset_with(
     {
         return Err(AppError::invalid("passwordConfirm", "must equal password"));
     }
-    match account_mail::reset_token_email(state, &body.token).await {
+    match account_mail::reset_token_email(&state.account_mail(), &body.token).await {
         Ok(_) => {}
         Err(invalid @ AppError::BadRequest(_)) => {
             state.rate_limiter.charge_mail_client(address).await?;
@@ -411,7 +418,7 @@ async fn reset_with(
         Err(other) => return Err(other),
     }
     let password_hash = state.auth.passwords.hash(&body.password).await?;
-    account_mail::reset_password(state, &body.token, password_hash).await
+    account_mail::reset_password(&state.account_mail(), &body.token, password_hash).await
 }
 
 /// The forgotten-password page's query.
@@ -437,12 +444,17 @@ pub async fn forgot_password_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<ForgotPasswordPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
     let error = query
         .error
         .as_deref()
         .filter(|code| matches!(*code, "email" | "too_many_attempts"));
-    let html = pages::forgot_password(&state, &csrf_token, query.sent.is_some(), error);
+    let html = pages::forgot_password(
+        &state.settings.server,
+        &csrf_token,
+        query.sent.is_some(),
+        error,
+    );
     let mut response = Html(html).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);
@@ -477,7 +489,7 @@ pub async fn reset_password_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<ResetPasswordPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
     let error = query.error.as_deref().filter(|code| {
         matches!(
             *code,
@@ -497,7 +509,7 @@ pub async fn reset_password_page(
     };
     let mut response = private_page(
         StatusCode::OK,
-        pages::reset_password(&state, &csrf_token, shown),
+        pages::reset_password(&state.settings.server, &csrf_token, shown),
     );
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);

@@ -63,7 +63,7 @@ pub async fn change_password(
     }
     let password_hash = state.auth.passwords.hash(&body.new_password).await?;
     let notice = account_change_notice(
-        &state,
+        &state.account_mail(),
         &principal.session.user,
         AccountChange::PasswordChanged,
     )?;

@@ -13,14 +13,15 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin;
-use crate::auth::tokens::{hash_token, random_token};
-use crate::auth::{ClientAddress, OptionalUser, cookie_value, csrf, set_cookie};
+use crate::auth::{ClientAddress, OptionalUser, csrf};
+use crate::http::cookies::{cookie_value, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppQuery, TextPath};
+use crate::secrets::{hash_token, random_token};
 use crate::state::AppState;
 
-use super::{
+use super::flow::{
     RedirectUrl, as_return_redirect, callback_url_for, is_form, refused, safe_callback,
     session_client, to_second_step, wants_return_redirect, with_session_cookie,
 };
@@ -314,11 +315,12 @@ async fn finish_provider_sign_in(
             return Ok(refused(error.code()));
         }
     };
-    let user =
-        match signin::user_for_provider_identity(state, identity, pending.link_user_id).await? {
-            Ok(user) => user,
-            Err(refusal) => return Ok(refused(refusal.code())),
-        };
+    let user = match signin::user_for_provider_identity(&state.auth, identity, pending.link_user_id)
+        .await?
+    {
+        Ok(user) => user,
+        Err(refusal) => return Ok(refused(refusal.code())),
+    };
     if pending.link_user_id.is_some() {
         // Linked to the session's own user, who is signed in already.
         return Ok(Redirect::to(&pending.callback_url).into_response());
@@ -326,11 +328,13 @@ async fn finish_provider_sign_in(
     if user.has_totp() {
         // The provider vouches for the first factor; the user's own second
         // factor is still asked for, on the sign-in page's second step.
-        let token = signin::start_second_factor(state, user.id(), pending.callback_url).await?;
+        let token =
+            signin::start_second_factor(&state.auth, user.id(), pending.callback_url).await?;
         return Ok(to_second_step(state, &token));
     }
     let client = session_client(headers, address);
-    let started = signin::start_session(state, user, SignInProof::FirstFactor, client).await?;
+    let started =
+        signin::start_session(&state.auth, user, SignInProof::FirstFactor, client).await?;
     Ok(with_session_cookie(
         state,
         &started,

@@ -10,15 +10,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::signin::{self, PasswordSignIn, SecondStepDone};
-use crate::auth::tokens::hash_token;
-use crate::auth::{ClientAddress, OptionalUser, SESSION_COOKIE, cookie_value, set_cookie};
+use crate::auth::{ClientAddress, OptionalUser};
+use crate::http::cookies::{SESSION_COOKIE, cookie_value, set_cookie};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppForm, AppJson, AppQuery, TextPath};
 use crate::http::pages;
+use crate::secrets::hash_token;
 use crate::state::AppState;
 
-use super::{
+use super::flow::{
     RedirectUrl, SECOND_FACTOR_COOKIE, SECOND_STEP, SessionView, as_return_redirect,
     callback_url_for, is_form, refused, safe_callback, second_step_url, session_client,
     session_view, signin_error_url, to_second_step, wants_return_redirect, with_session_cookie,
@@ -52,13 +53,25 @@ pub async fn signin_page(
     headers: HeaderMap,
     AppQuery(query): AppQuery<SigninPageQuery>,
 ) -> Response {
-    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
     let error = query.error.as_deref();
     let html = if query.step.as_deref() == Some(SECOND_STEP) {
-        pages::signin_second_factor(&state, &csrf_token, error)
+        pages::signin_second_factor(&state.settings.server, &csrf_token, error)
     } else {
         let callback = safe_callback(&state, query.callback_url.as_deref());
-        pages::signin(&state, &csrf_token, &callback, error)
+        let providers: Vec<(&str, &str)> = state
+            .auth
+            .providers
+            .iter()
+            .map(|provider| (provider.id.as_str(), provider.name.as_str()))
+            .collect();
+        pages::signin(
+            &state.settings.server,
+            &providers,
+            &csrf_token,
+            &callback,
+            error,
+        )
     };
     let mut response = Html(html).into_response();
     if let Some(cookie) = cookie {
@@ -131,7 +144,7 @@ pub async fn signin_with_credentials(
         return Err(AppError::invalid("email", "is required"));
     }
     let signed_in = signin::sign_in_with_password(
-        &state,
+        &state.auth,
         &body.email,
         &body.password,
         body.totp.as_deref(),
@@ -243,13 +256,14 @@ async fn form_sign_in(
     };
     let callback = safe_callback(state, form.callback_url.as_deref());
     Ok(
-        match signin::sign_in_with_password(state, &email, &password, code.as_deref(), client).await
+        match signin::sign_in_with_password(&state.auth, &email, &password, code.as_deref(), client)
+            .await
         {
             Ok(PasswordSignIn::Started(started)) => {
                 with_session_cookie(state, &started, Redirect::to(&callback).into_response())
             }
             Ok(PasswordSignIn::SecondFactorNeeded(user)) => {
-                let token = signin::start_second_factor(state, user.id(), callback).await?;
+                let token = signin::start_second_factor(&state.auth, user.id(), callback).await?;
                 to_second_step(state, &token)
             }
             Err(AppError::InvalidCredentials) => {
@@ -274,7 +288,9 @@ async fn finish_second_step(
     let Some(challenge) = challenge else {
         return Ok(refused("totp_expired"));
     };
-    let mut response = match signin::finish_second_factor(state, challenge, code, client).await {
+    let mut response = match signin::finish_second_factor(&state.auth, challenge, code, client)
+        .await
+    {
         Ok(Some(SecondStepDone {
             session,
             callback_url,
@@ -302,8 +318,8 @@ async fn finish_second_step(
     responses((status = 200, description = "HTML sign-out page", content_type = "text/html", body = String))
 )]
 pub async fn signout_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
-    let mut response = Html(pages::signout(&state, &csrf_token)).into_response();
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
+    let mut response = Html(pages::signout(&state.settings.server, &csrf_token)).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
@@ -528,7 +544,7 @@ pub struct CsrfView {
     responses((status = 200, description = "The token", body = CsrfView))
 )]
 pub async fn csrf(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let (csrf_token, cookie) = csrf::token_for(&state, &headers);
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
     let mut response = AppJson(CsrfView { csrf_token }).into_response();
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);

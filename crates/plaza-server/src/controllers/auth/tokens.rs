@@ -72,9 +72,10 @@ pub async fn admin_token(
     } else {
         parse_json(&body)?
     };
-    principal.require_second_factor(&state)?;
+    principal.require_second_factor(&state.settings.auth)?;
     let (token, claims) = crate::auth::issue_admin_token(
-        &state,
+        &state.auth,
+        &state.settings.auth,
         principal.user_id(),
         principal.role(),
         wanted.permissions.as_deref(),

@@ -155,16 +155,19 @@ pub async fn totp_enable(
         let stored = principal.session.user.row.password_hash.as_deref();
         let given = body.password.as_deref().unwrap_or_default();
         if stored.is_none() || !state.auth.passwords.verify(given, stored).await? {
-            return Err(attempt.failed(&state, AppError::Forbidden));
+            return Err(attempt.failed(&state.auth, AppError::Forbidden));
         }
     }
     let secret = state.auth.totp.open(user_id, &pending)?;
     let Some(step) = matching_step(&secret, body.code.trim(), None) else {
-        return Err(attempt.failed(&state, wrong_code()));
+        return Err(attempt.failed(&state.auth, wrong_code()));
     };
     let (recovery_codes, hashes) = new_recovery_codes();
-    let notice =
-        account_change_notice(&state, &principal.session.user, AccountChange::TotpEnabled)?;
+    let notice = account_change_notice(
+        &state.account_mail(),
+        &principal.session.user,
+        AccountChange::TotpEnabled,
+    )?;
     let kept = principal.token_hash.clone();
     state
         .db
@@ -177,7 +180,7 @@ pub async fn totp_enable(
             })
         })
         .await?;
-    attempt.passed(&state).await?;
+    attempt.passed(&state.auth).await?;
     state.auth.session_lookups.forget_user(user_id);
     state.mail.wake();
     Ok(AppJson(TotpEnabled { recovery_codes }))
@@ -220,11 +223,14 @@ pub async fn totp_disable(
         ));
     }
     let attempt = counted_attempt(&state, &principal, address).await?;
-    if !use_code(&state, user_id, &body.code).await? {
-        return Err(attempt.failed(&state, wrong_code()));
+    if !use_code(&state.auth.db, &state.auth.totp, user_id, &body.code).await? {
+        return Err(attempt.failed(&state.auth, wrong_code()));
     }
-    let notice =
-        account_change_notice(&state, &principal.session.user, AccountChange::TotpDisabled)?;
+    let notice = account_change_notice(
+        &state.account_mail(),
+        &principal.session.user,
+        AccountChange::TotpDisabled,
+    )?;
     state
         .db
         .write(|tx| {
@@ -234,7 +240,7 @@ pub async fn totp_disable(
             })
         })
         .await?;
-    attempt.passed(&state).await?;
+    attempt.passed(&state.auth).await?;
     state.auth.session_lookups.forget_user(user_id);
     state.mail.wake();
     Ok(AppJson(TotpDisabled {
@@ -249,11 +255,11 @@ async fn counted_attempt(
     principal: &SessionPrincipal,
     address: Option<IpAddr>,
 ) -> Result<CountedAttempt, AppError> {
-    let attempt = CountedAttempt::reserve(state, &principal.session.user.row.email, address)
+    let attempt = CountedAttempt::reserve(&state.auth, &principal.session.user.row.email, address)
         .await?
-        .with_code(state)
+        .with_code(&state.auth)
         .await?;
-    attempt.require_unlocked(state)?;
+    attempt.require_unlocked(&state.auth)?;
     Ok(attempt)
 }
 

@@ -23,7 +23,7 @@ use plaza_domain::users::Role;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ConsoleUser, form_field, page};
+use super::page::{ConsoleUser, form_field, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin::permissions::{
     NewPermissionBody, PermissionChangeBody, check_new_permission, check_permission_change,

@@ -12,7 +12,7 @@ use plaza_domain::grants;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::controllers::admin::analytics::{Dashboard, build_dashboard};
 use crate::http::error::AppError;
 use crate::http::extract::AppQuery;

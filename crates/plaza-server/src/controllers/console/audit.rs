@@ -10,7 +10,7 @@ use plaza_domain::time::rfc3339;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::controllers::params::{self, Problems};
 use crate::http::error::AppError;
 use crate::http::extract::AppQuery;

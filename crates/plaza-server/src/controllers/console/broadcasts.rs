@@ -12,7 +12,7 @@ use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::admin_v1::broadcasts::{BroadcastBody, BroadcastDraft, BroadcastItem};
 use crate::controllers::params::Problems;
@@ -144,7 +144,7 @@ pub async fn send(
         ));
     }
     let (new, targets) = draft.into_new(user.actor().user_id);
-    let sent = broadcasts::send(&state, context, new, targets, now).await?;
+    let sent = broadcasts::send(&state.db, context, new, targets, now).await?;
     let done = if sent.delivered_at.is_some() {
         "sent"
     } else {
@@ -170,6 +170,6 @@ pub async fn cancel(
 ) -> Result<Response, AppError> {
     user.check_form_token(form.csrf_token.as_deref())?;
     authorize(policy::send_broadcast(user.actor()), "broadcast")?;
-    broadcasts::cancel(&state, context, id).await?;
+    broadcasts::cancel(&state.db, context, id).await?;
     Ok(Redirect::to("/admin/broadcasts?done=cancelled").into_response())
 }

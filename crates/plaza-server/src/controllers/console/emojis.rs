@@ -12,7 +12,7 @@ use plaza_domain::policy;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::emojis::EmojiItem;
 use crate::controllers::params::Problems;

@@ -10,7 +10,7 @@ use plaza_domain::listing::Page;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::feature_flags::{FeatureFlagItem, FlagWriteBody, checked_write};
 use crate::http::error::AppError;
@@ -96,7 +96,15 @@ pub async fn save(
         target_roles: Some(form.target_roles),
     };
     let changes = checked_write(&name, body)?;
-    flags::put(&state, context, name, changes, user.actor().user_id).await?;
+    flags::put(
+        &state.db,
+        &state.flag_snapshot,
+        context,
+        name,
+        changes,
+        user.actor().user_id,
+    )
+    .await?;
     Ok(Redirect::to("/admin/flags?done=saved").into_response())
 }
 
@@ -143,6 +151,6 @@ pub async fn delete(
 ) -> Result<Response, AppError> {
     user.check_form_token(form.csrf_token.as_deref())?;
     user.require_administrator(None, "feature flag")?;
-    flags::delete(&state, context, name).await?;
+    flags::delete(&state.db, &state.flag_snapshot, context, name).await?;
     Ok(Redirect::to("/admin/flags?done=deleted").into_response())
 }

@@ -18,7 +18,7 @@ use plaza_domain::replies::AdminReplyQuery;
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 
-use super::{ConsoleUser, page, page_number};
+use super::page::{ConsoleUser, page, page_number};
 use crate::auth::{RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -309,7 +309,15 @@ pub async fn decide(
     if action == ModerationAction::Delete {
         authorize(policy::delete_others_post(user.actor()), "post")?;
     }
-    moderation::moderate_post(&state, context, user.actor().user_id, id, decision).await?;
+    moderation::moderate_post(
+        &state.db,
+        state.settings.limits.admin_lock_ttl(),
+        context,
+        user.actor().user_id,
+        id,
+        decision,
+    )
+    .await?;
     Ok(back_to(queue, action))
 }
 

@@ -15,7 +15,7 @@ use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::auth::authorize;
 use crate::controllers::admin_v1::reports::human_duration;
 use crate::http::error::AppError;

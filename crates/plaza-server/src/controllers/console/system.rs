@@ -11,7 +11,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ConsoleUser, page};
+use super::page::{ConsoleUser, page};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::system::{MaintenanceBody, checked};
 use crate::http::error::AppError;
@@ -52,7 +52,7 @@ pub async fn run_maintenance(
         scope: form.scope.filter(|scope| !scope.trim().is_empty()),
         notify: Some(form.notify.as_deref() == Some("true")),
     })?;
-    let report = maintenance::run(&state, request, context).await?;
+    let report = state.maintenance().run(request, context).await?;
     render(&state, &user, Some(report)).await
 }
 
@@ -61,8 +61,9 @@ async fn render(
     user: &ConsoleUser,
     report: Option<MaintenanceReport>,
 ) -> Result<Response, AppError> {
-    let health = state.health.check(state).await;
-    let backups = maintenance::stored_backups(state).map_err(AppError::internal)?;
+    let health = state.health.check(state.health_targets()).await;
+    let backups =
+        maintenance::stored_backups(&state.settings.storage).map_err(AppError::internal)?;
     let report = report
         .map(|report| serde_json::to_string_pretty(&report).map_err(AppError::internal))
         .transpose()?;

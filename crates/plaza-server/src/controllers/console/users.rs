@@ -19,7 +19,7 @@ use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{ConsoleUser, form_field, page, page_number};
+use super::page::{ConsoleUser, form_field, page, page_number};
 use crate::auth::RequestAudit;
 use crate::controllers::admin_v1::users::{
     AdminUserUpdate, BanTerms, MAX_BULK_USERS, checked_update,
@@ -27,7 +27,6 @@ use crate::controllers::admin_v1::users::{
 use crate::controllers::params::{Problems, TextRule, check_text};
 use crate::http::error::AppError;
 use crate::http::extract::{AppForm, AppQuery, IdPath, parse_id};
-use crate::services::user_admin;
 use crate::state::AppState;
 
 /// Users per page of the list.
@@ -285,11 +284,15 @@ async fn ban_one(
     banning: bool,
 ) -> Result<String, AppError> {
     let changed = if banning {
-        user_admin::ban_user(state, context, actor, id, terms.clone().order())
+        state
+            .user_admin()
+            .ban_user(context, actor, id, terms.clone().order())
             .await?
             .0
     } else {
-        user_admin::unban_user(state, context, actor, id, terms.reason.clone())
+        state
+            .user_admin()
+            .unban_user(context, actor, id, terms.reason.clone())
             .await?
             .0
     };
@@ -327,7 +330,10 @@ pub async fn change_role(
     };
     let changes = checked_update(&update, &mut problems);
     problems.finish()?;
-    user_admin::update_user(&state, context, user.actor(), id, changes, None).await?;
+    state
+        .user_admin()
+        .update_user(context, user.actor(), id, changes, None)
+        .await?;
     Ok(Redirect::to(&format!("/admin/users/{id}?done=role")).into_response())
 }
 

@@ -9,62 +9,23 @@
 //! panic) get the same treatment, so no response leaves without the shape.
 //!
 //! The module is split by concern: this file maps failures to statuses and
-//! codes, [`surface`] renders a report in each surface's body shape, and
-//! [`schema`] declares those bodies for the OpenAPI document.
+//! codes, [`report`] is what a failure leaves for the renderer, [`surface`]
+//! renders a report in each surface's body shape, and [`schema`] declares
+//! those bodies for the OpenAPI document.
 
+pub mod report;
 pub mod schema;
-mod surface;
+pub mod surface;
 
-pub use surface::{ERROR_SHAPE_EXTENSION, Surface, SurfaceMap, on_surface, render_response};
+pub use report::{ErrorReport, FieldError};
+pub use surface::{ERROR_SHAPE_EXTENSION, Surface, SurfaceMap, render_response};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::DomainError;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
-use utoipa::ToSchema;
 
-/// A problem with one input field.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct FieldError {
-    /// Dotted path of the field, e.g. `limit` or `tags.2`.
-    pub field: String,
-    /// What is wrong with it, for people.
-    pub reason: String,
-    /// A machine-readable kind (`invalid_type`, `too_small`, `too_big`,
-    /// `invalid_string`, `custom`), as the unversioned admin surface reports it.
-    #[serde(skip)]
-    pub kind: &'static str,
-    #[serde(skip)]
-    pub expected: Option<String>,
-    #[serde(skip)]
-    pub received: Option<String>,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            reason: reason.into(),
-            kind: "custom",
-            expected: None,
-            received: None,
-        }
-    }
-
-    /// Records what type or range was expected and what arrived.
-    pub fn with_kind(
-        mut self,
-        kind: &'static str,
-        expected: impl Into<String>,
-        received: impl Into<String>,
-    ) -> Self {
-        self.kind = kind;
-        self.expected = Some(expected.into());
-        self.received = Some(received.into());
-        self
-    }
-}
+use crate::services::maintenance::MaintenanceError;
 
 /// Every way a request can fail.
 #[derive(Debug, thiserror::Error)]
@@ -331,22 +292,14 @@ impl From<DomainError> for AppError {
     }
 }
 
-/// What [`AppError`] leaves in the response for the renderer: everything a
-/// surface may need, without the internal cause.
-#[derive(Debug, Clone)]
-pub struct ErrorReport {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: String,
-    pub fields: Vec<FieldError>,
-    /// Extra fields some codes carry (`requiredPermission`, `lockedBy`, …).
-    pub extra: Map<String, Value>,
-    /// Unknown routes answer in the general shape whatever their prefix.
-    pub general_only: bool,
-    /// The status stands on every surface ([`AppError::BrokenRule`]).
-    pub status_on_every_surface: bool,
-    /// The `error` string of the string-shaped surfaces, when the error names it.
-    pub title: Option<&'static str>,
+impl From<MaintenanceError> for AppError {
+    fn from(error: MaintenanceError) -> Self {
+        match error {
+            MaintenanceError::Conflict(message) => AppError::Conflict(message),
+            MaintenanceError::Domain(error) => AppError::from(error),
+            MaintenanceError::Failed(cause) => AppError::Internal(cause),
+        }
+    }
 }
 
 impl From<&AppError> for ErrorReport {
@@ -418,7 +371,7 @@ impl IntoResponse for AppError {
                     axum::http::HeaderValue::from(retry_after_secs.max(1)),
                 );
                 if limit > 0 {
-                    crate::http::rate_limit::write_headers(
+                    crate::http::limit_headers::write_headers(
                         headers,
                         limit,
                         0,
@@ -430,5 +383,95 @@ impl IntoResponse for AppError {
         }
         response.extensions_mut().insert(report);
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn validation_errors_carry_field_and_reason_in_the_general_shape() {
+        let report = ErrorReport::from(&AppError::invalid("limit", "must be at most 100"));
+        let body = Surface::General.render(&report);
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+        assert_eq!(body["error"]["details"]["field"], "limit");
+        assert_eq!(body["error"]["details"]["reason"], "must be at most 100");
+    }
+
+    #[test]
+    fn admin_permission_errors_name_the_missing_permission() {
+        let error = AppError::InsufficientAdminPermissions {
+            required: "admin:write",
+        };
+        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
+        assert_eq!(body["error"]["requiredPermission"], "admin:write");
+    }
+
+    #[test]
+    fn lock_refusals_name_the_holder_and_the_time() {
+        let error = AppError::from(plaza_domain::DomainError::Locked {
+            resource: "post",
+            holder_id: 7,
+            locked_at: 1_700_000_000_123,
+        });
+        assert_eq!(error.status(), StatusCode::LOCKED);
+        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
+        assert_eq!(body["success"], false);
+        assert_eq!(body["error"]["code"], "RESOURCE_LOCKED");
+        assert_eq!(body["error"]["lockedBy"], "7");
+        assert_eq!(body["error"]["lockedAt"], "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            body["error"]["message"],
+            "post is being modified by another admin"
+        );
+    }
+
+    #[test]
+    fn internal_causes_never_reach_the_body() {
+        let report = ErrorReport::from(&AppError::internal("password=hunter2 in query"));
+        for surface in [Surface::General, Surface::AdminV1, Surface::Plain] {
+            let body = surface.render(&report).to_string();
+            assert!(!body.contains("hunter2"), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_broken_rule_is_422_even_where_invalid_input_is_400() {
+        let error = AppError::from(plaza_domain::DomainError::Invalid {
+            field: "permissions",
+            reason: "posts.pin depends on posts:moderate".to_owned(),
+        });
+        let report = ErrorReport::from(&error);
+        let response = render_response(
+            Surface::Admin,
+            &report,
+            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
+        );
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        let body = Surface::Admin.render(&report);
+        assert_eq!(body["error"], "Validation error");
+        assert_eq!(body["details"][0]["path"], json!(["permissions"]));
+        let invalid = ErrorReport::from(&AppError::invalid("limit", "too big"));
+        let response = render_response(
+            Surface::Admin,
+            &invalid,
+            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
+        );
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn unknown_routes_answer_in_the_general_shape_everywhere() {
+        let report = ErrorReport::from(&AppError::RouteNotFound);
+        let body = Surface::AdminV1.render(&report);
+        assert_eq!(body["error"]["code"], "NOT_FOUND");
+        assert!(body.get("success").is_none());
     }
 }

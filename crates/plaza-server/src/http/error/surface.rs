@@ -7,10 +7,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use utoipa::openapi::OpenApi;
-use utoipa_axum::router::OpenApiRouter;
 
-use super::ErrorReport;
-use crate::state::AppState;
+use super::report::ErrorReport;
 
 /// The API surfaces of SPEC.md, each with its own error body shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,27 +207,6 @@ fn plain_title(report: &ErrorReport) -> String {
     }
 }
 
-/// Declares that the routes of `routes` answer errors in `surface`'s
-/// shape: the one place a route group names its surface. Each operation
-/// of the group is marked with its error schema (the OpenAPI extension
-/// [`ERROR_SHAPE_EXTENSION`]), from which [`SurfaceMap`] tells the
-/// middleware the surface of a matched route, so no layer wraps the
-/// group's routes (a layer cost every request of a group an allocation
-/// and a boxed call: 12% of the instructions of `GET /api/version`,
-/// measured with `bench/instructions.sh`). The group's error answers,
-/// documented in the general shape by `documented_routes!` and `limited`,
-/// take the surface's schema and statuses.
-pub fn on_surface(
-    surface: Surface,
-    mut routes: OpenApiRouter<AppState>,
-) -> OpenApiRouter<AppState> {
-    for item in routes.get_openapi_mut().paths.paths.values_mut() {
-        crate::http::extract::documented::adopt_surface(item, surface);
-        crate::http::extract::documented::mark_error_shape(item, surface);
-    }
-    routes
-}
-
 /// The OpenAPI extension on every operation that names the schema of its
 /// error answers (`GeneralError`, `AdminV1Error`, …).
 pub const ERROR_SHAPE_EXTENSION: &str = "x-error-shape";
@@ -266,7 +243,12 @@ impl SurfaceMap {
 
     /// The surface of a matched route, if a group declared one.
     pub fn surface_of(&self, route: Option<&MatchedPath>) -> Option<Surface> {
-        route.and_then(|route| self.0.get(route.as_str()).copied())
+        route.and_then(|route| self.get(route.as_str()))
+    }
+
+    /// The surface of the route template `path`, if a group declared one.
+    pub fn get(&self, path: &str) -> Option<Surface> {
+        self.0.get(path).copied()
     }
 }
 
@@ -282,7 +264,10 @@ pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Res
             status,
             &plain_title(report),
             &report.message,
-            &report.fields,
+            report
+                .fields
+                .iter()
+                .map(|field| (field.field.as_str(), field.reason.as_str())),
         )
     } else {
         (status, Json(surface.render(report))).into_response()
@@ -302,7 +287,6 @@ pub fn render_response(surface: Surface, report: &ErrorReport, mut response: Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::error::AppError;
 
     #[test]
     fn every_surface_is_found_by_its_schema_name() {
@@ -313,115 +297,5 @@ mod tests {
             );
         }
         assert_eq!(Surface::with_schema_name("Unknown"), None);
-    }
-
-    #[test]
-    fn the_map_follows_the_groups_declarations_and_each_path_has_one_surface() {
-        let (_, document) = crate::app::api_router().split_for_parts();
-        let map = SurfaceMap::from_document(&document);
-        for (path, item) in &document.paths.paths {
-            if path == "/api/openapi" || path == "/api/swagger" {
-                continue;
-            }
-            let surfaces: std::collections::HashSet<&str> =
-                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
-                    .into_iter()
-                    .flatten()
-                    .map(|operation| {
-                        operation
-                            .extensions
-                            .as_ref()
-                            .and_then(|found| found.get(ERROR_SHAPE_EXTENSION))
-                            .and_then(Value::as_str)
-                            .unwrap_or_else(|| panic!("{path}: an operation outside every group"))
-                    })
-                    .collect();
-            assert_eq!(surfaces.len(), 1, "{path}: {surfaces:?}");
-            assert!(map.0.contains_key(path), "{path}");
-        }
-        assert_eq!(map.0["/api/v1/admin/users"], Surface::AdminV1);
-        assert_eq!(map.0["/api/version"], Surface::Plain);
-        assert_eq!(map.0["/api/og-image"], Surface::Image);
-    }
-
-    #[test]
-    fn validation_errors_carry_field_and_reason_in_the_general_shape() {
-        let report = ErrorReport::from(&AppError::invalid("limit", "must be at most 100"));
-        let body = Surface::General.render(&report);
-        assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
-        assert_eq!(body["error"]["details"]["field"], "limit");
-        assert_eq!(body["error"]["details"]["reason"], "must be at most 100");
-    }
-
-    #[test]
-    fn admin_permission_errors_name_the_missing_permission() {
-        let error = AppError::InsufficientAdminPermissions {
-            required: "admin:write",
-        };
-        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
-        assert_eq!(body["success"], false);
-        assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
-        assert_eq!(body["error"]["requiredPermission"], "admin:write");
-    }
-
-    #[test]
-    fn lock_refusals_name_the_holder_and_the_time() {
-        let error = AppError::from(plaza_domain::DomainError::Locked {
-            resource: "post",
-            holder_id: 7,
-            locked_at: 1_700_000_000_123,
-        });
-        assert_eq!(error.status(), StatusCode::LOCKED);
-        let body = Surface::AdminV1.render(&ErrorReport::from(&error));
-        assert_eq!(body["success"], false);
-        assert_eq!(body["error"]["code"], "RESOURCE_LOCKED");
-        assert_eq!(body["error"]["lockedBy"], "7");
-        assert_eq!(body["error"]["lockedAt"], "2023-11-14T22:13:20.123Z");
-        assert_eq!(
-            body["error"]["message"],
-            "post is being modified by another admin"
-        );
-    }
-
-    #[test]
-    fn internal_causes_never_reach_the_body() {
-        let report = ErrorReport::from(&AppError::internal("password=hunter2 in query"));
-        for surface in [Surface::General, Surface::AdminV1, Surface::Plain] {
-            let body = surface.render(&report).to_string();
-            assert!(!body.contains("hunter2"), "{body}");
-        }
-    }
-
-    #[test]
-    fn a_broken_rule_is_422_even_where_invalid_input_is_400() {
-        let error = AppError::from(plaza_domain::DomainError::Invalid {
-            field: "permissions",
-            reason: "posts.pin depends on posts:moderate".to_owned(),
-        });
-        let report = ErrorReport::from(&error);
-        let response = render_response(
-            Surface::Admin,
-            &report,
-            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
-        );
-        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-        let body = Surface::Admin.render(&report);
-        assert_eq!(body["error"], "Validation error");
-        assert_eq!(body["details"][0]["path"], json!(["permissions"]));
-        let invalid = ErrorReport::from(&AppError::invalid("limit", "too big"));
-        let response = render_response(
-            Surface::Admin,
-            &invalid,
-            StatusCode::UNPROCESSABLE_ENTITY.into_response(),
-        );
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    }
-
-    #[test]
-    fn unknown_routes_answer_in_the_general_shape_everywhere() {
-        let report = ErrorReport::from(&AppError::RouteNotFound);
-        let body = Surface::AdminV1.render(&report);
-        assert_eq!(body["error"]["code"], "NOT_FOUND");
-        assert!(body.get("success").is_none());
     }
 }

@@ -36,11 +36,12 @@ use tracing::Instrument;
 
 use super::cors::CorsPolicy;
 use super::metrics;
-use crate::auth::{SESSION_COOKIE, cookie_value, is_same_origin};
+use crate::http::cookies::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::http::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
 use crate::http::extract::text_input::refuse_nul_in_query;
-use crate::http::rate_limit::address::TrustedProxies;
+use crate::http::rate_limit::address::client_behind;
 use crate::settings::ServerSettings;
+use crate::settings::TrustedProxies;
 
 /// The header that carries a request's id, both ways.
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -144,7 +145,7 @@ where
         let client = request
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(peer)| shared.proxies.client_address(peer.ip(), request.headers()));
+            .map(|ConnectInfo(peer)| client_behind(&shared.proxies, peer.ip(), request.headers()));
         // This layer runs after routing (it is put on every route), so the
         // matched route tells the surface its group declared.
         let surface = shared

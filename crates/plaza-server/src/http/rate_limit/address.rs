@@ -10,93 +10,56 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use axum::http::{HeaderMap, HeaderName};
-use ipnet::IpNet;
+
+use crate::settings::{TrustedProxies, canonical_address};
 
 /// Named once, not parsed from text on every request.
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
-/// The proxies whose forwarding headers are believed.
-#[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
-
-impl TrustedProxies {
-    /// Reads addresses (`10.0.0.1`) and ranges (`10.0.0.0/8`, `fd00::/8`).
-    pub fn parse(entries: &[String]) -> Result<Self, String> {
-        entries
-            .iter()
-            .map(|entry| {
-                let entry = entry.trim();
-                entry
-                    .parse::<IpNet>()
-                    .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        format!("{entry:?} is not an address or a CIDR range such as 10.0.0.0/8")
-                    })
-            })
-            .collect::<Result<_, _>>()
-            .map(TrustedProxies)
+/// The client behind `peer`: the peer itself, or when the peer is a
+/// trusted proxy, the right-most untrusted hop of `Forwarded` (when
+/// present) or else `X-Forwarded-For`. When every hop is trusted, the
+/// left-most is the client; a hop that is not an address (`unknown`, an
+/// obfuscated name) ends the walk at the proxy that wrote it.
+pub fn client_behind(proxies: &TrustedProxies, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    let peer = canonical_address(peer);
+    if !proxies.trusts(peer) {
+        return peer;
     }
-
-    /// Whether `address` is one of the trusted proxies, whose other headers
-    /// (an analytics country or VPN flag) are believed too.
-    pub fn trusts(&self, address: IpAddr) -> bool {
-        let address = canonical(address);
-        self.0.iter().any(|net| net.contains(&address))
-    }
-
-    /// The client behind `peer`: the peer itself, or when the peer is a
-    /// trusted proxy, the right-most untrusted hop of `Forwarded` (when
-    /// present) or else `X-Forwarded-For`. When every hop is trusted, the
-    /// left-most is the client; a hop that is not an address (`unknown`, an
-    /// obfuscated name) ends the walk at the proxy that wrote it.
-    pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-        let peer = canonical(peer);
-        if !self.trusts(peer) {
-            return peer;
-        }
-        if headers.contains_key(axum::http::header::FORWARDED) {
-            self.walk_from_right(peer, forwarded_hops_from_right(headers))
-        } else {
-            self.walk_from_right(peer, x_forwarded_for_hops_from_right(headers))
-        }
-    }
-
-    /// The right-most hop of `hops` (read from the right) that is not a
-    /// trusted proxy; the left-most when every one is.
-    fn walk_from_right(&self, peer: IpAddr, hops: impl Iterator<Item = Option<IpAddr>>) -> IpAddr {
-        let mut client = peer;
-        for hop in hops {
-            match hop {
-                Some(address) => {
-                    client = canonical(address);
-                    if !self.trusts(client) {
-                        break;
-                    }
-                }
-                None => break,
-            }
-        }
-        client
+    if headers.contains_key(axum::http::header::FORWARDED) {
+        walk_from_right(proxies, peer, forwarded_hops_from_right(headers))
+    } else {
+        walk_from_right(proxies, peer, x_forwarded_for_hops_from_right(headers))
     }
 }
 
-/// IPv4 clients reaching an IPv6 socket appear as `::ffff:a.b.c.d`; they are
-/// the same client as `a.b.c.d`.
-fn canonical(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
+/// The right-most hop of `hops` (read from the right) that is not a
+/// trusted proxy; the left-most when every one is.
+fn walk_from_right(
+    proxies: &TrustedProxies,
+    peer: IpAddr,
+    hops: impl Iterator<Item = Option<IpAddr>>,
+) -> IpAddr {
+    let mut client = peer;
+    for hop in hops {
+        match hop {
+            Some(address) => {
+                client = canonical_address(address);
+                if !proxies.trusts(client) {
+                    break;
+                }
+            }
+            None => break,
+        }
     }
+    client
 }
 
 /// The part of an address a rate limit counts: an IPv4 address whole, an
 /// IPv6 address by its /64 (one subscriber's network; anyone holding one
 /// can use 2^64 addresses in it).
 pub fn counted_prefix(address: IpAddr) -> IpAddr {
-    match canonical(address) {
+    match canonical_address(address) {
         IpAddr::V6(v6) => {
             let bits = u128::from(v6) & !((1u128 << 64) - 1);
             IpAddr::V6(Ipv6Addr::from(bits))
@@ -174,7 +137,7 @@ mod tests {
         let trusted = proxies(&["10.0.0.0/8"]);
         let sent = headers(&[("x-forwarded-for", "1.2.3.4"), ("forwarded", "for=1.2.3.4")]);
         assert_eq!(
-            trusted.client_address(ip("203.0.113.9"), &sent),
+            client_behind(&trusted, ip("203.0.113.9"), &sent),
             ip("203.0.113.9")
         );
     }
@@ -185,7 +148,7 @@ mod tests {
         // The client wrote 6.6.6.6 itself; the proxies appended the rest.
         let sent = headers(&[("x-forwarded-for", "6.6.6.6, 198.51.100.7, 10.1.1.1")]);
         assert_eq!(
-            trusted.client_address(ip("192.168.1.1"), &sent),
+            client_behind(&trusted, ip("192.168.1.1"), &sent),
             ip("198.51.100.7")
         );
         let lines = headers(&[
@@ -193,16 +156,16 @@ mod tests {
             ("x-forwarded-for", "198.51.100.7"),
         ]);
         assert_eq!(
-            trusted.client_address(ip("10.0.0.2"), &lines),
+            client_behind(&trusted, ip("10.0.0.2"), &lines),
             ip("198.51.100.7")
         );
         let all_trusted = headers(&[("x-forwarded-for", "10.9.9.9, 10.1.1.1")]);
         assert_eq!(
-            trusted.client_address(ip("10.0.0.2"), &all_trusted),
+            client_behind(&trusted, ip("10.0.0.2"), &all_trusted),
             ip("10.9.9.9")
         );
         assert_eq!(
-            trusted.client_address(ip("10.0.0.2"), &HeaderMap::new()),
+            client_behind(&trusted, ip("10.0.0.2"), &HeaderMap::new()),
             ip("10.0.0.2")
         );
     }
@@ -215,17 +178,17 @@ mod tests {
             "for=6.6.6.6, for=\"[2001:db8:cafe::17]:4711\";proto=https",
         )]);
         assert_eq!(
-            trusted.client_address(ip("10.0.0.1"), &sent),
+            client_behind(&trusted, ip("10.0.0.1"), &sent),
             ip("2001:db8:cafe::17")
         );
         let with_port = headers(&[("forwarded", "for=\"198.51.100.7:8080\"")]);
         assert_eq!(
-            trusted.client_address(ip("10.0.0.1"), &with_port),
+            client_behind(&trusted, ip("10.0.0.1"), &with_port),
             ip("198.51.100.7")
         );
         let unknown = headers(&[("forwarded", "for=6.6.6.6, for=unknown")]);
         assert_eq!(
-            trusted.client_address(ip("10.0.0.1"), &unknown),
+            client_behind(&trusted, ip("10.0.0.1"), &unknown),
             ip("10.0.0.1")
         );
     }
@@ -246,13 +209,5 @@ mod tests {
             ip("198.51.100.7")
         );
         assert_eq!(counted_prefix(ip("198.51.100.7")), ip("198.51.100.7"));
-    }
-
-    #[test]
-    fn bad_entries_are_named() {
-        let error =
-            TrustedProxies::parse(&["10.0.0.0/8".into(), "proxy.local".into()]).unwrap_err();
-        assert!(error.contains("proxy.local"), "{error}");
-        assert!(TrustedProxies::parse(&["10.0.0.0/33".into()]).is_err());
     }
 }

@@ -16,31 +16,52 @@ pub mod shared;
 
 use std::convert::Infallible;
 use std::fmt::Write;
+use std::marker::PhantomData;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, FromRequestParts, Request};
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::extract::{ConnectInfo, Request};
+use axum::http::HeaderValue;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tower::{Layer, Service};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{OptionalUser, SESSION_COOKIE, cookie_value};
 use crate::http::error::AppError;
-use crate::settings::LimitSettings;
-use crate::state::AppState;
-use address::{TrustedProxies, counted_prefix};
-use gcra::{LocalStore, Outcome, Quota};
+use crate::http::limit_headers::{ADMIN_TIER_HEADER, LIMIT_HEADER, write_headers};
+use crate::settings::{LimitSettings, Quota, TrustedProxies};
+use address::{client_behind, counted_prefix};
+use gcra::{LocalStore, Outcome};
 use sha2::Digest as _;
 use shared::{SharedError, SharedStore};
 
-pub const LIMIT_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-limit");
-pub const REMAINING_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
-pub const RESET_HEADER: HeaderName = HeaderName::from_static("x-ratelimit-reset");
-pub const ADMIN_TIER_HEADER: HeaderName = HeaderName::from_static("x-admin-tier");
+/// What a limited route group reads from the router's state, which the
+/// app puts in every request's extensions: the limiter, and who is calling
+/// as the credentials say (the auth layer above answers it; the app's
+/// state, which composes both, lends them).
+pub trait LimitState: Clone + Send + Sync + 'static {
+    fn rate_limiter(&self) -> &RateLimiter;
+
+    /// The user behind the request's valid credential (an admin token's,
+    /// else the session's), resolved as `limit`'s routes resolve it;
+    /// `None` for anyone else, who is counted by address.
+    fn credited_user(
+        &self,
+        limit: Limit,
+        parts: &mut Parts,
+    ) -> impl Future<Output = Option<Credited>> + Send;
+}
+
+/// A user a request is counted as.
+#[derive(Debug, Clone, Copy)]
+pub struct Credited {
+    pub user_id: i64,
+    /// A valid admin token holding `admin:super`.
+    pub super_token: bool,
+}
 
 /// A route group's limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,6 +341,11 @@ impl RateLimiter {
         &self.trusted_proxies
     }
 
+    /// Whether rate limits are on (`rate_limits_enabled`).
+    pub fn enabled(&self) -> bool {
+        self.settings.rate_limits_enabled
+    }
+
     fn now_micros(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
@@ -486,7 +512,7 @@ fn first_half(digest: &[u8]) -> [u8; 16] {
 
 /// Puts `limit` on every route of `router`, and documents its 429 (with the
 /// headers) on each of their operations.
-pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+pub fn limited<St: LimitState>(limit: Limit, mut router: OpenApiRouter<St>) -> OpenApiRouter<St> {
     let admin_tiers = match limit {
         Limit::AdminV1 => Some("`general`, or `super` for a token holding `admin:super`"),
         Limit::SystemAction => Some("`system`"),
@@ -499,36 +525,61 @@ pub fn limited(limit: Limit, mut router: OpenApiRouter<AppState>) -> OpenApiRout
     for item in router.get_openapi_mut().paths.paths.values_mut() {
         crate::http::extract::documented::document_rate_limit(item, admin_tiers);
     }
-    router.route_layer(LimitLayer { limit })
+    router.route_layer(LimitLayer::<St> {
+        limit,
+        state: PhantomData,
+    })
 }
 
-/// The layer [`limited`] adds.
-#[derive(Clone, Copy)]
-struct LimitLayer {
+/// The layer [`limited`] adds; it finds the router's state `St` in the
+/// request's extensions.
+struct LimitLayer<St> {
     limit: Limit,
+    state: PhantomData<fn() -> St>,
 }
 
-impl<S> Layer<S> for LimitLayer {
-    type Service = LimitService<S>;
+impl<St> Clone for LimitLayer<St> {
+    fn clone(&self) -> Self {
+        LimitLayer {
+            limit: self.limit,
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S, St> Layer<S> for LimitLayer<St> {
+    type Service = LimitService<S, St>;
 
     fn layer(&self, inner: S) -> Self::Service {
         LimitService {
             inner,
             limit: self.limit,
+            state: PhantomData,
         }
     }
 }
 
-#[derive(Clone)]
-struct LimitService<S> {
+struct LimitService<S, St> {
     inner: S,
     limit: Limit,
+    state: PhantomData<fn() -> St>,
 }
 
-impl<S> Service<Request> for LimitService<S>
+impl<S: Clone, St> Clone for LimitService<S, St> {
+    fn clone(&self) -> Self {
+        LimitService {
+            inner: self.inner.clone(),
+            limit: self.limit,
+            state: PhantomData,
+        }
+    }
+}
+
+impl<S, St> Service<Request> for LimitService<S, St>
 where
     S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
+    St: LimitState,
 {
     type Response = Response;
     type Error = Infallible;
@@ -543,10 +594,10 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let limit = self.limit;
         Box::pin(async move {
-            let Some(state) = request.extensions().get::<AppState>().cloned() else {
+            let Some(state) = request.extensions().get::<St>().cloned() else {
                 return inner.call(request).await;
             };
-            if !state.settings.limits.rate_limits_enabled {
+            if !state.rate_limiter().enabled() {
                 return inner.call(request).await;
             }
             let (mut parts, body) = request.into_parts();
@@ -562,7 +613,7 @@ where
             }
             let request = Request::from_parts(parts, body);
             let tier = limit.tier(&caller);
-            let mut response = match state.rate_limiter.check(limit, caller, 1).await {
+            let mut response = match state.rate_limiter().check(limit, caller, 1).await {
                 Verdict::Counted(outcome) if outcome.allowed => {
                     let mut response = inner.call(request).await?;
                     // A refusal from inside (the sign-in throttle's) keeps
@@ -604,64 +655,28 @@ fn refusal(limit: Limit, outcome: Outcome) -> AppError {
     }
 }
 
-/// The user behind a valid admin token or session, else the client address.
-/// Analytics collection resolves the session as its handler will
-/// ([`OptionalUser::for_analytics`]).
-async fn caller_of(
-    limit: Limit,
-    parts: &mut axum::http::request::Parts,
-    state: &AppState,
-) -> Option<Caller> {
-    if let Some(claims) = crate::auth::bearer_claims(parts, state)
-        && let Ok(user_id) = claims.sub.parse()
-    {
+/// The user behind a valid admin token or session, else the client
+/// address.
+async fn caller_of<St: LimitState>(limit: Limit, parts: &mut Parts, state: &St) -> Option<Caller> {
+    if let Some(user) = state.credited_user(limit, parts).await {
         return Some(Caller {
-            subject: Subject::User(user_id),
-            super_token: claims.grants_super(),
+            subject: Subject::User(user.user_id),
+            super_token: user.super_token,
         });
     }
-    let user = if cookie_value(&parts.headers, SESSION_COOKIE).is_none() {
-        None
-    } else if limit == Limit::Analytics {
-        OptionalUser::for_analytics(parts, state).await.ok()
-    } else {
-        OptionalUser::from_request_parts(parts, state).await.ok()
-    };
-    let subject = if let Some(OptionalUser(Some(principal))) = user {
-        Subject::User(principal.user_id())
-    } else {
-        Subject::Address(counted_prefix(client_address(parts, state)?))
-    };
+    let address = client_address(parts, state.rate_limiter().trusted_proxies())?;
     Some(Caller {
-        subject,
+        subject: Subject::Address(counted_prefix(address)),
         super_token: false,
     })
 }
 
 /// The client's address: the peer, or the right-most untrusted forwarded hop
-/// when the peer is a trusted proxy. `None` only off a socket (in-process
+/// when the peer is one of `proxies`. `None` only off a socket (in-process
 /// link previews of the service's own pages).
-pub fn client_address(parts: &axum::http::request::Parts, state: &AppState) -> Option<IpAddr> {
+pub fn client_address(parts: &Parts, proxies: &TrustedProxies) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
-    Some(
-        state
-            .rate_limiter
-            .trusted_proxies()
-            .client_address(peer, &parts.headers),
-    )
-}
-
-/// Writes the `X-RateLimit-*` headers: the quota's count, the requests
-/// left, and the Unix second when the quota is full again (`reset_after`
-/// from now). The one place they are written, for answers and refusals.
-pub fn write_headers(headers: &mut HeaderMap, limit: u32, remaining: u32, reset_after: Duration) {
-    let reset = SystemTime::now()
-        .checked_add(reset_after)
-        .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |since| since.as_secs_f64().ceil() as u64);
-    headers.insert(LIMIT_HEADER, HeaderValue::from(limit));
-    headers.insert(REMAINING_HEADER, HeaderValue::from(remaining));
-    headers.insert(RESET_HEADER, HeaderValue::from(reset));
+    Some(client_behind(proxies, peer, &parts.headers))
 }
 
 #[cfg(test)]

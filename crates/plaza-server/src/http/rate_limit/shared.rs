@@ -16,13 +16,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, IntoConnectionInfo, TlsCertificates};
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 use tokio::sync::{OnceCell, mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::gcra::{Outcome, Quota};
+use super::gcra::Outcome;
+use crate::settings::Quota;
 
 /// KEYS: the clients' keys, group by group. ARGV: for each group of keys
 /// with one quota and charge, the number of its keys, its period and its
@@ -136,74 +134,11 @@ pub struct SharedStore {
     queue: OnceCell<mpsc::Sender<PendingCheck>>,
 }
 
-/// Why the Redis settings make no client, and which setting is at fault.
-#[derive(Debug, thiserror::Error)]
-#[error("{problem}")]
-pub struct ClientError {
-    pub setting: &'static str,
-    pub problem: String,
-}
-
-impl ClientError {
-    fn new(setting: &'static str, problem: impl Into<String>) -> Self {
-        ClientError {
-            setting,
-            problem: problem.into(),
-        }
-    }
-}
-
-/// The client for `url` (`redis://`, or `rediss://` for TLS). A `rediss://`
-/// server's certificate must chain to a CA the system trusts or, with
-/// `ca_file`, to the CA certificates in that PEM file. Skipping the check
-/// (`#insecure`) is refused: whoever could answer in Redis's place could
-/// lift every limit.
-pub fn redis_client(url: &str, ca_file: Option<&Path>) -> Result<redis::Client, ClientError> {
-    let url_error = |error: redis::RedisError| ClientError::new("redis_url", error.to_string());
-    let info = url.into_connection_info().map_err(url_error)?;
-    let tls = match info.addr() {
-        ConnectionAddr::TcpTls { insecure: true, .. } => {
-            return Err(ClientError::new(
-                "redis_url",
-                "`#insecure` would skip checking Redis's certificate; give the CA that signed it in redis_ca_file instead",
-            ));
-        }
-        ConnectionAddr::TcpTls { .. } => true,
-        _ => false,
-    };
-    let Some(ca_file) = ca_file else {
-        return redis::Client::open(info).map_err(url_error);
-    };
-    if !tls {
-        return Err(ClientError::new(
-            "redis_ca_file",
-            "is set, but redis_url is not a rediss:// (TLS) address",
-        ));
-    }
-    let pem = std::fs::read(ca_file).map_err(|error| {
-        ClientError::new("redis_ca_file", format!("{}: {error}", ca_file.display()))
-    })?;
-    if CertificateDer::pem_slice_iter(&pem).next().is_none() {
-        return Err(ClientError::new(
-            "redis_ca_file",
-            format!("{} holds no PEM certificate", ca_file.display()),
-        ));
-    }
-    redis::Client::build_with_tls(
-        info,
-        TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem),
-        },
-    )
-    .map_err(|error| ClientError::new("redis_ca_file", error.to_string()))
-}
-
 impl SharedStore {
     /// Checks the settings only; the connection is made on first use.
     pub fn new(url: &str, ca_file: Option<&Path>, timeout: Duration) -> Result<Self, String> {
         Ok(SharedStore {
-            client: redis_client(url, ca_file).map_err(|error| error.to_string())?,
+            client: crate::settings::redis_client(url, ca_file).map_err(|error| error.problem)?,
             timeout,
             queue: OnceCell::new(),
         })
@@ -383,41 +318,5 @@ impl Link {
         .map_err(|_| SharedError::Timeout(self.timeout))??;
         self.manager = Some(manager.clone());
         Ok(manager)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused(url: &str, ca_file: Option<&Path>) -> ClientError {
-        redis_client(url, ca_file).expect_err("refused")
-    }
-
-    #[test]
-    fn redis_settings_are_checked_before_any_connection() {
-        let folder = tempfile::tempdir().expect("a folder");
-        let empty = folder.path().join("empty.pem");
-        std::fs::write(&empty, "no certificate here\n").expect("write");
-        let missing = folder.path().join("missing.pem");
-
-        assert!(redis_client("redis://127.0.0.1:6379", None).is_ok());
-        assert!(redis_client("rediss://redis.example.com:6380", None).is_ok());
-        assert_eq!(refused("http://127.0.0.1", None).setting, "redis_url");
-        let insecure = refused("rediss://127.0.0.1:6380/#insecure", None);
-        assert_eq!(insecure.setting, "redis_url");
-        assert!(insecure.problem.contains("redis_ca_file"), "{insecure}");
-        let plain = refused("redis://127.0.0.1:6379", Some(&empty));
-        assert_eq!(plain.setting, "redis_ca_file");
-        assert!(plain.problem.contains("rediss://"), "{plain}");
-        let unreadable = refused("rediss://127.0.0.1:6380", Some(&missing));
-        assert_eq!(unreadable.setting, "redis_ca_file");
-        assert!(unreadable.problem.contains("missing.pem"), "{unreadable}");
-        let no_certificate = refused("rediss://127.0.0.1:6380", Some(&empty));
-        assert_eq!(no_certificate.setting, "redis_ca_file");
-        assert!(
-            no_certificate.problem.contains("no PEM certificate"),
-            "{no_certificate}"
-        );
     }
 }

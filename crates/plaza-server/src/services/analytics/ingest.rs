@@ -27,7 +27,6 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::services::group_commit::{GroupCommit, Refused, Unwritten};
-use crate::state::AppState;
 
 /// PostgreSQL connections the writer's thread opens: one for the batch
 /// being written, one to replace it should it fail.
@@ -97,11 +96,13 @@ impl Ingest {
     }
 }
 
-/// Runs the writer on a thread of its own until `stop` fires and the queue
-/// is stored; should the thread not start, on the caller's runtime.
-pub async fn run_writer(state: AppState, stop: CancellationToken) {
+/// Runs the writer of `ingest` into `db` on a thread of its own until
+/// `stop` fires and the queue is stored; should the thread not start, on
+/// the caller's runtime.
+pub async fn run_writer(ingest: Arc<Ingest>, db: Database, stop: CancellationToken) {
     let (stopped, on_stop) = oneshot::channel();
-    let (own_state, own_stop, requests) = (state.clone(), stop.clone(), Handle::current());
+    let (own_ingest, own_db, own_stop, requests) =
+        (ingest.clone(), db.clone(), stop.clone(), Handle::current());
     let spawned = std::thread::Builder::new()
         .name("plaza-analytics-writer".to_owned())
         .spawn(move || {
@@ -109,7 +110,12 @@ pub async fn run_writer(state: AppState, stop: CancellationToken) {
                 .enable_all()
                 .build()
                 .map(|runtime| {
-                    runtime.block_on(run_on_own_connections(own_state, own_stop, requests))
+                    runtime.block_on(run_on_own_connections(
+                        &own_ingest,
+                        own_db,
+                        own_stop,
+                        requests,
+                    ))
                 });
             let _ = stopped.send(ran.is_ok());
         });
@@ -118,19 +124,23 @@ pub async fn run_writer(state: AppState, stop: CancellationToken) {
         tracing::warn!(
             "the analytics writer runs on the request runtime: its thread did not start"
         );
-        state.analytics.ingest.run(state.db.clone(), stop).await;
+        ingest.run(db, stop).await;
     }
 }
 
-async fn run_on_own_connections(state: AppState, stop: CancellationToken, requests: Handle) {
-    let db = state
-        .db
+async fn run_on_own_connections(
+    ingest: &Ingest,
+    db: Database,
+    stop: CancellationToken,
+    requests: Handle,
+) {
+    let own = db
         .with_own_connections(WRITER_CONNECTIONS)
         .unwrap_or_else(|error| {
             tracing::warn!(%error, "the analytics writer shares the request pool");
-            state.db.clone()
+            db.clone()
         });
-    state.analytics.ingest.run_apart(db, stop, requests).await;
+    ingest.run_apart(own, stop, requests).await;
 }
 
 /// Stores `events` in one transaction, counted in the metrics. When the

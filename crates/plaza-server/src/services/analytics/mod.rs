@@ -8,7 +8,7 @@ pub mod trends;
 
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::http::{HeaderMap, HeaderName, header};
 use hashlink::LruCache;
@@ -26,7 +26,8 @@ const MAX_CLOCK_SKEW_MILLIS: i64 = 5 * 60 * 1000;
 /// Everything collection needs, built once at start-up.
 pub struct Analytics {
     pub rules: EventRules,
-    pub ingest: Ingest,
+    /// Shared with the writer, which runs on a thread of its own.
+    pub ingest: Arc<Ingest>,
     enrichment: Enrichment,
 }
 
@@ -35,7 +36,7 @@ impl Analytics {
     pub fn new(settings: &AnalyticsSettings, data_dir: &Path) -> Result<Self, String> {
         let salt = match &settings.analytics_salt {
             Some(salt) => salt.clone(),
-            None => crate::auth::jwt::load_or_create_secret(&data_dir.join("analytics-salt"))?,
+            None => crate::secrets::load_or_create_secret(&data_dir.join("analytics-salt"))?,
         };
         let header = |name: &Option<String>| {
             name.as_deref()
@@ -48,7 +49,7 @@ impl Analytics {
                 retention_millis: retention_millis(settings),
                 max_clock_skew_millis: MAX_CLOCK_SKEW_MILLIS,
             },
-            ingest: Ingest::new(settings.analytics_queue_max_events),
+            ingest: Arc::new(Ingest::new(settings.analytics_queue_max_events)),
             enrichment: Enrichment {
                 salt: salt.into_bytes(),
                 parser: woothee::parser::Parser::new(),

@@ -20,11 +20,11 @@ use plaza_domain::{Backend, Database, DatabaseOptions, DomainError};
 use serde_json::json;
 use tempfile::TempDir;
 
-use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
-use super::{
+use super::archive::{
     BackupError, Counts, KEYS, KeySource, Manifest, POSTGRES_ENTRY, SQLITE_ENTRY, STAGING_PREFIX,
     domain_failed, failed, fingerprint, key_in_force, libpq_command, run_tool, tool_command,
 };
+use super::unpack::{Expected, Targets, Unpacked, bad, unpack};
 use crate::services::storage::Storage;
 use crate::settings::Settings;
 use crate::startup::{StartupError, create_private_dir};
@@ -848,7 +848,7 @@ impl RestoreMarker {
             std::process::id()
         );
         let _ = fs::remove_file(&path);
-        let mut file = super::create_private_file(&path)?;
+        let mut file = super::archive::create_private_file(&path)?;
         io::Write::write_all(&mut file, text.as_bytes())?;
         file.sync_all()?;
         Ok(RestoreMarker { path })

@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use flate2::read::GzDecoder;
 use plaza_domain::Backend;
 
-use super::{
+use super::archive::{
     BackupError, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
     SQLITE_ENTRY, create_private_file, failed,
 };

@@ -18,7 +18,7 @@ use flate2::write::GzEncoder;
 use plaza_domain::maintenance::DatabaseContents;
 use plaza_domain::{Backend, Database};
 
-use super::{
+use super::archive::{
     BackupError, Counts, FORMAT, FORMAT_VERSION, KEYS, MANIFEST_ENTRY, Manifest, POSTGRES_ENTRY,
     SQLITE_ENTRY, STAGING_PREFIX, Sizes, UploadStore, create_private_file, domain_failed, failed,
     fingerprint, key_in_force, libpq_command, run_tool,

@@ -134,7 +134,7 @@ fn load_or_generate(path: &Path) -> Result<p256::SecretKey, String> {
     let generated = VapidKey::new(p256::SecretKey::random(
         &mut p256::elliptic_curve::rand_core::OsRng,
     ))?;
-    crate::auth::jwt::write_private(path, &generated.encoded())
+    crate::secrets::write_private(path, &generated.encoded())
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     let stored = std::fs::read_to_string(path)
         .map_err(|error| format!("cannot read {}: {error}", path.display()))?;

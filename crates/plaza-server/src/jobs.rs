@@ -1,5 +1,6 @@
-//! The one job runner. Every periodic background job is declared in
-//! [`jobs`] with its period and its scope: on each instance (work on the
+//! The one job runner, the background twin of the router: every periodic
+//! background job is declared in [`jobs`], with the services it calls, its
+//! period and its scope: on each instance (work on the
 //! process's own state), or once per cluster, claimed through the
 //! database (`job_runs`) so that with several instances each run happens on
 //! one of them, and a crashed owner's claim expires. Runs are tracked as
@@ -179,18 +180,23 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             },
             run: |state| {
                 Box::pin(async move {
-                    crate::services::erased_files::delete_due(&state, ERASED_FILE_PAGES_PER_RUN)
-                        .await
-                        .map(|done| {
-                            if done.deleted == 0 && done.failed == 0 {
-                                String::new()
-                            } else {
-                                format!(
-                                    "deleted {} files of erased users, {} failed",
-                                    done.deleted, done.failed
-                                )
-                            }
-                        })
+                    crate::services::erased_files::delete_due(
+                        &state.db,
+                        &state.uploads.storage,
+                        &state.settings.storage,
+                        ERASED_FILE_PAGES_PER_RUN,
+                    )
+                    .await
+                    .map(|done| {
+                        if done.deleted == 0 && done.failed == 0 {
+                            String::new()
+                        } else {
+                            format!(
+                                "deleted {} files of erased users, {} failed",
+                                done.deleted, done.failed
+                            )
+                        }
+                    })
                 })
             },
             wake: None,
@@ -252,8 +258,13 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             name: "send_mail",
             period: crate::services::mail::SENDER_PERIOD,
             scope: Scope::EachInstance,
-            run: |state| Box::pin(async move { crate::services::mail::send_due(&state).await }),
-            wake: Some(crate::services::mail::sender_wake),
+            run: |state| {
+                Box::pin(async move {
+                    crate::services::mail::send_due(&state.mail, &state.db, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.mail.sender_wake()),
         },
         Job {
             // Web Push: every instance sends, each push claimed on its own
@@ -311,7 +322,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 lease: Duration::from_secs(600),
             },
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_finished(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_finished(&state.db, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -322,7 +335,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             period: Duration::from_secs(3600),
             scope: Scope::EachInstance,
             run: |state| {
-                Box::pin(async move { crate::services::mail::purge_old_files(&state).await })
+                Box::pin(async move {
+                    crate::services::mail::purge_old_files(&state.mail, &state.settings.mail).await
+                })
             },
             wake: None,
         },
@@ -338,7 +353,9 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             scope: Scope::Cluster { lease: period },
             run: |state| {
                 Box::pin(async move {
-                    let report = crate::services::maintenance::backup_into_data_dir(&state)
+                    let report = state
+                        .maintenance()
+                        .backup_into_data_dir()
                         .await
                         .map_err(|error| format!("the scheduled backup failed: {error}"))?;
                     tracing::info!(
