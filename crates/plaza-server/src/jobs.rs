@@ -276,11 +276,12 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 Box::pin(async move {
                     state
                         .notifier
+                        .push
                         .send_due_pushes(&state.db, &state.settings.server, &state.instance_id)
                         .await
                 })
             },
-            wake: Some(|state| state.notifier.push_wake()),
+            wake: Some(|state| state.notifier.push.wake()),
         },
         Job {
             // Notifications mailed at once: taken from their outbox in the
@@ -292,11 +293,12 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 Box::pin(async move {
                     state
                         .notifier
+                        .mail
                         .mail_immediate(&state.db, &state.settings.server, &state.mail)
                         .await
                 })
             },
-            wake: Some(|state| state.notifier.mail_wake()),
+            wake: Some(|state| state.notifier.mail.immediate_wake()),
         },
         Job {
             // The daily digests, from `digest_hour_utc` on, members taken
@@ -308,11 +310,12 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 Box::pin(async move {
                     state
                         .notifier
+                        .mail
                         .mail_digests(&state.db, &state.settings.server, &state.mail)
                         .await
                 })
             },
-            wake: Some(|state| state.notifier.digest_wake()),
+            wake: Some(|state| state.notifier.mail.digest_wake()),
         },
         Job {
             // Sent and failed mail older than `mail_retention_days`.

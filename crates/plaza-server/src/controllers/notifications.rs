@@ -405,11 +405,12 @@ pub async fn unsubscribe(
     let (user_id, kinds) = query
         .token
         .as_deref()
-        .and_then(|token| state.notifier.read_unsubscribe_token(token))
+        .and_then(|token| state.notifier.mail.read_unsubscribe_token(token))
         .ok_or_else(|| AppError::invalid("token", "is not the token of an unsubscribe link"))?;
     let types = kinds.iter().map(|kind| kind.as_str()).collect();
     state
         .notifier
+        .mail
         .unsubscribe(&state.db, user_id, kinds)
         .await?;
     Ok(AppJson(Unsubscribed {
@@ -492,7 +493,7 @@ pub async fn subscribe(
     if let Err((field, problem)) = subscription_keys(&body.keys.p256dh, &body.keys.auth) {
         problems.add(field, problem);
     }
-    if let Err(problem) = state.notifier.check_endpoint(&body.endpoint).await {
+    if let Err(problem) = state.notifier.push.check_endpoint(&body.endpoint).await {
         problems.add("endpoint", problem);
     }
     problems.finish()?;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::SettingsError;
+use super::error::SettingsError;
 
 /// Notifications by mail and Web Push.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -19,8 +19,8 @@ use plaza_domain::outgoing_mail::{self, NewMail};
 use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::{Database, DomainError};
 use serde::Serialize;
+use tokio::sync::Notify;
 
-use super::Notifier;
 use super::vapid::VapidKey;
 use crate::services::mail::Mailer;
 use crate::services::templates::Templates;
@@ -203,7 +203,41 @@ pub fn digest_cutoff(now: i64, hour: u8) -> i64 {
     (now - offset).div_euclid(DAY) * DAY + offset
 }
 
-impl Notifier {
+/// This instance's writer of notification mail.
+pub struct NotificationMail {
+    vapid: Arc<VapidKey>,
+    templates: Arc<Templates>,
+    digest_hour_utc: u8,
+    wake_immediate: Notify,
+    wake_digest: Notify,
+}
+
+impl NotificationMail {
+    pub(super) fn new(
+        vapid: Arc<VapidKey>,
+        templates: Arc<Templates>,
+        digest_hour_utc: u8,
+    ) -> Self {
+        NotificationMail {
+            vapid,
+            templates,
+            digest_hour_utc,
+            wake_immediate: Notify::new(),
+            wake_digest: Notify::new(),
+        }
+    }
+
+    /// What wakes the immediate mail job besides its period (a run that
+    /// left work behind).
+    pub fn immediate_wake(&self) -> &Notify {
+        &self.wake_immediate
+    }
+
+    /// What wakes the digest job besides its period.
+    pub fn digest_wake(&self) -> &Notify {
+        &self.wake_digest
+    }
+
     /// The member and types an unsubscribe token names, if its signature
     /// holds.
     pub fn read_unsubscribe_token(&self, token: &str) -> Option<(i64, Vec<Kind>)> {
@@ -283,7 +317,7 @@ impl Notifier {
                 return Ok(summary(queued, "notification mails"));
             }
         }
-        self.wake_mail.notify_one();
+        self.wake_immediate.notify_one();
         Ok(summary(queued, "notification mails"))
     }
 

@@ -14,26 +14,20 @@ mod vapid;
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::sync::Notify;
-
 pub use item::{NotificationActorView, NotificationItem};
+pub use mail::NotificationMail;
+pub use push::PushSender;
 pub use vapid::{VAPID_KEY_FILE, VapidKey};
 
 use crate::services::templates::Templates;
 use crate::settings::{MailSettings, NotificationSettings, ServerSettings};
 
-/// This instance's notification channels.
+/// This instance's notification channels beyond the list: push and mail,
+/// sharing the VAPID key.
 pub struct Notifier {
     vapid: Arc<VapidKey>,
-    /// The VAPID `sub` claim.
-    subject: String,
-    allow_insecure: bool,
-    client: reqwest::Client,
-    digest_hour_utc: u8,
-    templates: Arc<Templates>,
-    wake_mail: Notify,
-    wake_digest: Notify,
-    wake_push: Notify,
+    pub push: PushSender,
+    pub mail: NotificationMail,
 }
 
 impl Notifier {
@@ -50,41 +44,24 @@ impl Notifier {
             Some(subject) => subject.trim().to_owned(),
             None => format!("mailto:{}", mail.from_mailbox()?.email),
         };
+        let vapid = Arc::new(VapidKey::load(
+            settings.vapid_private_key.as_deref(),
+            data_dir,
+        )?);
         Ok(Notifier {
-            vapid: Arc::new(VapidKey::load(
-                settings.vapid_private_key.as_deref(),
-                data_dir,
-            )?),
-            subject,
-            allow_insecure: settings.push_allow_insecure,
-            client: push::client(&server.app_name, settings.push_allow_insecure)?,
-            digest_hour_utc: settings.digest_hour_utc,
-            templates,
-            wake_mail: Notify::new(),
-            wake_digest: Notify::new(),
-            wake_push: Notify::new(),
+            push: PushSender::new(
+                vapid.clone(),
+                subject,
+                settings.push_allow_insecure,
+                &server.app_name,
+            )?,
+            mail: NotificationMail::new(vapid.clone(), templates, settings.digest_hour_utc),
+            vapid,
         })
     }
 
     /// The VAPID public key browsers subscribe with.
     pub fn public_key(&self) -> &str {
         self.vapid.public_key()
-    }
-
-    /// What wakes the immediate mail job besides its period (a run that
-    /// left work behind).
-    pub fn mail_wake(&self) -> &Notify {
-        &self.wake_mail
-    }
-
-    /// What wakes the digest job besides its period.
-    pub fn digest_wake(&self) -> &Notify {
-        &self.wake_digest
-    }
-
-    /// What wakes the push sender besides its period: a run that left work
-    /// behind, or a request on this instance that queued a push.
-    pub fn push_wake(&self) -> &Notify {
-        &self.wake_push
     }
 }

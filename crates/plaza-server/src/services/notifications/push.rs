@@ -23,8 +23,8 @@ use plaza_link_preview::{AddressClass, classify};
 use reqwest::StatusCode;
 use url::{Host, Url};
 
-use super::Notifier;
 use super::item::NotificationItem;
+use super::vapid::VapidKey;
 use crate::settings::ServerSettings;
 
 /// How often every instance looks for due pushes.
@@ -69,9 +69,19 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
+/// This instance's push sender.
+pub struct PushSender {
+    vapid: Arc<VapidKey>,
+    /// The VAPID `sub` claim.
+    subject: String,
+    allow_insecure: bool,
+    client: reqwest::Client,
+    wake: tokio::sync::Notify,
+}
+
 /// The HTTP client of pushes: no redirects, no proxy, bounded; with
 /// `allow_insecure` off, public addresses only.
-pub(super) fn client(app_name: &str, allow_insecure: bool) -> Result<reqwest::Client, String> {
+fn client(app_name: &str, allow_insecure: bool) -> Result<reqwest::Client, String> {
     // reqwest is built without a default crypto provider; installing ring
     // is idempotent (an already installed provider is kept).
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -129,7 +139,29 @@ pub(super) fn check_endpoint_form(endpoint: &str, allow_insecure: bool) -> Resul
     Ok(url)
 }
 
-impl Notifier {
+impl PushSender {
+    /// Fails when the client cannot be built.
+    pub(super) fn new(
+        vapid: Arc<VapidKey>,
+        subject: String,
+        allow_insecure: bool,
+        app_name: &str,
+    ) -> Result<Self, String> {
+        Ok(PushSender {
+            client: client(app_name, allow_insecure)?,
+            vapid,
+            subject,
+            allow_insecure,
+            wake: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// What wakes the sender besides its period: a run that left work
+    /// behind.
+    pub fn wake(&self) -> &tokio::sync::Notify {
+        &self.wake
+    }
+
     /// Checks a subscription's endpoint: its form, and unless
     /// `push_allow_insecure`, that its host resolves to a public address
     /// (a name resolving to a private one is refused).
@@ -224,7 +256,7 @@ impl Notifier {
             }
         }
         // More may be due: the next run starts at once.
-        self.wake_push.notify_one();
+        self.wake.notify_one();
         Ok(summary(delivered, retried, dropped))
     }
 }
@@ -237,7 +269,7 @@ fn summary(delivered: usize, retried: usize, dropped: usize) -> String {
     }
 }
 
-impl Notifier {
+impl PushSender {
     /// One attempt at `push`, and what to record of it.
     async fn attempt(
         &self,
