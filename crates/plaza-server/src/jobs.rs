@@ -202,6 +202,40 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             wake: None,
         },
         Job {
+            // Stored files no upload record names (an upload the store
+            // hung on, a crash between files and record) go once older
+            // than the grace an upload in progress needs.
+            name: "sweep_orphan_files",
+            period: Duration::from_secs(settings.storage.orphan_file_sweep_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(1800),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    let referenced = state
+                        .db
+                        .referenced_upload_keys()
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    let sweep = state
+                        .uploads
+                        .storage
+                        .sweep(&referenced, crate::services::storage::UPLOAD_GRACE)
+                        .await
+                        .map_err(|error| format!("the upload store: {error}"))?;
+                    if sweep.files_removed > 0 {
+                        tracing::info!(
+                            files = sweep.files_removed,
+                            bytes = sweep.bytes_removed,
+                            "removed stored files no upload record names"
+                        );
+                    }
+                    Ok(String::new())
+                })
+            },
+            wake: None,
+        },
+        Job {
             // Timed bans end by themselves; each expiry is audited once.
             name: "ban_expiry",
             period: Duration::from_secs(settings.auth.ban_expiry_interval_secs),

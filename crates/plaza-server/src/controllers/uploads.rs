@@ -407,6 +407,7 @@ fn requested_range(headers: &HeaderMap) -> Option<GetRange> {
         (status = 206, description = "The range asked for, with `Content-Range`", content_type = "image/*", body = inline(Binary)),
         (status = 404, description = "No such file, or a file of an erased user", body = UploadError),
         (status = 416, description = "The range is outside the file", body = UploadError),
+        (status = 503, description = "The upload store does not answer (`File store unavailable`, with `Retry-After`)", body = UploadError),
     )
 )]
 pub async fn uploaded_file(
@@ -428,7 +429,14 @@ pub async fn uploaded_file(
             tracing::debug!(%error, "an unsatisfiable range");
             return Err(AppError::RangeNotSatisfiable);
         }
-        Err(error) => return Err(AppError::internal(format!("reading {key}: {error}"))),
+        Err(error) => {
+            tracing::warn!(%key, %error, "the upload store did not answer a read");
+            return Err(AppError::DependencyDown {
+                dependency: "the upload store",
+                title: "File store unavailable",
+                retry_after_secs: 5,
+            });
+        }
     };
     let mut response = file.bytes.into_response();
     let headers = response.headers_mut();

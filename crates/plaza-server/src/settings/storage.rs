@@ -56,6 +56,10 @@ pub struct StorageSettings {
     /// delete a file of an erased user (and how often the retry job runs);
     /// the wait doubles with each attempt, up to an hour.
     pub erased_file_retry_secs: u64,
+    /// How often stored files that no upload record names (left by an
+    /// upload the store hung on, or a crash) are removed, once older than
+    /// an hour.
+    pub orphan_file_sweep_secs: u64,
     /// Free space of the data directory's filesystem (MiB) under which
     /// `/api/health` reports the disk `low` (writes are about to fail).
     pub disk_free_min_mb: u64,
@@ -79,6 +83,7 @@ impl Default for StorageSettings {
             export_timeout_secs: 3600,
             export_idle_secs: 60,
             erased_file_retry_secs: 60,
+            orphan_file_sweep_secs: 21_600,
             disk_free_min_mb: 256,
         }
     }
@@ -104,6 +109,12 @@ impl StorageSettings {
             return Err(SettingsError::new(
                 "erased_file_retry_secs",
                 "must be 1 to 3600",
+            ));
+        }
+        if self.orphan_file_sweep_secs == 0 || self.orphan_file_sweep_secs > 604_800 {
+            return Err(SettingsError::new(
+                "orphan_file_sweep_secs",
+                "must be 1 to 604800",
             ));
         }
         if self.storage_timeout_secs == 0 || self.storage_timeout_secs > 300 {

@@ -685,6 +685,11 @@ async fn without_redis_reads_fail_open_and_sign_in_fails_closed_until_it_is_back
     let closed = server.try_sign_in("nobody@example.com", "wrong").await;
     assert_eq!(closed.status(), 503);
     assert!(header(&closed, "retry-after").is_some());
+    let said = closed.text().await.unwrap();
+    assert!(
+        said.contains("the shared rate-limit store (Redis) does not answer"),
+        "the answer says what is down: {said}"
+    );
     server.wait_for_log("the shared rate-limit store did not answer");
     let metrics = server.get("/api/metrics").await;
     let scrape = metrics.text().await.unwrap();

@@ -565,6 +565,18 @@ async fn an_s3_compatible_store_round_trips(backend: Backend) {
             .exists(),
         "not on the local disk"
     );
+    // With the store gone, a read says so (503, not a failed upload).
+    drop(moto);
+    let response = fetch(&server, body["file"]["url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    let said: Value = response.json().await.unwrap();
+    assert_eq!(said["error"], "File store unavailable", "{said}");
+    assert!(
+        said.to_string()
+            .contains("the upload store does not answer"),
+        "{said}"
+    );
 }
 
 /// A moto S3 server on a free loopback port, stopped when dropped.
@@ -1077,6 +1089,7 @@ async fn an_instance_with_another_store_refuses_to_start() {
 }
 
 on_both_databases!(
+    stored_files_no_record_names_are_swept_by_themselves_once_old,
     a_hung_store_fails_the_upload_in_time_and_keeps_no_record,
     a_write_committed_after_the_upload_gave_up_is_deleted,
     every_row_of_the_upload_error_table,
@@ -1164,4 +1177,55 @@ async fn the_same_bucket_behind_another_endpoint_is_another_store() {
     let report = cleanup_uploads(&first, &token).await;
     assert_eq!(report["recordsRemoved"], 0, "{report}");
     assert_eq!(fetch(&first, &url).await.status(), 200);
+}
+
+/// Sets the modification time of `path` to `ago` before now.
+fn backdate(path: &std::path::Path, ago: &str) {
+    let touched = std::process::Command::new("touch")
+        .arg("-d")
+        .arg(ago)
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(touched.success(), "touch -d {ago} {}", path.display());
+}
+
+/// The cluster job removes stored files that no upload record names once
+/// they are older than an hour; a young stray file (an upload may be
+/// between its files and its record) and a recorded file stay.
+async fn stored_files_no_record_names_are_swept_by_themselves_once_old(backend: Backend) {
+    let server = TestServer::start_with(backend, &[("PLAZA_ORPHAN_FILE_SWEEP_SECS", "1")]).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let (status, body) = upload(
+        &server,
+        &cookie,
+        "kept.png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let folder = server.data_dir.path().join("uploads");
+    let recorded = folder.join(body["file"]["filename"].as_str().unwrap());
+    backdate(&recorded, "2 hours ago");
+    let old_stray = folder.join("stray-old.png");
+    let young_stray = folder.join("stray-young.png");
+    std::fs::write(&old_stray, b"left behind").unwrap();
+    std::fs::write(&young_stray, b"being uploaded").unwrap();
+    backdate(&old_stray, "2 hours ago");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while old_stray.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old stray file stayed:\n{}",
+            server.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(young_stray.exists(), "a young file is kept");
+    assert!(recorded.exists(), "a recorded file is kept");
+    assert!(
+        server
+            .logs()
+            .contains("removed stored files no upload record names")
+    );
 }

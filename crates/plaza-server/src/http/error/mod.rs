@@ -111,6 +111,16 @@ pub enum AppError {
     /// retry after `retry_after_secs` (sent as `Retry-After`).
     #[error("the server is busy; retry in {retry_after_secs} seconds")]
     Busy { retry_after_secs: u64 },
+    /// A shared dependency the request needs (the rate-limit store, the
+    /// upload store) does not answer; the answer names it, and the client
+    /// may retry after `retry_after_secs` (sent as `Retry-After`).
+    #[error("{dependency} does not answer; retry in {retry_after_secs} seconds")]
+    DependencyDown {
+        dependency: &'static str,
+        /// The `error` string of the string-shaped surfaces.
+        title: &'static str,
+        retry_after_secs: u64,
+    },
     /// A failure whose surface names it with a fixed title, such as link
     /// preview's "Failed to fetch link preview" (502) with the target's answer
     /// as details.
@@ -188,7 +198,9 @@ impl AppError {
             AppError::Locked { .. } => StatusCode::LOCKED,
             AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::Timeout => StatusCode::REQUEST_TIMEOUT,
-            AppError::Unavailable(_) | AppError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::Busy { .. } | AppError::DependencyDown { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Titled { status, .. } => *status,
             AppError::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -215,7 +227,9 @@ impl AppError {
             AppError::Locked { .. } => "RESOURCE_LOCKED",
             AppError::RateLimited { .. } => "RATE_LIMITED",
             AppError::Timeout => "REQUEST_TIMEOUT",
-            AppError::Unavailable(_) | AppError::Busy { .. } => "SERVICE_UNAVAILABLE",
+            AppError::Unavailable(_) | AppError::Busy { .. } | AppError::DependencyDown { .. } => {
+                "SERVICE_UNAVAILABLE"
+            }
             AppError::Titled { status, .. } if *status == StatusCode::BAD_GATEWAY => {
                 "UPSTREAM_ERROR"
             }
@@ -335,9 +349,9 @@ impl From<&AppError> for ErrorReport {
             general_only: matches!(error, AppError::RouteNotFound),
             status_on_every_surface: matches!(error, AppError::BrokenRule { .. }),
             title: match error {
-                AppError::Titled { title, .. } | AppError::UploadRefused { title, .. } => {
-                    Some(title)
-                }
+                AppError::Titled { title, .. }
+                | AppError::UploadRefused { title, .. }
+                | AppError::DependencyDown { title, .. } => Some(title),
                 _ => None,
             },
         }
@@ -354,7 +368,10 @@ impl IntoResponse for AppError {
         let report = ErrorReport::from(&self);
         let mut response = report.status.into_response();
         match self {
-            AppError::Busy { retry_after_secs } => {
+            AppError::Busy { retry_after_secs }
+            | AppError::DependencyDown {
+                retry_after_secs, ..
+            } => {
                 response.headers_mut().insert(
                     axum::http::header::RETRY_AFTER,
                     axum::http::HeaderValue::from(retry_after_secs),

@@ -396,9 +396,7 @@ impl RateLimiter {
         match self.check(limit, caller, cost).await {
             Verdict::Counted(outcome) if outcome.allowed => Ok(Some(outcome)),
             Verdict::Counted(outcome) => Err(refusal(limit, outcome)),
-            Verdict::Unknown if limit.fails_closed() => Err(AppError::Busy {
-                retry_after_secs: 1,
-            }),
+            Verdict::Unknown if limit.fails_closed() => Err(store_down()),
             Verdict::Unknown => Ok(None),
         }
     }
@@ -629,10 +627,7 @@ where
                     response
                 }
                 Verdict::Counted(outcome) => refusal(limit, outcome).into_response(),
-                Verdict::Unknown if limit.fails_closed() => AppError::Busy {
-                    retry_after_secs: 1,
-                }
-                .into_response(),
+                Verdict::Unknown if limit.fails_closed() => store_down().into_response(),
                 Verdict::Unknown => inner.call(request).await?,
             };
             if let Some(tier) = tier {
@@ -677,6 +672,15 @@ async fn caller_of<St: LimitState>(limit: Limit, parts: &mut Parts, state: &St) 
 pub fn client_address(parts: &Parts, proxies: &TrustedProxies) -> Option<IpAddr> {
     let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>()?.0.ip();
     Some(client_behind(proxies, peer, &parts.headers))
+}
+
+/// The answer of a group that fails closed while the shared store is down.
+fn store_down() -> AppError {
+    AppError::DependencyDown {
+        dependency: "the shared rate-limit store (Redis)",
+        title: "Service unavailable",
+        retry_after_secs: 1,
+    }
 }
 
 #[cfg(test)]
