@@ -575,17 +575,24 @@ impl Database {
         })
     }
 
-    /// The newest delivery and the newest dismissal of anyone's alert
-    /// (Unix milliseconds, 0 when none): two index lookups that tell the
-    /// live streams whether to look again.
-    pub async fn alerts_changed_at(&self) -> Result<(i64, i64), DomainError> {
-        let (delivered, dismissed): (Option<i64>, Option<i64>) = sqlx::query_as(
-            "SELECT (SELECT MAX(delivered_at) FROM alerts), \
-                    (SELECT MAX(dismissed_at) FROM alert_dismissals)",
-        )
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
-        Ok((delivered.unwrap_or(0), dismissed.unwrap_or(0)))
+    /// The newest delivery and the newest dismissal of anyone's alert, and
+    /// the newest notification created or grown (Unix milliseconds, 0 when
+    /// none): three index lookups that tell the live streams whether to
+    /// look again.
+    pub async fn alerts_changed_at(&self) -> Result<(i64, i64, i64), DomainError> {
+        let (delivered, dismissed, notified): (Option<i64>, Option<i64>, Option<i64>) =
+            sqlx::query_as(
+                "SELECT (SELECT MAX(delivered_at) FROM alerts), \
+                        (SELECT MAX(dismissed_at) FROM alert_dismissals), \
+                        (SELECT MAX(updated_at) FROM notifications)",
+            )
+            .fetch_one(&mut *self.lease().await?)
+            .await?;
+        Ok((
+            delivered.unwrap_or(0),
+            dismissed.unwrap_or(0),
+            notified.unwrap_or(0),
+        ))
     }
 
     /// Hides alert `alert_id` from the reader for good; dismissing twice is

@@ -41,6 +41,7 @@ pub mod listing;
 pub mod locks;
 pub mod maintenance;
 pub mod mentions;
+pub mod notifications;
 pub mod outgoing_mail;
 pub mod permissions;
 pub mod phrases;

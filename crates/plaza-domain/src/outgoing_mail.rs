@@ -44,15 +44,18 @@ pub struct NewMail {
     pub subject: String,
     pub body_text: String,
     pub body_html: String,
+    /// The one-click unsubscribe URL (RFC 8058) of a notification mail,
+    /// sent as its `List-Unsubscribe`; `None` for account mails.
+    pub list_unsubscribe: Option<String>,
 }
 
 /// Queues `mail` in `tx`, due at `now`; answers its id.
 pub async fn enqueue(tx: &mut Tx<'_>, mail: &NewMail, now: i64) -> Result<i64, DomainError> {
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO outgoing_mail \
-         (kind, user_id, recipient, subject, body_text, body_html, status, attempts, \
-          next_attempt_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7) RETURNING id",
+         (kind, user_id, recipient, subject, body_text, body_html, list_unsubscribe, status, \
+          attempts, next_attempt_at, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8) RETURNING id",
     )
     .bind(mail.kind)
     .bind(mail.user_id)
@@ -60,6 +63,7 @@ pub async fn enqueue(tx: &mut Tx<'_>, mail: &NewMail, now: i64) -> Result<i64, D
     .bind(mail.subject.clone())
     .bind(mail.body_text.clone())
     .bind(mail.body_html.clone())
+    .bind(mail.list_unsubscribe.clone())
     .bind(now)
     .fetch_one(&mut **tx)
     .await?;
@@ -75,6 +79,7 @@ pub struct ClaimedMail {
     pub subject: String,
     pub body_text: String,
     pub body_html: String,
+    pub list_unsubscribe: Option<String>,
     /// This attempt's number, from 1; with the claimer, it names the claim.
     pub attempts: i64,
 }
@@ -173,7 +178,7 @@ impl Database {
                claimed_by = $3 \
              WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $4 \
              RETURNING id, kind, recipient, subject, COALESCE(body_text, '') AS body_text, \
-               COALESCE(body_html, '') AS body_html, attempts",
+               COALESCE(body_html, '') AS body_html, list_unsubscribe, attempts",
         )
         .bind(id)
         .bind(claim.lease_until)

@@ -61,6 +61,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(personal(controllers::between::own_routes()))
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))
+                    .merge(personal(controllers::notifications::routes()))
                     .merge(controllers::emojis::routes())
                     .merge(controllers::feature_flags::routes()),
             ),

@@ -301,6 +301,57 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             wake: Some(|state| state.mail.sender_wake()),
         },
         Job {
+            // Web Push: every instance sends, each push claimed on its own
+            // (see `notifications::push`).
+            name: "send_pushes",
+            period: crate::services::notifications::push::SENDER_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .push
+                        .send_due_pushes(&state.db, &state.settings.server, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.push.wake()),
+        },
+        Job {
+            // Notifications mailed at once: taken from their outbox in the
+            // unit of work that queues their mails, on whichever instance.
+            name: "mail_notifications",
+            period: crate::services::notifications::mail::IMMEDIATE_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .mail
+                        .mail_immediate(&state.db, &state.settings.server, &state.mail)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.mail.immediate_wake()),
+        },
+        Job {
+            // The daily digests, from `digest_hour_utc` on, members taken
+            // as the immediate mails are.
+            name: "mail_digests",
+            period: crate::services::notifications::mail::DIGEST_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .notifier
+                        .mail
+                        .mail_digests(&state.db, &state.settings.server, &state.mail)
+                        .await
+                })
+            },
+            wake: Some(|state| state.notifier.mail.digest_wake()),
+        },
+        Job {
             // Sent and failed mail older than `mail_retention_days`.
             name: "purge_finished_mail",
             period: Duration::from_secs(3600),

@@ -191,6 +191,10 @@ fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
             "analytics_salt",
             settings.analytics.analytics_salt.is_none(),
         ),
+        (
+            "vapid_private_key",
+            settings.notifications.vapid_private_key.is_none(),
+        ),
     ]
     .into_iter()
     .filter_map(|(key, unset)| unset.then_some(key))
@@ -201,7 +205,7 @@ fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
             %keys,
             "PostgreSQL with keys generated into this instance's data directory ({keys}): \
              another instance, or this database restored elsewhere, has other keys, so admin \
-             tokens and two-factor sign-in fail there; set them (docs/operations.md, \
+             tokens, two-factor sign-in and push subscriptions fail there; set them (docs/operations.md, \
              \"Several instances\")"
         );
     }

@@ -54,7 +54,7 @@ pub fn load_or_create_secret(path: &Path) -> Result<String, String> {
 }
 
 /// Creates the file readable by its owner only; an existing file is kept.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

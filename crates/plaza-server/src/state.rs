@@ -106,9 +106,12 @@ pub struct Shared {
     /// The feature flags as last read, for their evaluation.
     pub flag_snapshot: crate::services::flag_snapshot::FlagSnapshot,
     /// The templates mail is written from.
-    pub templates: crate::services::templates::Templates,
+    pub templates: Arc<crate::services::templates::Templates>,
     /// This instance's sender of queued mail.
     pub mail: crate::services::mail::Mailer,
+    /// Notifications by push and mail: the VAPID key, the push sender,
+    /// notification mail and its unsubscribe links.
+    pub notifier: crate::services::notifications::Notifier,
     /// Slots for the work behind `POST /api/auth/password/forgot`, which
     /// runs after the answer (so the answer takes the same time whether or
     /// not the email belongs to an account).
@@ -230,6 +233,14 @@ impl AppState {
             &settings.server,
             &settings.storage.data_dir,
         )?;
+        let templates = Arc::new(crate::services::templates::Templates::new()?);
+        let notifier = crate::services::notifications::Notifier::new(
+            &settings.notifications,
+            &settings.mail,
+            &settings.server,
+            &settings.storage.data_dir,
+            templates.clone(),
+        )?;
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -258,8 +269,9 @@ impl AppState {
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
-            templates: crate::services::templates::Templates::new()?,
+            templates,
             mail,
+            notifier,
             recovery_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(RECOVERY_SLOTS)),
         })))
     }

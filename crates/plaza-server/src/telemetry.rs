@@ -165,6 +165,10 @@ fn describe_metrics() {
         "Mails handed to the SMTP server (or written to a file without one), by kind"
     );
     metrics::describe_counter!(
+        "plaza_push_attempts_total",
+        "Web Push attempts, by outcome (delivered, gone, retried, dropped)"
+    );
+    metrics::describe_counter!(
         "plaza_mail_attempt_failures_total",
         "Attempts at a mail that failed, by kind; the mail is retried unless it was given up on"
     );

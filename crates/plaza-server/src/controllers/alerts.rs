@@ -132,7 +132,9 @@ pub async fn dismiss_alert(
 /// The signed-in user's alerts as they happen (Server-Sent Events): first
 /// the current alerts (or, with `Last-Event-ID`, what came since that
 /// event), then event `alert` (an item of `GET /api/alerts`) for each new
-/// one and event `dismissed` (`{id}`) for each dismissal. Event ids are
+/// one, event `dismissed` (`{id}`) for each dismissal, and event
+/// `notification` (an item of `GET /api/notifications`) for each new
+/// notification of the user (again when a group of reactions grows). Event ids are
 /// times in Unix milliseconds; delivery is at least once (a resumed stream
 /// may repeat the last few seconds). The server ends a stream after
 /// `alert_stream_max_secs` (the client reconnects), and within a second of
@@ -168,6 +170,7 @@ pub async fn stream_alerts(
         .alert_streams
         .open(
             state.db.clone(),
+            state.settings.server.clone(),
             user.session.session_id,
             reader(&user),
             resume_from,

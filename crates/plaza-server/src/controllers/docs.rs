@@ -37,6 +37,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),
         (name = "alerts", description = "The signed-in user's alerts: broadcasts and moderation notes"),
+        (name = "notifications", description = "The signed-in member's notifications, their preferences, mail unsubscribe and Web Push subscriptions"),
         (name = "analytics", description = "Interaction events from signed-in clients"),
         (name = "uploads", description = "Image uploads and the stored files"),
         (name = "emojis", description = "The emoji catalog per platform, custom emojis and usage counts"),

@@ -31,6 +31,7 @@ use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::time::{now_millis, rfc3339};
 
@@ -390,7 +391,13 @@ pub async fn create_post(
     };
     let written = state
         .db
-        .write(|tx| Box::pin(posts::create(tx, new)))
+        .write(|tx| {
+            Box::pin(async move {
+                let written = posts::create(tx, new).await?;
+                causes::post_written(tx, &written.post, &written.mentioned).await?;
+                Ok(written)
+            })
+        })
         .await?;
     let view = PostView::read(&state.db, &written.post, viewer_of(Some(&caller))).await?;
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
@@ -465,6 +472,7 @@ pub async fn update_post(
             Box::pin(async move {
                 let written = posts::update(tx, id, changes).await?;
                 let post = &written.post;
+                causes::post_written(tx, post, &written.mentioned).await?;
                 // A moderator changing someone else's post is audited.
                 let changed = audit::post_changes(&before, post);
                 if by_someone_else && !changed.is_empty() {
@@ -510,13 +518,29 @@ pub async fn delete_post(
 ) -> Result<StatusCode, AppError> {
     let (post, _) = editable_post(&state, &caller, id).await?;
     let by_someone_else = caller.user_id() != post.author_id;
+    let moderator_id = caller.user_id();
     state
         .db
         .write(|tx| {
             Box::pin(async move {
                 posts::delete(tx, id).await?;
-                // A moderator deleting someone else's post is audited.
+                // A moderator deleting someone else's post is audited, and
+                // its author told.
                 if by_someone_else {
+                    causes::moderated(
+                        tx,
+                        Decided {
+                            author_id: post.author_id,
+                            moderator_id,
+                            post_id: None,
+                            reply_id: None,
+                            statement: format!(
+                                "A moderator permanently removed your post \u{201c}{}\u{201d}.",
+                                post.title
+                            ),
+                        },
+                    )
+                    .await?;
                     audit::record(
                         tx,
                         &context,

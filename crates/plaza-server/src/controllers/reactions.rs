@@ -12,8 +12,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use base64::Engine;
 use plaza_domain::engagement::{Engagement, ItemKind, Mention};
+use plaza_domain::notifications::causes::{self, Reacted};
 use plaza_domain::policy;
-use plaza_domain::reactions::{self, ReactorCursor, ReactorPage};
+use plaza_domain::posts;
+use plaza_domain::reactions::{self, ReactionEmoji, ReactorCursor, ReactorPage};
+use plaza_domain::replies;
 use plaza_domain::{Database, DomainError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -209,10 +212,23 @@ pub async fn react_to_post(
     state
         .db
         .write(move |tx| {
-            Box::pin(async move { reactions::react_to_post(tx, actor, id, &emoji).await })
+            Box::pin(async move {
+                if reactions::react_to_post(tx, actor, id, &emoji).await? {
+                    let post = posts::lock(tx, id).await?;
+                    causes::reacted(tx, actor.user_id, Reacted::Post(&post), &emoji_text(&emoji))
+                        .await?;
+                }
+                Ok(())
+            })
         })
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The emoji of a reaction as it is stored (a route's emoji that was
+/// added parses).
+fn emoji_text(raw: &str) -> String {
+    ReactionEmoji::parse(raw).map_or_else(|| raw.to_owned(), |emoji| emoji.text())
 }
 
 /// Take the caller's reaction back from a post (also when there was none).
@@ -311,7 +327,14 @@ pub async fn react_to_reply(
     state
         .db
         .write(move |tx| {
-            Box::pin(async move { reactions::react_to_reply(tx, actor, id, &emoji).await })
+            Box::pin(async move {
+                if reactions::react_to_reply(tx, actor, id, &emoji).await? {
+                    let (post, reply) = replies::lock_thread_of(tx, id).await?;
+                    let item = Reacted::Reply(&post, &reply);
+                    causes::reacted(tx, actor.user_id, item, &emoji_text(&emoji)).await?;
+                }
+                Ok(())
+            })
         })
         .await?;
     Ok(StatusCode::NO_CONTENT)

@@ -9,8 +9,9 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::between::{Hidden, Sight};
+use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
-use plaza_domain::posts::Viewer;
+use plaza_domain::posts::{self, Viewer};
 use plaza_domain::replies::{
     self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadQuery, ThreadSort,
 };
@@ -419,7 +420,14 @@ pub async fn create_reply(
     };
     let written = state
         .db
-        .write(|tx| Box::pin(replies::create(tx, new, viewer)))
+        .write(|tx| {
+            Box::pin(async move {
+                let written = replies::create(tx, new, viewer).await?;
+                let post = posts::lock(tx, written.reply.post_id).await?;
+                causes::replied(tx, &post, &written.reply, &written.mentioned).await?;
+                Ok(written)
+            })
+        })
         .await?;
     let view = view(&state, viewer, &written.reply).await?;
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
@@ -491,7 +499,9 @@ pub async fn update_reply(
                 let (post, reply) = replies::lock_thread_of(tx, id).await?;
                 policy::edit_reply(actor, &post, &reply)
                     .check("reply", "only its author may change a reply")?;
-                replies::edit(tx, id, content).await
+                let written = replies::edit(tx, id, content).await?;
+                causes::reply_edited(tx, &post, &written.reply, &written.mentioned).await?;
+                Ok(written)
             })
         })
         .await?;
@@ -530,7 +540,23 @@ pub async fn delete_reply(
                 policy::delete_reply(actor, &post, &reply)
                     .check("reply", "only its author or a moderator may delete a reply")?;
                 replies::remove(tx, &reply).await?;
-                // A moderator deleting someone else's reply is audited.
+                // A moderator deleting someone else's reply is audited, and
+                // its author told.
+                if let Some(author_id) = reply.author_id()
+                    && author_id != actor.user_id
+                {
+                    causes::moderated(
+                        tx,
+                        Decided {
+                            author_id,
+                            moderator_id: actor.user_id,
+                            post_id: Some(reply.post_id),
+                            reply_id: None,
+                            statement: "A moderator permanently removed your reply.".to_owned(),
+                        },
+                    )
+                    .await?;
+                }
                 if reply.author_id() != Some(actor.user_id) {
                     audit::record(
                         tx,

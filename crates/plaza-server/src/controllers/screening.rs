@@ -39,6 +39,9 @@ const ADMIN: &str = "the admin surfaces show moderators and administrators every
 const NO_CONTENT: &str = "answers no member's posts or replies";
 const OWN_ACCOUNT: &str = "the caller's own account, sign-in, sessions or data";
 const OWN_ALERTS: &str = "the caller's own alerts: broadcasts and moderators' notes";
+const NOTIFIED: &str = "notifications are screened when written: none is written from a member \
+    the recipient blocks or mutes, or who blocks them (the one rule of notifications); those \
+    written before a block stay";
 const OWN_EVENTS: &str = "the caller's own analytics events";
 const OWN_CONTENT: &str = "writes or removes the caller's own post or reply (a moderator's \
     duty is not a member's interaction)";
@@ -105,6 +108,47 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
     ("GET", "/api/alerts", Treatment::Exempt(OWN_ALERTS)),
     ("POST", "/api/alerts/dismiss", Treatment::Exempt(OWN_ALERTS)),
     ("GET", "/api/alerts/stream", Treatment::Exempt(OWN_ALERTS)),
+    ("GET", "/api/notifications", Treatment::Exempt(NOTIFIED)),
+    (
+        "POST",
+        "/api/notifications/read",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    (
+        "GET",
+        "/api/notifications/unread-count",
+        Treatment::Exempt(NOTIFIED),
+    ),
+    (
+        "GET",
+        "/api/notifications/preferences",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    (
+        "PUT",
+        "/api/notifications/preferences",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    (
+        "POST",
+        "/api/notifications/unsubscribe",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    (
+        "GET",
+        "/api/notifications/push/key",
+        Treatment::Exempt(NO_CONTENT),
+    ),
+    (
+        "POST",
+        "/api/notifications/push/subscriptions",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    (
+        "DELETE",
+        "/api/notifications/push/subscriptions/{id}",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
     (
         "POST",
         "/api/analytics/collect",

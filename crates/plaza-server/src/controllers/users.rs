@@ -233,13 +233,7 @@ pub fn avatar_url(server: &ServerSettings, user: &User) -> String {
 
 /// [`avatar_url`] from a user's id and image.
 pub fn avatar_url_of(server: &ServerSettings, id: i64, image: Option<&str>) -> String {
-    match image {
-        Some(image) => image.to_owned(),
-        None => format!(
-            "{}/api/avatar-image?seed={id}",
-            server.base_url.as_str().trim_end_matches('/'),
-        ),
-    }
+    server.avatar_url(id, image)
 }
 
 /// A page of users.

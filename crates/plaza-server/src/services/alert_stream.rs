@@ -1,12 +1,14 @@
-//! The live alert stream (`GET /api/alerts/stream`, Server-Sent Events).
+//! The live alert stream (`GET /api/alerts/stream`, Server-Sent Events),
+//! which also carries its user's new notifications (event `notification`).
 //!
-//! Alerts are written by any instance (a broadcast delivered by the
-//! cluster's job, a moderator's note, a dismissal), so a stream cannot wait
-//! for a signal from its own process only. Instead one job per instance
-//! (`alert_stream_watch`) reads two index lookups, the newest delivery and
-//! the newest dismissal, while any stream is open, and wakes every stream
-//! of the instance when they change; each stream then reads what changed
-//! for its own user.
+//! Alerts and notifications are written by any instance (a broadcast
+//! delivered by the cluster's job, a moderator's note, a dismissal, a
+//! reply), so a stream cannot wait for a signal from its own process only.
+//! Instead one job per instance (`alert_stream_watch`) reads three index
+//! lookups, the newest delivery, the newest dismissal and the newest
+//! notification, while any stream is open, and wakes every stream of the
+//! instance when they change; each stream then reads what changed for its
+//! own user.
 //!
 //! A stream holds no more right than its session: the same job checks the
 //! sessions of the instance's open streams (one statement for up to 512)
@@ -35,6 +37,7 @@ use std::time::Duration;
 use axum::response::sse::Event;
 use futures_util::Stream;
 use plaza_domain::alerts::{Alert, Reader};
+use plaza_domain::notifications::Notification;
 use plaza_domain::sessions::SessionLifetime;
 use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::users::Role;
@@ -45,7 +48,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
-use crate::settings::AlertSettings;
+use crate::services::notifications::NotificationItem;
+use crate::settings::{AlertSettings, ServerSettings};
 
 /// How far back a stream looks each time it reads (see the module docs).
 pub const LOOK_BACK_MS: i64 = 5_000;
@@ -67,7 +71,7 @@ pub struct AlertStreams {
     slots: Arc<Semaphore>,
     max_per_user: usize,
     holders: Arc<Mutex<Holders>>,
-    changes: watch::Sender<(i64, i64)>,
+    changes: watch::Sender<(i64, i64, i64)>,
     stopping: CancellationToken,
     max_lifetime: Duration,
     /// Watch runs per read of the change marker (at least 1), so the marker
@@ -141,7 +145,7 @@ impl AlertStreams {
             slots: Arc::new(Semaphore::new(settings.alert_stream_max_connections)),
             max_per_user: settings.alert_stream_max_per_user,
             holders: Arc::new(Mutex::new(Holders::default())),
-            changes: watch::Sender::new((0, 0)),
+            changes: watch::Sender::new((0, 0, 0)),
             stopping: CancellationToken::new(),
             max_lifetime: Duration::from_secs(settings.alert_stream_max_secs),
             runs_per_poll: u64::try_from(poll / period.max(1)).unwrap_or(1).max(1),
@@ -221,9 +225,9 @@ impl AlertStreams {
         }
     }
 
-    /// Publishes the newest delivery and dismissal times; streams wake
-    /// when they differ from the last ones.
-    fn publish(&self, marker: (i64, i64)) {
+    /// Publishes the newest delivery, dismissal and notification times;
+    /// streams wake when they differ from the last ones.
+    fn publish(&self, marker: (i64, i64, i64)) {
         self.changes.send_if_modified(|current| {
             let changed = *current != marker;
             *current = marker;
@@ -234,10 +238,12 @@ impl AlertStreams {
     /// A stream for `reader` in session `session_id`, unless the user holds
     /// `alert_stream_max_per_user` streams already or every slot is taken.
     /// `resume_from` is the client's `Last-Event-ID`: without one the
-    /// stream starts with the reader's current alerts.
+    /// stream starts with the reader's current alerts (and notifications
+    /// from then on). `server` renders notifications' links.
     pub fn open(
         &self,
         db: Database,
+        server: ServerSettings,
         session_id: i64,
         reader: Reader,
         resume_from: Option<i64>,
@@ -278,6 +284,7 @@ impl AlertStreams {
         changes.mark_unchanged();
         let follower = Follower {
             db,
+            server,
             reader,
             since: resume_from.map(|from| from.saturating_sub(LOOK_BACK_MS)),
             sent: HashMap::new(),
@@ -299,6 +306,9 @@ impl AlertStreams {
 enum Sent {
     Alert(i64),
     Dismissed(i64),
+    /// A notification as of its newest event (a group that grows is sent
+    /// again).
+    Notification(i64, i64),
 }
 
 /// The `dismissed` event's data.
@@ -310,6 +320,7 @@ struct DismissedItem {
 /// One open stream.
 struct Follower {
     db: Database,
+    server: ServerSettings,
     /// Whose alerts; the role is the grant's, as last checked.
     reader: Reader,
     /// Where the next read starts (Unix milliseconds); `None` before the
@@ -319,7 +330,7 @@ struct Follower {
     /// look-back window.
     sent: HashMap<Sent, i64>,
     pending: VecDeque<Event>,
-    changes: watch::Receiver<(i64, i64)>,
+    changes: watch::Receiver<(i64, i64, i64)>,
     grant: Arc<Grant>,
     ends_at: Instant,
     /// A lifetime of 0: send what there is, then end.
@@ -374,6 +385,13 @@ impl Follower {
             Some(since) => {
                 let changes = self.db.alert_changes_since(reader, since).await?;
                 events.extend(changes.delivered.into_iter().filter_map(alert_event));
+                for notification in self
+                    .db
+                    .notification_changes_since(reader.user_id, since)
+                    .await?
+                {
+                    events.extend(notification_event(&notification, &self.server));
+                }
                 for dismissal in changes.dismissed {
                     let data = DismissedItem {
                         id: dismissal.alert_id,
@@ -399,6 +417,20 @@ impl Follower {
         self.sent.retain(|_, at| *at >= since);
         Ok(())
     }
+}
+
+fn notification_event(
+    notification: &Notification,
+    server: &ServerSettings,
+) -> Option<(i64, Sent, Event)> {
+    let at = notification.updated_at;
+    let key = Sent::Notification(notification.id, at);
+    json_event(
+        "notification",
+        at,
+        NotificationItem::new(notification, server),
+    )
+    .map(|event| (at, key, event))
 }
 
 fn alert_event(alert: Alert) -> Option<(i64, Sent, Event)> {

@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
 use lettre::transport::smtp::PoolConfig;
 use lettre::transport::smtp::authentication::Credentials;
@@ -118,6 +119,7 @@ pub fn compose(
         body_text: templates.render(&format!("mail/{kind}.txt"), &context)?,
         body_html: templates.render(&format!("mail/{kind}.html"), &context)?,
         subject,
+        list_unsubscribe: None,
     })
 }
 
@@ -269,7 +271,21 @@ impl Mailer {
             .recipient
             .parse()
             .map_err(|error| refused(format!("the recipient cannot be mailed: {error}")))?;
-        Message::builder()
+        let mut builder = Message::builder();
+        if let Some(url) = &mail.list_unsubscribe {
+            // RFC 8058: a mail client unsubscribes with one POST of
+            // `List-Unsubscribe=One-Click` to the URL, no session needed.
+            builder = builder
+                .raw_header(HeaderValue::new(
+                    HeaderName::new_from_ascii_str("List-Unsubscribe"),
+                    format!("<{url}>"),
+                ))
+                .raw_header(HeaderValue::new(
+                    HeaderName::new_from_ascii_str("List-Unsubscribe-Post"),
+                    "List-Unsubscribe=One-Click".to_owned(),
+                ));
+        }
+        builder
             .from(self.from.clone())
             .to(to)
             .subject(mail.subject.clone())

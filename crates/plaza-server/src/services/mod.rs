@@ -4,10 +4,11 @@
 //! reads, session lookups, health probes, the feature flags as last read,
 //! users' data exports and the deletion of erased users' files, the bounded
 //! blocking pool, outgoing mail and the templates it is written from,
-//! backup archives, the maintenance actions the admins and the jobs start,
-//! moderators' decisions on posts and admins' changes to users, broadcasts
-//! and feature flag writes, generated images kept by their parameters,
-//! and signed-in readers' relations.
+//! notifications by push and mail, backup archives, the maintenance
+//! actions the admins and the jobs start, moderators' decisions on posts
+//! and admins' changes to users, broadcasts and feature flag writes,
+//! generated images kept by their parameters, and signed-in readers'
+//! relations.
 //! Each receives the handles it uses (the database, a settings section, a
 //! cache); nothing here knows the app's state, HTTP or who is calling.
 
@@ -29,6 +30,7 @@ pub mod image_cache;
 pub mod mail;
 pub mod maintenance;
 pub mod moderation;
+pub mod notifications;
 pub mod own_pages;
 pub mod reader_relations;
 pub mod session_lookups;

@@ -1,13 +1,15 @@
 //! A moderator's decision on a post or a reply, as one unit of work shared
 //! by every surface that offers it (the versioned admin API and the
 //! operator console): under the item's edit lock, the decision, its audit
-//! entry and, when asked, the author's alert are written in one
+//! entry, the author's `moderation` notification (always for a hide or a
+//! delete) and, when asked, the author's alert are written in one
 //! transaction, so either all of them happen or none. Who may decide is
 //! asked of `plaza_domain::policy` by the caller before this runs.
 
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::locks::Resource;
+use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::posts::{self, Moderated, ModerationAction};
 use plaza_domain::replies::{self, Removal, Reply, ReplyModerated};
 use plaza_domain::time::now_millis;
@@ -91,13 +93,26 @@ pub async fn moderate_post(
                     },
                 )
                 .await?;
+                let (post, still_there) = match &moderated {
+                    Moderated::Changed { after, .. } => (after, true),
+                    Moderated::Deleted { before, .. } => (before, false),
+                };
+                let quoted = format!("post \u{201c}{}\u{201d}", post.title);
+                let alert = author_alert(action, "post", &quoted, reason.as_deref());
+                if always_told(action) || notify_author {
+                    causes::moderated(
+                        tx,
+                        Decided {
+                            author_id: post.author_id,
+                            moderator_id,
+                            post_id: still_there.then_some(post_id),
+                            reply_id: None,
+                            statement: alert.2.clone(),
+                        },
+                    )
+                    .await?;
+                }
                 if notify_author {
-                    let post = match &moderated {
-                        Moderated::Changed { after, .. } => after,
-                        Moderated::Deleted { before, .. } => before,
-                    };
-                    let quoted = format!("post \u{201c}{}\u{201d}", post.title);
-                    let alert = author_alert(action, "post", &quoted, reason.as_deref());
                     notify(tx, post.author_id, alert, moderator_id).await?;
                 }
                 Ok(moderated)
@@ -175,10 +190,26 @@ pub async fn moderate_reply(
                         },
                     )
                     .await?;
-                    if notify_author && let Some(author_id) = before.author_id() {
+                    if let Some(author_id) = before.author_id() {
                         let alert =
                             author_alert(action, "reply", &reply_excerpt(before), reason.as_deref());
-                        notify(tx, author_id, alert, moderator_id).await?;
+                        if always_told(action) || notify_author {
+                            let still_there = matches!(moderated, ReplyModerated::Changed { .. });
+                            causes::moderated(
+                                tx,
+                                Decided {
+                                    author_id,
+                                    moderator_id,
+                                    post_id: Some(before.post_id),
+                                    reply_id: still_there.then_some(reply_id),
+                                    statement: alert.2.clone(),
+                                },
+                            )
+                            .await?;
+                        }
+                        if notify_author {
+                            notify(tx, author_id, alert, moderator_id).await?;
+                        }
                     }
                     Ok(moderated)
                 })
@@ -186,6 +217,13 @@ pub async fn moderate_reply(
         )
         .await?;
     Ok(moderated)
+}
+
+/// A hide or a delete is always told to the author as a `moderation`
+/// notification (with its statement of reasons); the other decisions when
+/// the moderator asks to notify the author.
+fn always_told(action: ModerationAction) -> bool {
+    matches!(action, ModerationAction::Hide | ModerationAction::Delete)
 }
 
 /// Adds what the moderator said to an audit entry's changes.

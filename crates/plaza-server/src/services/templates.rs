@@ -52,6 +52,30 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/mail/reset_password.html"),
     ),
     (
+        "mail/notification.subject.txt",
+        include_str!("../../templates/mail/notification.subject.txt"),
+    ),
+    (
+        "mail/notification.txt",
+        include_str!("../../templates/mail/notification.txt"),
+    ),
+    (
+        "mail/notification.html",
+        include_str!("../../templates/mail/notification.html"),
+    ),
+    (
+        "mail/digest.subject.txt",
+        include_str!("../../templates/mail/digest.subject.txt"),
+    ),
+    (
+        "mail/digest.txt",
+        include_str!("../../templates/mail/digest.txt"),
+    ),
+    (
+        "mail/digest.html",
+        include_str!("../../templates/mail/digest.html"),
+    ),
+    (
         "console/layout.html",
         include_str!("../../templates/console/layout.html"),
     ),

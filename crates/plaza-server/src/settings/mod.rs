@@ -18,6 +18,7 @@ mod images;
 mod limits;
 mod link_preview;
 mod mail;
+mod notifications;
 mod providers;
 mod proxies;
 mod quota;
@@ -35,6 +36,7 @@ pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
+pub use notifications::*;
 pub use providers::*;
 pub use proxies::{TrustedProxies, canonical_address};
 pub use quota::Quota;
@@ -70,6 +72,8 @@ pub struct Settings {
     pub analytics: AnalyticsSettings,
     #[serde(flatten)]
     pub mail: MailSettings,
+    #[serde(flatten)]
+    pub notifications: NotificationSettings,
 }
 
 impl Settings {
@@ -125,6 +129,7 @@ impl Settings {
             alerts: section(&figment)?,
             analytics: section(&figment)?,
             mail: section(&figment)?,
+            notifications: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -140,6 +145,7 @@ impl Settings {
         self.analytics.validate()?;
         self.telemetry.validate()?;
         self.mail.validate()?;
+        self.notifications.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()
@@ -374,6 +380,7 @@ mod tests {
             keys(&defaults.alerts),
             keys(&defaults.analytics),
             keys(&defaults.mail),
+            keys(&defaults.notifications),
         ]
         .concat();
         let count = all.len();

@@ -58,6 +58,18 @@ impl Default for ServerSettings {
 }
 
 impl ServerSettings {
+    /// A user's image, or their generated avatar (seeded by the user id,
+    /// so it survives a change of username).
+    pub fn avatar_url(&self, user_id: i64, image: Option<&str>) -> String {
+        match image {
+            Some(image) => image.to_owned(),
+            None => format!(
+                "{}/api/avatar-image?seed={user_id}",
+                self.base_url.as_str().trim_end_matches('/'),
+            ),
+        }
+    }
+
     pub(super) fn validate(&self) -> Result<(), SettingsError> {
         if !matches!(self.base_url.scheme(), "http" | "https") || self.base_url.host().is_none() {
             return Err(SettingsError::new(

@@ -332,6 +332,9 @@ async fn the_command_line_reads_the_services_settings_and_refuses_another_databa
     );
 }
 
+/// A VAPID private key: 32 bytes of a P-256 scalar, base64url.
+const VAPID_KEY: &str = "RS0WdYWWo1HajXg3NZR1olzCf31i-ZBGDkFyCs7j1jw";
+
 async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backend) {
     let warning = "PostgreSQL with keys generated";
     // Test servers set jwt_secret only.
@@ -343,13 +346,20 @@ async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backen
     assert_eq!(line.is_some(), postgres, "{logs}");
     if let Some(line) = line {
         assert!(line.contains("WARN"), "{line}");
-        assert!(line.contains("(totp_key, analytics_salt)"), "{line}");
+        assert!(
+            line.contains("(totp_key, analytics_salt, vapid_private_key)"),
+            "{line}"
+        );
     }
     drop(server);
     let key = "a-key-of-at-least-32-characters-0123456789";
     let server = TestServer::start_with(
         backend,
-        &[("PLAZA_TOTP_KEY", key), ("PLAZA_ANALYTICS_SALT", key)],
+        &[
+            ("PLAZA_TOTP_KEY", key),
+            ("PLAZA_ANALYTICS_SALT", key),
+            ("PLAZA_VAPID_PRIVATE_KEY", VAPID_KEY),
+        ],
     )
     .await;
     server.wait_for_log("listening on");
