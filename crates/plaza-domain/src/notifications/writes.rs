@@ -52,6 +52,10 @@ struct Standing {
     actor_silenced: bool,
 }
 
+/// A row of `member_relations`: whose it is, blocked since, muted since,
+/// the mute's end.
+type RelationRow = (i64, Option<i64>, Option<i64>, Option<i64>);
+
 /// The standing of `actor_id` toward `recipient_id`, read in `tx` from
 /// the members' blocks and mutes (a mute counts until its end). Plaza has
 /// no silence yet, so no actor is silenced.
@@ -67,7 +71,7 @@ async fn standing(
         });
     };
     let now = crate::time::now_millis();
-    let rows: Vec<(i64, Option<i64>, Option<i64>, Option<i64>)> = sqlx::query_as(
+    let rows: Vec<RelationRow> = sqlx::query_as(
         "SELECT user_id, blocked_at, muted_at, mute_expires_at FROM member_relations \
          WHERE (user_id = $1 AND other_id = $2) OR (user_id = $2 AND other_id = $1)",
     )
