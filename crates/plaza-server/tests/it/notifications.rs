@@ -30,6 +30,7 @@ on_both_databases!(
     the_daily_digest_lists_what_waited_unread,
     push_subscriptions_take_public_https_endpoints_only,
     pushes_reach_the_endpoint_encrypted_and_signed_and_answers_are_obeyed,
+    nobody_is_notified_of_a_member_they_mute_or_block,
 );
 
 /// `GET /api/notifications{query}` as `cookie`.
@@ -973,4 +974,61 @@ async fn pushes_reach_the_endpoint_encrypted_and_signed_and_answers_are_obeyed(b
         0,
         "nothing queued"
     );
+}
+
+/// The one rule reads members' relations: a member who mutes another is
+/// not told of their answers, until the mute ends; one who blocks another
+/// is not told of their reactions (a block refuses the answer itself).
+async fn nobody_is_notified_of_a_member_they_mute_or_block(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    let post_id = post(&server, &ada.cookie, json!({"title": "T", "content": "c"})).await;
+    let relate = |method: &'static str, path: String| {
+        let (server, cookie) = (&server, ada.cookie.clone());
+        async move {
+            let (status, body) = call(server, method, &path, Some(&cookie), None).await;
+            assert_eq!(status, 204, "{method} {path}: {body}");
+        }
+    };
+
+    relate("PUT", format!("/api/users/{}/mute", bob.id)).await;
+    reply(&server, &bob.cookie, &post_id, None, "while muted").await;
+    assert_eq!(
+        items(&server, &ada.cookie).await.len(),
+        0,
+        "muted: nobody told"
+    );
+    relate("DELETE", format!("/api/users/{}/mute", bob.id)).await;
+    reply(&server, &bob.cookie, &post_id, None, "after the mute").await;
+    let told = items(&server, &ada.cookie).await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["type"], "reply");
+
+    // A block made by the member to notify: the blocked member's reaction
+    // is refused, and nothing new is told.
+    let bobs_post = post(&server, &bob.cookie, json!({"title": "B", "content": "b"})).await;
+    relate("PUT", format!("/api/users/{}/block", bob.id)).await;
+    let encoded: String = url::form_urlencoded::byte_serialize("👍".as_bytes()).collect();
+    let (status, _) = call(
+        &server,
+        "PUT",
+        &format!("/api/posts/{post_id}/reactions/{encoded}"),
+        Some(&bob.cookie),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(items(&server, &ada.cookie).await.len(), 1);
+    // Ada reacting to Bob's post across her own block is refused too.
+    let (status, _) = call(
+        &server,
+        "PUT",
+        &format!("/api/posts/{bobs_post}/reactions/{encoded}"),
+        Some(&ada.cookie),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(items(&server, &bob.cookie).await.len(), 0);
 }
