@@ -173,6 +173,32 @@ pub async fn reacted(
     Ok(())
 }
 
+/// A new follow, told to the member followed as `follow` (a follow made
+/// again after an unfollow tells again; one already standing, nothing).
+pub async fn followed(
+    tx: &mut Tx<'_>,
+    follower_id: i64,
+    followed_id: i64,
+) -> Result<(), DomainError> {
+    // About a member, not an item: nothing to hide from the one followed.
+    let seen_by = |_: i64, _: Role| true;
+    notify(
+        tx,
+        NewNotification {
+            recipient_id: followed_id,
+            kind: Kind::Follow,
+            actor_id: Some(follower_id),
+            post_id: None,
+            reply_id: None,
+            emoji: None,
+            text: None,
+            seen_by: &seen_by,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 /// A moderator's decision on a member's content, told to its author as
 /// `moderation` with the statement of reasons in `text`. `post_id` and
 /// `reply_id` name what is still there to open (nothing after a post's

@@ -13,6 +13,7 @@ use base64::Engine;
 use plaza_domain::between::{
     self, Filter, FilterAction, Listed, MAX_PHRASE_CHARS, MemberCursor, MemberPage, NewFilter,
 };
+use plaza_domain::notifications;
 use plaza_domain::policy;
 use plaza_domain::posts::{FeedCursor, Post};
 use plaza_domain::time::{now_millis, rfc3339};
@@ -215,7 +216,10 @@ pub async fn follow(
             Box::pin(async move {
                 let target = users::user_in(tx, id).await?;
                 policy::view_user(Some(actor), &target).check("user", "not found")?;
-                between::follow(tx, actor.user_id, id).await
+                if between::follow(tx, actor.user_id, id).await? {
+                    notifications::causes::followed(tx, actor.user_id, id).await?;
+                }
+                Ok(())
             })
         })
         .await?;

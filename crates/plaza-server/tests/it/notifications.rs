@@ -31,6 +31,7 @@ on_both_databases!(
     push_subscriptions_take_public_https_endpoints_only,
     pushes_reach_the_endpoint_encrypted_and_signed_and_answers_are_obeyed,
     nobody_is_notified_of_a_member_they_mute_or_block,
+    a_follow_notifies_the_member_followed,
 );
 
 /// `GET /api/notifications{query}` as `cookie`.
@@ -1030,5 +1031,30 @@ async fn nobody_is_notified_of_a_member_they_mute_or_block(backend: Backend) {
     )
     .await;
     assert_eq!(status, 403);
+    assert_eq!(items(&server, &bob.cookie).await.len(), 0);
+}
+
+/// A new follow tells the member followed, once; following again while
+/// the follow stands tells nothing more.
+async fn a_follow_notifies_the_member_followed(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    for _ in 0..2 {
+        let (status, body) = call(
+            &server,
+            "PUT",
+            &format!("/api/users/{}/follow", ada.id),
+            Some(&bob.cookie),
+            None,
+        )
+        .await;
+        assert_eq!(status, 204, "{body}");
+    }
+    let told = items(&server, &ada.cookie).await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["type"], "follow");
+    assert_eq!(told[0]["actor"]["id"], bob.id.to_string());
+    assert!(told[0]["post_id"].is_null() && told[0]["reply_id"].is_null());
     assert_eq!(items(&server, &bob.cookie).await.len(), 0);
 }
