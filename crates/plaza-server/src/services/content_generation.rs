@@ -77,7 +77,7 @@ struct Confirmed {
     until: Instant,
 }
 
-/// The generation as this instance knows it (in [`crate::state::AppState`]).
+/// The generation as this instance knows it (the app state holds one).
 pub struct ContentGeneration {
     db: Database,
     channel: Channel,

@@ -146,7 +146,7 @@ impl Lifecycle<ImageKey, Bytes> for CountEvictions {
 
 type Entries = Cache<ImageKey, Bytes, BodyBytes, DefaultHashBuilder, CountEvictions>;
 
-/// The rendered images of this process, in [`crate::state::AppState`].
+/// The rendered images of this process (the app state holds one).
 pub struct ImageCache {
     /// `None` when `image_cache_bytes` is 0.
     entries: Option<Entries>,

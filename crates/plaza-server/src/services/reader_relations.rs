@@ -92,7 +92,7 @@ impl Reading {
     }
 }
 
-/// The relations of recent readers (in [`crate::state::AppState`]).
+/// The relations of recent readers (the app state holds one).
 pub struct ReaderRelations {
     readers: Cache<i64, Arc<Reading>>,
 }
