@@ -171,6 +171,18 @@ fn encode_cursor(cursor: ReactorCursor) -> String {
         .encode(format!("{}.{}", cursor.reacted_at, cursor.user_id))
 }
 
+/// The page a who-reacted query asks for: its `limit` and the cursor to
+/// start after, with their problems (told once the item is known visible).
+fn reactor_page(query: &ReactorQuery) -> (Problems, i64, Option<ReactorCursor>) {
+    let mut problems = Problems::default();
+    let limit = params::limit(&mut problems, query.limit.as_deref(), DEFAULT_REACTORS);
+    let after = query
+        .cursor
+        .as_deref()
+        .and_then(|raw| problems.check("cursor", decode_cursor(raw)));
+    (problems, limit, after)
+}
+
 fn decode_cursor(raw: &str) -> Result<ReactorCursor, String> {
     let malformed = || "must be a next_cursor of this list".to_owned();
     let text = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -285,12 +297,7 @@ pub async fn post_reactors(
     IdTextPath(id, emoji): IdTextPath,
     AppQuery(query): AppQuery<ReactorQuery>,
 ) -> Result<AppJson<ReactorList>, AppError> {
-    let mut problems = Problems::default();
-    let limit = params::limit(&mut problems, query.limit.as_deref(), DEFAULT_REACTORS);
-    let after = query
-        .cursor
-        .as_deref()
-        .and_then(|raw| problems.check("cursor", decode_cursor(raw)));
+    let (problems, limit, after) = reactor_page(&query);
     state.db.post_for(id, viewer_of(caller.as_ref())).await?;
     problems.finish()?;
     let page = state
@@ -394,12 +401,7 @@ pub async fn reply_reactors(
     IdTextPath(id, emoji): IdTextPath,
     AppQuery(query): AppQuery<ReactorQuery>,
 ) -> Result<AppJson<ReactorList>, AppError> {
-    let mut problems = Problems::default();
-    let limit = params::limit(&mut problems, query.limit.as_deref(), DEFAULT_REACTORS);
-    let after = query
-        .cursor
-        .as_deref()
-        .and_then(|raw| problems.check("cursor", decode_cursor(raw)));
+    let (problems, limit, after) = reactor_page(&query);
     let reply = state.db.reply_by_id(id).await?;
     let post = state.db.post_by_id(reply.post_id).await?;
     let actor = caller.as_ref().map(|caller| caller.actor());
