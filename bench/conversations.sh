@@ -10,7 +10,7 @@
 #     member, one connection (each write is a unit of work with its
 #     mentions and counts; a thread's writes queue on its post);
 #   on PostgreSQL also the page's statement as Plaza sent it (read back
-#     from pg_stat_activity) run by `pgbench -M prepared -j 2` with
+#     from PostgreSQL's log with its parameters) run by `pgbench -M prepared -j 2` with
 #     CONNECTIONS clients, and the Node peer (bench/node-peer: node:http and
 #     postgres.js, path order) answering the same pages with 1 and 2
 #     workers, its best configuration counting.
@@ -23,7 +23,8 @@
 # Environment: PLAZA_BIN (a built binary instead of building this tree),
 # PLAZA_BENCH_POSTGRES (server URL without a database, default
 # postgres://postgres@127.0.0.1:5432), PLAZA_BENCH_BACKENDS (default
-# "sqlite postgres"), WRK_THREADS (default 1), PEER_WORKERS (default "1 2").
+# "sqlite postgres"), WRK_THREADS (default 1), PEER_WORKERS (default "1 2"),
+# PLAZA_BENCH_POSTGRES_LOG (the server's log file, default Debian's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPLIES="${1:-1000000}"
@@ -38,6 +39,8 @@ THREADS="${WRK_THREADS:-1}"
 PEER_WORKERS="${PEER_WORKERS:-1 2}"
 source bench/lib.sh
 need wrk curl psql pgbench node npm python3
+# PostgreSQL's log, where the page's statement is read (Debian's layout).
+PG_LOG="${PLAZA_BENCH_POSTGRES_LOG:-$(ls /var/log/postgresql/postgresql-*-main.log | tail -1)}"
 build_plaza
 PEER=bench/node-peer
 if [ ! -d "$PEER/node_modules/postgres" ] || [ "$PEER/package-lock.json" -nt "$PEER/node_modules/.package-lock.json" ]; then
@@ -72,7 +75,6 @@ write_script() {
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Cookie"] = "$1"
-wrk.headers["Origin"] = "http://127.0.0.1:$PORT"
 wrk.body = '{"content":"Agreed, and the second point matters most to me."}'
 LUA
 }
@@ -98,7 +100,31 @@ for backend in $BACKENDS; do
   POST_ID=$(sed -n 's/.*in the thread of post \([0-9]*\).*/\1/p' "$WORK/seed.out")
   [ -n "$POST_ID" ] || { echo "the seed named no thread" >&2; exit 1; }
   "$PLAZA" user create --email member@example.com --password "$PASSWORD" --role user >/dev/null 2>&1
-  [ "$backend" = postgres ] && psql "$PLAZA_DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
+  if [ "$backend" = postgres ]; then
+    psql "$PLAZA_DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
+    # The page's statement as the server sends it, with its parameters,
+    # from PostgreSQL's log of one anonymous first page.
+    psql "$PG_SERVER/postgres" -qc "ALTER DATABASE $PG_DB SET log_min_duration_statement = 0" >/dev/null
+    log_lines=$(wc -l <"$PG_LOG")
+    start_server
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/api/posts/$POST_ID/replies?limit=50"
+    stop_server
+    psql "$PG_SERVER/postgres" -qc "ALTER DATABASE $PG_DB RESET log_min_duration_statement" >/dev/null
+    tail -n +"$((log_lines + 1))" "$PG_LOG" | python3 -c '
+import re, sys
+lines = sys.stdin.read().splitlines()
+for at, line in enumerate(lines):
+    found = re.search(r"execute [^:]*: (SELECT .*walk_key.*)$", line)
+    if found:
+        statement = found.group(1)
+        detail = next((l for l in lines[at + 1:at + 3] if "DETAIL:  parameters:" in l), "")
+        values = dict(re.findall(r"\$(\d+) = (\x27(?:[^\x27]|\x27\x27)*\x27|NULL)", detail))
+        statement = re.sub(r"\$(\d+)\b", lambda m: values[m.group(1)], statement)
+        print(statement + ";")
+        break
+else:
+    sys.exit("the page statement is not in the log")' >"$WORK/page.sql"
+  fi
   start_server
   COOKIE=$(session_cookie member@example.com "$PASSWORD")
   [ -n "$COOKIE" ] || { echo "the member could not sign in" >&2; exit 1; }
@@ -127,26 +153,12 @@ print(max(r["depth"] for r in b["replies"]))' "$MIDDLE")
   run "$backend: thread page, first, signed in" "$THREAD" "$CONNECTIONS" -H "Cookie: $COOKIE"
   run "$backend: thread page, middle, anonymous" "$MIDDLE" "$CONNECTIONS"
   run "$backend: thread page, middle, signed in" "$MIDDLE" "$CONNECTIONS" -H "Cookie: $COOKIE"
-  if [ "$backend" = postgres ]; then
-    # The page's statement as the server sent it: the last one of a
-    # connection that rendered an anonymous page.
-    STATEMENT=$(psql "$PG_SERVER/postgres" -tAc "SELECT query FROM pg_stat_activity
-      WHERE datname = '$PG_DB' AND query LIKE '%walk_key%' AND query NOT LIKE '%author_id = \$3%' LIMIT 1")
-    [[ "$STATEMENT" == SELECT* ]] || { echo "the page's statement was not found: $STATEMENT" >&2; exit 1; }
-  fi
   write_script "$COOKIE"
   run "$backend: write a reply, 1 connection" "http://127.0.0.1:$PORT/api/posts/$POST_ID/replies" 1 -s "$WORK/reply.lua"
   stop_server
 done
 
 if [[ " $BACKENDS " == *" postgres "* ]]; then
-  # pgbench: $1 is the post, $2 the key the page starts after.
-  {
-    echo "\\set p1 $POST_ID"
-    python3 -c '
-import re, sys
-print(re.sub(r"\$2", "\x27\x27", re.sub(r"\$1", ":p1", sys.argv[1])) + ";")' "$STATEMENT"
-  } >"$WORK/page.sql"
   echo
   echo "  pgbench statement: $(tr -s ' \n' ' ' <"$WORK/page.sql" | cut -c1-160)…"
   tps=$(pgbench -n -M prepared -j 2 -c "$CONNECTIONS" -T "$DURATION" -f "$WORK/page.sql" "$PLAZA_DATABASE_URL" 2>/dev/null |

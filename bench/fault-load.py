@@ -38,7 +38,7 @@ def request(method, path, body=None, headers=None):
     """(status, body bytes, headers); status 0 when the exchange failed."""
     connection = http.client.HTTPConnection(ADDRESS.hostname, ADDRESS.port, timeout=30)
     try:
-        connection.request(method, path, body, {"origin": BASE, **(headers or {})})
+        connection.request(method, path, body, headers or {})
         response = connection.getresponse()
         return response.status, response.read(), response.getheaders()
     except (OSError, http.client.HTTPException):

@@ -56,7 +56,7 @@ with_password() {
   local id
   id=$("$PLAZA" user create --email bench@example.com --password "$PASSWORD" --role user 2>/dev/null | grep -o '[0-9]\+' | head -1)
   q "UPDATE users SET password_hash = (SELECT password_hash FROM users WHERE id = $id),
-       email_verified = TRUE, email_verified_at = 1
+       email_verified_at = 1
      WHERE id IN (SELECT id FROM users WHERE status = 'active' AND id <> $id ORDER BY id LIMIT $1)" >/dev/null
   echo "$id"
 }
@@ -70,6 +70,7 @@ if [[ " $PARTS " == *" fan-out "* ]]; then
   "$PLAZA" dev seed --users "$MEMBERS" --posts 100 2>/dev/null | sed 's/^/  /'
   AUTHOR=$(with_password "$ANSWERERS")
   RECEIVER_PORT=$(free_port)
+  : >"$WORK/pushes.txt"
   PORT=$RECEIVER_PORT OUT="$WORK/pushes.txt" node bench/notifications-receiver.mjs 2>"$WORK/receiver.log" &
   PIDS+=($!)
   wait_http "http://127.0.0.1:$RECEIVER_PORT/health"
@@ -84,27 +85,34 @@ console.log(e.getPublicKey().toString("base64url"), c.randomBytes(16).toString("
   echo "  push subscriptions: $(q 'SELECT COUNT(*) FROM push_subscriptions')"
   PLAZA_PUSH_ALLOW_INSECURE=true start_server
   COOKIE=$(session_cookie bench@example.com "$PASSWORD")
-  POST_ID=$(curl -sf -H "Cookie: $COOKIE" -H 'content-type: application/json' -H "Origin: http://127.0.0.1:$PORT" \
+  POST_ID=$(curl -sf -H "Cookie: $COOKIE" -H 'content-type: application/json' \
     -d '{"title":"Ask me anything","content":"Answers welcome."}' "http://127.0.0.1:$PORT/api/posts" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   rss_before=$(resident_mib "$SERVER_PID")
   python3 - "http://127.0.0.1:$PORT" "$PASSWORD" "$POST_ID" "$AUTHOR" "$ANSWERERS" "$WORK" <<'PY'
-import concurrent.futures, json, os, subprocess, sys, time, urllib.request
+import concurrent.futures, json, os, subprocess, sys, time, urllib.error, urllib.request
 base, password, post, author, answerers, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
 def call(path, body, cookie=None):
-    headers = {"content-type": "application/json", "origin": base}
+    headers = {"content-type": "application/json"}
     if cookie:
         headers["cookie"] = cookie
     request = urllib.request.Request(base + path, json.dumps(body).encode(), headers)
     with urllib.request.urlopen(request) as answer:
         return answer
 def sign_in(email):
-    answer = call("/api/auth/signin", {"email": email, "password": password})
+    for _ in range(100):
+        try:
+            answer = call("/api/auth/signin", {"email": email, "password": password})
+            break
+        except urllib.error.HTTPError as error:
+            if error.code != 503:
+                sys.exit(f"{email} could not sign in: {error.code} {error.read()[:200]!r}")
+            time.sleep(0.2)
     return next(v.split(";")[0] for k, v in answer.headers.items() if k.lower() == "set-cookie" and v.startswith("plaza_session="))
 ids = subprocess.run(["psql", "-tA", os.environ["PLAZA_DATABASE_URL"], "-c",
     f"SELECT email FROM users WHERE email LIKE 'seed%' AND password_hash IS NOT NULL ORDER BY id LIMIT {answerers}"],
     capture_output=True, text=True, check=True).stdout.split()
-with concurrent.futures.ThreadPoolExecutor(16) as pool:
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
     cookies = list(pool.map(sign_in, ids))
 print(f"  {len(cookies)} answerers signed in")
 def answer(cookie):
@@ -143,14 +151,15 @@ if [[ " $PARTS " == *" unread "* || " $PARTS " == *" digest "* ]]; then
   load_start=$(date +%s)
   # Loaded without the row triggers (the unread counts are computed once
   # below, as the triggers would keep them): every member gets the same
-  # share, a tenth unread, the newest of each waiting for the digest.
+  # share, a tenth unread, the newest of each unread and waiting for the
+# digest.
   psql -q -v ON_ERROR_STOP=1 "$PLAZA_DATABASE_URL" <<SQL
 SET session_replication_role = replica;
 INSERT INTO notifications (user_id, type, actor_id, post_id, text, created_at, updated_at, read_at, mail_state)
 SELECT u.id, 'reply', u.id, NULL, 'Here is my answer.',
        $(($(date +%s) * 1000 - 2 * 86400000)) - (s.n / u.count) * 1000,
        $(($(date +%s) * 1000 - 2 * 86400000)) - (s.n / u.count) * 1000,
-       CASE WHEN s.n % 10 = 0 THEN NULL ELSE 1 END,
+       CASE WHEN s.n % 10 = 0 OR s.n < u.count THEN NULL ELSE 1 END,
        CASE WHEN s.n < u.count THEN 'daily' END
 FROM generate_series(0, $NOTIFICATIONS - 1) AS s(n)
 JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS slot, COUNT(*) OVER () AS count FROM users) u
