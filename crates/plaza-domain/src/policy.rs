@@ -381,6 +381,31 @@ pub fn moderate_reply(actor: Actor) -> Decision {
     moderate_post(actor)
 }
 
+/// Warning or silencing a member: moderators and above, on someone else
+/// of a lower role (a super admin on anyone but themself).
+pub fn discipline(actor: Actor, target: &User) -> Decision {
+    if actor.is(target) || !actor.role.is_moderator() {
+        return Decision::Forbidden;
+    }
+    Decision::allowed_if(actor.outranks(target.role))
+}
+
+/// Appealing a moderation action: the member it affected; to anyone else
+/// it does not exist.
+pub fn appeal_action(actor: Actor, affected: Option<i64>) -> Decision {
+    if affected == Some(actor.user_id) {
+        Decision::Allowed
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// Deciding an appeal: a moderator or above other than who took the
+/// action appealed (`taken_by`).
+pub fn decide_appeal(actor: Actor, taken_by: Option<i64>) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator() && taken_by != Some(actor.user_id))
+}
+
 /// The unversioned admin surface: an administrator or higher who holds
 /// the route's capability (`holds_capability`: granted to them or their
 /// role, and active, [`crate::grants`]); a super admin holds every

@@ -18,6 +18,8 @@ pub const MAX_REASON_CHARS: usize = 1000;
 pub enum ReportTarget {
     Post,
     Reply,
+    /// A member (DECISIONS.md "Graduated moderation").
+    User,
 }
 
 impl ReportTarget {
@@ -26,6 +28,7 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post_reports",
             ReportTarget::Reply => "reply_reports",
+            ReportTarget::User => "user_reports",
         }
     }
 
@@ -34,6 +37,7 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post_id",
             ReportTarget::Reply => "reply_id",
+            ReportTarget::User => "user_id",
         }
     }
 
@@ -42,22 +46,22 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post",
             ReportTarget::Reply => "reply",
+            ReportTarget::User => "member",
         }
     }
 
     /// Report columns as [`Report`] reads them (unqualified).
     pub(crate) fn columns(self) -> String {
         format!(
-            "id, {} AS target_id, reporter_id, reason, category, created_at, resolved_at, \
-             resolved_by",
+            "id, {} AS target_id, reporter_id, reason, category, rule_ids, created_at, \
+             resolved_at, resolved_by",
             self.column()
         )
     }
 }
 
-/// Why an item is reported (DECISIONS.md "Conversations (round 5)").
-/// `rule_violation` reports name no rules yet: the site rules come with
-/// graduated moderation.
+/// Why an item is reported (DECISIONS.md "Conversations (round 5)");
+/// a report may cite the site's rules ([`crate::rules`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReportCategory {
     Spam,
@@ -113,6 +117,9 @@ pub struct Report {
     pub reason: String,
     #[sqlx(try_from = "String")]
     pub category: ReportCategory,
+    /// The rules it cites, as stored ([`crate::rules::read_ids`]).
+    #[sqlx(rename = "rule_ids")]
+    pub stored_rule_ids: String,
     pub created_at: i64,
     /// When a moderator acted on the item, if they have.
     pub resolved_at: Option<i64>,
@@ -274,6 +281,8 @@ pub struct NewReport {
     pub reporter_id: i64,
     pub reason: String,
     pub category: ReportCategory,
+    /// The rules cited, as [`crate::rules::check_cited`] answers them.
+    pub rule_ids: String,
 }
 
 /// Files a report; a second report of the same item by the same user is
@@ -282,8 +291,8 @@ pub struct NewReport {
 pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError> {
     let target = new.target;
     sqlx::query_as(&format!(
-        "INSERT INTO {} ({}, reporter_id, reason, category, created_at) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING {}",
+        "INSERT INTO {} ({}, reporter_id, reason, category, rule_ids, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {}",
         target.table(),
         target.column(),
         target.columns()
@@ -292,6 +301,7 @@ pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError
     .bind(new.reporter_id)
     .bind(new.reason)
     .bind(new.category.as_str())
+    .bind(new.rule_ids)
     .bind(now_millis())
     .fetch_one(&mut **tx)
     .await
