@@ -143,7 +143,21 @@ pub struct ModerationStats {
     /// Mean time from report to resolution of the reports resolved in the
     /// period, in milliseconds; `None` when none were.
     pub average_resolution_millis: Option<f64>,
+    /// How long the oldest open report has waited, now, in milliseconds.
+    pub oldest_open_report_millis: Option<i64>,
+    /// Appeals waiting for a decision, now.
+    pub appeals_open: i64,
+    /// How long the oldest open appeal has waited, now, in milliseconds.
+    pub oldest_open_appeal_millis: Option<i64>,
+    /// Mean time from appeal to decision of the appeals decided in the
+    /// period, in milliseconds; `None` when none were.
+    pub average_appeal_decision_millis: Option<f64>,
 }
+
+/// Every report, on posts, replies and members, as one table.
+const ALL_REPORTS: &str = "(SELECT created_at, resolved_at FROM post_reports \
+     UNION ALL SELECT created_at, resolved_at FROM reply_reports \
+     UNION ALL SELECT created_at, resolved_at FROM user_reports)";
 
 impl Database {
     /// The reports on each of `post_ids`, oldest first (the admin post
@@ -210,25 +224,48 @@ impl Database {
         since: i64,
         until: i64,
     ) -> Result<ModerationStats, DomainError> {
+        let now = now_millis();
+        let mut lease = self.lease().await?;
         let (received, resolved, open, posts_open, average): (i64, i64, i64, i64, Option<f64>) =
-            sqlx::query_as(
+            sqlx::query_as(&format!(
                 "SELECT \
-                 (SELECT COUNT(*) FROM post_reports WHERE created_at >= $1 AND created_at < $2), \
-                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2), \
-                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at IS NULL), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE created_at >= $1 AND created_at < $2), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE resolved_at >= $1 AND resolved_at < $2), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE resolved_at IS NULL), \
                  (SELECT COUNT(DISTINCT post_id) FROM post_reports WHERE resolved_at IS NULL), \
                  (SELECT CAST(AVG(resolved_at - created_at) AS DOUBLE PRECISION) \
-                  FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2)",
-            )
+                  FROM {ALL_REPORTS} r WHERE resolved_at >= $1 AND resolved_at < $2)"
+            ))
             .bind(since)
             .bind(until)
-            .fetch_one(&mut *self.lease().await?)
+            .fetch_one(&mut *lease)
             .await?;
+        let (oldest_report, appeals_open, oldest_appeal, appeal_average): (
+            Option<i64>,
+            i64,
+            Option<i64>,
+            Option<f64>,
+        ) = sqlx::query_as(&format!(
+            "SELECT \
+             (SELECT MIN(created_at) FROM {ALL_REPORTS} r WHERE resolved_at IS NULL), \
+             (SELECT COUNT(*) FROM appeals WHERE status = 'open'), \
+             (SELECT MIN(created_at) FROM appeals WHERE status = 'open'), \
+             (SELECT CAST(AVG(decided_at - created_at) AS DOUBLE PRECISION) FROM appeals \
+              WHERE decided_at >= $1 AND decided_at < $2)"
+        ))
+        .bind(since)
+        .bind(until)
+        .fetch_one(&mut *lease)
+        .await?;
         Ok(ModerationStats {
             reports_received: received,
             reports_resolved: resolved,
             reports_open: open,
             posts_with_open_reports: posts_open,
+            oldest_open_report_millis: oldest_report.map(|at| (now - at).max(0)),
+            appeals_open,
+            oldest_open_appeal_millis: oldest_appeal.map(|at| (now - at).max(0)),
+            average_appeal_decision_millis: appeal_average,
             average_resolution_millis: average,
         })
     }
