@@ -579,6 +579,22 @@ mod tests {
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
         );
         assert_eq!(table(ban), ["FFFFF", "FFFFF", "AAFFF", "AAAFF"]);
+        assert_eq!(table(discipline), ["FFFFF", "AFFFF", "AAFFF", "AAAAF"]);
+        for role in ROLES {
+            let me = actor(role);
+            assert_eq!(
+                decide_appeal(me, Some(2)).is_allowed(),
+                role.is_moderator(),
+                "{role:?} decides another moderator's action"
+            );
+            assert_eq!(
+                decide_appeal(me, Some(1)),
+                Decision::Forbidden,
+                "never their own"
+            );
+            assert_eq!(appeal_action(me, Some(1)), Decision::Allowed);
+            assert_eq!(appeal_action(me, Some(2)), Decision::Hidden);
+        }
         assert_eq!(
             table(|actor, target| grant_role(actor, target, Role::Moderator)),
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]

@@ -38,11 +38,11 @@ pub struct RuleDraft {
 impl Database {
     /// The rules, in order.
     pub async fn rules(&self) -> Result<Vec<Rule>, DomainError> {
-        Ok(sqlx::query_as(
-            "SELECT id, title, description FROM site_rules ORDER BY position, id",
+        Ok(
+            sqlx::query_as("SELECT id, title, description FROM site_rules ORDER BY position, id")
+                .fetch_all(&mut *self.lease().await?)
+                .await?,
         )
-        .fetch_all(&mut *self.lease().await?)
-        .await?)
     }
 }
 

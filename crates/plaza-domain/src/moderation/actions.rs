@@ -56,7 +56,9 @@ impl ActionKind {
     }
 
     pub fn parse(name: &str) -> Option<ActionKind> {
-        ActionKind::ALL.into_iter().find(|kind| kind.as_str() == name)
+        ActionKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
     }
 }
 
@@ -335,8 +337,7 @@ impl Database {
         if let Some(user_id) = user_id {
             query = query.bind(user_id);
         }
-        let mut rows: Vec<ModerationRecord> =
-            query.fetch_all(&mut *self.lease().await?).await?;
+        let mut rows: Vec<ModerationRecord> = query.fetch_all(&mut *self.lease().await?).await?;
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
         let next = more.then(|| rows.last().map(|row| row.id)).flatten();

@@ -330,7 +330,9 @@ pub async fn undo(
             let restored = replies::create(
                 tx,
                 NewReply {
-                    post_id: kept["post_id"].as_i64().ok_or(DomainError::NotFound("post"))?,
+                    post_id: kept["post_id"]
+                        .as_i64()
+                        .ok_or(DomainError::NotFound("post"))?,
                     parent_id: kept["parent_id"].as_i64(),
                     author_id,
                     content: kept["content"].as_str().unwrap_or_default().to_owned(),
@@ -343,12 +345,11 @@ pub async fn undo(
         (ActionKind::Ban, _) => {
             let user = users::user_in(tx, action.target_id).await?;
             let ban_id = data["ban_id"].as_i64();
-            let in_force: Option<(i64,)> = sqlx::query_as(
-                "SELECT id FROM user_bans WHERE user_id = $1 AND lifted_at IS NULL",
-            )
-            .bind(user.id())
-            .fetch_optional(&mut **tx)
-            .await?;
+            let in_force: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM user_bans WHERE user_id = $1 AND lifted_at IS NULL")
+                    .bind(user.id())
+                    .fetch_optional(&mut **tx)
+                    .await?;
             if user.status == UserStatus::Banned && in_force.map(|(id,)| id) == ban_id {
                 bans::lift(tx, user.id(), Some(actor.user_id), reason).await?;
             }
@@ -364,7 +365,8 @@ pub async fn undo(
             warnings::withdraw(tx, warning_id).await?;
             json!({"warning_id": warning_id})
         }
-        (ActionKind::Reverse, _) | (ActionKind::Hide | ActionKind::Flag | ActionKind::Delete, _) => {
+        (ActionKind::Reverse, _)
+        | (ActionKind::Hide | ActionKind::Flag | ActionKind::Delete, _) => {
             return Err(DomainError::InvalidTransition(format!(
                 "a {} of a {} cannot be reversed",
                 action.action.as_str(),
@@ -442,11 +444,10 @@ impl Database {
     /// How long the open appeals have waited: their count and the oldest's
     /// age at `now`, in milliseconds.
     pub async fn open_appeal_wait(&self, now: i64) -> Result<(i64, Option<i64>), DomainError> {
-        let (count, oldest): (i64, Option<i64>) = sqlx::query_as(
-            "SELECT COUNT(*), MIN(created_at) FROM appeals WHERE status = 'open'",
-        )
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
+        let (count, oldest): (i64, Option<i64>) =
+            sqlx::query_as("SELECT COUNT(*), MIN(created_at) FROM appeals WHERE status = 'open'")
+                .fetch_one(&mut *self.lease().await?)
+                .await?;
         Ok((count, oldest.map(|at| now - at)))
     }
 }

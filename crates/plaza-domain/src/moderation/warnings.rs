@@ -127,13 +127,12 @@ pub async fn warn(
 /// Withdraws warning `id` in `tx` (an appeal reversed it); answers whether
 /// it still counted.
 pub async fn withdraw(tx: &mut Tx<'_>, id: i64) -> Result<bool, DomainError> {
-    let done = sqlx::query(
-        "UPDATE warnings SET withdrawn_at = $1 WHERE id = $2 AND withdrawn_at IS NULL",
-    )
-    .bind(now_millis())
-    .bind(id)
-    .execute(&mut **tx)
-    .await?;
+    let done =
+        sqlx::query("UPDATE warnings SET withdrawn_at = $1 WHERE id = $2 AND withdrawn_at IS NULL")
+            .bind(now_millis())
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
     Ok(done.rows_affected() > 0)
 }
 

@@ -319,11 +319,17 @@ pub struct AppealBody {
 /// An appeal's text, checked (10 to 2,000 characters).
 fn appeal_text(problems: &mut Problems, text: &str) -> String {
     let text = text.trim();
-    if let Some(()) = problems.check("text", check_text(text, MAX_TEXT_CHARS, true, TextRule::Lines))
-    {
-        if text.chars().count() < MIN_TEXT_CHARS {
-            problems.add("text", format!("must be at least {MIN_TEXT_CHARS} characters"));
-        }
+    let readable = problems
+        .check(
+            "text",
+            check_text(text, MAX_TEXT_CHARS, true, TextRule::Lines),
+        )
+        .is_some();
+    if readable && text.chars().count() < MIN_TEXT_CHARS {
+        problems.add(
+            "text",
+            format!("must be at least {MIN_TEXT_CHARS} characters"),
+        );
     }
     text.to_owned()
 }
@@ -371,7 +377,10 @@ pub async fn appeal(
         _ => None,
     };
     if action_id.is_none() {
-        problems.add("moderation_action_id", "must be the id of a moderation action");
+        problems.add(
+            "moderation_action_id",
+            "must be the id of a moderation action",
+        );
     }
     let text = appeal_text(&mut problems, &body.text);
     problems.finish()?;

@@ -11,10 +11,10 @@ use plaza_domain::posts::{
     self, ListScreen, MAX_CONTENT_CHARS, MAX_TAGS, MAX_TITLE_CHARS, NewPost, Post, PostChanges,
     PostQuery, PostSort, Viewer, normalize_tag,
 };
-use plaza_domain::rules;
 use plaza_domain::reports::{
     self, MAX_REASON_CHARS, NewReport, Report, ReportCategory, ReportTarget,
 };
+use plaza_domain::rules;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

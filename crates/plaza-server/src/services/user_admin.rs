@@ -17,11 +17,11 @@ use plaza_domain::locks::Resource;
 use plaza_domain::moderation::actions::{self, ActionKind, NewAction, TargetType};
 use plaza_domain::moderation::appeals::{self, Appeal, AppealDecision};
 use plaza_domain::moderation::{self, ModerationRecord, Warning, WarningOrder};
-use plaza_domain::silences::Silence;
 use plaza_domain::outgoing_mail::{self, NewMail};
-use plaza_domain::reports::{self, ReportTarget};
-use plaza_domain::time::now_millis;
 use plaza_domain::policy::{self, Actor};
+use plaza_domain::reports::{self, ReportTarget};
+use plaza_domain::silences::Silence;
+use plaza_domain::time::now_millis;
 use plaza_domain::users::{self, Role, User, UserChanges, UserStatus};
 use plaza_domain::{Database, DomainError, Tx, TxFuture};
 

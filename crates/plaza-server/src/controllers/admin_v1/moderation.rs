@@ -115,9 +115,8 @@ pub async fn put_rules(
         .write(move |tx| {
             Box::pin(async move {
                 let (before, after) = rules::replace(tx, drafts).await?;
-                let shown = |rules: &[rules::Rule]| {
-                    rules
-                        .iter()
+                let shown = |list: &[rules::Rule]| {
+                    list.iter()
                         .map(|rule| json!({"id": rule.id.to_string(), "title": rule.title}))
                         .collect::<Vec<_>>()
                 };
@@ -220,7 +219,12 @@ pub fn reason_between(problems: &mut Problems, raw: &str, min: usize, max: usize
 /// The checked order of a warning body.
 pub fn warning_order(body: WarningBody) -> Result<WarningOrder, AppError> {
     let mut problems = Problems::default();
-    let reason = reason_between(&mut problems, &body.reason, MIN_REASON_CHARS, MAX_REASON_CHARS);
+    let reason = reason_between(
+        &mut problems,
+        &body.reason,
+        MIN_REASON_CHARS,
+        MAX_REASON_CHARS,
+    );
     let rule_ids = params::rule_ids(&mut problems, "rule_ids", &body.rule_ids);
     let post_id = optional_id(&mut problems, "post_id", body.post_id.as_ref());
     let reply_id = optional_id(&mut problems, "reply_id", body.reply_id.as_ref());
