@@ -67,13 +67,13 @@ pub async fn replace(
     let known: HashSet<i64> = before.iter().map(|rule| rule.id).collect();
     let mut kept = HashSet::new();
     for draft in &drafts {
-        if let Some(id) = draft.id {
-            if !known.contains(&id) || !kept.insert(id) {
-                return Err(DomainError::Invalid {
-                    field: "rules",
-                    reason: format!("rule {id} is not a rule of this site, or is named twice"),
-                });
-            }
+        if let Some(id) = draft.id
+            && (!known.contains(&id) || !kept.insert(id))
+        {
+            return Err(DomainError::Invalid {
+                field: "rules",
+                reason: format!("rule {id} is not a rule of this site, or is named twice"),
+            });
         }
     }
     for rule in &before {
