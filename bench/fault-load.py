@@ -9,6 +9,7 @@ Usage: python3 fault-load.py BASE PASSWORD WRITERS READERS WORK
 import http.client
 import json
 import os
+import random
 import struct
 import sys
 import threading
@@ -58,7 +59,8 @@ def sign_in(email):
 
 def png():
     width = height = 64
-    rows = b"".join(b"\x00" + bytes(((x * 7 + y * 13) * 31) % 256 for x in range(width * 3)) for y in range(height))
+    noise = random.Random(7)
+    rows = b"".join(b"\x00" + bytes(noise.randrange(256) for _ in range(width * 3)) for _ in range(height))
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
@@ -74,8 +76,8 @@ def writer(number, cookie):
         sequence += 1
         title = f"fault-{number}-{sequence}"
         body = json.dumps({"title": title, "content": "Written during the fault review.", "published": True})
-        status, _, _ = request("POST", "/api/posts", body, {"content-type": "application/json", "cookie": cookie})
-        record("write", status, title=title)
+        status, answer, _ = request("POST", "/api/posts", body, {"content-type": "application/json", "cookie": cookie})
+        record("write", status, title=title, **({} if status < 300 else {"error": answer[:160].decode("utf-8", "replace")}))
 
 
 def reader():
@@ -92,8 +94,10 @@ def uploader(cookie):
     while not stopped():
         status, answer, _ = request("POST", "/api/upload", body,
                                     {"content-type": f"multipart/form-data; boundary={boundary}", "cookie": cookie})
-        url = json.loads(answer).get("url") if 200 <= status < 300 else None
-        record("upload", status, url=url)
+        if 200 <= status < 300:
+            record("upload", status, url=json.loads(answer).get("url"))
+        else:
+            record("upload", status, error=answer[:160].decode("utf-8", "replace"))
         time.sleep(0.2)
 
 

@@ -121,6 +121,7 @@ events {{ worker_connections 1024; }}
 http {{
     access_log off;
     client_body_temp_path {work}/nginx-body;
+    client_body_buffer_size 8m;
     proxy_temp_path {work}/nginx-proxy;
 {block}
 }}""")
@@ -138,14 +139,18 @@ PIDS+=("$LOAD_PID")
 for _ in $(seq 1 600); do [ -e "$WORK/load-ready" ] && break; sleep 0.1; done
 [ -e "$WORK/load-ready" ] || { echo "the load did not start" >&2; exit 1; }
 
-phase() { echo "$1" >"$WORK/phase"; echo "  $(date +%T) $1"; }
+phase() { echo "$1" >"$WORK/phase.next"; mv "$WORK/phase.next" "$WORK/phase"; echo "  $(date +%T) $1"; }
+# nginx takes an upstream that refused a connection out of rotation for
+# fail_timeout (10 s by default); a rolling restart waits that long after
+# an instance is back before stopping the next one.
+FAIL_TIMEOUT=10
 settle() { sleep "$SETTLE"; }
 
 echo "fault review: nginx in front of two instances, PostgreSQL, Redis, S3 (moto); $WRITERS writers, $READERS readers, 1 uploader; $(nproc) cores"
 phase steady; settle
-phase "1 kill -9 a"; kill -9 "$PID_a"; sleep 3; start a; settle
-phase "2 rolling restart"; kill -TERM "$PID_a"; wait "$PID_a" 2>/dev/null || true; start a
-kill -TERM "$PID_b"; wait "$PID_b" 2>/dev/null || true; start b; settle
+phase "1 kill -9 a"; kill -9 "$PID_a"; wait "$PID_a" 2>/dev/null || true; sleep 3; start a; sleep "$FAIL_TIMEOUT"; settle
+phase "2 rolling restart"; kill -TERM "$PID_a"; wait "$PID_a" 2>/dev/null || true; start a; sleep "$FAIL_TIMEOUT"
+kill -TERM "$PID_b"; wait "$PID_b" 2>/dev/null || true; start b; sleep "$FAIL_TIMEOUT"; settle
 phase "3 a cut off from PostgreSQL"; turn db-a off; sleep 5; turn db-a on; settle
 phase "4 PostgreSQL down"; turn db-a off; turn db-b off; sleep 5; turn db-a on; turn db-b on; settle
 phase "5 Redis down"; kill "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true; sleep 5; start_redis; settle
@@ -184,6 +189,9 @@ print(f"  acknowledged uploads: {len(uploads)}, readable now: {len(uploads) - le
 print(f"  answers: {len(answers)}; 500: {len(five_hundreds)}; other 5xx than 503: {dict(other_5xx)}; connection errors: {sum(a['status'] == 0 for a in answers)}")
 for answer in five_hundreds[:5]:
     print("   500:", answer)
+errors = collections.Counter((a["kind"], a["status"], a.get("error", "")[:100]) for a in answers if a["status"] >= 400)
+for (kind, status, error), count in errors.most_common(12):
+    print(f"   {count:6} x {kind} {status}: {error}")
 for url, error in unreadable[:5]:
     print("   unreadable:", url, error)
 sys.exit(1 if lost or five_hundreds or unreadable else 0)
