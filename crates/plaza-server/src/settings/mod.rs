@@ -18,6 +18,7 @@ mod images;
 mod limits;
 mod link_preview;
 mod mail;
+mod moderation;
 mod notifications;
 mod providers;
 mod proxies;
@@ -36,6 +37,7 @@ pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
+pub use moderation::*;
 pub use notifications::*;
 pub use providers::*;
 pub use proxies::{TrustedProxies, canonical_address};
@@ -74,6 +76,8 @@ pub struct Settings {
     pub mail: MailSettings,
     #[serde(flatten)]
     pub notifications: NotificationSettings,
+    #[serde(flatten)]
+    pub moderation: ModerationSettings,
 }
 
 impl Settings {
@@ -130,6 +134,7 @@ impl Settings {
             analytics: section(&figment)?,
             mail: section(&figment)?,
             notifications: section(&figment)?,
+            moderation: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -146,6 +151,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.mail.validate()?;
         self.notifications.validate()?;
+        self.moderation.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()
@@ -381,6 +387,7 @@ mod tests {
             keys(&defaults.analytics),
             keys(&defaults.mail),
             keys(&defaults.notifications),
+            keys(&defaults.moderation),
         ]
         .concat();
         let count = all.len();
