@@ -499,6 +499,7 @@ pub fn refusal_error(refusal: Refusal, limits: &Limits) -> AppError {
         },
         Refusal::Media(error @ MediaError::Encode(_)) => AppError::internal(error),
         Refusal::Failed(cause) => AppError::internal(cause),
+        Refusal::DatabaseDown(reason) => AppError::Unavailable(reason),
         Refusal::StoreDown(cause) => {
             tracing::warn!(%cause, "the upload store did not answer a write");
             STORE_DOWN

@@ -110,6 +110,8 @@ pub enum Refusal {
     Failed(String),
     /// The upload store was not reached (no connection, no answer in time).
     StoreDown(String),
+    /// The database did not take the upload's record (it is down): why.
+    DatabaseDown(String),
     Busy,
 }
 
@@ -227,6 +229,10 @@ impl Uploads {
             .await?;
         match db.record_upload(stored.upload.clone()).await {
             Ok(upload) => Ok(upload),
+            Err(plaza_domain::DomainError::Unavailable(reason)) => {
+                self.forget(&stored);
+                Err(Refusal::DatabaseDown(reason))
+            }
             Err(error) => {
                 self.forget(&stored);
                 Err(Refusal::Failed(format!("recording the upload: {error}")))
