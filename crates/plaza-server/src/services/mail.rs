@@ -55,6 +55,11 @@ pub enum MailKind {
     ResetPassword,
     /// A notice that the account's password or second factor changed.
     AccountChanged,
+    /// An administrator approved the recipient's registration.
+    RegistrationApproved,
+    /// An administrator rejected the recipient's registration (`change`
+    /// holds their reason).
+    RegistrationRejected,
 }
 
 impl MailKind {
@@ -63,6 +68,8 @@ impl MailKind {
             MailKind::VerifyEmail => "verify_email",
             MailKind::ResetPassword => "reset_password",
             MailKind::AccountChanged => "account_changed",
+            MailKind::RegistrationApproved => "registration_approved",
+            MailKind::RegistrationRejected => "registration_rejected",
         }
     }
 }
@@ -76,7 +83,8 @@ pub struct Letter<'a> {
     pub link: &'a str,
     /// How long the link works, in words.
     pub valid_for: &'a str,
-    /// What changed, in words of Plaza's own (an account change notice).
+    /// What changed, in words of Plaza's own (an account change notice), or
+    /// the administrator's reason (a rejected registration).
     pub change: &'a str,
 }
 

@@ -76,6 +76,30 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/mail/digest.html"),
     ),
     (
+        "mail/registration_approved.subject.txt",
+        include_str!("../../templates/mail/registration_approved.subject.txt"),
+    ),
+    (
+        "mail/registration_approved.txt",
+        include_str!("../../templates/mail/registration_approved.txt"),
+    ),
+    (
+        "mail/registration_approved.html",
+        include_str!("../../templates/mail/registration_approved.html"),
+    ),
+    (
+        "mail/registration_rejected.subject.txt",
+        include_str!("../../templates/mail/registration_rejected.subject.txt"),
+    ),
+    (
+        "mail/registration_rejected.txt",
+        include_str!("../../templates/mail/registration_rejected.txt"),
+    ),
+    (
+        "mail/registration_rejected.html",
+        include_str!("../../templates/mail/registration_rejected.html"),
+    ),
+    (
         "console/layout.html",
         include_str!("../../templates/console/layout.html"),
     ),
