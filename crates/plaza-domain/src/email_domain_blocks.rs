@@ -190,8 +190,20 @@ mod tests {
             normalize_domain(" @Spam.Example. ").as_deref(),
             Some("spam.example")
         );
-        assert_eq!(normalize_domain("xn--bcher-kva.example").as_deref(), Some("xn--bcher-kva.example"));
-        for bad in ["", ".", "a..b", "-a.b", "a-.b", "a b.c", "a_b.c", "exämple.com"] {
+        assert_eq!(
+            normalize_domain("xn--bcher-kva.example").as_deref(),
+            Some("xn--bcher-kva.example")
+        );
+        for bad in [
+            "",
+            ".",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "a b.c",
+            "a_b.c",
+            "exämple.com",
+        ] {
             assert_eq!(normalize_domain(bad), None, "{bad}");
         }
     }
@@ -200,7 +212,12 @@ mod tests {
     fn an_address_is_checked_against_its_domain_and_every_parent() {
         assert_eq!(
             domain_and_parents("Someone@A.Mail.Example.com"),
-            ["a.mail.example.com", "mail.example.com", "example.com", "com"]
+            [
+                "a.mail.example.com",
+                "mail.example.com",
+                "example.com",
+                "com"
+            ]
         );
         assert!(domain_and_parents("nobody").is_empty());
     }

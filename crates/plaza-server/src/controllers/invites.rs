@@ -9,8 +9,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use plaza_domain::invites::{
-    self, DEFAULT_LIFETIME_MILLIS, Invite, MAX_USES, MEMBER_AGE_MILLIS, NewInvite,
-    parse_lifetime,
+    self, DEFAULT_LIFETIME_MILLIS, Invite, MAX_USES, MEMBER_AGE_MILLIS, NewInvite, parse_lifetime,
 };
 use plaza_domain::policy;
 use plaza_domain::time::{now_millis, rfc3339};

@@ -9,14 +9,14 @@ use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
 use plaza_domain::ip_blocks::Severity;
-use plaza_domain::site_settings::RegistrationMode;
-use plaza_domain::{DomainError, Tx, email_domain_blocks, erasure, invites, registrations};
 use plaza_domain::policy::{self, Actor};
+use plaza_domain::site_settings::RegistrationMode;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
+use plaza_domain::{DomainError, Tx, email_domain_blocks, erasure, invites, registrations};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -204,15 +204,18 @@ pub async fn create_user(
         Entry::Plain
     } else {
         match mode {
-            RegistrationMode::Approval => Entry::Application(checked_application(
-                body.application.as_deref(),
-            )?),
-            RegistrationMode::Invite => {
-                match body.invite_code.as_deref().map(str::trim) {
-                    Some(code) if !code.is_empty() => Entry::Invite(code.to_owned()),
-                    _ => return Err(AppError::invalid("invite_code", "an invite code is required")),
-                }
+            RegistrationMode::Approval => {
+                Entry::Application(checked_application(body.application.as_deref())?)
             }
+            RegistrationMode::Invite => match body.invite_code.as_deref().map(str::trim) {
+                Some(code) if !code.is_empty() => Entry::Invite(code.to_owned()),
+                _ => {
+                    return Err(AppError::invalid(
+                        "invite_code",
+                        "an invite code is required",
+                    ));
+                }
+            },
             RegistrationMode::Open | RegistrationMode::Closed => Entry::Plain,
         }
     };
@@ -244,8 +247,8 @@ pub async fn create_user(
                 match entry {
                     Entry::Plain => {}
                     Entry::Application(application) => {
-                        user = registrations::hold_for_approval(tx, user.id(), &application)
-                            .await?;
+                        user =
+                            registrations::hold_for_approval(tx, user.id(), &application).await?;
                     }
                     Entry::Invite(code) => {
                         let inviter = invites::redeem(tx, &code).await?.ok_or_else(|| {

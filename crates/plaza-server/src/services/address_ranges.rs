@@ -115,17 +115,11 @@ impl Blocked {
 }
 
 fn bounds_v4(net: &Ipv4Net) -> (u32, u32) {
-    (
-        u32::from(net.network()),
-        u32::from(net.broadcast()),
-    )
+    (u32::from(net.network()), u32::from(net.broadcast()))
 }
 
 fn bounds_v6(net: &Ipv6Net) -> (u128, u128) {
-    (
-        u128::from(net.network()),
-        u128::from(net.broadcast()),
-    )
+    (u128::from(net.network()), u128::from(net.broadcast()))
 }
 
 /// The blocks in force, ready to be asked about an address.
@@ -204,11 +198,29 @@ mod tests {
 
     #[test]
     fn ranges_are_read_in_one_form() {
-        assert_eq!(parse_range("203.0.113.7/24").unwrap().to_string(), "203.0.113.0/24");
-        assert_eq!(parse_range(" 198.51.100.1 ").unwrap().to_string(), "198.51.100.1/32");
-        assert_eq!(parse_range("2001:db8::1/32").unwrap().to_string(), "2001:db8::/32");
-        assert_eq!(parse_range("::ffff:192.0.2.0/120").unwrap().to_string(), "192.0.2.0/24");
-        for bad in ["", "300.1.1.1", "10.0.0.0/33", "example.com", "2001:db8::/129"] {
+        assert_eq!(
+            parse_range("203.0.113.7/24").unwrap().to_string(),
+            "203.0.113.0/24"
+        );
+        assert_eq!(
+            parse_range(" 198.51.100.1 ").unwrap().to_string(),
+            "198.51.100.1/32"
+        );
+        assert_eq!(
+            parse_range("2001:db8::1/32").unwrap().to_string(),
+            "2001:db8::/32"
+        );
+        assert_eq!(
+            parse_range("::ffff:192.0.2.0/120").unwrap().to_string(),
+            "192.0.2.0/24"
+        );
+        for bad in [
+            "",
+            "300.1.1.1",
+            "10.0.0.0/33",
+            "example.com",
+            "2001:db8::/129",
+        ] {
             assert_eq!(parse_range(bad), None, "{bad}");
         }
     }
@@ -253,7 +265,10 @@ mod tests {
         assert_eq!(ranges.next_expiry(), Some(20));
         assert!(ranges.blocks(ip("0.0.0.0"), Severity::All));
         assert!(ranges.blocks(ip("255.255.255.255"), Severity::All));
-        assert!(ranges.blocks(ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), Severity::SignUp));
+        assert!(ranges.blocks(
+            ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+            Severity::SignUp
+        ));
         assert!(!AddressRanges::default().blocks(ip("10.0.0.1"), Severity::SignUp));
     }
 
@@ -269,6 +284,9 @@ mod tests {
         let ranges = AddressRanges::build(&blocks, 0);
         assert!(ranges.blocks(ip("10.0.0.1"), Severity::All));
         assert!(!ranges.blocks(ip("10.0.0.2"), Severity::All));
-        assert!(ranges.blocks(IpAddr::V4(Ipv4Addr::from(0x0A00_0000 + 99_999 * 4 + 1)), Severity::All));
+        assert!(ranges.blocks(
+            IpAddr::V4(Ipv4Addr::from(0x0A00_0000 + 99_999 * 4 + 1)),
+            Severity::All
+        ));
     }
 }

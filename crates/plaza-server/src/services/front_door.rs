@@ -132,7 +132,11 @@ impl FrontDoor {
                 })
                 .collect();
             let ranges = AddressRanges::build(&read, now);
-            let outcome = format!("version {}: {} IP blocks in force", stored.version, ranges.len());
+            let outcome = format!(
+                "version {}: {} IP blocks in force",
+                stored.version,
+                ranges.len()
+            );
             self.blocks.store(Arc::new(Blocks { read, ranges }));
             self.settings.store(Arc::new(SiteSettings {
                 registration_mode: stored.registration_mode(self.signup_default),

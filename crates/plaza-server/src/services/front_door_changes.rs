@@ -157,8 +157,7 @@ impl FrontDoorChanges<'_> {
         self.db
             .write(|tx| {
                 Box::pin(async move {
-                    let block =
-                        email_domain_blocks::create(tx, &domain, &reason, admin_id).await?;
+                    let block = email_domain_blocks::create(tx, &domain, &reason, admin_id).await?;
                     audit::record(
                         tx,
                         &context,
@@ -230,7 +229,11 @@ impl FrontDoorChanges<'_> {
                     };
                     let user = &decided.user;
                     let base = server.base_url.as_str().trim_end_matches('/').to_owned();
-                    let name = user.row.name.clone().unwrap_or_else(|| user.row.username.clone());
+                    let name = user
+                        .row
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| user.row.username.clone());
                     let mut mail = compose(
                         &templates,
                         &server,

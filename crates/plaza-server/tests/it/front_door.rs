@@ -146,7 +146,14 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
     );
 
     let change = json!({"registrationMode": "approval", "newAccountHoldCount": 3});
-    let (status, body) = send(&server, As::Token(&writer), "PUT", SETTINGS, Some(change.clone())).await;
+    let (status, body) = send(
+        &server,
+        As::Token(&writer),
+        "PUT",
+        SETTINGS,
+        Some(change.clone()),
+    )
+    .await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "INSUFFICIENT_ADMIN_PERMISSIONS");
     assert_eq!(body["error"]["requiredPermission"], "admin:super");
@@ -156,9 +163,19 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
         (json!({"registrationMode": "sometimes"}), "registrationMode"),
         (json!({"newAccountHoldCount": 51}), "newAccountHoldCount"),
         (json!({"newAccountHoldCount": -1}), "newAccountHoldCount"),
-        (json!({"registrationQuestion": "?".repeat(501)}), "registrationQuestion"),
+        (
+            json!({"registrationQuestion": "?".repeat(501)}),
+            "registrationQuestion",
+        ),
     ] {
-        let (status, body) = send(&server, As::Token(&root), "PUT", SETTINGS, Some(bad.clone())).await;
+        let (status, body) = send(
+            &server,
+            As::Token(&root),
+            "PUT",
+            SETTINGS,
+            Some(bad.clone()),
+        )
+        .await;
         assert_eq!(status, 422, "{bad}: {body}");
         assert_eq!(field_of(&body), [field], "{bad}: {body}");
     }
@@ -176,7 +193,10 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
     .await;
     assert_eq!(changed["registrationMode"], "approval");
     assert_eq!(changed["registrationQuestion"], "Why do you want to join?");
-    assert_eq!(changed["invitesByMembers"], false, "absent fields keep their value");
+    assert_eq!(
+        changed["invitesByMembers"], false,
+        "absent fields keep their value"
+    );
     assert_eq!(changed["newAccountHoldCount"], 3);
     assert_eq!(changed["updatedBy"], root_id.to_string());
     let (_, read) = send(&server, As::Token(&writer), "GET", SETTINGS, None).await;
@@ -213,7 +233,10 @@ async fn the_file_decides_the_mode_until_an_admin_sets_one(backend: Backend) {
     let (_, root) = super_admin(&server);
     let (_, body) = send(&server, As::Token(&root), "GET", SETTINGS, None).await;
     assert_eq!(body["data"]["registrationMode"], "closed");
-    assert_eq!(sign_up(&server, "early@example.com", json!({})).await.0, 403);
+    assert_eq!(
+        sign_up(&server, "early@example.com", json!({})).await.0,
+        403
+    );
 
     set(&server, &root, json!({"registrationMode": "open"})).await;
     let (status, body) = sign_up(&server, "later@example.com", json!({})).await;
@@ -231,11 +254,24 @@ async fn closed_mode_lets_only_admins_create_accounts(backend: Backend) {
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "FORBIDDEN", "{body}");
     let new = json!({"email": "made@example.com", "password": PASSWORD});
-    let (status, _) = call(&server, "POST", "/api/users", Some(&moderator), Some(new.clone())).await;
+    let (status, _) = call(
+        &server,
+        "POST",
+        "/api/users",
+        Some(&moderator),
+        Some(new.clone()),
+    )
+    .await;
     assert_eq!(status, 403, "a moderator is not an administrator");
     let (status, body) = call(&server, "POST", "/api/users", Some(&admin), Some(new)).await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(server.try_sign_in("made@example.com", PASSWORD).await.status(), 200);
+    assert_eq!(
+        server
+            .try_sign_in("made@example.com", PASSWORD)
+            .await
+            .status(),
+        200
+    );
 }
 
 async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
@@ -264,7 +300,10 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
         json!({"application": "x".repeat(2001)}),
     )
     .await;
-    assert_eq!((status, field_of(&body)), (422, vec!["application".to_owned()]));
+    assert_eq!(
+        (status, field_of(&body)),
+        (422, vec!["application".to_owned()])
+    );
     let (status, body) = sign_up(
         &server,
         "ada@example.com",
@@ -283,7 +322,9 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
     let bob_id = body["id"].as_str().unwrap().to_owned();
 
     // A pending account does not sign in; only the right password tells why.
-    let wrong = server.try_sign_in("ada@example.com", "not the password").await;
+    let wrong = server
+        .try_sign_in("ada@example.com", "not the password")
+        .await;
     assert_eq!(wrong.status(), 401);
     let right = server.try_sign_in("ada@example.com", PASSWORD).await;
     assert_eq!(right.status(), 403);
@@ -324,7 +365,14 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
         (json!({"action": "maybe"}), "action"),
         (json!({"action": "reject"}), "reason"),
     ] {
-        let (status, body) = send(&server, As::Token(&root), "POST", &decide(&bob_id), Some(bad)).await;
+        let (status, body) = send(
+            &server,
+            As::Token(&root),
+            "POST",
+            &decide(&bob_id),
+            Some(bad),
+        )
+        .await;
         assert_eq!(status, 422, "{body}");
         assert_eq!(field_of(&body), [field]);
     }
@@ -338,7 +386,13 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["status"], "active");
-    assert_eq!(server.try_sign_in("ada@example.com", PASSWORD).await.status(), 200);
+    assert_eq!(
+        server
+            .try_sign_in("ada@example.com", PASSWORD)
+            .await
+            .status(),
+        200
+    );
     let (status, _) = send(
         &server,
         As::Token(&root),
@@ -359,7 +413,13 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["status"], "deleted");
-    assert_eq!(server.try_sign_in("bob@example.com", PASSWORD).await.status(), 401);
+    assert_eq!(
+        server
+            .try_sign_in("bob@example.com", PASSWORD)
+            .await
+            .status(),
+        401
+    );
     assert_eq!(
         server
             .sql_count(&format!("SELECT COUNT(*) FROM users WHERE id = {bob_id}"))
@@ -377,14 +437,17 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
             .collect()
     };
     assert!(
-        to("ada@example.com").iter().any(|text| text.contains("was approved")),
+        to("ada@example.com")
+            .iter()
+            .any(|text| text.contains("was approved")),
         "{:?}",
         to("ada@example.com")
     );
     assert!(
         to("bob@example.com")
             .iter()
-            .any(|text| text.contains("was not accepted") && text.contains("Advertising is not welcome here.")),
+            .any(|text| text.contains("was not accepted")
+                && text.contains("Advertising is not welcome here.")),
         "{:?}",
         to("bob@example.com")
     );
@@ -395,7 +458,10 @@ async fn approval_mode_holds_sign_ups_until_an_admin_decides(backend: Backend) {
     assert_eq!(approved[0]["targetId"], ada_id);
     let rejected = audit(&server, &root, "registration.reject").await;
     assert_eq!(rejected.len(), 1);
-    assert_eq!(rejected[0]["changes"]["reason"], "Advertising is not welcome here.");
+    assert_eq!(
+        rejected[0]["changes"]["reason"],
+        "Advertising is not welcome here."
+    );
     assert_eq!(rejected[0]["changes"]["email"], "bob@example.com");
 }
 
@@ -406,9 +472,17 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
     set(&server, &root, json!({"registrationMode": "invite"})).await;
 
     let (status, body) = sign_up(&server, "a@example.com", json!({})).await;
-    assert_eq!((status, field_of(&body)), (422, vec!["invite_code".to_owned()]), "{body}");
+    assert_eq!(
+        (status, field_of(&body)),
+        (422, vec!["invite_code".to_owned()]),
+        "{body}"
+    );
     let (status, body) = sign_up(&server, "a@example.com", json!({"invite_code": "nope"})).await;
-    assert_eq!((status, field_of(&body)), (422, vec!["invite_code".to_owned()]), "{body}");
+    assert_eq!(
+        (status, field_of(&body)),
+        (422, vec!["invite_code".to_owned()]),
+        "{body}"
+    );
 
     let (status, invite) = call(
         &server,
@@ -422,7 +496,12 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
     let code = invite["code"].as_str().unwrap().to_owned();
     assert_eq!(invite["max_uses"], 2);
     assert_eq!(invite["uses"], 0);
-    assert!(invite["url"].as_str().unwrap().ends_with(&format!("/signup?invite={code}")));
+    assert!(
+        invite["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/signup?invite={code}"))
+    );
     let expires_at = time::OffsetDateTime::parse(
         invite["expires_at"].as_str().unwrap(),
         &time::format_description::well_known::Rfc3339,
@@ -436,8 +515,15 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
     let (status, _) = sign_up(&server, "b@example.com", json!({"invite_code": code})).await;
     assert_eq!(status, 201);
     let (status, body) = sign_up(&server, "c@example.com", json!({"invite_code": code})).await;
-    assert_eq!((status, field_of(&body)), (422, vec!["invite_code".to_owned()]), "used up");
-    assert_eq!(server.try_sign_in("a@example.com", PASSWORD).await.status(), 200);
+    assert_eq!(
+        (status, field_of(&body)),
+        (422, vec!["invite_code".to_owned()]),
+        "used up"
+    );
+    assert_eq!(
+        server.try_sign_in("a@example.com", PASSWORD).await.status(),
+        200
+    );
 
     let reader = server.mint("admin@example.com", "admin:read");
     let (_, detail) = send(
@@ -448,7 +534,11 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
         None,
     )
     .await;
-    assert_eq!(detail["data"]["invitedBy"], admin_id.to_string(), "{detail}");
+    assert_eq!(
+        detail["data"]["invitedBy"],
+        admin_id.to_string(),
+        "{detail}"
+    );
     let (_, admin_detail) = send(
         &server,
         As::Token(&reader),
@@ -459,9 +549,23 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
     .await;
     assert_eq!(admin_detail["data"]["invitedBy"], Value::Null);
 
-    let (_, withdrawn) = call(&server, "POST", "/api/invites", Some(&admin), Some(json!({}))).await;
+    let (_, withdrawn) = call(
+        &server,
+        "POST",
+        "/api/invites",
+        Some(&admin),
+        Some(json!({})),
+    )
+    .await;
     let withdrawn = withdrawn["code"].as_str().unwrap().to_owned();
-    let (_, expiring) = call(&server, "POST", "/api/invites", Some(&admin), Some(json!({}))).await;
+    let (_, expiring) = call(
+        &server,
+        "POST",
+        "/api/invites",
+        Some(&admin),
+        Some(json!({})),
+    )
+    .await;
     let expiring = expiring["code"].as_str().unwrap().to_owned();
     let (status, list) = call(&server, "GET", "/api/invites", Some(&admin), None).await;
     assert_eq!(status, 200);
@@ -478,14 +582,28 @@ async fn invites_count_their_uses_expire_and_can_be_withdrawn(backend: Backend) 
         .collect();
     assert_eq!(
         listed,
-        [(expiring.clone(), 0), (withdrawn.clone(), 0), (code.clone(), 2)]
+        [
+            (expiring.clone(), 0),
+            (withdrawn.clone(), 0),
+            (code.clone(), 2)
+        ]
     );
 
     let path = format!("/api/invites/{withdrawn}");
     let (_, other) = member(&server, "other@example.com", "admin").await;
-    assert_eq!(call(&server, "DELETE", &path, Some(&other), None).await.0, 404, "not theirs");
-    assert_eq!(call(&server, "DELETE", &path, Some(&admin), None).await.0, 204);
-    assert_eq!(call(&server, "DELETE", &path, Some(&admin), None).await.0, 404);
+    assert_eq!(
+        call(&server, "DELETE", &path, Some(&other), None).await.0,
+        404,
+        "not theirs"
+    );
+    assert_eq!(
+        call(&server, "DELETE", &path, Some(&admin), None).await.0,
+        204
+    );
+    assert_eq!(
+        call(&server, "DELETE", &path, Some(&admin), None).await.0,
+        404
+    );
     let (status, _) = sign_up(&server, "d@example.com", json!({"invite_code": withdrawn})).await;
     assert_eq!(status, 422, "a withdrawn code is unknown");
 
@@ -506,7 +624,11 @@ async fn members_invite_when_allowed_and_seven_days_old(backend: Backend) {
 
     assert_eq!(invite(json!({})).await.0, 403, "members may not invite yet");
     set(&server, &root, json!({"invitesByMembers": true})).await;
-    assert_eq!(invite(json!({})).await.0, 403, "an account younger than 7 days");
+    assert_eq!(
+        invite(json!({})).await.0,
+        403,
+        "an account younger than 7 days"
+    );
     let eight_days = 8 * 24 * 3600 * 1000_i64;
     server
         .sql(&format!(
@@ -532,7 +654,9 @@ async fn members_invite_when_allowed_and_seven_days_old(backend: Backend) {
     set(&server, &root, json!({"invitesByMembers": false})).await;
     assert_eq!(invite(json!({})).await.0, 403, "turned off again");
     assert_eq!(
-        call(&server, "POST", "/api/invites", None, Some(json!({}))).await.0,
+        call(&server, "POST", "/api/invites", None, Some(json!({})))
+            .await
+            .0,
         401
     );
 }
@@ -552,7 +676,11 @@ async fn email_domain_blocks_refuse_sign_ups_at_the_domain_and_below(backend: Ba
         Some(json!({"domain": "not a domain"})),
     )
     .await;
-    assert_eq!((status, field_of(&body)), (422, vec!["domain".to_owned()]), "{body}");
+    assert_eq!(
+        (status, field_of(&body)),
+        (422, vec!["domain".to_owned()]),
+        "{body}"
+    );
     let (status, block) = send(
         &server,
         As::Token(&token),
@@ -580,12 +708,18 @@ async fn email_domain_blocks_refuse_sign_ups_at_the_domain_and_below(backend: Ba
         let (status, body) = sign_up(&server, refused, json!({})).await;
         assert_eq!(status, 422, "{refused}: {body}");
         assert_eq!(field_of(&body), ["email"]);
-        assert_eq!(body["error"]["details"]["reason"], "this email domain is not accepted");
+        assert_eq!(
+            body["error"]["details"]["reason"],
+            "this email domain is not accepted"
+        );
     }
     let (status, body) = sign_up(&server, "d@notspam.example", json!({})).await;
     assert_eq!(status, 201, "another domain ending alike: {body}");
     assert_eq!(
-        server.try_sign_in("old@spam.example", PASSWORD).await.status(),
+        server
+            .try_sign_in("old@spam.example", PASSWORD)
+            .await
+            .status(),
         200,
         "existing users are unaffected"
     );
@@ -594,11 +728,25 @@ async fn email_domain_blocks_refuse_sign_ups_at_the_domain_and_below(backend: Ba
     assert_eq!(list["meta"]["pagination"]["total"], 1);
     assert_eq!(list["data"][0]["domain"], "spam.example");
 
-    let (status, removed) = send(&server, As::Token(&token), "DELETE", &format!("{path}/{id}"), None).await;
+    let (status, removed) = send(
+        &server,
+        As::Token(&token),
+        "DELETE",
+        &format!("{path}/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{removed}");
     assert_eq!(removed["success"], true);
     assert_eq!(removed["data"]["domain"], "spam.example");
-    let (status, _) = send(&server, As::Token(&token), "DELETE", &format!("{path}/{id}"), None).await;
+    let (status, _) = send(
+        &server,
+        As::Token(&token),
+        "DELETE",
+        &format!("{path}/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 404);
     assert_eq!(sign_up(&server, "a@spam.example", json!({})).await.0, 201);
 
@@ -610,9 +758,7 @@ async fn email_domain_blocks_refuse_sign_ups_at_the_domain_and_below(backend: Ba
     assert_eq!(deleted[0]["targetId"], id);
 }
 
-async fn provider_sign_ins_create_no_account_at_a_blocked_domain_or_while_closed(
-    backend: Backend,
-) {
+async fn provider_sign_ins_create_no_account_at_a_blocked_domain_or_while_closed(backend: Backend) {
     let idp = FakeIdp::start().await;
     let server = TestServer::start_with_config(backend, &idp.config_toml(), &[]).await;
     let (_, root) = super_admin(&server);
@@ -628,22 +774,40 @@ async fn provider_sign_ins_create_no_account_at_a_blocked_domain_or_while_closed
     .await;
     assert_eq!(status, 201);
 
-    idp.set_profile(json!({"sub": "u-1", "email": "new@sub.blocked.example", "email_verified": true}));
+    idp.set_profile(
+        json!({"sub": "u-1", "email": "new@sub.blocked.example", "email_verified": true}),
+    );
     let refused = provider_round_trip(&server, start, None).await;
     assert_eq!(refused.status(), 303);
-    assert!(location(&refused).contains("error=email_domain_blocked"), "{}", location(&refused));
+    assert!(
+        location(&refused).contains("error=email_domain_blocked"),
+        "{}",
+        location(&refused)
+    );
 
     idp.set_profile(json!({"sub": "u-2", "email": "fine@idp.example", "email_verified": true}));
     let first = provider_round_trip(&server, start, None).await;
-    assert_eq!(location(&first), "/welcome", "an open front door creates the account");
+    assert_eq!(
+        location(&first),
+        "/welcome",
+        "an open front door creates the account"
+    );
 
     set(&server, &root, json!({"registrationMode": "invite"})).await;
     idp.set_profile(json!({"sub": "u-3", "email": "third@idp.example", "email_verified": true}));
     let closed = provider_round_trip(&server, start, None).await;
-    assert!(location(&closed).contains("error=registration_closed"), "{}", location(&closed));
+    assert!(
+        location(&closed).contains("error=registration_closed"),
+        "{}",
+        location(&closed)
+    );
     idp.set_profile(json!({"sub": "u-2", "email": "fine@idp.example", "email_verified": true}));
     let again = provider_round_trip(&server, start, None).await;
-    assert_eq!(location(&again), "/welcome", "an existing account still signs in");
+    assert_eq!(
+        location(&again),
+        "/welcome",
+        "an existing account still signs in"
+    );
     assert_eq!(
         server
             .sql_count("SELECT COUNT(*) FROM users WHERE email LIKE '%idp.example'")
@@ -663,7 +827,10 @@ async fn ip_blocks_refuse_sign_ups_or_everything_through_a_trusted_proxy(backend
     for (bad, field) in [
         (json!({"cidr": "nonsense", "severity": "all"}), "cidr"),
         (json!({"cidr": "10.0.0.0/33", "severity": "all"}), "cidr"),
-        (json!({"cidr": "10.0.0.0/8", "severity": "some"}), "severity"),
+        (
+            json!({"cidr": "10.0.0.0/8", "severity": "some"}),
+            "severity",
+        ),
         (
             json!({"cidr": "10.0.0.0/8", "severity": "all", "expires_at": "2001-01-01T00:00:00Z"}),
             "expires_at",
@@ -674,14 +841,22 @@ async fn ip_blocks_refuse_sign_ups_or_everything_through_a_trusted_proxy(backend
         assert_eq!(field_of(&body), [field], "{bad}");
     }
 
-    let (status, sign_ups) = block(json!({"cidr": "203.0.113.7/24", "severity": "sign_up", "reason": "bots"})).await;
+    let (status, sign_ups) =
+        block(json!({"cidr": "203.0.113.7/24", "severity": "sign_up", "reason": "bots"})).await;
     assert_eq!(status, 201, "{sign_ups}");
     assert_eq!(sign_ups["data"]["cidr"], "203.0.113.0/24");
     assert_eq!(sign_ups["data"]["severity"], "sign_up");
     assert_eq!(sign_ups["data"]["active"], true);
     assert_eq!(sign_ups["data"]["createdBy"], admin_id.to_string());
     let body = json!({"email": "bot@example.com", "password": PASSWORD});
-    let (status, answer) = from(&server, "203.0.113.9", "POST", "/api/users", Some(body.clone())).await;
+    let (status, answer) = from(
+        &server,
+        "203.0.113.9",
+        "POST",
+        "/api/users",
+        Some(body.clone()),
+    )
+    .await;
     assert_eq!(status, 403, "{answer}");
     assert_eq!(answer["error"]["code"], "IP_BLOCKED");
     let (status, _) = from(&server, "203.0.113.9", "GET", "/api/posts", None).await;
@@ -702,21 +877,44 @@ async fn ip_blocks_refuse_sign_ups_or_everything_through_a_trusted_proxy(backend
         assert_eq!(answer["success"], false, "in the surface's own shape");
         assert_eq!(answer["error"]["code"], "IP_BLOCKED");
         for exempt in ["/api/health", "/api/version"] {
-            assert_eq!(from(&server, address, "GET", exempt, None).await.0, 200, "{exempt}");
+            assert_eq!(
+                from(&server, address, "GET", exempt, None).await.0,
+                200,
+                "{exempt}"
+            );
         }
     }
     // The forwarding header of an untrusted peer names nobody: the proxy
     // that wrote it is the client, and only what it adds counts.
-    let (status, _) = from(&server, "198.51.100.20, 192.0.2.1", "GET", "/api/posts", None).await;
+    let (status, _) = from(
+        &server,
+        "198.51.100.20, 192.0.2.1",
+        "GET",
+        "/api/posts",
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "the right-most untrusted hop is the client");
 
     let (_, list) = send(&server, As::Token(&token), "GET", path, None).await;
     assert_eq!(list["meta"]["pagination"]["total"], 3);
     let id = all["data"]["id"].as_str().unwrap();
-    let (status, removed) = send(&server, As::Token(&token), "DELETE", &format!("{path}/{id}"), None).await;
+    let (status, removed) = send(
+        &server,
+        As::Token(&token),
+        "DELETE",
+        &format!("{path}/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{removed}");
     assert_eq!(removed["data"]["cidr"], "198.51.100.0/24");
-    assert_eq!(from(&server, "198.51.100.20", "GET", "/api/posts", None).await.0, 200);
+    assert_eq!(
+        from(&server, "198.51.100.20", "GET", "/api/posts", None)
+            .await
+            .0,
+        200
+    );
 
     let created = audit(&server, &token, "ip_block.create").await;
     assert_eq!(created.len(), 3);
@@ -745,9 +943,18 @@ async fn ip_blocks_end_at_their_expiry(backend: Backend) {
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(from(&server, "192.0.2.1", "GET", "/api/posts", None).await.0, 403);
+    assert_eq!(
+        from(&server, "192.0.2.1", "GET", "/api/posts", None)
+            .await
+            .0,
+        403
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
-    while from(&server, "192.0.2.1", "GET", "/api/posts", None).await.0 == 403 {
+    while from(&server, "192.0.2.1", "GET", "/api/posts", None)
+        .await
+        .0
+        == 403
+    {
         assert!(Instant::now() < deadline, "the block never ended");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -775,7 +982,12 @@ async fn ip_blocks_and_settings_reach_another_instance_within_five_seconds() {
     )
     .await;
     let (_, root) = super_admin(&first);
-    assert_eq!(from(&second, "192.0.2.1", "GET", "/api/posts", None).await.0, 200);
+    assert_eq!(
+        from(&second, "192.0.2.1", "GET", "/api/posts", None)
+            .await
+            .0,
+        200
+    );
 
     let (status, _) = send(
         &first,
@@ -789,7 +1001,10 @@ async fn ip_blocks_and_settings_reach_another_instance_within_five_seconds() {
     set(&first, &root, json!({"registrationMode": "closed"})).await;
     let changed_at = Instant::now();
     loop {
-        let blocked = from(&second, "192.0.2.1", "GET", "/api/posts", None).await.0 == 403;
+        let blocked = from(&second, "192.0.2.1", "GET", "/api/posts", None)
+            .await
+            .0
+            == 403;
         let closed = sign_up(&second, "late@example.com", json!({})).await.0 == 403;
         if blocked && closed {
             break;

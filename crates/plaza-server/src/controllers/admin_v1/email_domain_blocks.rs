@@ -83,7 +83,11 @@ pub async fn list_email_domain_blocks(
     let page = query.page()?;
     let found = state.db.email_domain_blocks(page).await?;
     Ok(AppJson(ListEnvelope::new(
-        found.blocks.iter().map(EmailDomainBlockItem::from).collect(),
+        found
+            .blocks
+            .iter()
+            .map(EmailDomainBlockItem::from)
+            .collect(),
         Pagination::new(found.total, page),
     )))
 }

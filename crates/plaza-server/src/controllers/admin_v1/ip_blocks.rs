@@ -163,7 +163,10 @@ pub async fn delete_ip_block(
     RequestAudit(context): RequestAudit,
     IdPath(id): IdPath,
 ) -> Result<AppJson<Envelope<IpBlockItem>>, AppError> {
-    let block = state.front_door_changes().remove_ip_block(context, id).await?;
+    let block = state
+        .front_door_changes()
+        .remove_ip_block(context, id)
+        .await?;
     Ok(AppJson(Envelope::new(IpBlockItem::from(&block))))
 }
 

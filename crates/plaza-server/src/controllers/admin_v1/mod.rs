@@ -56,8 +56,7 @@ use ip_blocks::{
 };
 use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
 use registrations::{
-    __path_decide_registration, __path_list_registrations, decide_registration,
-    list_registrations,
+    __path_decide_registration, __path_list_registrations, decide_registration, list_registrations,
 };
 use replies::{
     __path_list_admin_replies, __path_moderate_reply, list_admin_replies, moderate_reply,

@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::auth_state::{self, PendingOAuth};
 use plaza_domain::ip_blocks::Severity;
-use plaza_domain::site_settings::RegistrationMode;
 use plaza_domain::sessions::SignInProof;
+use plaza_domain::site_settings::RegistrationMode;
 use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -319,8 +319,7 @@ async fn finish_provider_sign_in(
     };
     // A provider sign-in that would create an account is a sign-up: only
     // while registrations are open, and never from a blocked address.
-    let new_accounts = if state.front_door.settings().registration_mode != RegistrationMode::Open
-    {
+    let new_accounts = if state.front_door.settings().registration_mode != RegistrationMode::Open {
         Err(ProviderRefusal::RegistrationClosed)
     } else if address.is_some_and(|address| state.front_door.blocks(address, Severity::SignUp)) {
         Err(ProviderRefusal::IpBlocked)
