@@ -104,6 +104,22 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/console/layout.html"),
     ),
     (
+        "console/site_settings.html",
+        include_str!("../../templates/console/site_settings.html"),
+    ),
+    (
+        "console/registrations.html",
+        include_str!("../../templates/console/registrations.html"),
+    ),
+    (
+        "console/email_domain_blocks.html",
+        include_str!("../../templates/console/email_domain_blocks.html"),
+    ),
+    (
+        "console/ip_blocks.html",
+        include_str!("../../templates/console/ip_blocks.html"),
+    ),
+    (
         "console/home.html",
         include_str!("../../templates/console/home.html"),
     ),
