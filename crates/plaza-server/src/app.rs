@@ -219,8 +219,9 @@ impl Server {
         crate::services::health::log_at_start_up(&state.health, state.health_targets()).await;
         state.mail.log_destination();
         // The IP blocks and settings are in force from the first request.
-        if let Err(error) = state.front_door.refresh(&state.db).await {
-            tracing::warn!(%error, "could not read the site settings and IP blocks");
+        match state.front_door.refresh(&state.db).await {
+            Ok(outcome) => tracing::info!(%outcome, "site settings and IP blocks read"),
+            Err(error) => tracing::warn!(%error, "could not read the site settings and IP blocks"),
         }
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
