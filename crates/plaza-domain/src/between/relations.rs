@@ -2,6 +2,7 @@
 //! both, and the rule of interaction between two members
 //! ([`may_interact`] on the [`Standing`] read in the unit of work).
 
+use crate::notifications::{self, Marked};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
 
@@ -129,8 +130,9 @@ async fn holds(
     Ok(row.is_some())
 }
 
-/// `user_id` blocks `other_id` (again: nothing changes) and the follows
-/// between them end, both ways; at most [`MAX_BLOCKS`] (422 `id`). The
+/// `user_id` blocks `other_id` (again: nothing changes), the follows
+/// between them end, both ways, and the notifications `other_id` caused
+/// `user_id` are marked read; at most [`MAX_BLOCKS`] (422 `id`). The
 /// caller has checked that `user_id` may see `other_id` and is not them.
 pub async fn block(tx: &mut Tx<'_>, user_id: i64, other_id: i64) -> Result<(), DomainError> {
     if !holds(tx, user_id, other_id, "blocked_at").await? {
@@ -153,6 +155,7 @@ pub async fn block(tx: &mut Tx<'_>, user_id: i64, other_id: i64) -> Result<(), D
     .bind(other_id)
     .execute(&mut **tx)
     .await?;
+    notifications::mark_read(tx, user_id, Marked::From(other_id)).await?;
     Ok(())
 }
 
@@ -170,7 +173,8 @@ pub async fn unblock(tx: &mut Tx<'_>, user_id: i64, other_id: i64) -> Result<(),
 }
 
 /// `user_id` mutes `other_id` until `expires_at` (`None`: until unmuted),
-/// replacing a mute they had; at most [`MAX_MUTES`] in force (422 `id`).
+/// replacing a mute they had, and marks read the notifications
+/// `other_id` caused them; at most [`MAX_MUTES`] in force (422 `id`).
 /// The caller has checked that `user_id` may see `other_id`, is not them,
 /// and that `expires_at` is in the future.
 pub async fn mute(
@@ -196,6 +200,7 @@ pub async fn mute(
     .bind(expires_at)
     .execute(&mut **tx)
     .await?;
+    notifications::mark_read(tx, user_id, Marked::From(other_id)).await?;
     Ok(())
 }
 

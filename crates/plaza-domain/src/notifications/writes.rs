@@ -250,6 +250,9 @@ pub enum Marked {
     /// These (at most [`MAX_MARKED`]); ids that are not the member's, or
     /// read already, are passed over.
     Ids(Vec<i64>),
+    /// Those this member caused (when the reader blocks or mutes them,
+    /// their notifications leave the list and the unread count).
+    From(i64),
 }
 
 /// Marks `user_id`'s notifications read; a group of reactions read is
@@ -265,6 +268,17 @@ pub async fn mark_read(tx: &mut Tx<'_>, user_id: i64, marked: Marked) -> Result<
             )
             .bind(now)
             .bind(user_id)
+            .execute(&mut **tx)
+            .await?
+        }
+        Marked::From(actor_id) => {
+            sqlx::query(
+                "UPDATE notifications SET read_at = $1, group_key = NULL \
+                 WHERE user_id = $2 AND actor_id = $3 AND read_at IS NULL",
+            )
+            .bind(now)
+            .bind(user_id)
+            .bind(actor_id)
             .execute(&mut **tx)
             .await?
         }

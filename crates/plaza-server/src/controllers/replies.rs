@@ -101,6 +101,10 @@ pub struct ReplyView {
     pub updated_at: String,
     /// Null until its author edits it.
     pub edited_at: Option<String>,
+    /// In a thread, the phrases of the caller's `warn` filters it matches;
+    /// absent when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<String>>,
 }
 
 impl ReplyView {
@@ -127,6 +131,7 @@ impl ReplyView {
             created_at: rfc3339(reply.created_at),
             updated_at: rfc3339(reply.updated_at),
             edited_at: reply.edited_at.map(rfc3339),
+            filtered: None,
         }
     }
 }
@@ -338,10 +343,10 @@ pub async fn list_replies(
     let now = now_millis();
     let mut replies = views(&state, viewer, &page.replies).await?;
     for (view, reply) in replies.iter_mut().zip(&page.replies) {
-        if let Sight::Hidden(hidden) =
-            reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now)
-        {
-            view.hide(hidden);
+        match reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now) {
+            Sight::Hidden(hidden) => view.hide(hidden),
+            Sight::Shown { warnings } if !warnings.is_empty() => view.filtered = Some(warnings),
+            Sight::Shown { .. } => {}
         }
     }
     let list = ReplyList {
