@@ -76,7 +76,7 @@ pub async fn block_for(
     tx: &mut Tx<'_>,
     email: &str,
 ) -> Result<Option<EmailDomainBlock>, DomainError> {
-    block_on(&mut **tx, email).await
+    block_on(tx, email).await
 }
 
 async fn block_on(
