@@ -167,6 +167,41 @@ pub fn create_user_without_signup(actor: Option<Actor>) -> Decision {
     Decision::allowed_if(see_every_user(actor))
 }
 
+/// Signing up in a registration mode that asks something of a sign-up
+/// (an application, an invite) or refuses it (closed): administrators
+/// creating accounts are asked nothing.
+pub fn sign_up_unconditionally(actor: Option<Actor>) -> bool {
+    see_every_user(actor)
+}
+
+/// Making an invite: administrators always; members (any other role) when
+/// `invites_by_members` is on and their account was created at least
+/// `min_age_millis` before `now`.
+pub fn create_invite(
+    actor: Actor,
+    account_created_at: i64,
+    invites_by_members: bool,
+    min_age_millis: i64,
+    now: i64,
+) -> Decision {
+    Decision::allowed_if(
+        actor.role.is_admin()
+            || (invites_by_members && now.saturating_sub(account_created_at) >= min_age_millis),
+    )
+}
+
+/// Changing the site settings from the console: super administrators
+/// (the versioned API asks a token holding `admin:super`).
+pub fn change_site_settings(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role == Role::SuperAdmin)
+}
+
+/// Deciding registrations and changing email-domain and IP blocks from
+/// the console: administrators.
+pub fn guard_front_door(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role.is_admin())
+}
+
 /// Changing a user's profile or deleting them: the user themselves, or an
 /// administrator who outranks them.
 pub fn manage_user(actor: Actor, target: &User) -> Decision {
@@ -523,6 +558,36 @@ mod tests {
         };
         assert_eq!(decide(use_console), [false, true, true, true]);
         assert_eq!(decide(delete_others_post), [false, true, true, true]);
+    }
+
+    #[test]
+    fn the_front_door_by_role() {
+        let decide = |rule: fn(Actor) -> Decision| {
+            [Role::User, Role::Moderator, Role::Admin, Role::SuperAdmin]
+                .map(|role| rule(Actor { user_id: 1, role }).is_allowed())
+        };
+        assert_eq!(decide(change_site_settings), [false, false, false, true]);
+        assert_eq!(decide(guard_front_door), [false, false, true, true]);
+        let week = 7;
+        // (role, invites by members, account age) -> may invite
+        for (role, by_members, age, allowed) in [
+            (Role::User, false, 30, false),
+            (Role::User, true, 6, false),
+            (Role::User, true, 7, true),
+            (Role::Moderator, true, 8, true),
+            (Role::Moderator, false, 8, false),
+            (Role::Admin, false, 0, true),
+            (Role::SuperAdmin, false, 0, true),
+        ] {
+            assert_eq!(
+                create_invite(actor(role), 100 - age, by_members, week, 100).is_allowed(),
+                allowed,
+                "{role:?} {by_members} {age}"
+            );
+        }
+        assert!(!sign_up_unconditionally(None));
+        assert!(!sign_up_unconditionally(Some(actor(Role::Moderator))));
+        assert!(sign_up_unconditionally(Some(actor(Role::Admin))));
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::http::extract::documented::on_surface;
 use crate::http::middleware::RequestLayer;
 use crate::http::personal::personal;
 use crate::http::rate_limit::{Limit, limited};
+use crate::services::front_door::FrontDoor;
 use crate::services::own_pages::FallbackProbe;
 use crate::settings::{ServerSettings, TrustedProxies};
 use crate::state::AppState;
@@ -54,6 +55,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     // alerts (`users` marks the answers showing an email).
                     .merge(personal(controllers::auth::routes()))
                     .merge(controllers::users::routes())
+                    .merge(personal(controllers::invites::routes()))
                     .merge(controllers::posts::routes())
                     .merge(controllers::reactions::routes())
                     .merge(controllers::replies::routes())
@@ -155,6 +157,7 @@ pub fn build_app(state: AppState) -> Router {
         });
     let server = state.settings.server.clone();
     let proxies = state.rate_limiter.trusted_proxies().clone();
+    let front_door = state.front_door.clone();
     let router = router
         .merge(SwaggerUi::new(docs::SWAGGER_PATH).url(docs::OPENAPI_PATH, docs::finish(document)))
         .fallback(|probe: Option<Extension<FallbackProbe>>| async move {
@@ -169,21 +172,23 @@ pub fn build_app(state: AppState) -> Router {
         // The rate limiter's layers find the state here: they are put on
         // route groups before there is a state to hand them.
         .layer(Extension(state));
-    with_middleware(router, &server, proxies, surfaces)
+    with_middleware(router, &server, proxies, surfaces, front_door)
 }
 
 /// Wraps routes in Plaza's middleware stack ([`RequestLayer`] and the body
-/// limit), answering errors in the shape `surfaces` gives each route.
+/// limit), answering errors in the shape `surfaces` gives each route and
+/// refusing the clients the IP blocks of `front_door` cover.
 /// Public so tests can put test-only routes behind the same stack.
 pub fn with_middleware(
     router: Router,
     server: &ServerSettings,
     proxies: TrustedProxies,
     surfaces: SurfaceMap,
+    front_door: Arc<FrontDoor>,
 ) -> Router {
     router.layer(
         ServiceBuilder::new()
-            .layer(RequestLayer::new(server, proxies, surfaces))
+            .layer(RequestLayer::new(server, proxies, surfaces, front_door))
             .layer(DefaultBodyLimit::max(server.body_limit_bytes)),
     )
 }
@@ -215,6 +220,11 @@ impl Server {
         let state = self.state.clone();
         crate::services::health::log_at_start_up(&state.health, state.health_targets()).await;
         state.mail.log_destination();
+        // The IP blocks and settings are in force from the first request.
+        match state.front_door.refresh(&state.db).await {
+            Ok(outcome) => tracing::info!(%outcome, "site settings and IP blocks read"),
+            Err(error) => tracing::warn!(%error, "could not read the site settings and IP blocks"),
+        }
         let stop_background = CancellationToken::new();
         crate::jobs::spawn_all(&state, stop_background.clone());
         state.background.spawn(

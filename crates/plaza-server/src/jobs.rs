@@ -90,6 +90,24 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             wake: None,
         },
         Job {
+            // The site settings and IP blocks as this instance keeps them:
+            // reloaded when any instance changed them, the blocks' ranges
+            // built again when one ends (see `services::front_door`).
+            name: "front_door_refresh",
+            period: Duration::from_secs(1),
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .front_door
+                        .refresh(&state.db)
+                        .await
+                        .map_err(|error| error.to_string())
+                })
+            },
+            wake: None,
+        },
+        Job {
             // The in-process rate limiter forgets clients whose buckets are
             // full again, so its memory follows the clients of the last
             // period, not every client ever seen.

@@ -18,6 +18,7 @@ use crate::auth::account_mail::AccountMail;
 use crate::auth::identity::Auth;
 use crate::http::rate_limit::{Credited, Limit, LimitState, RateLimiter};
 use crate::services::answer_cache::AnswerCaches;
+use crate::services::front_door_changes::FrontDoorChanges;
 use crate::services::health::Targets;
 use crate::services::maintenance::Maintenance;
 use crate::services::own_pages::OwnPages;
@@ -105,6 +106,9 @@ pub struct Shared {
     pub health: crate::services::health::HealthProbe,
     /// The feature flags as last read, for their evaluation.
     pub flag_snapshot: crate::services::flag_snapshot::FlagSnapshot,
+    /// The site settings and IP blocks in force, as last read (shared with
+    /// the request layer, which checks every request's address).
+    pub front_door: Arc<crate::services::front_door::FrontDoor>,
     /// The templates mail is written from.
     pub templates: Arc<crate::services::templates::Templates>,
     /// This instance's sender of queued mail.
@@ -140,6 +144,17 @@ impl AppState {
             mailer: &self.mail,
             templates: &self.templates,
             server: &self.settings.server,
+        }
+    }
+
+    /// An administrator's changes to the front door, with their handles.
+    pub fn front_door_changes(&self) -> FrontDoorChanges<'_> {
+        FrontDoorChanges {
+            db: &self.db,
+            front_door: &self.front_door,
+            templates: &self.templates,
+            server: &self.settings.server,
+            mailer: &self.mail,
         }
     }
 
@@ -245,6 +260,9 @@ impl AppState {
             &settings.storage.data_dir,
             templates.clone(),
         )?;
+        let front_door = Arc::new(crate::services::front_door::FrontDoor::new(
+            settings.auth.signup,
+        ));
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -273,6 +291,7 @@ impl AppState {
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
+            front_door,
             templates,
             mail,
             notifier,

@@ -199,6 +199,32 @@ pub async fn followed(
     Ok(())
 }
 
+/// A sign-up awaiting approval, told to the administrator `admin_id` as
+/// `registration`, the new user as its actor.
+pub async fn registration_awaits(
+    tx: &mut Tx<'_>,
+    admin_id: i64,
+    user_id: i64,
+) -> Result<(), DomainError> {
+    // About an account, not an item: every administrator may see it.
+    let seen_by = |_: i64, _: Role| true;
+    notify(
+        tx,
+        NewNotification {
+            recipient_id: admin_id,
+            kind: Kind::Registration,
+            actor_id: Some(user_id),
+            post_id: None,
+            reply_id: None,
+            emoji: None,
+            text: None,
+            seen_by: &seen_by,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
 /// A moderator's decision on a member's content, told to its author as
 /// `moderation` with the statement of reasons in `text`. `post_id` and
 /// `reply_id` name what is still there to open (nothing after a post's

@@ -51,6 +51,9 @@ pub enum UserStatus {
     Active,
     Inactive,
     Banned,
+    /// Signed up while registrations need approval, and not approved yet:
+    /// cannot sign in. Only a registration decision leaves it.
+    Pending,
 }
 
 impl UserStatus {
@@ -59,9 +62,18 @@ impl UserStatus {
             UserStatus::Active => "active",
             UserStatus::Inactive => "inactive",
             UserStatus::Banned => "banned",
+            UserStatus::Pending => "pending",
         }
     }
 
+    /// A stored status, `pending` included.
+    pub fn from_stored(name: &str) -> Option<UserStatus> {
+        UserStatus::parse(name).or((name == "pending").then_some(UserStatus::Pending))
+    }
+
+    /// A status an administrator may set or filter by: `active`,
+    /// `inactive` or `banned` (a pending user leaves that status only by a
+    /// registration decision).
     pub fn parse(name: &str) -> Option<UserStatus> {
         [UserStatus::Active, UserStatus::Inactive, UserStatus::Banned]
             .into_iter()
@@ -108,7 +120,7 @@ impl TryFrom<UserRow> for User {
         let role = Role::parse(&row.role).ok_or_else(|| {
             DomainError::Conflict(format!("user {} has unknown role {}", row.id, row.role))
         })?;
-        let status = UserStatus::parse(&row.status).ok_or_else(|| {
+        let status = UserStatus::from_stored(&row.status).ok_or_else(|| {
             DomainError::Conflict(format!("user {} has unknown status {}", row.id, row.status))
         })?;
         Ok(User { row, role, status })

@@ -11,7 +11,7 @@ use plaza_domain::text::{
     MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_refused_in_line, is_web_url,
 };
 use plaza_domain::two_factor::SecondFactorChallenge;
-use plaza_domain::users::{self, NewUser, Role, User, normalize_email};
+use plaza_domain::users::{self, NewUser, Role, User, UserStatus, normalize_email};
 
 use super::identity::Auth;
 use super::password::MAX_PASSWORD_LENGTH;
@@ -297,6 +297,11 @@ pub async fn sign_in_with_password(
     let matched = auth.passwords.verify(password, hash).await?;
     let user = match user {
         Some(user) if matched && user.is_active() => user,
+        // Told only to whoever knows the password: it guessed nothing.
+        Some(user) if matched && user.status == UserStatus::Pending => {
+            attempt.passed(auth).await?;
+            return Err(AppError::PendingApproval);
+        }
         _ => return Err(attempt.failed(auth, AppError::InvalidCredentials)),
     };
     let (attempt, proof) = if user.has_totp() {
@@ -414,6 +419,16 @@ pub enum ProviderRefusal {
     AccountInUse,
     /// The provider's answer lacks a usable account id.
     ProfileUnusable,
+    /// No account exists for the identity, and registrations are not
+    /// open (approval, invite or closed mode): provider sign-ins create no
+    /// accounts then.
+    RegistrationClosed,
+    /// No account exists for the identity, and its email is at a blocked
+    /// domain.
+    EmailDomainBlocked,
+    /// No account exists for the identity, and the client's address is
+    /// blocked for sign-ups.
+    IpBlocked,
 }
 
 impl ProviderRefusal {
@@ -424,6 +439,9 @@ impl ProviderRefusal {
             ProviderRefusal::AccountDisabled => "account_disabled",
             ProviderRefusal::AccountInUse => "account_in_use",
             ProviderRefusal::ProfileUnusable => "profile_unusable",
+            ProviderRefusal::RegistrationClosed => "registration_closed",
+            ProviderRefusal::EmailDomainBlocked => "email_domain_blocked",
+            ProviderRefusal::IpBlocked => "ip_blocked",
         }
     }
 }
@@ -470,11 +488,14 @@ pub fn checked_identity(identity: ProviderIdentity) -> Result<ProviderIdentity, 
 /// its user in; a sign-in started from a session (`link_to`) links to that
 /// user; a provider-verified email that matches a user whose own email is
 /// verified links to that user; any other match is refused; otherwise a new
-/// user is created.
+/// user is created, when `new_accounts` allows one (the registration mode
+/// and the IP blocks, as the caller found them) and the email's domain is
+/// not blocked.
 pub async fn user_for_provider_identity(
     auth: &Auth,
     identity: ProviderIdentity,
     link_to: Option<i64>,
+    new_accounts: Result<(), ProviderRefusal>,
 ) -> Result<Result<User, ProviderRefusal>, AppError> {
     let identity = match checked_identity(identity) {
         Ok(identity) => identity,
@@ -519,6 +540,12 @@ pub async fn user_for_provider_identity(
         }
         link(db, existing.id(), identity).await?;
         return Ok(Ok(existing));
+    }
+    if let Err(refusal) = new_accounts {
+        return Ok(Err(refusal));
+    }
+    if db.email_domain_block_for(email).await?.is_some() {
+        return Ok(Err(ProviderRefusal::EmailDomainBlocked));
     }
     let new = NewUser {
         email: email.to_owned(),

@@ -482,7 +482,7 @@ pub struct MuteBody {
 }
 
 /// An `expires_at` given in a body: an RFC 3339 time in the future.
-fn future_time(raw: Option<&str>) -> Result<Option<i64>, String> {
+pub fn future_time(raw: Option<&str>) -> Result<Option<i64>, String> {
     let Some(raw) = raw else {
         return Ok(None);
     };

@@ -30,6 +30,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "system", description = "Health, version, metrics and this document"),
         (name = "auth", description = "Sign-in, sessions, linked accounts and admin tokens"),
         (name = "users", description = "Accounts and profiles"),
+        (name = "invites", description = "Invites to sign up while registrations need one"),
         (name = "posts", description = "Posts, their tags and reports"),
         (name = "replies", description = "Replies in threads: answering posts and replies, reading threads, reports on replies"),
         (name = "members", description = "Between members: follows and the feed, blocks, mutes and keyword filters"),

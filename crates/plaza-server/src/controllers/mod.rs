@@ -12,6 +12,7 @@ pub mod docs;
 pub mod emojis;
 pub mod feature_flags;
 pub mod images;
+pub mod invites;
 pub mod link_preview;
 pub mod metrics;
 pub mod moderation;

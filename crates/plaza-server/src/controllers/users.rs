@@ -8,20 +8,24 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
-use plaza_domain::erasure;
+use plaza_domain::ip_blocks::Severity;
 use plaza_domain::policy::{self, Actor};
+use plaza_domain::site_settings::RegistrationMode;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
+use plaza_domain::{DomainError, Tx, email_domain_blocks, erasure, invites, registrations};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::account_mail::{self, PreparedLink};
 use crate::auth::password::check_password;
-use crate::auth::{CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize};
+use crate::auth::{
+    ClientAddress, CurrentUser, OptionalUser, RequestAudit, SessionPrincipal, actor_of, authorize,
+};
 use crate::controllers::docs::Binary;
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::answer_cache;
@@ -110,6 +114,12 @@ pub struct SignUpBody {
     /// 3–30 of `a-z 0-9 _ - .`, starting with a letter or digit; derived
     /// from the name or email when missing.
     pub username: Option<String>,
+    /// While registrations need approval: the answer to the registration
+    /// question, 1–2,000 characters (required then, ignored otherwise).
+    pub application: Option<String>,
+    /// While registrations need an invite: the invite's code (required
+    /// then, ignored otherwise).
+    pub invite_code: Option<String>,
 }
 
 fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
@@ -153,33 +163,62 @@ fn validate_sign_up(body: &SignUpBody) -> Result<(), AppError> {
     }
 }
 
-/// Create a user: open sign-up when the `signup` setting is on, otherwise
-/// only for a signed-in admin. The new user is mailed a link that verifies
-/// their address (24 hours, once).
+/// Create a user, as the registration mode in force allows
+/// (`GET /api/v1/admin/site-settings`): `open`, anyone; `approval`, with an
+/// `application`, the account `pending` until an administrator decides;
+/// `invite`, with an `invite_code`; `closed`, administrators only (who
+/// are asked for neither in any mode). A sign-up from an address an IP
+/// block covers, or with an email at a blocked domain, is refused. The new
+/// user is mailed a link that verifies their address (24 hours, once).
 #[utoipa::path(
     post,
     path = "/api/users",
     tag = "users",
     request_body = SignUpBody,
     responses(
-        (status = 201, description = "Created", body = UserView),
-        (status = 403, description = "Sign-up is closed and the caller is not an admin", body = GeneralError),
+        (status = 201, description = "Created (in approval mode, awaiting approval: signing in answers 403 `PENDING_APPROVAL` until then)", body = UserView),
+        (status = 403, description = "Registrations are closed and the caller is not an admin, or the client's address is blocked for sign-ups (`IP_BLOCKED`)", body = GeneralError),
         (status = 409, description = "Email or username taken", body = GeneralError),
-        (status = 422, description = "Invalid fields", body = GeneralError),
+        (status = 422, description = "Invalid fields: an email at a blocked domain (`email`), a missing application in approval mode (`application`), a missing, unknown, expired or used-up invite in invite mode (`invite_code`)", body = GeneralError),
     )
 )]
 pub async fn create_user(
     State(state): State<AppState>,
     OptionalUser(caller): OptionalUser,
+    ClientAddress(address): ClientAddress,
     AppJson(body): AppJson<SignUpBody>,
 ) -> Result<Response, AppError> {
-    if !state.settings.auth.signup {
-        authorize(
-            policy::create_user_without_signup(actor_of(caller.as_ref())),
-            "user",
-        )?;
+    let actor = actor_of(caller.as_ref());
+    let unconditional = policy::sign_up_unconditionally(actor);
+    let mode = state.front_door.settings().registration_mode;
+    if !unconditional {
+        if mode == RegistrationMode::Closed {
+            authorize(policy::create_user_without_signup(actor), "user")?;
+        }
+        if address.is_some_and(|address| state.front_door.blocks(address, Severity::SignUp)) {
+            return Err(AppError::IpBlocked);
+        }
     }
     validate_sign_up(&body)?;
+    let entry = if unconditional {
+        Entry::Plain
+    } else {
+        match mode {
+            RegistrationMode::Approval => {
+                Entry::Application(checked_application(body.application.as_deref())?)
+            }
+            RegistrationMode::Invite => match body.invite_code.as_deref().map(str::trim) {
+                Some(code) if !code.is_empty() => Entry::Invite(code.to_owned()),
+                _ => {
+                    return Err(AppError::invalid(
+                        "invite_code",
+                        "an invite code is required",
+                    ));
+                }
+            },
+            RegistrationMode::Open | RegistrationMode::Closed => Entry::Plain,
+        }
+    };
     let password_hash = state.auth.passwords.hash(&body.password).await?;
     let name = body.name.map(|name| name.trim().to_owned());
     // The address is not verified yet: the mail carries no text the
@@ -203,7 +242,24 @@ pub async fn create_user(
         .db
         .write(|tx| {
             Box::pin(async move {
-                let user = users::create(tx, new).await?;
+                refuse_blocked_domain(tx, &new.email).await?;
+                let mut user = users::create(tx, new).await?;
+                match entry {
+                    Entry::Plain => {}
+                    Entry::Application(application) => {
+                        user =
+                            registrations::hold_for_approval(tx, user.id(), &application).await?;
+                    }
+                    Entry::Invite(code) => {
+                        let inviter = invites::redeem(tx, &code).await?.ok_or_else(|| {
+                            DomainError::Invalid {
+                                field: "invite_code",
+                                reason: "unknown, expired or used up".to_owned(),
+                            }
+                        })?;
+                        registrations::record_inviter(tx, user.id(), inviter).await?;
+                    }
+                }
                 verification.store(tx, user.id()).await?;
                 Ok(user)
             })
@@ -212,6 +268,48 @@ pub async fn create_user(
     state.mail.wake();
     Ok((StatusCode::CREATED, AppJson(UserView::new(&user, true))).into_response())
 }
+
+/// What a sign-up brings besides the account, by the registration mode.
+enum Entry {
+    Plain,
+    /// Approval mode: the application.
+    Application(String),
+    /// Invite mode: the invite's code.
+    Invite(String),
+}
+
+/// The application of a sign-up in approval mode: 1–2,000 characters.
+fn checked_application(application: Option<&str>) -> Result<String, AppError> {
+    let Some(application) = application.map(str::trim).filter(|text| !text.is_empty()) else {
+        return Err(AppError::invalid(
+            "application",
+            "registrations need approval: answer the registration question",
+        ));
+    };
+    check_text(
+        application,
+        registrations::MAX_APPLICATION_CHARS,
+        true,
+        TextRule::Lines,
+    )
+    .map_err(|reason| AppError::invalid("application", reason))?;
+    Ok(application.to_owned())
+}
+
+/// Refuses `email` when its domain, or a parent of it, is blocked (422
+/// `email`), inside the unit of work that would use it.
+pub async fn refuse_blocked_domain(tx: &mut Tx<'_>, email: &str) -> Result<(), DomainError> {
+    match email_domain_blocks::block_for(tx, email).await? {
+        Some(_) => Err(DomainError::Invalid {
+            field: "email",
+            reason: EMAIL_DOMAIN_REFUSED.to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What a refused email domain is told (DECISIONS.md).
+pub const EMAIL_DOMAIN_REFUSED: &str = "this email domain is not accepted";
 
 /// The name people see: the display name, else the username.
 pub fn display_name(user: &User) -> String {

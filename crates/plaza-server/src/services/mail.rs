@@ -57,6 +57,11 @@ pub enum MailKind {
     AccountChanged,
     /// A ban's reason and the link to appeal it.
     Banned,
+    /// An administrator approved the recipient's registration.
+    RegistrationApproved,
+    /// An administrator rejected the recipient's registration (`change`
+    /// holds their reason).
+    RegistrationRejected,
 }
 
 impl MailKind {
@@ -66,6 +71,8 @@ impl MailKind {
             MailKind::ResetPassword => "reset_password",
             MailKind::AccountChanged => "account_changed",
             MailKind::Banned => "banned",
+            MailKind::RegistrationApproved => "registration_approved",
+            MailKind::RegistrationRejected => "registration_rejected",
         }
     }
 }
@@ -79,7 +86,8 @@ pub struct Letter<'a> {
     pub link: &'a str,
     /// How long the link works, in words.
     pub valid_for: &'a str,
-    /// What changed, in words of Plaza's own (an account change notice).
+    /// What changed, in words of Plaza's own (an account change notice), or
+    /// the administrator's reason (a rejected registration).
     pub change: &'a str,
 }
 

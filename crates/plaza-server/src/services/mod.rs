@@ -7,11 +7,14 @@
 //! notifications by push and mail, backup archives, the maintenance
 //! actions the admins and the jobs start, moderators' decisions on posts
 //! and admins' changes to users, broadcasts and feature flag writes,
-//! generated images kept by their parameters, and signed-in readers'
-//! relations.
+//! generated images kept by their parameters, signed-in readers'
+//! relations, and the front door (the site settings and IP blocks as this
+//! instance knows them, and an administrator's changes to them, to
+//! email-domain blocks and to registrations).
 //! Each receives the handles it uses (the database, a settings section, a
 //! cache); nothing here knows the app's state, HTTP or who is calling.
 
+pub mod address_ranges;
 pub mod alert_stream;
 pub mod analytics;
 pub mod answer_cache;
@@ -24,6 +27,8 @@ pub mod erased_files;
 pub mod export;
 pub mod flag_snapshot;
 pub mod flags;
+pub mod front_door;
+pub mod front_door_changes;
 pub mod group_commit;
 pub mod health;
 pub mod image_cache;

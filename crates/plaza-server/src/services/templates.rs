@@ -88,8 +88,48 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/mail/banned.html"),
     ),
     (
+        "mail/registration_approved.subject.txt",
+        include_str!("../../templates/mail/registration_approved.subject.txt"),
+    ),
+    (
+        "mail/registration_approved.txt",
+        include_str!("../../templates/mail/registration_approved.txt"),
+    ),
+    (
+        "mail/registration_approved.html",
+        include_str!("../../templates/mail/registration_approved.html"),
+    ),
+    (
+        "mail/registration_rejected.subject.txt",
+        include_str!("../../templates/mail/registration_rejected.subject.txt"),
+    ),
+    (
+        "mail/registration_rejected.txt",
+        include_str!("../../templates/mail/registration_rejected.txt"),
+    ),
+    (
+        "mail/registration_rejected.html",
+        include_str!("../../templates/mail/registration_rejected.html"),
+    ),
+    (
         "console/layout.html",
         include_str!("../../templates/console/layout.html"),
+    ),
+    (
+        "console/site_settings.html",
+        include_str!("../../templates/console/site_settings.html"),
+    ),
+    (
+        "console/registrations.html",
+        include_str!("../../templates/console/registrations.html"),
+    ),
+    (
+        "console/email_domain_blocks.html",
+        include_str!("../../templates/console/email_domain_blocks.html"),
+    ),
+    (
+        "console/ip_blocks.html",
+        include_str!("../../templates/console/ip_blocks.html"),
     ),
     (
         "console/home.html",

@@ -517,3 +517,192 @@ async fn an_operator_runs_the_community_from_the_console() {
     }
     client.close().await.unwrap();
 }
+
+/// The front door from the console: a super administrator switches
+/// registrations to approval with a question, approves the application
+/// that comes in, blocks an email domain and an IP range, and finds each
+/// change in force on the API and in the audit log; every page has a label
+/// on each control.
+#[tokio::test]
+async fn an_operator_closes_the_front_door_from_the_console() {
+    let test = "an_operator_closes_the_front_door_from_the_console";
+    let Some(driver) = chrome_driver().await else {
+        return skip(
+            test,
+            "chromium or chromedriver is missing (.ci/run installs them)",
+        );
+    };
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BIND", bind.as_str()),
+            ("PLAZA_BASE_URL", base.as_str()),
+        ],
+    )
+    .await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let token = server.mint("root@example.com", "admin:read");
+
+    let client = browser(&driver).await;
+    client.goto(&format!("{base}/admin/")).await.unwrap();
+    type_into(&client, "#email", "root@example.com").await;
+    type_into(&client, "#password", PASSWORD).await;
+    click_then(&client, "button[type=submit]", "nav[aria-label=Console]").await;
+
+    client
+        .goto(&format!("{base}/admin/site-settings"))
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("#registration-mode"))
+        .await
+        .unwrap()
+        .select_by_value("approval")
+        .await
+        .unwrap();
+    type_into(&client, "#registration-question", "What brings you here?").await;
+    picture(&client, "site-settings").await;
+    click_then(
+        &client,
+        "form[action=\"/admin/site-settings\"] button",
+        ".notice",
+    )
+    .await;
+    let settings = server
+        .send(
+            crate::common::As::Token(&token),
+            "GET",
+            "/api/v1/admin/site-settings",
+            None,
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(settings["data"]["registrationMode"], "approval");
+    assert_eq!(
+        settings["data"]["registrationQuestion"],
+        "What brings you here?"
+    );
+
+    let (status, created) = call(
+        &server,
+        "POST",
+        "/api/users",
+        None,
+        Some(json!({"email": "newcomer@example.com", "password": PASSWORD, "application": "I knit."})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let newcomer = created["id"].as_str().unwrap().to_owned();
+    client
+        .goto(&format!("{base}/admin/registrations"))
+        .await
+        .unwrap();
+    assert!(text_of(&client, "main").await.contains("I knit."));
+    picture(&client, "registrations").await;
+    click_then(
+        &client,
+        &format!("#registration-{newcomer} input[value=approve] + button"),
+        ".notice",
+    )
+    .await;
+    assert_eq!(
+        server
+            .try_sign_in("newcomer@example.com", PASSWORD)
+            .await
+            .status(),
+        200
+    );
+
+    client
+        .goto(&format!("{base}/admin/email-domain-blocks"))
+        .await
+        .unwrap();
+    type_into(&client, "#domain", "Spam.Example").await;
+    type_into(&client, "#domain-reason", "a wave of bots").await;
+    click_then(
+        &client,
+        "form[action=\"/admin/email-domain-blocks\"] button",
+        ".notice",
+    )
+    .await;
+    assert!(text_of(&client, "main").await.contains("spam.example"));
+    picture(&client, "email-domain-blocks").await;
+    let (status, refused) = call(
+        &server,
+        "POST",
+        "/api/users",
+        None,
+        Some(json!({"email": "bot@mail.spam.example", "password": PASSWORD, "application": "hi"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+
+    client
+        .goto(&format!("{base}/admin/ip-blocks"))
+        .await
+        .unwrap();
+    type_into(&client, "#cidr", "203.0.113.0/24").await;
+    client
+        .find(Locator::Css("#severity"))
+        .await
+        .unwrap()
+        .select_by_value("all")
+        .await
+        .unwrap();
+    click_then(
+        &client,
+        "form[action=\"/admin/ip-blocks\"] button",
+        ".notice",
+    )
+    .await;
+    assert!(text_of(&client, "main").await.contains("203.0.113.0/24"));
+    picture(&client, "ip-blocks").await;
+    let blocks = server
+        .send(
+            crate::common::As::Token(&token),
+            "GET",
+            "/api/v1/admin/ip-blocks",
+            None,
+        )
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(blocks["data"][0]["severity"], "all", "{blocks}");
+
+    for action in [
+        "site_settings.update",
+        "registration.approve",
+        "email_domain_block.create",
+        "ip_block.create",
+    ] {
+        let trail = server
+            .send(
+                crate::common::As::Token(&token),
+                "GET",
+                &format!("/api/v1/admin/audit-logs?action={action}"),
+                None,
+            )
+            .await
+            .json::<Value>()
+            .await
+            .unwrap();
+        assert_eq!(trail["data"][0]["surface"], "console", "{action}: {trail}");
+    }
+    for path in [
+        "/admin/site-settings",
+        "/admin/registrations",
+        "/admin/email-domain-blocks",
+        "/admin/ip-blocks",
+    ] {
+        client.goto(&format!("{base}{path}")).await.unwrap();
+        let unlabelled = unlabelled_controls(&client).await;
+        assert!(unlabelled.is_empty(), "{path}: unlabelled {unlabelled:?}");
+    }
+    client.close().await.unwrap();
+}

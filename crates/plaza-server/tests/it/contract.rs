@@ -35,6 +35,20 @@ fn schemathesis() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
+/// A stand-in for the front end: every page a small HTML document. Answers
+/// its base URL.
+async fn front_end() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let pages = axum::Router::new().fallback(|| async {
+        axum::response::Html("<!doctype html><title>Plaza</title><p>A page of the front end.")
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, pages).await;
+    });
+    base
+}
+
 fn promtool() -> Option<PathBuf> {
     let path = std::env::var_os("PLAZA_TEST_PROMTOOL")
         .map(PathBuf::from)
@@ -50,9 +64,19 @@ async fn every_operation_keeps_the_documented_contract(backend: Backend) {
             "schemathesis or promtool is missing (.ci/run installs both)",
         );
     };
+    // The front end at `base_url`: answers link to its pages (an invite's
+    // sign-up page), which the run then asks link previews of.
+    let front_end = front_end().await;
     // A live alert stream sends what there is and ends, instead of
     // holding each generated request open for an hour.
-    let server = TestServer::start_with(backend, &[("PLAZA_ALERT_STREAM_MAX_SECS", "0")]).await;
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_ALERT_STREAM_MAX_SECS", "0"),
+            ("PLAZA_BASE_URL", front_end.as_str()),
+        ],
+    )
+    .await;
     // Data the generator cannot guess, matching the document's examples:
     // users 1–3 and posts 1–2 exist, and the admin the run acts as is
     // created last, so the examples' `id` 2 is not the admin.

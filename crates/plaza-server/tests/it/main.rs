@@ -26,6 +26,7 @@ mod conversations;
 mod emojis;
 mod feature_flags;
 mod foundation;
+mod front_door;
 mod hardening;
 mod identity;
 mod images;

@@ -11,6 +11,7 @@ use axum::routing::{get, post};
 use plaza_server::app::with_middleware;
 use plaza_server::http::error::{Surface, SurfaceMap};
 use plaza_server::http::extract::AppJson;
+use plaza_server::services::front_door::FrontDoor;
 use plaza_server::settings::ServerSettings;
 use plaza_server::settings::TrustedProxies;
 use serde_json::{Value, json};
@@ -23,7 +24,14 @@ struct Echo {
 
 async fn serve(router: Router, settings: ServerSettings) -> String {
     let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::AdminV1);
-    let app = with_middleware(router, &settings, TrustedProxies::default(), surfaces);
+    let front_door = std::sync::Arc::new(FrontDoor::new(true));
+    let app = with_middleware(
+        router,
+        &settings,
+        TrustedProxies::default(),
+        surfaces,
+        front_door,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {

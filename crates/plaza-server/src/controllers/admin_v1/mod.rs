@@ -23,12 +23,16 @@
 pub mod analytics;
 pub mod audit_logs;
 pub mod broadcasts;
+pub mod email_domain_blocks;
 pub mod envelope;
 pub mod feature_flags;
+pub mod ip_blocks;
 pub mod moderation;
 pub mod posts;
+pub mod registrations;
 pub mod replies;
 pub mod reports;
+pub mod site_settings;
 pub mod system;
 pub mod users;
 
@@ -38,9 +42,18 @@ use broadcasts::{
     __path_cancel_broadcast, __path_create_broadcast, __path_list_broadcasts, cancel_broadcast,
     create_broadcast, list_broadcasts,
 };
+use email_domain_blocks::{
+    __path_create_email_domain_block, __path_delete_email_domain_block,
+    __path_list_email_domain_blocks, create_email_domain_block, delete_email_domain_block,
+    list_email_domain_blocks,
+};
 use feature_flags::{
     __path_delete_feature_flag, __path_list_feature_flags, __path_put_feature_flag,
     delete_feature_flag, list_feature_flags, put_feature_flag,
+};
+use ip_blocks::{
+    __path_create_ip_block, __path_delete_ip_block, __path_list_ip_blocks, create_ip_block,
+    delete_ip_block, list_ip_blocks,
 };
 use moderation::{
     __path_decide_appeal, __path_list_appeals, __path_list_warnings, __path_put_rules,
@@ -48,11 +61,17 @@ use moderation::{
     list_warnings, put_rules, silence_user, unsilence_user, warn_user,
 };
 use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
+use registrations::{
+    __path_decide_registration, __path_list_registrations, decide_registration, list_registrations,
+};
 use replies::{
     __path_list_admin_replies, __path_moderate_reply, list_admin_replies, moderate_reply,
 };
 use reports::{
     __path_moderation_report, __path_user_activity_report, moderation_report, user_activity_report,
+};
+use site_settings::{
+    __path_get_site_settings, __path_put_site_settings, get_site_settings, put_site_settings,
 };
 use system::{__path_run_maintenance, run_maintenance};
 use users::{
@@ -77,6 +96,19 @@ pub fn routes() -> OpenApiRouter<AppState> {
             put_feature_flag,
             delete_feature_flag
         ))
+        .routes(crate::documented_routes!(
+            get_site_settings,
+            put_site_settings
+        ))
+        .routes(crate::documented_routes!(list_registrations))
+        .routes(crate::documented_routes!(decide_registration))
+        .routes(crate::documented_routes!(
+            list_email_domain_blocks,
+            create_email_domain_block
+        ))
+        .routes(crate::documented_routes!(delete_email_domain_block))
+        .routes(crate::documented_routes!(list_ip_blocks, create_ip_block))
+        .routes(crate::documented_routes!(delete_ip_block))
         .routes(crate::documented_routes!(user_activity_report))
         .routes(crate::documented_routes!(moderation_report))
         .routes(crate::documented_routes!(list_admin_posts))

@@ -105,6 +105,10 @@ pub struct AdminUserDetail {
     /// When the silence in force ends (RFC 3339), `permanent` for one
     /// until lifted; null when not silenced.
     pub silenced_until: Option<String>,
+    /// The id of the user whose invite they signed up with; null without
+    /// one, or once the inviter's account is deleted.
+    #[schema(example = "1")]
+    pub invited_by: Option<String>,
 }
 
 /// Something the user did lately.
@@ -284,7 +288,9 @@ pub async fn detail(state: &AppState, user: &User) -> Result<AdminUserDetail, Ap
         .unwrap_or(0);
     let activity = state.db.recent_activity(id, DETAIL_ITEMS).await?;
     let bans = state.db.ban_history(id, DETAIL_ITEMS).await?;
+    let invited_by = state.db.inviter_of(id).await?;
     Ok(AdminUserDetail {
+        invited_by: invited_by.map(|inviter| inviter.to_string()),
         user: AdminUserItem::new(user, post_count),
         notes: user.row.admin_notes.clone(),
         roles: vec![user.role.as_str().to_owned()],

@@ -7,12 +7,14 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::auth_state::{self, PendingOAuth};
+use plaza_domain::ip_blocks::Severity;
 use plaza_domain::sessions::SignInProof;
+use plaza_domain::site_settings::RegistrationMode;
 use plaza_domain::time::now_millis;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::signin;
+use crate::auth::signin::{self, ProviderRefusal};
 use crate::auth::{ClientAddress, OptionalUser, csrf};
 use crate::http::cookies::{cookie_value, set_cookie};
 use crate::http::error::AppError;
@@ -315,8 +317,22 @@ async fn finish_provider_sign_in(
             return Ok(refused(error.code()));
         }
     };
-    let user = match signin::user_for_provider_identity(&state.auth, identity, pending.link_user_id)
-        .await?
+    // A provider sign-in that would create an account is a sign-up: only
+    // while registrations are open, and never from a blocked address.
+    let new_accounts = if state.front_door.settings().registration_mode != RegistrationMode::Open {
+        Err(ProviderRefusal::RegistrationClosed)
+    } else if address.is_some_and(|address| state.front_door.blocks(address, Severity::SignUp)) {
+        Err(ProviderRefusal::IpBlocked)
+    } else {
+        Ok(())
+    };
+    let user = match signin::user_for_provider_identity(
+        &state.auth,
+        identity,
+        pending.link_user_id,
+        new_accounts,
+    )
+    .await?
     {
         Ok(user) => user,
         Err(refusal) => return Ok(refused(refusal.code())),

@@ -20,6 +20,7 @@ mod audit;
 mod broadcasts;
 mod emojis;
 mod flags;
+mod front_door;
 mod moderation;
 mod page;
 mod reports;
@@ -66,6 +67,13 @@ pub const PATHS: &[&str] = &[
     "/admin/access/permissions/{id}",
     "/admin/analytics",
     "/admin/reports",
+    "/admin/site-settings",
+    "/admin/registrations",
+    "/admin/registrations/{id}",
+    "/admin/email-domain-blocks",
+    "/admin/email-domain-blocks/{id}/delete",
+    "/admin/ip-blocks",
+    "/admin/ip-blocks/{id}/delete",
 ];
 
 /// The console's routes (not part of the API document).
@@ -106,6 +114,28 @@ pub fn routes() -> OpenApiRouter<AppState> {
         )
         .route("/admin/analytics", get(analytics::dashboard))
         .route("/admin/reports", get(reports::summary))
+        .route(
+            "/admin/site-settings",
+            get(front_door::settings).post(front_door::save_settings),
+        )
+        .route("/admin/registrations", get(front_door::registrations))
+        .route("/admin/registrations/{id}", post(front_door::decide))
+        .route(
+            "/admin/email-domain-blocks",
+            get(front_door::email_domain_blocks).post(front_door::add_email_domain_block),
+        )
+        .route(
+            "/admin/email-domain-blocks/{id}/delete",
+            post(front_door::remove_email_domain_block),
+        )
+        .route(
+            "/admin/ip-blocks",
+            get(front_door::ip_blocks).post(front_door::add_ip_block),
+        )
+        .route(
+            "/admin/ip-blocks/{id}/delete",
+            post(front_door::remove_ip_block),
+        )
 }
 
 /// The console's maintenance actions, in the `system` rate tier as their

@@ -44,6 +44,13 @@ pub enum AppError {
     TotpRequired,
     #[error("insufficient permissions")]
     Forbidden,
+    /// The client's address is covered by an IP block (`IP_BLOCKED`, 403).
+    #[error("requests from this address are not accepted")]
+    IpBlocked,
+    /// The right password of an account awaiting an administrator's
+    /// approval (`PENDING_APPROVAL`, 403).
+    #[error("this account awaits an administrator's approval")]
+    PendingApproval,
     /// Forbidden, with the rule that refused (`FORBIDDEN`).
     #[error("{0}")]
     NotAllowed(String),
@@ -186,6 +193,8 @@ impl AppError {
                 StatusCode::UNAUTHORIZED
             }
             AppError::Forbidden
+            | AppError::IpBlocked
+            | AppError::PendingApproval
             | AppError::NotAllowed(_)
             | AppError::Blocked(_)
             | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
@@ -219,6 +228,8 @@ impl AppError {
             AppError::TotpRequired => "TOTP_REQUIRED",
             AppError::Forbidden | AppError::NotAllowed(_) => "FORBIDDEN",
             AppError::Blocked(_) => "BLOCKED",
+            AppError::IpBlocked => "IP_BLOCKED",
+            AppError::PendingApproval => "PENDING_APPROVAL",
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",

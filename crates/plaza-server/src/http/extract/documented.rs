@@ -104,6 +104,10 @@ const EVERY_OPERATION: &[Answer] = &[
     ),
     Answer::new(408, "The request took longer than `request_timeout_secs`"),
     Answer::new(
+        403,
+        "The client's address is covered by an IP block of severity `all` (`IP_BLOCKED`; never on `/api/health` and `/api/version`)",
+    ),
+    Answer::new(
         500,
         "An unexpected failure (logged; nothing internal in the body)",
     ),

@@ -1,5 +1,6 @@
 //! The per-request work every route shares, done in one hand-written layer:
-//! request id, tracing span, CORS, the cross-origin write check, the refusal
+//! request id, tracing span, the refusal of a client an IP block of
+//! severity `all` covers, CORS, the cross-origin write check, the refusal
 //! of a query parameter holding a NUL byte, the request timeout, panic
 //! recovery, error rendering per surface, hardening headers, metrics and the
 //! access log line (with the user the request acted as, its user agent and
@@ -40,6 +41,7 @@ use crate::http::cookies::{SESSION_COOKIE, cookie_value, is_same_origin};
 use crate::http::error::{AppError, ErrorReport, Surface, SurfaceMap, render_response};
 use crate::http::extract::text_input::refuse_nul_in_query;
 use crate::http::rate_limit::address::client_behind;
+use crate::services::front_door::FrontDoor;
 use crate::settings::ServerSettings;
 use crate::settings::TrustedProxies;
 
@@ -61,13 +63,28 @@ struct Shared {
     cors: CorsPolicy,
     timeout: Duration,
     surfaces: SurfaceMap,
-    /// Whose forwarding headers name the client of the access log line.
+    /// Whose forwarding headers name the client of the access log line
+    /// and of the IP blocks' check.
     proxies: TrustedProxies,
+    /// The IP blocks in force.
+    front_door: Arc<FrontDoor>,
+}
+
+/// The paths an IP block never refuses: the probes of monitors and load
+/// balancers (DECISIONS.md "The front door").
+fn exempt_from_ip_blocks(path: &str) -> bool {
+    path == "/api/health" || path == "/api/version"
 }
 
 impl RequestLayer {
-    pub fn new(server: &ServerSettings, proxies: TrustedProxies, surfaces: SurfaceMap) -> Self {
+    pub fn new(
+        server: &ServerSettings,
+        proxies: TrustedProxies,
+        surfaces: SurfaceMap,
+        front_door: Arc<FrontDoor>,
+    ) -> Self {
         let shared = Shared {
+            front_door,
             cors: CorsPolicy::new(server),
             timeout: Duration::from_secs(server.request_timeout_secs),
             server: server.clone(),
@@ -159,7 +176,14 @@ where
         }
         let method = request.method().clone();
         let origin = shared.cors.allowed_origin(request.headers());
-        let answer = if let Some(preflight) =
+        let answer = if client.is_some_and(|client| {
+            shared
+                .front_door
+                .blocks(client, plaza_domain::ip_blocks::Severity::All)
+        }) && !exempt_from_ip_blocks(uri.path())
+        {
+            Answer::Ready(AppError::IpBlocked.into_response())
+        } else if let Some(preflight) =
             shared
                 .cors
                 .preflight(&method, request.headers(), origin.as_ref())
