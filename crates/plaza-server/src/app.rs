@@ -53,6 +53,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     // The caller's identity, sessions and tokens; their
                     // alerts (`users` marks the answers showing an email).
                     .merge(personal(controllers::auth::routes()))
+                    .merge(personal(controllers::access_tokens::routes()))
                     .merge(controllers::users::routes())
                     .merge(controllers::posts::routes())
                     .merge(controllers::reactions::routes())

@@ -25,6 +25,7 @@ mod quota;
 mod server;
 mod storage;
 mod telemetry;
+mod webhooks;
 
 pub use alerts::*;
 pub use analytics::*;
@@ -43,6 +44,7 @@ pub use quota::Quota;
 pub use server::*;
 pub use storage::*;
 pub use telemetry::*;
+pub use webhooks::*;
 
 /// Every setting Plaza has, grouped by the capability that reads it; each
 /// subsystem is handed only its section. On the outside the names stay flat:
@@ -74,6 +76,8 @@ pub struct Settings {
     pub mail: MailSettings,
     #[serde(flatten)]
     pub notifications: NotificationSettings,
+    #[serde(flatten)]
+    pub webhooks: WebhookSettings,
 }
 
 impl Settings {
@@ -130,6 +134,7 @@ impl Settings {
             analytics: section(&figment)?,
             mail: section(&figment)?,
             notifications: section(&figment)?,
+            webhooks: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -146,6 +151,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.mail.validate()?;
         self.notifications.validate()?;
+        self.webhooks.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()
@@ -381,6 +387,7 @@ mod tests {
             keys(&defaults.analytics),
             keys(&defaults.mail),
             keys(&defaults.notifications),
+            keys(&defaults.webhooks),
         ]
         .concat();
         let count = all.len();

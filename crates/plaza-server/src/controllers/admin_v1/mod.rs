@@ -30,6 +30,7 @@ pub mod replies;
 pub mod reports;
 pub mod system;
 pub mod users;
+pub mod webhooks;
 
 use analytics::{__path_platform_analytics, platform_analytics};
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
@@ -53,6 +54,12 @@ use users::{
     __path_ban_admin_user, __path_bulk_update_users, __path_get_admin_user,
     __path_list_admin_users, __path_update_admin_user, ban_admin_user, bulk_update_users,
     get_admin_user, list_admin_users, update_admin_user,
+};
+
+use webhooks::{
+    __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_list_deliveries,
+    __path_list_webhooks, __path_redeliver, __path_update_webhook, create_webhook,
+    delete_webhook, get_webhook, list_deliveries, list_webhooks, redeliver, update_webhook,
 };
 
 use utoipa_axum::router::OpenApiRouter;
@@ -81,6 +88,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(list_broadcasts))
         .routes(crate::documented_routes!(cancel_broadcast))
         .routes(crate::documented_routes!(platform_analytics))
+        .routes(crate::documented_routes!(list_webhooks, create_webhook))
+        .routes(crate::documented_routes!(
+            get_webhook,
+            update_webhook,
+            delete_webhook
+        ))
+        .routes(crate::documented_routes!(list_deliveries))
+        .routes(crate::documented_routes!(redeliver))
 }
 
 /// The system actions, in a rate tier of their own (`system`).

@@ -25,6 +25,7 @@ mod page;
 mod reports;
 mod system;
 mod users;
+mod webhooks;
 
 use axum::extract::State;
 use axum::http::header;
@@ -66,6 +67,8 @@ pub const PATHS: &[&str] = &[
     "/admin/access/permissions/{id}",
     "/admin/analytics",
     "/admin/reports",
+    "/admin/webhooks",
+    "/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver",
 ];
 
 /// The console's routes (not part of the API document).
@@ -106,6 +109,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         )
         .route("/admin/analytics", get(analytics::dashboard))
         .route("/admin/reports", get(reports::summary))
+        .route("/admin/webhooks", get(webhooks::list))
+        .route(
+            "/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+            post(webhooks::redeliver),
+        )
 }
 
 /// The console's maintenance actions, in the `system` rate tier as their
