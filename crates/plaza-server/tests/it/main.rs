@@ -48,6 +48,8 @@ mod scale_out;
 mod schema;
 mod search;
 mod transport;
+mod tokens;
 mod two_factor;
 mod uploads;
 mod user_data;
+mod webhooks;
