@@ -336,7 +336,7 @@ async fn a_bot_posts_and_replies_with_its_token_and_shows_as_a_bot(backend: Back
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["data"]["user"]["isBot"], true, "{body}");
+    assert_eq!(body["data"]["isBot"], true, "{body}");
     let (_, token) = make_token(&server, &bot, &["read", "write"]).await;
 
     let (status, created) = with_token(
