@@ -81,7 +81,11 @@ impl TargetRules {
     /// A client whose connections go only to addresses these rules permit,
     /// following no redirect, with `user_agent` and a `timeout` for each
     /// whole request.
-    pub fn client(self, user_agent: &str, timeout: Duration) -> Result<reqwest::Client, BuildError> {
+    pub fn client(
+        self,
+        user_agent: &str,
+        timeout: Duration,
+    ) -> Result<reqwest::Client, BuildError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let resolver: Arc<dyn Resolver> = Arc::new(SystemResolver);
         reqwest::Client::builder()

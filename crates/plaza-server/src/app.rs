@@ -475,7 +475,10 @@ mod tests {
                     .any(|(listed, template, _)| listed == method && template == path)
             })
             .collect();
-        assert!(missing.is_empty(), "operations without a token scope: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "operations without a token scope: {missing:?}"
+        );
         let stale: Vec<_> = TOKEN_SCOPES
             .iter()
             .filter(|(method, path, _)| {

@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use sqlx::FromRow;
 
-use crate::{DomainError, Flag};
 use crate::listing::{Arg, Args, JsonFlag};
 use crate::posts::Viewer;
+use crate::{DomainError, Flag};
 
 /// Most characters in a reply's content.
 pub const MAX_CONTENT_CHARS: usize = 10_000;

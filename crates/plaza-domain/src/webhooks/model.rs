@@ -155,7 +155,8 @@ pub async fn webhook_in(tx: &mut Tx<'_>, id: i64) -> Result<Webhook, DomainError
     .bind(id)
     .fetch_optional(&mut **tx)
     .await?;
-    row.map(Webhook::from).ok_or(DomainError::NotFound("webhook"))
+    row.map(Webhook::from)
+        .ok_or(DomainError::NotFound("webhook"))
 }
 
 /// Registers `new` at `now` (active); more than [`MAX_WEBHOOKS`] is a
@@ -291,6 +292,7 @@ impl Database {
         .bind(id)
         .fetch_optional(&mut *self.lease().await?)
         .await?;
-        row.map(Webhook::from).ok_or(DomainError::NotFound("webhook"))
+        row.map(Webhook::from)
+            .ok_or(DomainError::NotFound("webhook"))
     }
 }

@@ -202,20 +202,20 @@ impl OptionalUser {
             Some(token_principal(parts, state).await?)
         } else {
             match cookie_value(&parts.headers, SESSION_COOKIE) {
-            Some(token) => {
-                let token_hash = hash_token(&token);
-                let auth = state.auth();
-                auth.session_lookups
-                    .lookup_recent(&auth.db, &auth.sessions, &token_hash, max_age)
-                    .await?
-                    .filter(|session| session.user.status == UserStatus::Active)
-                    .map(|session| {
-                        SessionPrincipal::new(
-                            session,
-                            token_hash,
-                            state.settings().auth.admin_totp_required,
-                        )
-                    })
+                Some(token) => {
+                    let token_hash = hash_token(&token);
+                    let auth = state.auth();
+                    auth.session_lookups
+                        .lookup_recent(&auth.db, &auth.sessions, &token_hash, max_age)
+                        .await?
+                        .filter(|session| session.user.status == UserStatus::Active)
+                        .map(|session| {
+                            SessionPrincipal::new(
+                                session,
+                                token_hash,
+                                state.settings().auth.admin_totp_required,
+                            )
+                        })
                 }
                 None => None,
             }

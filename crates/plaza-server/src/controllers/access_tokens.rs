@@ -216,9 +216,8 @@ fn read_scopes(names: &[String]) -> Result<Vec<TokenScope>, String> {
     }
     let mut scopes = Vec::with_capacity(names.len());
     for name in names {
-        let scope = TokenScope::parse(name).ok_or_else(|| {
-            format!("unknown scope {name:?}; use read, write or notifications")
-        })?;
+        let scope = TokenScope::parse(name)
+            .ok_or_else(|| format!("unknown scope {name:?}; use read, write or notifications"))?;
         if !scopes.contains(&scope) {
             scopes.push(scope);
         }

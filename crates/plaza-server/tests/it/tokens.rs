@@ -114,8 +114,14 @@ async fn a_token_is_shown_once_listed_without_its_secret_and_revoked(backend: Ba
     );
 
     for (body, field) in [
-        (json!({"name": "x", "scopes": ["read"], "expires_in": "366d"}), "expires_in"),
-        (json!({"name": "x", "scopes": ["read"], "expires_in": "soon"}), "expires_in"),
+        (
+            json!({"name": "x", "scopes": ["read"], "expires_in": "366d"}),
+            "expires_in",
+        ),
+        (
+            json!({"name": "x", "scopes": ["read"], "expires_in": "soon"}),
+            "expires_in",
+        ),
         (json!({"name": "x", "scopes": []}), "scopes"),
         (json!({"name": "x", "scopes": ["admin"]}), "scopes"),
         (json!({"name": "", "scopes": ["read"]}), "name"),
@@ -136,9 +142,7 @@ async fn a_token_is_shown_once_listed_without_its_secret_and_revoked(backend: Ba
     assert_eq!(body["error"]["code"], "UNAUTHORIZED");
 
     let (_, expiring) = make_token(&server, &cookie, &["read"]).await;
-    server
-        .sql("UPDATE access_tokens SET expires_at = 1")
-        .await;
+    server.sql("UPDATE access_tokens SET expires_at = 1").await;
     let (status, _) = with_token(&server, &expiring, "GET", "/api/posts", None).await;
     assert_eq!(status, 401, "expired");
 }
@@ -158,13 +162,30 @@ async fn scopes_decide_what_a_token_may_do_and_nothing_else(backend: Backend) {
         assert_eq!(body["error"]["code"], "INSUFFICIENT_SCOPE", "{body}");
     };
     assert_eq!(
-        with_token(&server, &reader, "GET", "/api/posts", None).await.0,
+        with_token(&server, &reader, "GET", "/api/posts", None)
+            .await
+            .0,
         200
     );
-    insufficient(with_token(&server, &reader, "POST", "/api/posts", Some(new_post.clone())).await);
+    insufficient(
+        with_token(
+            &server,
+            &reader,
+            "POST",
+            "/api/posts",
+            Some(new_post.clone()),
+        )
+        .await,
+    );
     insufficient(with_token(&server, &reader, "GET", "/api/notifications", None).await);
-    let (status, created) =
-        with_token(&server, &writer, "POST", "/api/posts", Some(new_post.clone())).await;
+    let (status, created) = with_token(
+        &server,
+        &writer,
+        "POST",
+        "/api/posts",
+        Some(new_post.clone()),
+    )
+    .await;
     assert_eq!(status, 201, "{created}");
     insufficient(with_token(&server, &writer, "GET", "/api/posts", None).await);
     assert_eq!(
@@ -201,13 +222,21 @@ async fn scopes_decide_what_a_token_may_do_and_nothing_else(backend: Backend) {
     );
     insufficient(with_token(&server, &everything, "GET", "/api/auth/sessions", None).await);
     insufficient(with_token(&server, &everything, "GET", "/api/v1/admin/users", None).await);
-    let (status, body) =
-        with_token(&server, &everything, "GET", "/api/admin/users", None).await;
+    let (status, body) = with_token(&server, &everything, "GET", "/api/admin/users", None).await;
     assert_eq!(status, 403, "{body}");
-    let (status, _) = with_token(&server, "plz_not-a-token", "GET", "/api/v1/admin/users", None).await;
+    let (status, _) = with_token(
+        &server,
+        "plz_not-a-token",
+        "GET",
+        "/api/v1/admin/users",
+        None,
+    )
+    .await;
     assert_eq!(status, 401, "an unknown token");
     assert_eq!(
-        with_token(&server, &everything, "GET", "/api/posts", None).await.0,
+        with_token(&server, &everything, "GET", "/api/posts", None)
+            .await
+            .0,
         200
     );
 }
@@ -223,7 +252,12 @@ async fn a_ban_a_password_change_and_erasure_end_the_tokens(backend: Backend) {
     let (_, changer_token) = make_token(&server, &changer, &["read"]).await;
     let (_, erased_token) = make_token(&server, &erased, &["read"]).await;
     for token in [&banned_token, &changer_token, &erased_token] {
-        assert_eq!(with_token(&server, token, "GET", "/api/posts", None).await.0, 200);
+        assert_eq!(
+            with_token(&server, token, "GET", "/api/posts", None)
+                .await
+                .0,
+            200
+        );
     }
 
     let (status, body) = with_token(
@@ -236,7 +270,9 @@ async fn a_ban_a_password_change_and_erasure_end_the_tokens(backend: Backend) {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
-        with_token(&server, &banned_token, "GET", "/api/posts", None).await.0,
+        with_token(&server, &banned_token, "GET", "/api/posts", None)
+            .await
+            .0,
         401,
         "banned"
     );
@@ -249,7 +285,9 @@ async fn a_ban_a_password_change_and_erasure_end_the_tokens(backend: Backend) {
     )
     .await;
     assert_eq!(
-        with_token(&server, &banned_token, "GET", "/api/posts", None).await.0,
+        with_token(&server, &banned_token, "GET", "/api/posts", None)
+            .await
+            .0,
         401,
         "still ended after the unban"
     );
@@ -264,7 +302,9 @@ async fn a_ban_a_password_change_and_erasure_end_the_tokens(backend: Backend) {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
-        with_token(&server, &changer_token, "GET", "/api/posts", None).await.0,
+        with_token(&server, &changer_token, "GET", "/api/posts", None)
+            .await
+            .0,
         401,
         "the password changed"
     );
@@ -279,7 +319,9 @@ async fn a_ban_a_password_change_and_erasure_end_the_tokens(backend: Backend) {
     .await;
     assert_eq!(status, 204, "{body}");
     assert_eq!(
-        with_token(&server, &erased_token, "GET", "/api/posts", None).await.0,
+        with_token(&server, &erased_token, "GET", "/api/posts", None)
+            .await
+            .0,
         401,
         "erased"
     );
@@ -391,7 +433,17 @@ async fn a_bot_posts_and_replies_with_its_token_and_shows_as_a_bot(backend: Back
         })
         .collect();
     assert!(authors.contains(&("bot".to_owned(), true)), "{authors:?}");
-    assert!(authors.contains(&("person".to_owned(), false)), "{authors:?}");
-    let (_, profile) = call(&server, "GET", &format!("/api/users/{bot_id}/profile"), None, None).await;
+    assert!(
+        authors.contains(&("person".to_owned(), false)),
+        "{authors:?}"
+    );
+    let (_, profile) = call(
+        &server,
+        "GET",
+        &format!("/api/users/{bot_id}/profile"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(profile["is_bot"], true, "{profile}");
 }

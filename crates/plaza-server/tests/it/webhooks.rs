@@ -212,8 +212,18 @@ async fn the_secret_is_shown_once_and_stored_sealed(backend: Backend) {
     let token = super_token(&server);
     let receiver = Receiver::start(Vec::new()).await;
     let (id, secret) = register(&server, &token, &receiver.url, &["post.created"]).await;
-    assert!(secret.starts_with("whsec_") && secret.len() >= 6 + 43, "{secret}");
-    let (status, one) = send(&server, &token, "GET", &format!("/api/v1/admin/webhooks/{id}"), None).await;
+    assert!(
+        secret.starts_with("whsec_") && secret.len() >= 6 + 43,
+        "{secret}"
+    );
+    let (status, one) = send(
+        &server,
+        &token,
+        "GET",
+        &format!("/api/v1/admin/webhooks/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 200);
     assert!(one["data"].get("secret").is_none(), "{one}");
     assert_eq!(one["data"]["events"], json!(["post.created"]));
@@ -252,7 +262,10 @@ async fn the_secret_is_shown_once_and_stored_sealed(backend: Backend) {
     .await;
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["data"]["active"], false);
-    assert_eq!(changed["data"]["events"], json!(["post.created", "reply.created"]));
+    assert_eq!(
+        changed["data"]["events"],
+        json!(["post.created", "reply.created"])
+    );
     let (_, unknown) = send(
         &server,
         &token,
@@ -267,9 +280,23 @@ async fn the_secret_is_shown_once_and_stored_sealed(backend: Backend) {
     let admin = server.mint("admin@example.com", "admin:write");
     let (status, body) = send(&server, &admin, "GET", "/api/v1/admin/webhooks", None).await;
     assert_eq!(status, 403, "{body}");
-    let (status, _) = send(&server, &token, "DELETE", &format!("/api/v1/admin/webhooks/{id}"), None).await;
+    let (status, _) = send(
+        &server,
+        &token,
+        "DELETE",
+        &format!("/api/v1/admin/webhooks/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 204);
-    let (status, _) = send(&server, &token, "GET", &format!("/api/v1/admin/webhooks/{id}"), None).await;
+    let (status, _) = send(
+        &server,
+        &token,
+        "GET",
+        &format!("/api/v1/admin/webhooks/{id}"),
+        None,
+    )
+    .await;
     assert_eq!(status, 404);
 }
 
@@ -348,8 +375,14 @@ async fn each_event_type_arrives_signed_within_five_seconds(backend: Backend) {
         let kind = body["type"].as_str().unwrap().to_owned();
         assert!(signed(received, &secret), "{kind}: a valid signature");
         assert_eq!(received.header("x-plaza-event"), kind);
-        assert_eq!(received.header("x-plaza-delivery"), body["id"].as_str().unwrap());
-        assert!(body["created_at"].is_string() && body["data"].is_object(), "{body}");
+        assert_eq!(
+            received.header("x-plaza-delivery"),
+            body["id"].as_str().unwrap()
+        );
+        assert!(
+            body["created_at"].is_string() && body["data"].is_object(),
+            "{body}"
+        );
         let cause = caused[kind.as_str()];
         if seen.insert(kind.clone()) {
             assert!(
@@ -370,7 +403,10 @@ async fn each_event_type_arrives_signed_within_five_seconds(backend: Backend) {
         .find(|body| body["type"] == "post.created")
         .unwrap();
     assert_eq!(post_event["data"]["post"]["id"], post_id.as_str());
-    assert_eq!(post_event["data"]["post"]["author_id"], member_id.to_string());
+    assert_eq!(
+        post_event["data"]["post"]["author_id"],
+        member_id.to_string()
+    );
 }
 
 /// Polls the deliveries of webhook `id` until the newest is `status`.
@@ -394,19 +430,34 @@ async fn a_failing_receiver_is_retried_logged_and_redelivered(backend: Backend) 
     let receiver = Receiver::start(vec![500, 503]).await;
     let (id, secret) = register(&server, &token, &receiver.url, &["post.created"]).await;
     let (_, cookie) = member(&server, "ada@example.com", "user").await;
-    post(&server, &cookie, json!({"title": "Hi", "content": "There", "published": true})).await;
+    post(
+        &server,
+        &cookie,
+        json!({"title": "Hi", "content": "There", "published": true}),
+    )
+    .await;
 
     let delivered = wait_for_status(&server, &token, &id, "delivered").await;
     let got = receiver.received();
     assert_eq!(got.len(), 3, "two failures, then the delivery");
-    let ids: HashSet<String> = got.iter().map(|got| got.header("x-plaza-delivery")).collect();
+    let ids: HashSet<String> = got
+        .iter()
+        .map(|got| got.header("x-plaza-delivery"))
+        .collect();
     assert_eq!(ids.len(), 1, "every attempt is the same delivery");
     assert!(got.iter().all(|received| signed(received, &secret)));
     let attempts = delivered["attempts"].as_array().unwrap();
-    let codes: Vec<Value> = attempts.iter().map(|attempt| attempt["response_code"].clone()).collect();
+    let codes: Vec<Value> = attempts
+        .iter()
+        .map(|attempt| attempt["response_code"].clone())
+        .collect();
     assert_eq!(codes, vec![json!(500), json!(503), json!(200)]);
     assert!(attempts[0]["error"].is_string() && attempts[2]["error"].is_null());
-    assert!(attempts.iter().all(|attempt| attempt["duration_ms"].is_i64() && attempt["at"].is_string()));
+    assert!(
+        attempts
+            .iter()
+            .all(|attempt| attempt["duration_ms"].is_i64() && attempt["at"].is_string())
+    );
     assert!(
         got[1].at.duration_since(got[0].at) >= Duration::from_millis(900),
         "the first retry waits webhook_retry_initial_secs"
@@ -429,7 +480,11 @@ async fn a_failing_receiver_is_retried_logged_and_redelivered(backend: Backend) 
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["data"]["status"], "pending");
     let again = receiver.wait_for(4, Duration::from_secs(5)).await;
-    assert_eq!(again[3].header("x-plaza-delivery"), delivery_id, "the same id");
+    assert_eq!(
+        again[3].header("x-plaza-delivery"),
+        delivery_id,
+        "the same id"
+    );
     let redelivered = wait_for_status(&server, &token, &id, "delivered").await;
     assert_eq!(redelivered["attempts"].as_array().unwrap().len(), 4);
     let (status, _) = send(
@@ -476,7 +531,14 @@ async fn fifty_failed_deliveries_in_a_row_deactivate_a_webhook(backend: Backend)
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, one) = send(&server, &token, "GET", &format!("/api/v1/admin/webhooks/{id}"), None).await;
+        let (_, one) = send(
+            &server,
+            &token,
+            "GET",
+            &format!("/api/v1/admin/webhooks/{id}"),
+            None,
+        )
+        .await;
         if one["data"]["active"] == false {
             assert_eq!(one["data"]["failures_in_row"], 50, "{one}");
             break;
@@ -499,9 +561,16 @@ async fn fifty_failed_deliveries_in_a_row_deactivate_a_webhook(backend: Backend)
             .count(),
         50
     );
-    post(&server, &cookie, json!({"title": "After", "content": "x", "published": true})).await;
+    post(
+        &server,
+        &cookie,
+        json!({"title": "After", "content": "x", "published": true}),
+    )
+    .await;
     assert_eq!(
-        server.sql_count("SELECT COUNT(*) FROM webhook_deliveries").await,
+        server
+            .sql_count("SELECT COUNT(*) FROM webhook_deliveries")
+            .await,
         50,
         "nothing is queued for an inactive webhook"
     );
@@ -541,7 +610,12 @@ async fn private_targets_are_refused_by_default_and_at_delivery(backend: Backend
         ("PLAZA_WEBHOOK_RETRY_INITIAL_SECS", "1"),
     ]);
     let (_, cookie) = member(&server, "ada@example.com", "user").await;
-    post(&server, &cookie, json!({"title": "Hi", "content": "x", "published": true})).await;
+    post(
+        &server,
+        &cookie,
+        json!({"title": "Hi", "content": "x", "published": true}),
+    )
+    .await;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let listed = deliveries(&server, &token, &id).await;
@@ -570,7 +644,12 @@ async fn a_pending_delivery_survives_a_restart(backend: Backend) {
     receiver.always(503);
     let (id, secret) = register(&server, &token, &receiver.url, &["post.created"]).await;
     let (_, cookie) = member(&server, "ada@example.com", "user").await;
-    post(&server, &cookie, json!({"title": "Hi", "content": "x", "published": true})).await;
+    post(
+        &server,
+        &cookie,
+        json!({"title": "Hi", "content": "x", "published": true}),
+    )
+    .await;
     let first = receiver.wait_for(1, Duration::from_secs(10)).await;
     let delivery_id = first[0].header("x-plaza-delivery");
     server.kill();
@@ -579,11 +658,18 @@ async fn a_pending_delivery_survives_a_restart(backend: Backend) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let got = receiver.received();
-        if let Some(delivered) = got.iter().skip(1).find(|got| got.header("x-plaza-delivery") == delivery_id) {
+        if let Some(delivered) = got
+            .iter()
+            .skip(1)
+            .find(|got| got.header("x-plaza-delivery") == delivery_id)
+        {
             assert!(signed(delivered, &secret));
             break;
         }
-        assert!(Instant::now() < deadline, "never delivered after the restart");
+        assert!(
+            Instant::now() < deadline,
+            "never delivered after the restart"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let delivered = wait_for_status(&server, &token, &id, "delivered").await;
@@ -622,7 +708,10 @@ async fn two_instances_deliver_each_event_once() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let got = receiver.received();
-    let ids: HashSet<String> = got.iter().map(|got| got.header("x-plaza-delivery")).collect();
+    let ids: HashSet<String> = got
+        .iter()
+        .map(|got| got.header("x-plaza-delivery"))
+        .collect();
     assert_eq!(ids.len(), EVENTS, "each event delivered");
     assert_eq!(got.len(), EVENTS, "and once");
     assert!(got.iter().all(|received| signed(received, &secret)));
@@ -630,5 +719,9 @@ async fn two_instances_deliver_each_event_once() {
         .sql_count("SELECT COUNT(DISTINCT claimed_by) FROM webhook_deliveries")
         .await;
     assert!(senders >= 1);
-    assert_eq!(deliveries(&a, &token, &id).await.len(), 100, "a page of 100");
+    assert_eq!(
+        deliveries(&a, &token, &id).await.len(),
+        100,
+        "a page of 100"
+    );
 }

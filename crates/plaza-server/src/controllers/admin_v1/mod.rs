@@ -58,8 +58,8 @@ use users::{
 
 use webhooks::{
     __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_list_deliveries,
-    __path_list_webhooks, __path_redeliver, __path_update_webhook, create_webhook,
-    delete_webhook, get_webhook, list_deliveries, list_webhooks, redeliver, update_webhook,
+    __path_list_webhooks, __path_redeliver, __path_update_webhook, create_webhook, delete_webhook,
+    get_webhook, list_deliveries, list_webhooks, redeliver, update_webhook,
 };
 
 use utoipa_axum::router::OpenApiRouter;

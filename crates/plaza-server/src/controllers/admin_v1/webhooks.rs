@@ -163,8 +163,7 @@ fn read_events(names: &[String]) -> Result<Vec<EventType>, String> {
     }
     let mut events = Vec::with_capacity(names.len());
     for name in names {
-        let event =
-            EventType::parse(name).ok_or_else(|| format!("unknown event type {name:?}"))?;
+        let event = EventType::parse(name).ok_or_else(|| format!("unknown event type {name:?}"))?;
         if !events.contains(&event) {
             events.push(event);
         }
@@ -256,11 +255,17 @@ pub async fn create_webhook(
         .write(move |tx| {
             Box::pin(async move {
                 let webhook = webhooks::create(tx, &new, now).await?;
-                record(tx, &context, "webhook.create", &webhook, json!({
-                    "url": webhook.url,
-                    "events": events_of(&webhook),
-                    "description": webhook.description,
-                }))
+                record(
+                    tx,
+                    &context,
+                    "webhook.create",
+                    &webhook,
+                    json!({
+                        "url": webhook.url,
+                        "events": events_of(&webhook),
+                        "description": webhook.description,
+                    }),
+                )
                 .await?;
                 Ok(webhook)
             })
@@ -350,13 +355,18 @@ pub async fn update_webhook(
                 let before = webhooks::webhook_in(tx, id).await?;
                 let after = webhooks::update(tx, id, &changes, now).await?;
                 let mut changed = serde_json::Map::new();
-                let mut compare = |field: &str, before: serde_json::Value, after: serde_json::Value| {
-                    if before != after {
-                        changed.insert(field.to_owned(), audit::change(before, after));
-                    }
-                };
+                let mut compare =
+                    |field: &str, before: serde_json::Value, after: serde_json::Value| {
+                        if before != after {
+                            changed.insert(field.to_owned(), audit::change(before, after));
+                        }
+                    };
                 compare("url", json!(before.url), json!(after.url));
-                compare("events", json!(events_of(&before)), json!(events_of(&after)));
+                compare(
+                    "events",
+                    json!(events_of(&before)),
+                    json!(events_of(&after)),
+                );
                 compare("active", json!(before.active), json!(after.active));
                 if !changed.is_empty() {
                     record(tx, &context, "webhook.update", &after, changed.into()).await?;
@@ -394,10 +404,16 @@ pub async fn delete_webhook(
         .write(move |tx| {
             Box::pin(async move {
                 let webhook = webhooks::delete(tx, id).await?;
-                record(tx, &context, "webhook.delete", &webhook, json!({
-                    "url": webhook.url,
-                    "events": events_of(&webhook),
-                }))
+                record(
+                    tx,
+                    &context,
+                    "webhook.delete",
+                    &webhook,
+                    json!({
+                        "url": webhook.url,
+                        "events": events_of(&webhook),
+                    }),
+                )
                 .await
             })
         })

@@ -162,7 +162,11 @@ impl Webhooks {
             .retry_initial
             .saturating_mul(2u32.saturating_pow(doublings));
         let retry_at = now.saturating_add(millis(wait));
-        if retry_at > delivery.created_at.saturating_add(millis(self.retry_window)) {
+        if retry_at
+            > delivery
+                .created_at
+                .saturating_add(millis(self.retry_window))
+        {
             AttemptOutcome::Failed
         } else {
             AttemptOutcome::Retry(retry_at)
@@ -227,7 +231,12 @@ mod tests {
         let body: serde_json::Value = serde_json::from_str(&body_of(&delivery)).unwrap();
         assert_eq!(body["id"], "12");
         assert_eq!(body["type"], "post.created");
-        assert!(body["created_at"].as_str().unwrap().starts_with("1970-01-01T00:00:00"));
+        assert!(
+            body["created_at"]
+                .as_str()
+                .unwrap()
+                .starts_with("1970-01-01T00:00:00")
+        );
         assert_eq!(body["data"]["post"]["id"], "5");
     }
 }

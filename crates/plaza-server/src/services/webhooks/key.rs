@@ -131,7 +131,12 @@ mod tests {
         assert_eq!(key.open(&sealed).unwrap(), "whsec_abc");
         assert_ne!(key.seal("whsec_abc").unwrap(), sealed, "a fresh nonce");
         let other = WebhookKey::from_secret(b"another key, another key, another").unwrap();
-        assert!(other.open(&sealed).unwrap_err().contains("another webhook key"));
+        assert!(
+            other
+                .open(&sealed)
+                .unwrap_err()
+                .contains("another webhook key")
+        );
         assert!(key.open("garbage").is_err());
     }
 }
