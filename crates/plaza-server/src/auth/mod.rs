@@ -3,7 +3,9 @@
 //! Routes declare their access rule by the extractor types in their
 //! signatures — [`OptionalUser`], [`CurrentUser`], [`AdminToken`],
 //! [`MetricsAccess`] — so a route cannot forget its check, and the rules
-//! live here only.
+//! live here only. A personal access token (`Bearer plz_…`) resolves into
+//! the same principal a session does, once per request, held to its
+//! scopes by the operation's row of `plaza_domain::policy::TOKEN_SCOPES`.
 
 pub mod account_mail;
 pub mod csrf;
