@@ -381,6 +381,31 @@ pub fn moderate_reply(actor: Actor) -> Decision {
     moderate_post(actor)
 }
 
+/// Warning or silencing a member: moderators and above, on someone else
+/// of a lower role (a super admin on anyone but themself).
+pub fn discipline(actor: Actor, target: &User) -> Decision {
+    if actor.is(target) || !actor.role.is_moderator() {
+        return Decision::Forbidden;
+    }
+    Decision::allowed_if(actor.outranks(target.role))
+}
+
+/// Appealing a moderation action: the member it affected; to anyone else
+/// it does not exist.
+pub fn appeal_action(actor: Actor, affected: Option<i64>) -> Decision {
+    if affected == Some(actor.user_id) {
+        Decision::Allowed
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// Deciding an appeal: a moderator or above other than who took the
+/// action appealed (`taken_by`).
+pub fn decide_appeal(actor: Actor, taken_by: Option<i64>) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator() && taken_by != Some(actor.user_id))
+}
+
 /// The unversioned admin surface: an administrator or higher who holds
 /// the route's capability (`holds_capability`: granted to them or their
 /// role, and active, [`crate::grants`]); a super admin holds every
@@ -473,6 +498,7 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
     use TokenScope::{Notifications, Read, Write};
     &[
         ("GET", "/api/alerts", Some(Read)),
+        ("POST", "/api/appeals", None),
         ("POST", "/api/alerts/dismiss", None),
         ("GET", "/api/alerts/stream", Some(Read)),
         ("POST", "/api/analytics/collect", None),
@@ -513,15 +539,18 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
         ("GET", "/api/feed", Some(Read)),
         ("GET", "/api/health", Some(Read)),
         ("GET", "/api/link-preview", Some(Read)),
+        ("POST", "/api/me/appeals", None),
         ("GET", "/api/me/blocks", Some(Read)),
         ("GET", "/api/me/filters", Some(Read)),
         ("POST", "/api/me/filters", None),
         ("DELETE", "/api/me/filters/{id}", None),
+        ("GET", "/api/me/moderation-actions", Some(Read)),
         ("GET", "/api/me/mutes", Some(Read)),
         ("GET", "/api/me/tokens", None),
         ("POST", "/api/me/tokens", None),
         ("DELETE", "/api/me/tokens/{id}", None),
         ("GET", "/api/metrics", None),
+        ("GET", "/api/modlog", Some(Read)),
         ("GET", "/api/notifications", Some(Notifications)),
         ("GET", "/api/notifications/preferences", Some(Notifications)),
         ("PUT", "/api/notifications/preferences", Some(Notifications)),
@@ -567,6 +596,7 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
         ("PUT", "/api/replies/{id}/reactions/{emoji}", Some(Write)),
         ("DELETE", "/api/replies/{id}/reactions/{emoji}", Some(Write)),
         ("POST", "/api/replies/{id}/report", Some(Write)),
+        ("GET", "/api/rules", Some(Read)),
         ("GET", "/api/search", Some(Read)),
         ("GET", "/api/search/posts", Some(Read)),
         ("GET", "/api/search/users", Some(Read)),
@@ -588,6 +618,7 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
         ("PUT", "/api/users/{id}/mute", Some(Write)),
         ("DELETE", "/api/users/{id}/mute", Some(Write)),
         ("GET", "/api/users/{id}/profile", Some(Read)),
+        ("POST", "/api/users/{id}/report", Some(Write)),
         ("GET", "/api/version", Some(Read)),
         ("GET", "/forgot-password", None),
         ("GET", "/og-image-viewer", Some(Read)),
@@ -742,6 +773,22 @@ mod tests {
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
         );
         assert_eq!(table(ban), ["FFFFF", "FFFFF", "AAFFF", "AAAFF"]);
+        assert_eq!(table(discipline), ["FFFFF", "AFFFF", "AAFFF", "AAAAF"]);
+        for role in ROLES {
+            let me = actor(role);
+            assert_eq!(
+                decide_appeal(me, Some(2)).is_allowed(),
+                role.is_moderator(),
+                "{role:?} decides another moderator's action"
+            );
+            assert_eq!(
+                decide_appeal(me, Some(1)),
+                Decision::Forbidden,
+                "never their own"
+            );
+            assert_eq!(appeal_action(me, Some(1)), Decision::Allowed);
+            assert_eq!(appeal_action(me, Some(2)), Decision::Hidden);
+        }
         assert_eq!(
             table(|actor, target| grant_role(actor, target, Role::Moderator)),
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]

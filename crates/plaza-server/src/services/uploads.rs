@@ -108,6 +108,8 @@ pub enum Refusal {
     Infected(String),
     /// Storing or scanning failed: the server's fault.
     Failed(String),
+    /// The upload store was not reached (no connection, no answer in time).
+    StoreDown(String),
     Busy,
 }
 
@@ -290,10 +292,14 @@ impl Uploads {
         };
         // All at once, so the upload fails within one store timeout.
         let puts = writes.into_iter().map(|(key, bytes)| async move {
-            self.storage
-                .put(&key, bytes)
-                .await
-                .map_err(|error| Refusal::Failed(format!("storing {key}: {error}")))
+            self.storage.put(&key, bytes).await.map_err(|error| {
+                let cause = format!("storing {key}: {error}");
+                if crate::services::storage::unreachable(&error) {
+                    Refusal::StoreDown(cause)
+                } else {
+                    Refusal::Failed(cause)
+                }
+            })
         });
         futures_util::future::try_join_all(puts).await?;
         unfinished.finish();

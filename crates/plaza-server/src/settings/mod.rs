@@ -18,6 +18,7 @@ mod images;
 mod limits;
 mod link_preview;
 mod mail;
+mod moderation;
 mod notifications;
 mod providers;
 mod proxies;
@@ -37,6 +38,7 @@ pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
+pub use moderation::*;
 pub use notifications::*;
 pub use providers::*;
 pub use proxies::{TrustedProxies, canonical_address};
@@ -78,6 +80,8 @@ pub struct Settings {
     pub notifications: NotificationSettings,
     #[serde(flatten)]
     pub webhooks: WebhookSettings,
+    #[serde(flatten)]
+    pub moderation: ModerationSettings,
 }
 
 impl Settings {
@@ -135,6 +139,7 @@ impl Settings {
             mail: section(&figment)?,
             notifications: section(&figment)?,
             webhooks: section(&figment)?,
+            moderation: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -152,6 +157,7 @@ impl Settings {
         self.mail.validate()?;
         self.notifications.validate()?;
         self.webhooks.validate()?;
+        self.moderation.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()
@@ -388,6 +394,7 @@ mod tests {
             keys(&defaults.mail),
             keys(&defaults.notifications),
             keys(&defaults.webhooks),
+            keys(&defaults.moderation),
         ]
         .concat();
         let count = all.len();
