@@ -652,6 +652,13 @@ async fn a_pending_delivery_survives_a_restart(backend: Backend) {
     .await;
     let first = receiver.wait_for(1, Duration::from_secs(10)).await;
     let delivery_id = first[0].header("x-plaza-delivery");
+    // Killed once the failure is recorded: an attempt cut off before that
+    // is due again only when its claim's lease ends.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.sql_count("SELECT COUNT(*) FROM webhook_attempts").await == 0 {
+        assert!(Instant::now() < deadline, "the first attempt was never recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     server.kill();
     receiver.always(200);
     server.restart_with(&[]);
