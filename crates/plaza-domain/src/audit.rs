@@ -209,6 +209,7 @@ pub fn user_changes(before: &User, after: &User) -> Map<String, Value> {
         old.profile_public.0.into(),
         new.profile_public.0.into(),
     );
+    compare("is_bot", old.is_bot.0.into(), new.is_bot.0.into());
     compare(
         "role",
         before.role.as_str().into(),

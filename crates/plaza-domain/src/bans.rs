@@ -12,6 +12,7 @@ use crate::audit::{self, AuditAction, AuditContext};
 use crate::policy::{self, Actor};
 use crate::time::{now_millis, rfc3339};
 use crate::users::{self, User, UserStatus};
+use crate::webhooks::{self, EventType};
 use crate::{Database, DomainError, Tx};
 
 /// How long a ban lasts: `permanent`, or a number and a unit of `m`
@@ -119,7 +120,34 @@ pub async fn impose(tx: &mut Tx<'_>, ban: NewBan) -> Result<Ban, DomainError> {
     .bind(ban.length.expires_at(now))
     .fetch_one(&mut **tx)
     .await?;
+    let data = json!({
+        "user": {"id": row.user_id.to_string()},
+        "ban": {
+            "id": row.id.to_string(),
+            "reason": row.reason,
+            "banned_by": row.banned_by.map(|id| id.to_string()),
+            "expires_at": row.expires_at.map(rfc3339),
+        },
+    });
+    webhooks::enqueue(tx, EventType::UserBanned, &data, now).await?;
     Ok(row)
+}
+
+/// Tells the webhooks that `user_id` is no longer banned (`lifted_by`:
+/// `None` when the ban ran out).
+async fn announce_unban(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    lifted_by: Option<i64>,
+    reason: &str,
+    now: i64,
+) -> Result<(), DomainError> {
+    let data = json!({
+        "user": {"id": user_id.to_string()},
+        "lifted_by": lifted_by.map(|id| id.to_string()),
+        "reason": reason,
+    });
+    webhooks::enqueue(tx, EventType::UserUnbanned, &data, now).await
 }
 
 /// Unbans `user_id` in `tx`: the ban in force (if the status came from one)
@@ -135,8 +163,10 @@ pub async fn lift(
     if user.status != UserStatus::Banned {
         return Err(DomainError::Conflict("the user is not banned".to_owned()));
     }
-    let lifted = lift_in_force(tx, user_id, lifted_by, reason, now_millis()).await?;
+    let now = now_millis();
+    let lifted = lift_in_force(tx, user_id, lifted_by, reason, now).await?;
     users::set_status(tx, user_id, UserStatus::Active).await?;
+    announce_unban(tx, user_id, lifted_by, reason, now).await?;
     Ok(lifted)
 }
 
@@ -263,6 +293,7 @@ pub async fn expire(tx: &mut Tx<'_>, ban_id: i64, now: i64) -> Result<Option<Ban
     .await?;
     if let Some(ban) = &row {
         users::set_status(tx, ban.user_id, UserStatus::Active).await?;
+        announce_unban(tx, ban.user_id, None, "expired", now).await?;
     }
     Ok(row)
 }

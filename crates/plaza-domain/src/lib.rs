@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access_tokens;
 pub mod accounts;
 pub mod activity;
 pub mod admin_principal;
@@ -70,6 +71,7 @@ pub mod time;
 pub mod two_factor;
 pub mod uploads;
 pub mod users;
+pub mod webhooks;
 
 pub use db::{Database, DatabaseOptions, PoolStats, Tx, TxFuture};
 pub use dialect::Backend;

@@ -451,6 +451,12 @@ pub fn administer(actor: Actor, holds_capability: bool) -> Decision {
     )
 }
 
+/// Webhooks (their list, deliveries and redelivery in the console): a
+/// super admin, as the API's `admin:super`.
+pub fn manage_webhooks(actor: Actor) -> Decision {
+    Decision::allowed_if(actor.role == Role::SuperAdmin)
+}
+
 /// Admin tokens and the admin surfaces while the setting
 /// `admin_totp_required` is on: an administrator needs a second factor
 /// (TOTP turned on, and for a session, a sign-in that passed it) to mint a
@@ -484,6 +490,193 @@ pub fn see_security_settings(actor: Option<Actor>, target: &User) -> bool {
     actor.is_some_and(|actor| actor.is(target))
 }
 
+/// What a personal access token may be used for (DECISIONS.md "Tokens for
+/// members and bots, and webhooks (round 5)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenScope {
+    /// The general surface's reads (GET routes), notifications aside.
+    Read,
+    /// Content writes: posts, replies, reactions, reports, follows,
+    /// blocks and mutes, uploads.
+    Write,
+    /// Every notification route, reads included.
+    Notifications,
+}
+
+impl TokenScope {
+    pub const ALL: [TokenScope; 3] = [
+        TokenScope::Read,
+        TokenScope::Write,
+        TokenScope::Notifications,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Write => "write",
+            TokenScope::Notifications => "notifications",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<TokenScope> {
+        Self::ALL.into_iter().find(|scope| scope.as_str() == name)
+    }
+}
+
+/// The scope each operation outside the admin surfaces needs of a
+/// personal access token, by method and route template; `None`: no token
+/// may call it (sign-in and sessions, token management, account changes,
+/// analytics collection, the metrics scrape). An operation missing here
+/// is refused to tokens too; a test fails for any documented operation
+/// without a row.
+pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
+    use TokenScope::{Notifications, Read, Write};
+    &[
+        ("GET", "/api/alerts", Some(Read)),
+        ("POST", "/api/appeals", None),
+        ("POST", "/api/alerts/dismiss", None),
+        ("GET", "/api/alerts/stream", Some(Read)),
+        ("POST", "/api/analytics/collect", None),
+        ("POST", "/api/analytics/collect/batch", None),
+        ("GET", "/api/auth/accounts", None),
+        ("DELETE", "/api/auth/accounts/{providerId}", None),
+        ("GET", "/api/auth/callback/{provider}", None),
+        ("POST", "/api/auth/callback/{provider}", None),
+        ("GET", "/api/auth/csrf", None),
+        ("PUT", "/api/auth/password", None),
+        ("POST", "/api/auth/password/forgot", None),
+        ("POST", "/api/auth/password/reset", None),
+        ("GET", "/api/auth/providers", None),
+        ("GET", "/api/auth/session", None),
+        ("POST", "/api/auth/session", None),
+        ("GET", "/api/auth/sessions", None),
+        ("DELETE", "/api/auth/sessions/{id}", None),
+        ("GET", "/api/auth/signin", None),
+        ("POST", "/api/auth/signin", None),
+        ("GET", "/api/auth/signin/{provider}", None),
+        ("POST", "/api/auth/signin/{provider}", None),
+        ("GET", "/api/auth/signout", None),
+        ("POST", "/api/auth/signout", None),
+        ("DELETE", "/api/auth/token", None),
+        ("POST", "/api/auth/token", None),
+        ("POST", "/api/auth/totp/disable", None),
+        ("POST", "/api/auth/totp/enable", None),
+        ("POST", "/api/auth/totp/setup", None),
+        ("GET", "/api/auth/verify-email", None),
+        ("POST", "/api/auth/verify-email", None),
+        ("POST", "/api/auth/verify-email/resend", None),
+        ("GET", "/api/avatar-image", Some(Read)),
+        ("GET", "/api/emojis", Some(Read)),
+        ("POST", "/api/emojis/custom", Some(Write)),
+        ("POST", "/api/emojis/track", None),
+        ("POST", "/api/emojis/usage", None),
+        ("GET", "/api/feature-flags", Some(Read)),
+        ("GET", "/api/feed", Some(Read)),
+        ("GET", "/api/health", Some(Read)),
+        ("GET", "/api/link-preview", Some(Read)),
+        ("POST", "/api/me/appeals", None),
+        ("GET", "/api/me/blocks", Some(Read)),
+        ("GET", "/api/me/filters", Some(Read)),
+        ("POST", "/api/me/filters", None),
+        ("DELETE", "/api/me/filters/{id}", None),
+        ("GET", "/api/me/moderation-actions", Some(Read)),
+        ("GET", "/api/me/mutes", Some(Read)),
+        ("GET", "/api/me/tokens", None),
+        ("POST", "/api/me/tokens", None),
+        ("DELETE", "/api/me/tokens/{id}", None),
+        ("GET", "/api/metrics", None),
+        ("GET", "/api/modlog", Some(Read)),
+        ("GET", "/api/notifications", Some(Notifications)),
+        ("GET", "/api/notifications/preferences", Some(Notifications)),
+        ("PUT", "/api/notifications/preferences", Some(Notifications)),
+        ("GET", "/api/notifications/push/key", Some(Notifications)),
+        (
+            "POST",
+            "/api/notifications/push/subscriptions",
+            Some(Notifications),
+        ),
+        (
+            "DELETE",
+            "/api/notifications/push/subscriptions/{id}",
+            Some(Notifications),
+        ),
+        ("POST", "/api/notifications/read", Some(Notifications)),
+        (
+            "GET",
+            "/api/notifications/unread-count",
+            Some(Notifications),
+        ),
+        (
+            "POST",
+            "/api/notifications/unsubscribe",
+            Some(Notifications),
+        ),
+        ("GET", "/api/og-image", Some(Read)),
+        ("GET", "/api/posts", Some(Read)),
+        ("POST", "/api/posts", Some(Write)),
+        ("GET", "/api/posts/{id}", Some(Read)),
+        ("PUT", "/api/posts/{id}", Some(Write)),
+        ("DELETE", "/api/posts/{id}", Some(Write)),
+        ("GET", "/api/posts/{id}/reactions/{emoji}", Some(Read)),
+        ("PUT", "/api/posts/{id}/reactions/{emoji}", Some(Write)),
+        ("DELETE", "/api/posts/{id}/reactions/{emoji}", Some(Write)),
+        ("GET", "/api/posts/{id}/replies", Some(Read)),
+        ("POST", "/api/posts/{id}/replies", Some(Write)),
+        ("POST", "/api/posts/{id}/report", Some(Write)),
+        ("GET", "/api/profile/id/{id}", Some(Read)),
+        ("GET", "/api/replies/{id}", Some(Read)),
+        ("PUT", "/api/replies/{id}", Some(Write)),
+        ("DELETE", "/api/replies/{id}", Some(Write)),
+        ("GET", "/api/replies/{id}/reactions/{emoji}", Some(Read)),
+        ("PUT", "/api/replies/{id}/reactions/{emoji}", Some(Write)),
+        ("DELETE", "/api/replies/{id}/reactions/{emoji}", Some(Write)),
+        ("POST", "/api/replies/{id}/report", Some(Write)),
+        ("GET", "/api/rules", Some(Read)),
+        ("GET", "/api/search", Some(Read)),
+        ("GET", "/api/search/posts", Some(Read)),
+        ("GET", "/api/search/users", Some(Read)),
+        ("POST", "/api/upload", Some(Write)),
+        ("POST", "/api/upload/image", Some(Write)),
+        ("GET", "/api/uploads/{key}", Some(Read)),
+        ("GET", "/api/users", Some(Read)),
+        ("POST", "/api/users", None),
+        ("GET", "/api/users/{id}", Some(Read)),
+        ("PUT", "/api/users/{id}", None),
+        ("DELETE", "/api/users/{id}", None),
+        ("PUT", "/api/users/{id}/block", Some(Write)),
+        ("DELETE", "/api/users/{id}/block", Some(Write)),
+        ("GET", "/api/users/{id}/export", None),
+        ("PUT", "/api/users/{id}/follow", Some(Write)),
+        ("DELETE", "/api/users/{id}/follow", Some(Write)),
+        ("GET", "/api/users/{id}/followers", Some(Read)),
+        ("GET", "/api/users/{id}/following", Some(Read)),
+        ("PUT", "/api/users/{id}/mute", Some(Write)),
+        ("DELETE", "/api/users/{id}/mute", Some(Write)),
+        ("GET", "/api/users/{id}/profile", Some(Read)),
+        ("POST", "/api/users/{id}/report", Some(Write)),
+        ("GET", "/api/version", Some(Read)),
+        ("GET", "/forgot-password", None),
+        ("GET", "/og-image-viewer", Some(Read)),
+        ("GET", "/reset-password", None),
+    ]
+};
+
+/// The scope a token needs for `method` on the route template `path`
+/// ([`TOKEN_SCOPES`]; `HEAD` is a `GET`); `None` when no token may call it.
+pub fn token_scope(method: &str, path: &str) -> Option<TokenScope> {
+    let method = if method == "HEAD" { "GET" } else { method };
+    TOKEN_SCOPES
+        .iter()
+        .find(|(listed, template, _)| *listed == method && *template == path)
+        .and_then(|(_, _, scope)| *scope)
+}
+
+/// A personal access token holding `scopes` calling `method` on the route
+/// template `path`: allowed when it holds the operation's scope.
+pub fn use_token(scopes: &[TokenScope], method: &str, path: &str) -> Decision {
+    Decision::allowed_if(token_scope(method, path).is_some_and(|needed| scopes.contains(&needed)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +706,7 @@ mod tests {
                 created_at: 0,
                 updated_at: 0,
                 totp_enabled_at: None,
+                is_bot: Flag(false),
             },
             role,
             status: UserStatus::Active,
@@ -840,6 +1034,7 @@ mod tests {
                 username: format!("u{id}"),
                 name: None,
                 image: None,
+                is_bot: false,
             }),
             content: "Hello".to_owned(),
             status,

@@ -2,13 +2,15 @@
 //! registrations need approval stores its application and waits with the
 //! status `pending` (it cannot sign in); an administrator approves it
 //! (`active`) or rejects it (the account is deleted). A sign-up with an
-//! invite records who invited the user.
+//! invite records who invited the user. A pending sign-up is the webhook
+//! event `registration.pending`.
 
 use sqlx::FromRow;
 
 use crate::listing::Page;
 use crate::notifications::causes;
 use crate::users::{USER_COLUMNS, User, UserRow};
+use crate::webhooks::{self, EventType};
 use crate::{Database, DomainError, Tx};
 
 /// Most characters of an application.
@@ -38,6 +40,13 @@ pub async fn hold_for_approval(
     for (admin_id,) in admins {
         causes::registration_awaits(tx, admin_id, user_id).await?;
     }
+    let now = crate::time::now_millis();
+    let data = serde_json::json!({"user": {
+        "id": user_id.to_string(),
+        "application": application,
+        "created_at": crate::time::rfc3339(now),
+    }});
+    webhooks::enqueue(tx, EventType::RegistrationPending, &data, now).await?;
     row.try_into()
 }
 

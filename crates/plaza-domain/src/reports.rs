@@ -8,6 +8,7 @@
 use sqlx::FromRow;
 
 use crate::time::now_millis;
+use crate::webhooks::{self, EventType};
 use crate::{Database, DomainError, Tx};
 
 /// Most characters in a report's reason.
@@ -327,7 +328,7 @@ pub struct NewReport {
 /// the caller's check.
 pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError> {
     let target = new.target;
-    sqlx::query_as(&format!(
+    let report: Report = sqlx::query_as(&format!(
         "INSERT INTO {} ({}, reporter_id, reason, category, rule_ids, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6) RETURNING {}",
         target.table(),
@@ -347,5 +348,16 @@ pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError
             DomainError::Conflict(format!("you have already reported this {}", target.noun()))
         }
         other => other,
-    })
+    })?;
+    let data = serde_json::json!({"report": {
+        "id": report.id.to_string(),
+        "target_type": target.noun(),
+        "target_id": report.target_id.to_string(),
+        "reporter_id": report.reporter_id.to_string(),
+        "reason": report.reason,
+        "category": report.category.as_str(),
+        "created_at": crate::time::rfc3339(report.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::ReportCreated, &data, report.created_at).await?;
+    Ok(report)
 }

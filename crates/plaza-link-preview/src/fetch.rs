@@ -319,9 +319,15 @@ struct Refused {
 
 /// The DNS hook given to the HTTP client: resolves once, returns only the
 /// permitted addresses, so the connector can only reach checked ones.
-struct GuardedDns {
+pub(crate) struct GuardedDns {
     resolver: Arc<dyn Resolver>,
     policy: AddressPolicy,
+}
+
+impl GuardedDns {
+    pub(crate) fn new(resolver: Arc<dyn Resolver>, policy: AddressPolicy) -> Self {
+        GuardedDns { resolver, policy }
+    }
 }
 
 impl reqwest::dns::Resolve for GuardedDns {
@@ -373,6 +379,12 @@ pub struct PreviewClient {
 #[derive(Debug, thiserror::Error)]
 #[error("could not build the link preview HTTP client: {0}")]
 pub struct BuildError(String);
+
+impl BuildError {
+    pub(crate) fn new(cause: String) -> Self {
+        BuildError(cause)
+    }
+}
 
 impl PreviewClient {
     /// A client using the system resolver.
@@ -804,7 +816,7 @@ fn classify_send_error(error: &reqwest::Error) -> PreviewError {
 }
 
 /// An error and its sources joined with `: `, skipping repeats.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut out = error.to_string();
     let mut source = error.source();
     while let Some(err) = source {

@@ -16,6 +16,7 @@
 mod charset;
 pub mod extract;
 pub mod fetch;
+pub mod guard;
 mod html;
 pub mod policy;
 mod text;
@@ -25,4 +26,5 @@ pub use fetch::{
     BuildError, FetchConfig, InternalAnswer, InternalFetch, InternalPage, InternalPages,
     LinkPreview, Lookup, PreviewClient, PreviewError, Resolver, StaticResolver, SystemResolver,
 };
+pub use guard::TargetRules;
 pub use policy::{AddressClass, IpNet, classify};

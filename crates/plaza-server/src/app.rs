@@ -54,6 +54,7 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     // The caller's identity, sessions and tokens; their
                     // alerts (`users` marks the answers showing an email).
                     .merge(personal(controllers::auth::routes()))
+                    .merge(personal(controllers::access_tokens::routes()))
                     .merge(controllers::users::routes())
                     .merge(personal(controllers::invites::routes()))
                     .merge(controllers::posts::routes())
@@ -459,6 +460,46 @@ mod tests {
         } else {
             Surface::General
         }
+    }
+
+    /// Every operation outside the admin surfaces has its row in the token
+    /// scope table (a new route without one fails here), and every row
+    /// names an operation the document has.
+    #[test]
+    fn every_general_operation_has_its_token_scope() {
+        use plaza_domain::policy::TOKEN_SCOPES;
+        let document = document();
+        let mut operations = Vec::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            let admin = path.starts_with("/api/admin") || path.starts_with("/api/v1/admin");
+            if admin || path == "/api/openapi" || path == "/api/swagger" {
+                continue;
+            }
+            for method in item.as_object().unwrap().keys() {
+                operations.push((method.to_uppercase(), path.clone()));
+            }
+        }
+        let missing: Vec<_> = operations
+            .iter()
+            .filter(|(method, path)| {
+                !TOKEN_SCOPES
+                    .iter()
+                    .any(|(listed, template, _)| listed == method && template == path)
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "operations without a token scope: {missing:?}"
+        );
+        let stale: Vec<_> = TOKEN_SCOPES
+            .iter()
+            .filter(|(method, path, _)| {
+                !operations
+                    .iter()
+                    .any(|(listed, template)| listed == method && template == path)
+            })
+            .collect();
+        assert!(stale.is_empty(), "rows naming no operation: {stale:?}");
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub struct Job {
 /// files), so a run ends well within its lease.
 const ERASED_FILE_PAGES_PER_RUN: usize = 100;
 
+/// How long finished webhook deliveries stay listed.
+const WEBHOOK_DELIVERY_RETENTION_MILLIS: i64 = 30 * 24 * 3600 * 1000;
+
 /// Every background job Plaza runs: the one place to add one. Periods
 /// that are settings come from `settings`.
 pub fn jobs(settings: &Settings) -> Vec<Job> {
@@ -386,6 +389,50 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 })
             },
             wake: Some(|state| state.notifier.mail.digest_wake()),
+        },
+        Job {
+            // Webhook deliveries: every instance sends, each attempt claimed
+            // on its own (see `webhooks::deliver`); an event written on
+            // this instance wakes its sender at once.
+            name: "deliver_webhooks",
+            period: crate::services::webhooks::deliver::SENDER_PERIOD,
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    state
+                        .webhooks
+                        .deliver_due(&state.db, &state.instance_id)
+                        .await
+                })
+            },
+            wake: Some(|state| state.webhooks.wake()),
+        },
+        Job {
+            // Webhook deliveries finished over 30 days ago, their attempts
+            // and the events no delivery names any more.
+            name: "purge_webhook_deliveries",
+            period: Duration::from_secs(3600),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(600),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    let before = now_millis() - WEBHOOK_DELIVERY_RETENTION_MILLIS;
+                    state
+                        .db
+                        .purge_finished_deliveries(before, 10_000)
+                        .await
+                        .map(|removed| {
+                            if removed == 0 {
+                                String::new()
+                            } else {
+                                format!("removed {removed} webhook deliveries")
+                            }
+                        })
+                        .map_err(|error| error.to_string())
+                })
+            },
+            wake: None,
         },
         Job {
             // Sent and failed mail older than `mail_retention_days`.

@@ -195,6 +195,7 @@ fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
             "vapid_private_key",
             settings.notifications.vapid_private_key.is_none(),
         ),
+        ("webhook_key", settings.webhooks.webhook_key.is_none()),
     ]
     .into_iter()
     .filter_map(|(key, unset)| unset.then_some(key))

@@ -120,6 +120,9 @@ pub struct Shared {
     /// runs after the answer (so the answer takes the same time whether or
     /// not the email belongs to an account).
     pub recovery_slots: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Webhooks: the key sealing their secrets, their guarded client and
+    /// this instance's sender.
+    pub webhooks: crate::services::webhooks::Webhooks,
 }
 
 impl AppState {
@@ -263,6 +266,11 @@ impl AppState {
         let front_door = Arc::new(crate::services::front_door::FrontDoor::new(
             settings.auth.signup,
         ));
+        let webhooks = crate::services::webhooks::Webhooks::new(
+            &settings.webhooks,
+            &settings.storage.data_dir,
+            &settings.server.app_name,
+        )?;
         Ok(AppState(Arc::new(Shared {
             settings: Arc::new(settings),
             db,
@@ -296,6 +304,7 @@ impl AppState {
             mail,
             notifier,
             recovery_slots: std::sync::Arc::new(tokio::sync::Semaphore::new(RECOVERY_SLOTS)),
+            webhooks,
         })))
     }
 }

@@ -200,6 +200,14 @@ fn describe_metrics() {
         "Web Push attempts, by outcome (delivered, gone, retried, dropped)"
     );
     metrics::describe_counter!(
+        "plaza_webhook_attempts_total",
+        "Webhook delivery attempts, by outcome (delivered, retried, failed)"
+    );
+    metrics::describe_counter!(
+        "plaza_webhooks_deactivated_total",
+        "Webhooks deactivated after 50 failed deliveries in a row"
+    );
+    metrics::describe_counter!(
         "plaza_mail_attempt_failures_total",
         "Attempts at a mail that failed, by kind; the mail is retried unless it was given up on"
     );

@@ -11,6 +11,7 @@ use sqlx::FromRow;
 
 use crate::rules;
 use crate::time::now_millis;
+use crate::webhooks::{self, EventType};
 use crate::{Database, DomainError, Flag, Tx};
 
 /// Most actions on one page.
@@ -219,7 +220,19 @@ pub async fn record(tx: &mut Tx<'_>, new: NewAction) -> Result<ModerationRecord,
         }
         other => other,
     })?;
-    action_in(tx, id).await
+    let recorded = action_in(tx, id).await?;
+    let data = serde_json::json!({"moderation_action": {
+        "id": recorded.id.to_string(),
+        "action": recorded.action.as_str(),
+        "target_type": recorded.target_type.as_str(),
+        "target_id": recorded.target_id.to_string(),
+        "reason": recorded.reason,
+        "rule_ids": recorded.rule_ids().iter().map(i64::to_string).collect::<Vec<_>>(),
+        "automated": recorded.automated.0,
+        "created_at": crate::time::rfc3339(recorded.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::ModerationAction, &data, recorded.created_at).await?;
+    Ok(recorded)
 }
 
 /// Action `id`, read in `tx`.

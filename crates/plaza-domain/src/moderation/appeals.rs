@@ -20,6 +20,7 @@ use crate::replies::{self, NewReply, ReplyStatus};
 use crate::silences;
 use crate::time::now_millis;
 use crate::users::{self, UserStatus};
+use crate::webhooks::{self, EventType};
 use crate::{Database, DomainError, Tx};
 
 /// Shortest and longest text of an appeal.
@@ -120,7 +121,7 @@ pub async fn file(
             reason: "the time to appeal this action is over".to_owned(),
         });
     }
-    sqlx::query_as(&format!(
+    let appeal: Appeal = sqlx::query_as(&format!(
         "INSERT INTO appeals (moderation_action_id, user_id, text, status, created_at) \
          VALUES ($1, $2, $3, 'open', $4) RETURNING {COLUMNS}"
     ))
@@ -135,7 +136,15 @@ pub async fn file(
             DomainError::Conflict("this action is appealed already".to_owned())
         }
         other => other,
-    })
+    })?;
+    let data = json!({"appeal": {
+        "id": appeal.id.to_string(),
+        "moderation_action_id": appeal.moderation_action_id.to_string(),
+        "user_id": appeal.user_id.to_string(),
+        "created_at": crate::time::rfc3339(appeal.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::AppealCreated, &data, now).await?;
+    Ok(appeal)
 }
 
 /// Stores, in `tx`, the hash of the token a ban mail carries, good for

@@ -9,6 +9,7 @@ use crate::engagement::ItemKind;
 use crate::listing::{Arg, bind_all};
 use crate::mentions::{self, Mentioned};
 use crate::time::now_millis;
+use crate::webhooks::{self, EventType};
 use crate::{DomainError, Tx};
 
 /// A post as a write left it, and the users its content mentions.
@@ -71,6 +72,16 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
         true,
     )
     .await?;
+    let data = serde_json::json!({"post": {
+        "id": post.id.to_string(),
+        "author_id": post.author_id.to_string(),
+        "title": post.title,
+        "content": post.content,
+        "tags": post.tags,
+        "published": post.published,
+        "created_at": crate::time::rfc3339(post.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::PostCreated, &data, post.created_at).await?;
     Ok(WrittenPost { post, mentioned })
 }
 

@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use sqlx::FromRow;
 
-use crate::DomainError;
-use crate::listing::{Arg, Args};
+use crate::listing::{Arg, Args, JsonFlag};
 use crate::posts::Viewer;
+use crate::{DomainError, Flag};
 
 /// Most characters in a reply's content.
 pub const MAX_CONTENT_CHARS: usize = 10_000;
@@ -69,6 +69,8 @@ pub struct ReplyAuthor {
     pub username: String,
     pub name: Option<String>,
     pub image: Option<String>,
+    /// A bot wrote it.
+    pub is_bot: bool,
 }
 
 /// A reply.
@@ -137,7 +139,7 @@ pub(super) const REPLY_SOURCE: &str = "replies r LEFT JOIN users u ON u.id = r.a
 
 /// Reply columns of [`REPLY_SOURCE`], in [`ReplyRow`] order.
 pub(crate) const REPLY_COLUMNS: &str = "r.id, r.post_id, r.parent_id, r.author_id, \
-     u.username, u.name, u.image, r.content, r.status, r.depth, r.path, r.reply_count, \
+     u.username, u.name, u.image, u.is_bot, r.content, r.status, r.depth, r.path, r.reply_count, \
      r.report_count, r.created_at, r.updated_at, r.edited_at";
 
 /// [`REPLY_COLUMNS`] as the columns of a subquery named `listed`.
@@ -164,6 +166,7 @@ pub(crate) struct ReplyRow {
     username: Option<String>,
     name: Option<String>,
     image: Option<String>,
+    is_bot: Option<Flag>,
     content: String,
     status: String,
     depth: i64,
@@ -186,6 +189,7 @@ pub(crate) struct ReplyJson(
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<JsonFlag>,
     String,
     String,
     i64,
@@ -207,6 +211,7 @@ impl From<ReplyJson> for ReplyRow {
             username,
             name,
             image,
+            is_bot,
             content,
             status,
             depth,
@@ -226,6 +231,7 @@ impl From<ReplyJson> for ReplyRow {
             username,
             name,
             image,
+            is_bot: is_bot.map(|flag| Flag(flag.into())),
             content,
             status,
             depth,
@@ -255,6 +261,7 @@ impl TryFrom<ReplyRow> for Reply {
                 username,
                 name: row.name,
                 image: row.image,
+                is_bot: row.is_bot.is_some_and(|flag| flag.0),
             }),
             _ => None,
         };
@@ -300,6 +307,7 @@ mod tests {
                 username: "seven".to_owned(),
                 name: None,
                 image: None,
+                is_bot: false,
             }),
             content: String::new(),
             status,

@@ -16,6 +16,7 @@ use crate::mentions::{self, Mentioned};
 use crate::posts::{self, Post, PostStatus, Viewer};
 use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
+use crate::webhooks::{self, EventType};
 use crate::{DomainError, Tx};
 
 /// A reply as a write left it, and the users its content mentions.
@@ -198,6 +199,15 @@ pub async fn create(
     let reply = reply_in(tx, id).await?;
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, new.author_id, &reply.content, true).await?;
+    let data = serde_json::json!({"reply": {
+        "id": reply.id.to_string(),
+        "post_id": reply.post_id.to_string(),
+        "parent_id": reply.parent_id.map(|id| id.to_string()),
+        "author_id": new.author_id.to_string(),
+        "content": reply.content,
+        "created_at": crate::time::rfc3339(reply.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::ReplyCreated, &data, reply.created_at).await?;
     Ok(WrittenReply { reply, mentioned })
 }
 

@@ -57,7 +57,7 @@ impl Database {
 const ADMIN_ITEM_COLUMNS: &str = "listed.id, listed.email, listed.email_verified_at, \
      listed.username, listed.name, listed.image, listed.bio, listed.location, \
      listed.profile_public, listed.role, listed.status, listed.admin_notes, listed.login_count, \
-     listed.last_login_at, listed.created_at, listed.updated_at, listed.post_count";
+     listed.last_login_at, listed.created_at, listed.updated_at, listed.post_count, listed.is_bot";
 
 /// A user of the admin list as [`Database::admin_user_page`] reads it.
 #[derive(serde::Deserialize)]
@@ -79,6 +79,7 @@ struct AdminUserJson(
     i64,
     i64,
     i64,
+    JsonFlag,
 );
 
 /// One page of the admin user list: every user matching `query`, each with
@@ -133,6 +134,7 @@ impl Database {
                     created_at: item.14,
                     updated_at: item.15,
                     totp_enabled_at: None,
+                    is_bot: Flag(item.17.into()),
                 };
                 User::try_from(row).map(|user| (user, item.16))
             })

@@ -103,6 +103,8 @@ pub struct UserRow {
     pub updated_at: i64,
     /// When two-factor sign-in (TOTP) was turned on; `None` while it is off.
     pub totp_enabled_at: Option<i64>,
+    /// A bot: an account a program drives with its tokens.
+    pub is_bot: Flag,
 }
 
 /// A user with typed role and status.
@@ -144,7 +146,7 @@ impl User {
 
 pub(crate) const USER_COLUMNS: &str = "id, email, email_verified_at, username, name, image, bio, location, \
      profile_public, password_hash, role, status, admin_notes, login_count, last_login_at, \
-     created_at, updated_at, totp_enabled_at";
+     created_at, updated_at, totp_enabled_at, is_bot";
 
 /// What creating a user needs; the email is stored lower-cased.
 #[derive(Debug, Clone)]
@@ -220,6 +222,8 @@ pub struct UserChanges {
     pub email_verified: Option<bool>,
     /// The admins' private notes on the user.
     pub admin_notes: Option<Option<String>>,
+    /// Marks the account a bot or not.
+    pub is_bot: Option<bool>,
 }
 
 impl User {

@@ -11,6 +11,7 @@ use super::model::{
 };
 use crate::listing::{Arg, bind_all};
 use crate::time::now_millis;
+use crate::webhooks::{self, EventType};
 use crate::{DomainError, Tx};
 
 /// How often a derived username is derived again when concurrent sign-ups
@@ -23,6 +24,23 @@ const DERIVED_USERNAME_ATTEMPTS: u32 = 8;
 /// each attempt inside a savepoint so that a failed insert leaves `tx`
 /// usable on PostgreSQL.
 pub async fn create(tx: &mut Tx<'_>, new: NewUser) -> Result<User, DomainError> {
+    let user = insert_new(tx, new).await?;
+    let row = &user.row;
+    let data = serde_json::json!({"user": {
+        "id": row.id.to_string(),
+        "username": row.username,
+        "name": row.name,
+        "role": user.role.as_str(),
+        "status": user.status.as_str(),
+        "is_bot": row.is_bot.0,
+        "created_at": crate::time::rfc3339(row.created_at),
+    }});
+    webhooks::enqueue(tx, EventType::UserCreated, &data, row.created_at).await?;
+    Ok(user)
+}
+
+/// [`create`]'s row, with its username chosen or derived.
+async fn insert_new(tx: &mut Tx<'_>, new: NewUser) -> Result<User, DomainError> {
     let email = normalize_email(&new.email);
     let Some(chosen) = new.username.clone() else {
         let base = username_base(new.name.as_deref(), &email);
@@ -333,6 +351,9 @@ pub async fn update(tx: &mut Tx<'_>, id: i64, changes: UserChanges) -> Result<Us
     if let Some(notes) = changes.admin_notes {
         set("admin_notes", notes.map(Arg::Text));
     }
+    if let Some(is_bot) = changes.is_bot {
+        set("is_bot", Some(Arg::Bool(is_bot)));
+    }
     set("updated_at", Some(Arg::Int(now)));
     args.push(Arg::Int(id));
     let sql = format!(
@@ -390,8 +411,15 @@ async fn end_sessions_but(tx: &mut Tx<'_>, user_id: i64, kept: &str) -> Result<(
     Ok(())
 }
 
+/// Ends every session and personal access token of `user_id`.
 async fn end_sessions(tx: &mut Tx<'_>, user_id: i64) -> Result<(), DomainError> {
     sqlx::query("DELETE FROM sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    // Personal access tokens end with the sessions (`access_tokens` reads
+    // users, so the statement is written here rather than called there).
+    sqlx::query("DELETE FROM access_tokens WHERE user_id = $1")
         .bind(user_id)
         .execute(&mut **tx)
         .await?;

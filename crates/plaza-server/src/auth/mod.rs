@@ -3,7 +3,9 @@
 //! Routes declare their access rule by the extractor types in their
 //! signatures — [`OptionalUser`], [`CurrentUser`], [`AdminToken`],
 //! [`MetricsAccess`] — so a route cannot forget its check, and the rules
-//! live here only.
+//! live here only. A personal access token (`Bearer plz_…`) resolves into
+//! the same principal a session does, once per request, held to its
+//! scopes by the operation's row of `plaza_domain::policy::TOKEN_SCOPES`.
 
 pub mod account_mail;
 pub mod csrf;
@@ -18,13 +20,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::header;
 use axum::http::request::Parts;
 use plaza_domain::admin_principal::Capabilities;
 use plaza_domain::audit::{AuditContext, AuditSurface};
 use plaza_domain::grants;
-use plaza_domain::policy::{Actor, Decision};
+use plaza_domain::policy::{Actor, Decision, TokenScope};
 use plaza_domain::sessions::SessionUser;
 use plaza_domain::users::{Role, UserStatus};
 
@@ -33,7 +35,7 @@ use crate::http::error::AppError;
 use crate::http::extract::documented::{Answer, DocumentedExtractor};
 use crate::http::middleware::AccessUser;
 use crate::http::rate_limit::{Credited, client_address};
-use crate::secrets::hash_token;
+use crate::secrets::{hash_token, random_token};
 use crate::settings::{AuthSettings, Settings, TrustedProxies};
 use identity::Auth;
 use jwt::{AdminClaims, AdminPermission, JwtKeys};
@@ -198,23 +200,27 @@ impl OptionalUser {
         if let Some(cached) = parts.extensions.get::<OptionalUser>() {
             return Ok(cached.clone());
         }
-        let resolved = match cookie_value(&parts.headers, SESSION_COOKIE) {
-            Some(token) => {
-                let token_hash = hash_token(&token);
-                let auth = state.auth();
-                auth.session_lookups
-                    .lookup_recent(&auth.db, &auth.sessions, &token_hash, max_age)
-                    .await?
-                    .filter(|session| session.user.status == UserStatus::Active)
-                    .map(|session| {
-                        SessionPrincipal::new(
-                            session,
-                            token_hash,
-                            state.settings().auth.admin_totp_required,
-                        )
-                    })
+        let resolved = if sent_access_token(parts).is_some() {
+            Some(token_principal(parts, state).await?)
+        } else {
+            match cookie_value(&parts.headers, SESSION_COOKIE) {
+                Some(token) => {
+                    let token_hash = hash_token(&token);
+                    let auth = state.auth();
+                    auth.session_lookups
+                        .lookup_recent(&auth.db, &auth.sessions, &token_hash, max_age)
+                        .await?
+                        .filter(|session| session.user.status == UserStatus::Active)
+                        .map(|session| {
+                            SessionPrincipal::new(
+                                session,
+                                token_hash,
+                                state.settings().auth.admin_totp_required,
+                            )
+                        })
+                }
+                None => None,
             }
-            None => None,
         };
         if let (Some(principal), Some(access)) =
             (resolved.as_ref(), parts.extensions.get::<AccessUser>())
@@ -494,6 +500,15 @@ pub async fn credited_user<S: AuthState>(
             super_token: claims.grants_super(),
         });
     }
+    if sent_access_token(parts).is_some() {
+        return match resolve_access_token(parts, state).await {
+            Ok(TokenResolution::Valid { principal, .. }) => Some(Credited {
+                user_id: principal.user_id(),
+                super_token: false,
+            }),
+            _ => None,
+        };
+    }
     // Without a session cookie there is nobody to look up.
     cookie_value(&parts.headers, SESSION_COOKIE)?;
     let user = if analytics {
@@ -520,6 +535,9 @@ async fn admin_token_for<S: AuthState>(
     parts: &mut Parts,
     state: &S,
 ) -> Result<AdminToken, AppError> {
+    if sent_access_token(parts).is_some() {
+        return Err(refuse_access_token(parts, state).await);
+    }
     let mut claims = bearer_claims(parts, &state.auth().jwt).ok_or(AppError::Unauthorized)?;
     let user_id: i64 = claims.sub.parse().map_err(|_| AppError::Unauthorized)?;
     let subject = state
@@ -615,6 +633,113 @@ pub fn issue_admin_token(
     auth.jwt
         .mint(user_id, role.as_str(), permissions, ttl)
         .map_err(AppError::internal)
+}
+
+/// The prefix of every personal access token.
+pub const ACCESS_TOKEN_PREFIX: &str = "plz_";
+
+/// A new personal access token: the prefix and 256 random bits.
+pub fn new_access_token() -> String {
+    format!("{ACCESS_TOKEN_PREFIX}{}", random_token())
+}
+
+/// The personal access token sent as the request's bearer credential.
+fn sent_access_token(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(bearer_token)
+        .filter(|token| token.starts_with(ACCESS_TOKEN_PREFIX))
+}
+
+/// What the request's personal access token resolved to, once per request.
+#[derive(Debug, Clone)]
+enum TokenResolution {
+    /// In force, its user active: the user, acting as with a session that
+    /// passed no second factor, and the token's scopes.
+    Valid {
+        principal: SessionPrincipal,
+        scopes: Vec<TokenScope>,
+    },
+    /// Unknown, revoked, expired or ended, or its user not active.
+    Refused,
+}
+
+/// Resolves the request's personal access token (the answer is kept for
+/// the rest of the request); an unavailable database is an error, not a
+/// refusal.
+async fn resolve_access_token<S: AuthState>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<TokenResolution, AppError> {
+    if let Some(resolved) = parts.extensions.get::<TokenResolution>() {
+        return Ok(resolved.clone());
+    }
+    let Some(token) = sent_access_token(parts) else {
+        return Ok(TokenResolution::Refused);
+    };
+    let token_hash = hash_token(token);
+    let found = state
+        .auth()
+        .db
+        .token_user(&token_hash, plaza_domain::time::now_millis())
+        .await?;
+    let resolved = match found.filter(|found| found.user.user.status == UserStatus::Active) {
+        Some(found) => TokenResolution::Valid {
+            principal: SessionPrincipal::new(
+                found.user,
+                token_hash,
+                state.settings().auth.admin_totp_required,
+            ),
+            scopes: found.scopes,
+        },
+        None => TokenResolution::Refused,
+    };
+    parts.extensions.insert(resolved.clone());
+    Ok(resolved)
+}
+
+/// The user behind the request's personal access token, when the token is
+/// in force (else 401) and holds the scope of the operation the request
+/// calls (else 403 `INSUFFICIENT_SCOPE`), by the table of
+/// [`plaza_domain::policy::TOKEN_SCOPES`].
+async fn token_principal<S: AuthState>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<SessionPrincipal, AppError> {
+    let TokenResolution::Valid { principal, scopes } = resolve_access_token(parts, state).await?
+    else {
+        return Err(AppError::Unauthorized);
+    };
+    let path = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(|path| path.as_str().to_owned())
+        .unwrap_or_default();
+    let method = parts.method.as_str();
+    if plaza_domain::policy::use_token(&scopes, method, &path).is_allowed() {
+        return Ok(principal);
+    }
+    Err(AppError::InsufficientScope(
+        match plaza_domain::policy::token_scope(method, &path) {
+            Some(needed) => format!("this token lacks the `{}` scope", needed.as_str()),
+            None => "personal access tokens cannot be used for this operation".to_owned(),
+        },
+    ))
+}
+
+/// The answer to a personal access token where none may be used (the
+/// admin surfaces, the metrics scrape): 401 when it is not in force, else
+/// 403 `INSUFFICIENT_SCOPE`.
+async fn refuse_access_token<S: AuthState>(parts: &mut Parts, state: &S) -> AppError {
+    match resolve_access_token(parts, state).await {
+        Ok(TokenResolution::Valid { .. }) => AppError::InsufficientScope(
+            "personal access tokens cannot be used for this operation".to_owned(),
+        ),
+        Ok(TokenResolution::Refused) => AppError::Unauthorized,
+        Err(error) => error,
+    }
 }
 
 /// Access to `/api/metrics`: the `metrics_token` scrape credential, an

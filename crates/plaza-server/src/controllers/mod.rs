@@ -1,6 +1,7 @@
 //! One module per resource; each handler is one operation, annotated for the
 //! OpenAPI document, and each module's `routes()` registers its handlers.
 
+pub mod access_tokens;
 pub mod admin;
 pub mod admin_v1;
 pub mod alerts;

@@ -59,7 +59,7 @@ pub struct ReplyAuthorView {
     pub display_name: String,
     /// The user's image, else `<base_url>/api/avatar-image?seed=<id>`.
     pub avatar_url: String,
-    /// Whether a bot wrote it (bots come with member tokens; none yet).
+    /// Whether a bot wrote it (an account an administrator marked a bot).
     pub is_bot: bool,
 }
 
@@ -119,7 +119,7 @@ impl ReplyView {
                 display_name: display_name_of(author.name.as_deref(), &author.username),
                 avatar_url: avatar_url_of(server, author.id, author.image.as_deref()),
                 username: author.username.clone(),
-                is_bot: false,
+                is_bot: author.is_bot,
             }),
             content: reply.content.clone(),
             status: reply.status.as_str(),

@@ -67,6 +67,8 @@ pub struct UserView {
     pub created_at: String,
     pub last_login: Option<String>,
     pub login_count: i64,
+    /// A bot: an account a program drives with its tokens.
+    pub is_bot: bool,
     /// Whether signing in needs a second factor (TOTP); shown to the user
     /// themself only.
     #[serde(rename = "totpEnabled", skip_serializing_if = "Option::is_none")]
@@ -90,6 +92,7 @@ impl UserView {
             created_at: rfc3339(row.created_at),
             last_login: row.last_login_at.map(rfc3339),
             login_count: row.login_count,
+            is_bot: row.is_bot.0,
             totp_enabled: None,
         }
     }
@@ -875,6 +878,8 @@ pub struct PublicProfile {
     pub followers_count: i64,
     /// Members this user follows.
     pub following_count: i64,
+    /// A bot: an account a program drives with its tokens.
+    pub is_bot: bool,
 }
 
 /// A user's public profile; 404 when the user does not exist, is not
@@ -911,6 +916,7 @@ pub async fn user_profile(
         profile_visibility: "public".to_owned(),
         posts_count,
         replies_count,
+        is_bot: user.row.is_bot.0,
         followers_count,
         following_count,
     };

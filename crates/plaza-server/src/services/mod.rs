@@ -43,3 +43,4 @@ pub mod storage;
 pub mod templates;
 pub mod uploads;
 pub mod user_admin;
+pub mod webhooks;

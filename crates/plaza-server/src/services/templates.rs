@@ -183,6 +183,10 @@ const SOURCES: &[(&str, &str)] = &[
         "console/reports.html",
         include_str!("../../templates/console/reports.html"),
     ),
+    (
+        "console/webhooks.html",
+        include_str!("../../templates/console/webhooks.html"),
+    ),
 ];
 
 /// The compiled templates.

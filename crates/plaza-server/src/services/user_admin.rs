@@ -61,6 +61,8 @@ pub struct Changes {
     /// Never [`Role::SuperAdmin`]: nobody grants that role through an API.
     pub role: Option<Role>,
     pub is_verified: Option<bool>,
+    /// Marks the account a bot or not.
+    pub is_bot: Option<bool>,
 }
 
 impl UserAdmin<'_> {
@@ -372,6 +374,7 @@ async fn apply_update(
                 .is_verified
                 .filter(|verified| *verified != before.email_verified_at.is_some()),
             admin_notes: notes,
+            is_bot: changes.is_bot,
             ..UserChanges::default()
         },
     )

@@ -26,6 +26,7 @@ mod quota;
 mod server;
 mod storage;
 mod telemetry;
+mod webhooks;
 
 pub use alerts::*;
 pub use analytics::*;
@@ -45,6 +46,7 @@ pub use quota::Quota;
 pub use server::*;
 pub use storage::*;
 pub use telemetry::*;
+pub use webhooks::*;
 
 /// Every setting Plaza has, grouped by the capability that reads it; each
 /// subsystem is handed only its section. On the outside the names stay flat:
@@ -76,6 +78,8 @@ pub struct Settings {
     pub mail: MailSettings,
     #[serde(flatten)]
     pub notifications: NotificationSettings,
+    #[serde(flatten)]
+    pub webhooks: WebhookSettings,
     #[serde(flatten)]
     pub moderation: ModerationSettings,
 }
@@ -134,6 +138,7 @@ impl Settings {
             analytics: section(&figment)?,
             mail: section(&figment)?,
             notifications: section(&figment)?,
+            webhooks: section(&figment)?,
             moderation: section(&figment)?,
         };
         settings.validate()?;
@@ -151,6 +156,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.mail.validate()?;
         self.notifications.validate()?;
+        self.webhooks.validate()?;
         self.moderation.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
@@ -387,6 +393,7 @@ mod tests {
             keys(&defaults.analytics),
             keys(&defaults.mail),
             keys(&defaults.notifications),
+            keys(&defaults.webhooks),
             keys(&defaults.moderation),
         ]
         .concat();

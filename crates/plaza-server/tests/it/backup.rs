@@ -532,7 +532,7 @@ async fn an_archive_writes_no_more_than_its_manifest_states_nor_than_fits(backen
     );
     assert_eq!(
         manifest["keyFingerprints"].as_object().unwrap().len(),
-        4,
+        5,
         "{manifest}"
     );
     let path = |name: &str| folder.path().join(name);

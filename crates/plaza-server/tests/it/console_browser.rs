@@ -7,7 +7,8 @@
 //! the audit log; then every page at 320 px wide, with a label on each
 //! control and the skip link first under the keyboard. With
 //! `PLAZA_TEST_SCREENSHOTS=<folder>` it saves a picture of each page there
-//! (`docs/console/` holds the ones the README links to).
+//! (`docs/console/` holds the ones the README links to). Another test
+//! redelivers a webhook delivery from the webhooks page.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -704,5 +705,91 @@ async fn an_operator_closes_the_front_door_from_the_console() {
         let unlabelled = unlabelled_controls(&client).await;
         assert!(unlabelled.is_empty(), "{path}: unlabelled {unlabelled:?}");
     }
+    client.close().await.unwrap();
+}
+
+/// A super admin finds a webhook's recent deliveries in the console, with
+/// their status, the receiver's code and the duration, and sends one again
+/// with its button: the receiver gets the same delivery id once more.
+#[tokio::test]
+async fn an_operator_redelivers_a_webhook_delivery_from_the_console() {
+    let test = "an_operator_redelivers_a_webhook_delivery_from_the_console";
+    let Some(driver) = chrome_driver().await else {
+        return skip(
+            test,
+            "chromium or chromedriver is missing (.ci/run installs them)",
+        );
+    };
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let bind = format!("127.0.0.1:{port}");
+    let server = TestServer::start_with(
+        Backend::Sqlite,
+        &[
+            ("PLAZA_BIND", bind.as_str()),
+            ("PLAZA_BASE_URL", base.as_str()),
+            ("PLAZA_WEBHOOKS_ALLOW_PRIVATE", "true"),
+        ],
+    )
+    .await;
+    let receiver = crate::webhooks::Receiver::start(Vec::new()).await;
+    let token = crate::webhooks::super_token(&server);
+    let (webhook, _) =
+        crate::webhooks::register(&server, &token, &receiver.url, &["post.created"]).await;
+    let (_, author) = member(&server, "author@example.com", "user").await;
+    post(
+        &server,
+        &author,
+        json!({"title": "Hello", "content": "World", "published": true}),
+    )
+    .await;
+    let first = receiver.wait_for(1, Duration::from_secs(10)).await;
+    let delivery = first[0].header("x-plaza-delivery");
+    let row = format!("#delivery-{delivery}");
+    // The outcome is recorded just after the receiver answers.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server
+        .sql_count("SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'delivered'")
+        .await
+        == 0
+    {
+        assert!(Instant::now() < deadline, "the delivery was never recorded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("{base}/admin/webhooks"))
+        .await
+        .unwrap();
+    type_into(&client, "#email", "root@example.com").await;
+    type_into(&client, "#password", PASSWORD).await;
+    click_then(&client, "button[type=submit]", &row).await;
+    wait_for_url(&client, &base, "/admin/webhooks").await;
+    assert!(text_of(&client, "main").await.contains(&receiver.url));
+    assert_eq!(
+        text_of(&client, &format!("{row} .delivery-status")).await,
+        "delivered"
+    );
+    assert_eq!(
+        text_of(&client, &format!("{row} .delivery-code")).await,
+        "200"
+    );
+    assert!(text_of(&client, &row).await.contains(" ms"), "the duration");
+    picture(&client, "webhooks").await;
+
+    click_then(&client, &format!("{row} button"), ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("queued again"));
+    let again = receiver.wait_for(2, Duration::from_secs(10)).await;
+    assert_eq!(again[1].header("x-plaza-delivery"), delivery, "the same id");
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = 'webhook.redeliver' \
+                 AND surface = 'console' AND target_id = '{webhook}'"
+            ))
+            .await,
+        1
+    );
     client.close().await.unwrap();
 }

@@ -347,7 +347,7 @@ async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backen
     if let Some(line) = line {
         assert!(line.contains("WARN"), "{line}");
         assert!(
-            line.contains("(totp_key, analytics_salt, vapid_private_key)"),
+            line.contains("(totp_key, analytics_salt, vapid_private_key, webhook_key)"),
             "{line}"
         );
     }
@@ -359,6 +359,7 @@ async fn postgresql_with_generated_keys_is_warned_about_at_start(backend: Backen
             ("PLAZA_TOTP_KEY", key),
             ("PLAZA_ANALYTICS_SALT", key),
             ("PLAZA_VAPID_PRIVATE_KEY", VAPID_KEY),
+            ("PLAZA_WEBHOOK_KEY", key),
         ],
     )
     .await;

@@ -35,6 +35,7 @@ pub mod reports;
 pub mod site_settings;
 pub mod system;
 pub mod users;
+pub mod webhooks;
 
 use analytics::{__path_platform_analytics, platform_analytics};
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
@@ -80,6 +81,12 @@ use users::{
     get_admin_user, list_admin_users, update_admin_user,
 };
 
+use webhooks::{
+    __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_list_deliveries,
+    __path_list_webhooks, __path_redeliver, __path_update_webhook, create_webhook, delete_webhook,
+    get_webhook, list_deliveries, list_webhooks, redeliver, update_webhook,
+};
+
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
@@ -119,6 +126,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(list_broadcasts))
         .routes(crate::documented_routes!(cancel_broadcast))
         .routes(crate::documented_routes!(platform_analytics))
+        .routes(crate::documented_routes!(list_webhooks, create_webhook))
+        .routes(crate::documented_routes!(
+            get_webhook,
+            update_webhook,
+            delete_webhook
+        ))
+        .routes(crate::documented_routes!(list_deliveries))
+        .routes(crate::documented_routes!(redeliver))
         .routes(crate::documented_routes!(put_rules))
         .routes(crate::documented_routes!(warn_user, list_warnings))
         .routes(crate::documented_routes!(silence_user, unsilence_user))

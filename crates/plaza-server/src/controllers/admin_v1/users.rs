@@ -68,6 +68,8 @@ pub struct AdminUserItem {
     pub last_login_at: Option<String>,
     pub post_count: i64,
     pub is_verified: bool,
+    /// A bot: an account a program drives with its tokens.
+    pub is_bot: bool,
 }
 
 impl AdminUserItem {
@@ -82,6 +84,7 @@ impl AdminUserItem {
             last_login_at: user.row.last_login_at.map(rfc3339),
             post_count,
             is_verified: user.row.email_verified_at.is_some(),
+            is_bot: user.row.is_bot.0,
         }
     }
 }
@@ -319,6 +322,9 @@ pub struct AdminUserUpdate {
     pub is_verified: Option<bool>,
     /// The admins' private notes (at most 5000 characters); empty clears.
     pub notes: Option<String>,
+    /// Marks the account a bot (shown as `is_bot` wherever it is an
+    /// author) or not.
+    pub is_bot: Option<bool>,
 }
 
 /// Checks the status and role of `body`, recording each problem.
@@ -341,6 +347,7 @@ pub fn checked_update(body: &AdminUserUpdate, problems: &mut Problems) -> Change
         status,
         role,
         is_verified: body.is_verified,
+        is_bot: body.is_bot,
     }
 }
 
@@ -373,10 +380,11 @@ pub async fn update_admin_user(
         && body.role.is_none()
         && body.is_verified.is_none()
         && body.notes.is_none()
+        && body.is_bot.is_none()
     {
         problems.add(
             "body",
-            "must change at least one of status, role, isVerified, notes",
+            "must change at least one of status, role, isVerified, notes, isBot",
         );
     }
     let changes = checked_update(&body, &mut problems);
@@ -642,6 +650,7 @@ pub async fn bulk_update_users(
         role: body.updates.role,
         is_verified: body.updates.is_verified,
         notes: None,
+        is_bot: None,
     };
     if updates.status.is_none() && updates.role.is_none() && updates.is_verified.is_none() {
         problems.add(

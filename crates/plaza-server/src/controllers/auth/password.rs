@@ -5,7 +5,7 @@
 
 use axum::extract::State;
 use plaza_domain::time::now_millis;
-use plaza_domain::{sessions, users};
+use plaza_domain::{access_tokens, sessions, users};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -74,6 +74,7 @@ pub async fn change_password(
             Box::pin(async move {
                 users::set_password(tx, user_id, &password_hash).await?;
                 sessions::end_others(tx, user_id, &kept).await?;
+                access_tokens::end_all(tx, user_id).await?;
                 users::revoke_credentials(tx, user_id, now_millis()).await?;
                 queue_notice(tx, &notice).await
             })

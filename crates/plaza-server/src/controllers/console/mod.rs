@@ -26,6 +26,7 @@ mod page;
 mod reports;
 mod system;
 mod users;
+mod webhooks;
 
 use axum::extract::State;
 use axum::http::header;
@@ -74,6 +75,8 @@ pub const PATHS: &[&str] = &[
     "/admin/email-domain-blocks/{id}/delete",
     "/admin/ip-blocks",
     "/admin/ip-blocks/{id}/delete",
+    "/admin/webhooks",
+    "/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver",
 ];
 
 /// The console's routes (not part of the API document).
@@ -135,6 +138,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route(
             "/admin/ip-blocks/{id}/delete",
             post(front_door::remove_ip_block),
+        )
+        .route("/admin/webhooks", get(webhooks::list))
+        .route(
+            "/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+            post(webhooks::redeliver),
         )
 }
 

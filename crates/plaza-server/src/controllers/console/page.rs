@@ -135,6 +135,7 @@ pub(super) fn page(
         "reads_analytics": user.administers(Some(grants::READ_ANALYTICS)),
         "manages_permissions": user.administers(Some(grants::MANAGE_PERMISSIONS)),
         "is_admin": user.administers(None),
+        "manages_webhooks": policy::manage_webhooks(user.actor()).is_allowed(),
     });
     context["section"] = serde_json::json!(section);
     context["csrf_token"] = serde_json::json!(user.csrf_token);

@@ -60,6 +60,10 @@ pub enum AppError {
     Blocked(String),
     #[error("this token lacks the {required} permission")]
     InsufficientAdminPermissions { required: &'static str },
+    /// A personal access token without the scope the operation needs, or
+    /// on an operation no token may call (`INSUFFICIENT_SCOPE`, 403).
+    #[error("{0}")]
+    InsufficientScope(String),
     #[error("{0} not found")]
     NotFound(&'static str),
     #[error("no route matches this path")]
@@ -197,7 +201,8 @@ impl AppError {
             | AppError::PendingApproval
             | AppError::NotAllowed(_)
             | AppError::Blocked(_)
-            | AppError::InsufficientAdminPermissions { .. } => StatusCode::FORBIDDEN,
+            | AppError::InsufficientAdminPermissions { .. }
+            | AppError::InsufficientScope(_) => StatusCode::FORBIDDEN,
             AppError::NotFound(_) | AppError::RouteNotFound => StatusCode::NOT_FOUND,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Validation { .. } | AppError::BrokenRule { .. } => {
@@ -231,6 +236,7 @@ impl AppError {
             AppError::IpBlocked => "IP_BLOCKED",
             AppError::PendingApproval => "PENDING_APPROVAL",
             AppError::InsufficientAdminPermissions { .. } => "INSUFFICIENT_ADMIN_PERMISSIONS",
+            AppError::InsufficientScope(_) => "INSUFFICIENT_SCOPE",
             AppError::NotFound(_) | AppError::RouteNotFound => "NOT_FOUND",
             AppError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             AppError::Validation { .. } | AppError::BrokenRule { .. } => "VALIDATION_ERROR",

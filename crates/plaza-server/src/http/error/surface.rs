@@ -166,7 +166,9 @@ fn unversioned_admin_title(report: &ErrorReport) -> &'static str {
         "VALIDATION_ERROR" if report.status_on_every_surface => "Validation error",
         "VALIDATION_ERROR" | "BAD_REQUEST" => "Invalid query parameters",
         "UNAUTHORIZED" => "Unauthorized",
-        "FORBIDDEN" | "INSUFFICIENT_ADMIN_PERMISSIONS" => "Insufficient permissions",
+        "FORBIDDEN" | "INSUFFICIENT_ADMIN_PERMISSIONS" | "INSUFFICIENT_SCOPE" => {
+            "Insufficient permissions"
+        }
         "RATE_LIMITED" => "Rate limit exceeded",
         "NOT_FOUND" => "Not found",
         "CONFLICT" | "INVALID_TRANSITION" => "Conflict",

@@ -25,7 +25,13 @@ pub(super) const MANIFEST_ENTRY: &str = "manifest.json";
 pub(super) const SQLITE_ENTRY: &str = "plaza.db";
 pub(super) const POSTGRES_ENTRY: &str = "plaza.dump";
 /// The keys Plaza generates into the data directory.
-pub(super) const KEYS: [&str; 4] = ["jwt-secret", "analytics-salt", "totp-key", "vapid-key"];
+pub(super) const KEYS: [&str; 5] = [
+    "jwt-secret",
+    "analytics-salt",
+    "totp-key",
+    "vapid-key",
+    "webhook-key",
+];
 /// The folders a restore stages its files in start with this; a backup
 /// leaves them out.
 pub(super) const STAGING_PREFIX: &str = ".plaza-restore-";
@@ -101,6 +107,7 @@ fn key_setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {
         "totp-key" => settings.auth.totp_key.as_deref(),
         "analytics-salt" => settings.analytics.analytics_salt.as_deref(),
         "vapid-key" => settings.notifications.vapid_private_key.as_deref(),
+        "webhook-key" => settings.webhooks.webhook_key.as_deref(),
         _ => None,
     }
 }
@@ -109,7 +116,7 @@ fn key_setting<'a>(settings: &'a Settings, name: &str) -> Option<&'a str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySource {
     /// The setting (`jwt_secret`, `totp_key`, `analytics_salt`,
-    /// `vapid_private_key`).
+    /// `vapid_private_key`, `webhook_key`).
     Setting,
     /// The file Plaza generated into the data directory.
     File,

@@ -8,8 +8,9 @@
 //! An archive holds `manifest.json` first, then `database/plaza.db` (an
 //! SQLite copy made with `VACUUM INTO`) or `database/plaza.dump` (`pg_dump
 //! --format=custom`, taken in the snapshot the manifest's counts were read
-//! in), then `keys/jwt-secret`, `keys/analytics-salt`, `keys/totp-key` and
-//! `keys/vapid-key` when the data directory holds them, then `uploads/<key>` for each file of a local
+//! in), then `keys/jwt-secret`, `keys/analytics-salt`, `keys/totp-key`,
+//! `keys/vapid-key` and `keys/webhook-key` when the data directory holds
+//! them, then `uploads/<key>` for each file of a local
 //! store. An S3 store's objects are not copied; the manifest names the
 //! store. The manifest states each part's bytes, which bound what a
 //! restore writes, and the fingerprints of the keys in force, which a

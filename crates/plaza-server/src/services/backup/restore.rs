@@ -216,9 +216,9 @@ pub async fn restore(
         return Err(BackupError::Refused(format!(
             "the archive's keys are not this install's:\n{}\nWhat the archive's keys sealed, \
              signed or hashed (two-factor secrets, admin tokens, client hashes, push \
-             subscriptions) would not be read with other keys. Set the settings that name keys \
-             (jwt_secret, totp_key, analytics_salt, vapid_private_key) as the archived install \
-             had them, or pass --force to restore anyway",
+             subscriptions, webhook secrets) would not be read with other keys. Set the \
+             settings that name keys (jwt_secret, totp_key, analytics_salt, vapid_private_key, \
+             webhook_key) as the archived install had them, or pass --force to restore anyway",
             keys.iter()
                 .map(|key| format!("  {}", key.line()))
                 .collect::<Vec<_>>()
@@ -278,7 +278,7 @@ pub async fn restore(
 #[derive(Debug)]
 pub struct KeyComparison {
     /// The key file's name (`jwt-secret`, `totp-key`, `analytics-salt`,
-    /// `vapid-key`).
+    /// `vapid-key`, `webhook-key`).
     pub name: &'static str,
     /// The archive's key in force when it was taken (for an archive of an
     /// earlier version, its key file's), if known.
