@@ -36,6 +36,7 @@ pub mod error;
 pub mod feature_flags;
 pub mod flag;
 pub mod grants;
+pub mod holds;
 pub mod jobs;
 pub mod listing;
 pub mod locks;
@@ -62,6 +63,7 @@ pub mod time;
 pub mod two_factor;
 pub mod uploads;
 pub mod users;
+pub mod word_filters;
 
 pub use db::{Database, DatabaseOptions, PoolStats, Tx, TxFuture};
 pub use dialect::Backend;

@@ -1,23 +1,100 @@
-//! Finding phrases in text the way members' keyword filters do, and the
-//! site's word filters can: one normalisation of text ([`normalize`]:
-//! Unicode NFKC, then lower case), applied to the phrases once when they
-//! are compiled and to each text when it is searched, and one automaton
-//! over all the phrases of a set ([`PhraseSet`], Aho-Corasick), so a text
-//! is read once whatever the number of phrases.
+//! Finding phrases in text the way members' keyword filters and the
+//! site's word filters do: one normalisation of text ([`normalize`]), applied
+//! to the phrases once when they are compiled and to each text when it is
+//! searched, and one automaton over all the phrases of a set
+//! ([`PhraseSet`], Aho-Corasick), so a text is read once whatever the number
+//! of phrases.
+//!
+//! Normalising is, in order: Unicode NFKC (full-width letters, ligatures
+//! and other compatibility forms read as their plain letters), removing
+//! zero-width and invisible formatting characters, lower case, then folding
+//! look-alikes to the Latin letter they imitate: the Greek and Cyrillic
+//! letters whose Unicode confusables skeleton (UTS #39, from the
+//! `unicode-security` crate) is one Latin letter, and the digits 0, 1, 3, 4
+//! and 5 (read as o, i, e, a and s). Text that is all ASCII skips NFKC,
+//! which leaves ASCII as it is.
 //!
 //! A whole-word phrase matches only where neither the character before nor
 //! the one after it is a letter or a digit (of any script), so `cat`
 //! matches in `a cat.` but not in `concatenate`; a phrase that is not
 //! whole-word matches anywhere.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use unicode_normalization::UnicodeNormalization;
+use unicode_security::confusable_detection::skeleton;
 
-/// `text` as phrases and texts are compared: NFKC (so full-width letters,
-/// ligatures and other compatibility forms read as their plain letters),
-/// then lower case.
+/// The Greek and Cyrillic blocks (and their extensions) whose letters are
+/// folded when they look like a Latin letter.
+const LOOK_ALIKE_BLOCKS: [std::ops::RangeInclusive<u32>; 5] = [
+    0x0370..=0x03FF,
+    0x0400..=0x04FF,
+    0x0500..=0x052F,
+    0x1C80..=0x1C8F,
+    0x1F00..=0x1FFF,
+];
+
+/// Each Greek or Cyrillic letter whose confusables skeleton, in lower
+/// case, is a single ASCII letter, with that letter (built once).
+static LOOK_ALIKES: LazyLock<HashMap<char, char>> = LazyLock::new(|| {
+    LOOK_ALIKE_BLOCKS
+        .iter()
+        .flat_map(|block| block.clone().filter_map(char::from_u32))
+        .filter(|letter| letter.is_alphabetic())
+        .filter_map(|letter| {
+            let mut prototype = skeleton(&letter.to_string()).flat_map(char::to_lowercase);
+            match (prototype.next(), prototype.next()) {
+                (Some(latin), None) if latin.is_ascii_lowercase() => Some((letter, latin)),
+                _ => None,
+            }
+        })
+        .collect()
+});
+
+/// Characters that take no space and are dropped: zero-width space,
+/// non-joiner and joiner, word joiner, the byte order mark, the soft
+/// hyphen, the Mongolian vowel separator and the invisible operators.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{00AD}'
+            | '\u{180E}'
+    )
+}
+
+/// The letter a lower-case character is read as: a look-alike's Latin
+/// letter, a leet digit's letter, else itself.
+fn fold(c: char) -> char {
+    match c {
+        '0' => 'o',
+        '1' => 'i',
+        '3' => 'e',
+        '4' => 'a',
+        '5' => 's',
+        c if c.is_ascii() => c,
+        c => LOOK_ALIKES.get(&c).copied().unwrap_or(c),
+    }
+}
+
+/// `text` as phrases and texts are compared (see the module
+/// documentation).
 pub fn normalize(text: &str) -> String {
-    text.nfkc().flat_map(char::to_lowercase).collect()
+    if text.is_ascii() {
+        return text
+            .bytes()
+            .map(|byte| fold(char::from(byte.to_ascii_lowercase())))
+            .collect();
+    }
+    text.nfkc()
+        .filter(|&c| !is_invisible(c))
+        .flat_map(char::to_lowercase)
+        .map(fold)
+        .collect()
 }
 
 /// A phrase to find.
@@ -122,6 +199,31 @@ mod tests {
         assert_eq!(found(&[phrase("ﬁsh", true)], "Fish"), [0], "a ligature");
         assert_eq!(found(&[phrase("fish", true)], "ﬁsh"), [0], "either side");
         assert_eq!(normalize("Ⅻ Ǆ"), "xii dž");
+    }
+
+    #[test]
+    fn invisible_characters_are_dropped() {
+        let set = [phrase("spam", true)];
+        assert_eq!(found(&set, "s\u{200B}p\u{200D}a\u{FEFF}m"), [0]);
+        assert_eq!(found(&set, "sp\u{00AD}am"), [0], "a soft hyphen");
+        assert_eq!(normalize("a\u{2060}b"), "ab");
+    }
+
+    #[test]
+    fn look_alike_letters_and_digits_read_as_latin() {
+        let set = [phrase("spam", true), phrase("casino", true)];
+        // Cyrillic с, р, а and Greek ο, Cyrillic і.
+        assert_eq!(found(&set, "\u{0441}\u{0440}\u{0430}m"), [0], "Cyrillic");
+        assert_eq!(found(&set, "CAS\u{0399}N\u{039F}"), [1], "Greek capitals");
+        assert_eq!(found(&set, "c4s1n0"), [1], "digits");
+        assert_eq!(found(&set, "5P4M"), [0]);
+        assert_eq!(normalize("h3ll0 w0rld"), "hello world");
+        assert_eq!(normalize("\u{0435}\u{0445}\u{043E}"), "exo");
+        assert_eq!(normalize("\u{03B1}\u{03BF}"), "ao");
+        assert_eq!(normalize("2"), "2", "other digits stay");
+        assert_eq!(normalize("\u{0436}"), "\u{0436}", "a Cyrillic letter like no Latin one");
+        let greek_phrase = [phrase("\u{03BF}k", true)];
+        assert_eq!(found(&greek_phrase, "OK"), [0], "phrases fold too");
     }
 
     #[test]

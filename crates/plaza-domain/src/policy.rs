@@ -660,6 +660,8 @@ mod tests {
             locked: false,
             created_at: 0,
             updated_at: 0,
+            held: false,
+            review_reason: None,
         };
         for role in ROLES {
             let me = actor(role);
@@ -724,6 +726,8 @@ mod tests {
             locked: false,
             created_at: 0,
             updated_at: 0,
+            held: false,
+            review_reason: None,
         };
         let reply = |author_id: Option<i64>, status: ReplyStatus, reply_count: i64| Reply {
             id: 5,

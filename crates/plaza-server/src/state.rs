@@ -105,6 +105,8 @@ pub struct Shared {
     pub health: crate::services::health::HealthProbe,
     /// The feature flags as last read, for their evaluation.
     pub flag_snapshot: crate::services::flag_snapshot::FlagSnapshot,
+    /// The site's word filters, compiled, as last read.
+    pub word_filters: crate::services::word_filters::WordFilterSnapshot,
     /// The templates mail is written from.
     pub templates: Arc<crate::services::templates::Templates>,
     /// This instance's sender of queued mail.
@@ -119,6 +121,18 @@ pub struct Shared {
 }
 
 impl AppState {
+    /// What a new write of content is checked against: the word filters in
+    /// force and `newAccountHoldCount`, the one place that reads it (the
+    /// file setting `new_account_hold_count`).
+    pub async fn screening(
+        &self,
+    ) -> Result<crate::services::word_filters::Screening, plaza_domain::DomainError> {
+        Ok(crate::services::word_filters::Screening {
+            filters: self.word_filters.current(&self.db).await?,
+            new_account_hold_count: i64::from(self.settings.holds.new_account_hold_count),
+        })
+    }
+
     /// An admin's changes to users, with the handles they need.
     pub fn user_admin(&self) -> UserAdmin<'_> {
         UserAdmin {
@@ -269,6 +283,7 @@ impl AppState {
             emoji_platforms: plaza_emoji::PlatformDetector::new(),
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
+            word_filters: Default::default(),
             templates,
             mail,
             notifier,

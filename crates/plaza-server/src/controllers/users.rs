@@ -10,6 +10,7 @@ use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
 use plaza_domain::erasure;
 use plaza_domain::policy::{self, Actor};
+use plaza_domain::word_filters::FilterScope;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
@@ -180,6 +181,13 @@ pub async fn create_user(
         )?;
     }
     validate_sign_up(&body)?;
+    refuse_blocked_words(
+        &state,
+        body.username.as_deref(),
+        body.name.as_deref(),
+        None,
+    )
+    .await?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
     let name = body.name.map(|name| name.trim().to_owned());
     // The address is not verified yet: the mail carries no text the
@@ -442,6 +450,32 @@ fn check_image(image: &str) -> Result<(), String> {
     }
 }
 
+/// 422 naming the field (`username`, `name`, `bio`) when a `block` word
+/// filter for usernames or profiles finds its phrase in it.
+async fn refuse_blocked_words(
+    state: &AppState,
+    username: Option<&str>,
+    name: Option<&str>,
+    bio: Option<&str>,
+) -> Result<(), AppError> {
+    let screening = state.screening().await?;
+    if let Some(username) = username {
+        screening
+            .filters
+            .check(FilterScope::Username, &[("username", username)])
+            .refusal()?;
+    }
+    let profile: Vec<(&'static str, &str)> = [("name", name), ("bio", bio)]
+        .into_iter()
+        .filter_map(|(field, text)| text.map(|text| (field, text)))
+        .collect();
+    screening
+        .filters
+        .check(FilterScope::Profile, &profile)
+        .refusal()?;
+    Ok(())
+}
+
 /// Checks an update body against the rules of fields and of who may change
 /// what, and turns it into domain changes.
 fn checked_changes(
@@ -562,6 +596,13 @@ pub async fn update_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
+    refuse_blocked_words(
+        &state,
+        changes.username.as_deref(),
+        changes.name.as_ref().and_then(Option::as_deref),
+        changes.bio.as_deref(),
+    )
+    .await?;
     if caller.user_id() != id {
         // Someone changing another user takes the admin's way: the user's
         // edit lock, the policy asked inside the unit of work, the audit.

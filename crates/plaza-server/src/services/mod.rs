@@ -38,3 +38,4 @@ pub mod storage;
 pub mod templates;
 pub mod uploads;
 pub mod user_admin;
+pub mod word_filters;

@@ -14,6 +14,7 @@ mod auth;
 mod database;
 mod error;
 mod files;
+mod holds;
 mod images;
 mod limits;
 mod link_preview;
@@ -32,6 +33,7 @@ pub use auth::*;
 pub use database::*;
 pub use error::{ENV_PREFIX, SettingsError};
 pub use files::*;
+pub use holds::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
@@ -74,6 +76,8 @@ pub struct Settings {
     pub mail: MailSettings,
     #[serde(flatten)]
     pub notifications: NotificationSettings,
+    #[serde(flatten)]
+    pub holds: HoldSettings,
 }
 
 impl Settings {
@@ -130,6 +134,7 @@ impl Settings {
             analytics: section(&figment)?,
             mail: section(&figment)?,
             notifications: section(&figment)?,
+            holds: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -146,6 +151,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.mail.validate()?;
         self.notifications.validate()?;
+        self.holds.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()

@@ -51,3 +51,4 @@ mod transport;
 mod two_factor;
 mod uploads;
 mod user_data;
+mod word_filters;
