@@ -748,6 +748,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             edited_at: None,
+            review_reason: None,
         };
         let public = post(true);
         // Rows: user, moderator, admin, super_admin; columns: view, edit,

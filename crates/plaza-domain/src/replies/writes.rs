@@ -58,6 +58,7 @@ pub async fn lock_thread_of(tx: &mut Tx<'_>, id: i64) -> Result<(Post, Reply), D
 pub fn refusal_of_answers(post: &Post) -> Option<&'static str> {
     match post.status() {
         PostStatus::Draft => Some("the post is a draft"),
+        PostStatus::Pending => Some("the post waits for a moderator"),
         PostStatus::Hidden => Some("the post is hidden"),
         _ if post.locked => Some("the post is locked"),
         PostStatus::Published | PostStatus::Flagged => None,

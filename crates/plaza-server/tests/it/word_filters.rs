@@ -58,14 +58,14 @@ async fn ask(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-/// The fields a 422 names.
+/// The fields a 422 names (the general surface's `details` is one field
+/// or a list; the versioned admin surface's `error.fields` a list).
 fn fields(body: &Value) -> Vec<String> {
-    let listed = body["error"]["fields"]
-        .as_array()
-        .or_else(|| body["fields"].as_array())
-        .or_else(|| body["error"]["details"].as_array())
-        .cloned()
-        .unwrap_or_default();
+    let listed = match (&body["error"]["fields"], &body["error"]["details"]) {
+        (Value::Array(fields), _) | (_, Value::Array(fields)) => fields.clone(),
+        (_, Value::Object(_)) => vec![body["error"]["details"].clone()],
+        _ => Vec::new(),
+    };
     listed
         .iter()
         .filter_map(|field| field["field"].as_str().map(str::to_owned))
@@ -251,7 +251,7 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
         ("Fine", "a \u{ff43}\u{ff41}\u{ff53}\u{ff49}\u{ff4e}\u{ff4f} here", "content"),
         ("Fine", "ca\u{200b}si\u{200d}no", "content"),
         ("Fine", "\u{0441}\u{0430}sin\u{043e}", "content"),
-        ("Fine", "CA\u{03a3}IN\u{039f}".replace('\u{03a3}', "s").as_str(), "content"),
+        ("Fine", "CAS\u{0399}N\u{039f}", "content"),
     ];
     for (title, content, field) in blocked {
         let (status, answer) = write_post(&server, &member.cookie, title, content).await;
