@@ -45,15 +45,38 @@ fn post(chars: usize, word: &str) -> String {
 fn word_filters(c: &mut Criterion) {
     let set = WordFilterSet::compile(&filters());
     let ascii = post(10_000, "the quick brown fox jumps over lazy dogs");
-    let accented = post(10_000, "caf\u{e9} na\u{ef}ve r\u{e9}sum\u{e9} \u{fc}ber stra\u{df}e");
+    let accented = post(
+        10_000,
+        "caf\u{e9} na\u{ef}ve r\u{e9}sum\u{e9} \u{fc}ber stra\u{df}e",
+    );
     assert_eq!(ascii.chars().count(), 10_000);
-    assert!(set.check(FilterScope::Post, &[("content", &ascii)]).blocked.is_none());
-    c.bench_function("word filters: 1,000 filters, 10,000-character ASCII post", |b| {
-        b.iter(|| black_box(set.check(FilterScope::Post, &[("title", "A title"), ("content", black_box(&ascii))])))
-    });
-    c.bench_function("word filters: 1,000 filters, 10,000-character accented post", |b| {
-        b.iter(|| black_box(set.check(FilterScope::Post, &[("title", "A title"), ("content", black_box(&accented))])))
-    });
+    assert!(
+        set.check(FilterScope::Post, &[("content", &ascii)])
+            .blocked
+            .is_none()
+    );
+    c.bench_function(
+        "word filters: 1,000 filters, 10,000-character ASCII post",
+        |b| {
+            b.iter(|| {
+                black_box(set.check(
+                    FilterScope::Post,
+                    &[("title", "A title"), ("content", black_box(&ascii))],
+                ))
+            })
+        },
+    );
+    c.bench_function(
+        "word filters: 1,000 filters, 10,000-character accented post",
+        |b| {
+            b.iter(|| {
+                black_box(set.check(
+                    FilterScope::Post,
+                    &[("title", "A title"), ("content", black_box(&accented))],
+                ))
+            })
+        },
+    );
 }
 
 criterion_group!(benches, word_filters);

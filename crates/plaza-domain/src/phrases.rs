@@ -222,7 +222,11 @@ mod tests {
         assert_eq!(normalize("\u{0435}\u{0445}\u{043E}"), "exo");
         assert_eq!(normalize("\u{03B1}\u{03BF}"), "ao");
         assert_eq!(normalize("2"), "2", "other digits stay");
-        assert_eq!(normalize("\u{0436}"), "\u{0436}", "a Cyrillic letter like no Latin one");
+        assert_eq!(
+            normalize("\u{0436}"),
+            "\u{0436}",
+            "a Cyrillic letter like no Latin one"
+        );
         let greek_phrase = [phrase("\u{03BF}k", true)];
         assert_eq!(found(&greek_phrase, "OK"), [0], "phrases fold too");
     }

@@ -34,7 +34,8 @@ pub enum FilterAction {
 }
 
 impl FilterAction {
-    pub const ALL: [FilterAction; 3] = [FilterAction::Block, FilterAction::Hold, FilterAction::Flag];
+    pub const ALL: [FilterAction; 3] =
+        [FilterAction::Block, FilterAction::Hold, FilterAction::Flag];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -231,8 +232,7 @@ pub async fn delete(tx: &mut Tx<'_>, id: i64) -> Result<WordFilter, DomainError>
     .bind(id)
     .fetch_optional(&mut **tx)
     .await?;
-    row.ok_or(DomainError::NotFound("word filter"))?
-        .try_into()
+    row.ok_or(DomainError::NotFound("word filter"))?.try_into()
 }
 
 /// A filter as its audit entry records it.
@@ -376,12 +376,12 @@ mod tests {
 
     #[test]
     fn the_first_field_blocked_is_named() {
-        let set = WordFilterSet::compile(&[filter(
-            "spam",
-            FilterAction::Block,
-            &[FilterScope::Profile],
-        )]);
-        let verdict = set.check(FilterScope::Profile, &[("name", "ok"), ("bio", "sp\u{200B}am")]);
+        let set =
+            WordFilterSet::compile(&[filter("spam", FilterAction::Block, &[FilterScope::Profile])]);
+        let verdict = set.check(
+            FilterScope::Profile,
+            &[("name", "ok"), ("bio", "sp\u{200B}am")],
+        );
         assert_eq!(verdict.blocked, Some(("bio", "spam".to_owned())));
     }
 

@@ -129,9 +129,7 @@ impl PostStatus {
     pub(super) fn condition(self) -> &'static str {
         match self {
             PostStatus::Published => "p.published = TRUE AND p.moderation = 'none'",
-            PostStatus::Draft => {
-                "p.published = FALSE AND NOT p.held AND p.moderation <> 'hidden'"
-            }
+            PostStatus::Draft => "p.published = FALSE AND NOT p.held AND p.moderation <> 'hidden'",
             PostStatus::Hidden => "p.moderation = 'hidden'",
             PostStatus::Flagged => "p.published = TRUE AND p.moderation = 'flagged'",
             PostStatus::Pending => "p.held AND p.moderation <> 'hidden'",
@@ -317,7 +315,10 @@ mod tests {
             PostStatus::of(true, Moderation::None, false),
             PostStatus::Published
         );
-        assert_eq!(PostStatus::of(false, Moderation::None, false), PostStatus::Draft);
+        assert_eq!(
+            PostStatus::of(false, Moderation::None, false),
+            PostStatus::Draft
+        );
         assert_eq!(
             PostStatus::of(false, Moderation::Flagged, false),
             PostStatus::Draft
@@ -326,7 +327,10 @@ mod tests {
             PostStatus::of(true, Moderation::Flagged, false),
             PostStatus::Flagged
         );
-        assert_eq!(PostStatus::of(true, Moderation::Hidden, false), PostStatus::Hidden);
+        assert_eq!(
+            PostStatus::of(true, Moderation::Hidden, false),
+            PostStatus::Hidden
+        );
         assert_eq!(
             PostStatus::of(false, Moderation::Hidden, false),
             PostStatus::Hidden

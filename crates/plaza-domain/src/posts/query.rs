@@ -549,11 +549,10 @@ impl Database {
         }
         // The counters count a held post as a draft; the held ones are few
         // (`posts_held`).
-        let (pending,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM posts WHERE held AND moderation <> 'hidden'",
-        )
-        .fetch_one(&mut *self.lease().await?)
-        .await?;
+        let (pending,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM posts WHERE held AND moderation <> 'hidden'")
+                .fetch_one(&mut *self.lease().await?)
+                .await?;
         *by_status.entry(PostStatus::Pending.as_str()).or_default() += pending;
         *by_status.entry(PostStatus::Draft.as_str()).or_default() -= pending;
         Ok(by_status)

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use sqlx::FromRow;
 
 use crate::DomainError;
-use crate::listing::{Arg, Args};
 use crate::holds::Review;
+use crate::listing::{Arg, Args};
 use crate::posts::Viewer;
 
 /// Most characters in a reply's content.

@@ -314,11 +314,11 @@ pub async fn set_status(
     sqlx::query(&format!(
         "UPDATE replies SET status = $1, updated_at = $2{approval} WHERE id = $3"
     ))
-        .bind(status.as_str())
-        .bind(now_millis())
-        .bind(reply.id)
-        .execute(&mut **tx)
-        .await?;
+    .bind(status.as_str())
+    .bind(now_millis())
+    .bind(reply.id)
+    .execute(&mut **tx)
+    .await?;
     let delta = i64::from(status.is_visible()) - i64::from(reply.status.is_visible());
     if delta != 0 {
         count_visible(tx, reply.post_id, &reply.path, delta).await?;

@@ -31,11 +31,11 @@ use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
-use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::holds::{self, HoldCheck, Review, Write};
+use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
-use plaza_domain::word_filters::FilterScope;
 use plaza_domain::time::{now_millis, rfc3339};
+use plaza_domain::word_filters::FilterScope;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

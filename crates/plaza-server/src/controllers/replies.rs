@@ -11,7 +11,6 @@ use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::between::{Hidden, Sight};
 use plaza_domain::holds::{self, HoldCheck, Review, Write};
 use plaza_domain::notifications::causes::{self, Decided};
-use plaza_domain::word_filters::FilterScope;
 use plaza_domain::policy;
 use plaza_domain::posts::{self, Viewer};
 use plaza_domain::replies::{
@@ -19,6 +18,7 @@ use plaza_domain::replies::{
 };
 use plaza_domain::reports::{self, NewReport, ReportTarget};
 use plaza_domain::time::{now_millis, rfc3339};
+use plaza_domain::word_filters::FilterScope;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;

@@ -10,12 +10,12 @@ use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::email_tokens::TokenPurpose;
 use plaza_domain::erasure;
 use plaza_domain::policy::{self, Actor};
-use plaza_domain::word_filters::FilterScope;
 use plaza_domain::text::{MAX_IMAGE_URL_CHARS, MAX_NAME_CHARS, is_email_address, is_web_url};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
+use plaza_domain::word_filters::FilterScope;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -181,13 +181,7 @@ pub async fn create_user(
         )?;
     }
     validate_sign_up(&body)?;
-    refuse_blocked_words(
-        &state,
-        body.username.as_deref(),
-        body.name.as_deref(),
-        None,
-    )
-    .await?;
+    refuse_blocked_words(&state, body.username.as_deref(), body.name.as_deref(), None).await?;
     let password_hash = state.auth.passwords.hash(&body.password).await?;
     let name = body.name.map(|name| name.trim().to_owned());
     // The address is not verified yet: the mail carries no text the

@@ -474,7 +474,11 @@ async fn an_operator_runs_the_community_from_the_console() {
         .unwrap();
     click_then(&client, "#word-filter-list form button", ".notice").await;
     assert!(text_of(&client, ".notice").await.contains("removed"));
-    assert!(text_of(&client, "#word-filter-list").await.contains("No filters yet."));
+    assert!(
+        text_of(&client, "#word-filter-list")
+            .await
+            .contains("No filters yet.")
+    );
 
     client.goto(&format!("{base}/admin/emojis")).await.unwrap();
     picture(&client, "emojis").await;

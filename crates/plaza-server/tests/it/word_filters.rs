@@ -85,7 +85,12 @@ async fn write_post(server: &TestServer, cookie: &str, title: &str, content: &st
 }
 
 /// Answers post `post_id` as `cookie`: status and answer.
-async fn write_reply(server: &TestServer, cookie: &str, post_id: &str, content: &str) -> (u16, Value) {
+async fn write_reply(
+    server: &TestServer,
+    cookie: &str,
+    post_id: &str,
+    content: &str,
+) -> (u16, Value) {
     call(
         server,
         "POST",
@@ -127,7 +132,10 @@ async fn word_filters_are_listed_added_and_removed_with_their_audit_entries(back
     for (body, field) in [
         (json!({"action": "block"}), "phrase"),
         (json!({"phrase": "", "action": "block"}), "phrase"),
-        (json!({"phrase": "x".repeat(101), "action": "block"}), "phrase"),
+        (
+            json!({"phrase": "x".repeat(101), "action": "block"}),
+            "phrase",
+        ),
         (json!({"phrase": "\u{200b}", "action": "block"}), "phrase"),
         (json!({"phrase": "spam"}), "action"),
         (json!({"phrase": "spam", "action": "ban"}), "action"),
@@ -142,20 +150,35 @@ async fn word_filters_are_listed_added_and_removed_with_their_audit_entries(back
     ] {
         let (status, answer) = add_filter(&server, &writer, body.clone()).await;
         assert_eq!(status, 422, "{body}: {answer}");
-        assert!(fields(&answer).contains(&field.to_owned()), "{body}: {answer}");
+        assert!(
+            fields(&answer).contains(&field.to_owned()),
+            "{body}: {answer}"
+        );
     }
-    let (status, _) = add_filter(&server, &reader, json!({"phrase": "spam", "action": "block"})).await;
+    let (status, _) = add_filter(
+        &server,
+        &reader,
+        json!({"phrase": "spam", "action": "block"}),
+    )
+    .await;
     assert_eq!(status, 403, "admin:read may not add");
 
     // Defaults: whole words, every kind of text.
-    let (status, created) =
-        add_filter(&server, &writer, json!({"phrase": "  Free Crypto ", "action": "hold"})).await;
+    let (status, created) = add_filter(
+        &server,
+        &writer,
+        json!({"phrase": "  Free Crypto ", "action": "hold"}),
+    )
+    .await;
     assert_eq!(status, 201, "{created}");
     let data = &created["data"];
     assert_eq!(data["phrase"], "Free Crypto");
     assert_eq!(data["action"], "hold");
     assert_eq!(data["wholeWord"], true);
-    assert_eq!(data["appliesTo"], json!(["post", "reply", "username", "profile"]));
+    assert_eq!(
+        data["appliesTo"],
+        json!(["post", "reply", "username", "profile"])
+    );
     let id = data["id"].as_str().unwrap().to_owned();
     filter(
         &server,
@@ -164,7 +187,14 @@ async fn word_filters_are_listed_added_and_removed_with_their_audit_entries(back
     )
     .await;
 
-    let (status, listed) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/word-filters", None).await;
+    let (status, listed) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/word-filters",
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["meta"]["pagination"]["total"], 2);
     let phrases: Vec<&str> = listed["data"]
@@ -190,7 +220,10 @@ async fn word_filters_are_listed_added_and_removed_with_their_audit_entries(back
     assert_eq!(status, 404);
 
     // Both changes are audited with the filter.
-    for (action, side) in [("word_filter.create", "after"), ("word_filter.delete", "before")] {
+    for (action, side) in [
+        ("word_filter.create", "after"),
+        ("word_filter.delete", "before"),
+    ] {
         let (status, entries) = ask(
             &server,
             As::Token(&reader),
@@ -220,7 +253,12 @@ async fn word_filters_are_listed_added_and_removed_with_their_audit_entries(back
             1000 - count
         ))
         .await;
-    let (status, full) = add_filter(&server, &writer, json!({"phrase": "one more", "action": "block"})).await;
+    let (status, full) = add_filter(
+        &server,
+        &writer,
+        json!({"phrase": "one more", "action": "block"}),
+    )
+    .await;
     assert_eq!(status, 409, "{full}");
 }
 
@@ -230,14 +268,24 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
     let writer = server.mint("admin@example.com", "admin:write");
     let member = Member::join(&server, "member@example.com", "user").await;
     let other = Member::join(&server, "other@example.com", "user").await;
-    filter(&server, &writer, json!({"phrase": "casino", "action": "block"})).await;
+    filter(
+        &server,
+        &writer,
+        json!({"phrase": "casino", "action": "block"}),
+    )
+    .await;
     filter(
         &server,
         &writer,
         json!({"phrase": "crypto", "action": "hold", "applies_to": ["post", "reply"]}),
     )
     .await;
-    filter(&server, &writer, json!({"phrase": "promo", "action": "flag"})).await;
+    filter(
+        &server,
+        &writer,
+        json!({"phrase": "promo", "action": "flag"}),
+    )
+    .await;
     filter(
         &server,
         &writer,
@@ -248,7 +296,11 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
     // Block: the field is named, whatever disguise the phrase wears.
     let blocked = [
         ("C4SINO night", "fine", "title"),
-        ("Fine", "a \u{ff43}\u{ff41}\u{ff53}\u{ff49}\u{ff4e}\u{ff4f} here", "content"),
+        (
+            "Fine",
+            "a \u{ff43}\u{ff41}\u{ff53}\u{ff49}\u{ff4e}\u{ff4f} here",
+            "content",
+        ),
         ("Fine", "ca\u{200b}si\u{200d}no", "content"),
         ("Fine", "\u{0441}\u{0430}sin\u{043e}", "content"),
         ("Fine", "CAS\u{0399}N\u{039f}", "content"),
@@ -259,7 +311,8 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
         assert_eq!(fields(&answer), [field], "{answer}");
     }
     // Whole words only: a longer word is not the phrase.
-    let (status, fine) = write_post(&server, &member.cookie, "Casinos", "about casinoless towns").await;
+    let (status, fine) =
+        write_post(&server, &member.cookie, "Casinos", "about casinoless towns").await;
     assert_eq!(status, 201, "{fine}");
     let post_id = fine["id"].as_str().unwrap().to_owned();
     let (status, answer) = call(
@@ -270,9 +323,18 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
         Some(json!({"content": "visit the CASINO"})),
     )
     .await;
-    assert_eq!((status, fields(&answer)), (422, vec!["content".to_owned()]), "{answer}");
-    let (status, answer) = write_reply(&server, &other.cookie, &post_id, "c-a-s-i-n-o? no: casino").await;
-    assert_eq!((status, fields(&answer)), (422, vec!["content".to_owned()]), "{answer}");
+    assert_eq!(
+        (status, fields(&answer)),
+        (422, vec!["content".to_owned()]),
+        "{answer}"
+    );
+    let (status, answer) =
+        write_reply(&server, &other.cookie, &post_id, "c-a-s-i-n-o? no: casino").await;
+    assert_eq!(
+        (status, fields(&answer)),
+        (422, vec!["content".to_owned()]),
+        "{answer}"
+    );
     let (status, reply) = write_reply(&server, &other.cookie, &post_id, "a plain answer").await;
     assert_eq!(status, 201, "{reply}");
     let reply_id = reply["id"].as_str().unwrap().to_owned();
@@ -284,7 +346,11 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
         Some(json!({"content": "casino!"})),
     )
     .await;
-    assert_eq!((status, fields(&answer)), (422, vec!["content".to_owned()]), "{answer}");
+    assert_eq!(
+        (status, fields(&answer)),
+        (422, vec!["content".to_owned()]),
+        "{answer}"
+    );
 
     // Usernames and profiles.
     let signed_up = server
@@ -305,19 +371,37 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
         (json!({"name": "\u{0455}pammer"}), "name"),
         (json!({"username": "spammer"}), "username"),
     ] {
-        let (status, answer) = call(&server, "PUT", &me, Some(&member.cookie), Some(body.clone())).await;
+        let (status, answer) = call(
+            &server,
+            "PUT",
+            &me,
+            Some(&member.cookie),
+            Some(body.clone()),
+        )
+        .await;
         assert_eq!(status, 422, "{body}: {answer}");
         assert_eq!(fields(&answer), [field], "{answer}");
     }
-    let (status, answer) = call(&server, "PUT", &me, Some(&member.cookie), Some(json!({"bio": "crypto promo casinos"}))).await;
-    assert_eq!(status, 200, "hold and flag filters do not act on profiles: {answer}");
+    let (status, answer) = call(
+        &server,
+        "PUT",
+        &me,
+        Some(&member.cookie),
+        Some(json!({"bio": "crypto promo casinos"})),
+    )
+    .await;
+    assert_eq!(
+        status, 200,
+        "hold and flag filters do not act on profiles: {answer}"
+    );
 
     // Hold: stored pending, for the author to see.
     let (status, held) = write_post(&server, &member.cookie, "News", "free CRYPT0 here").await;
     assert_eq!(status, 201, "{held}");
     assert_eq!(held["status"], "pending");
     assert_eq!(held["published"], false);
-    let (status, held_reply) = write_reply(&server, &other.cookie, &post_id, "\u{0441}rypto!").await;
+    let (status, held_reply) =
+        write_reply(&server, &other.cookie, &post_id, "\u{0441}rypto!").await;
     assert_eq!(status, 201, "{held_reply}");
     assert_eq!(held_reply["status"], "pending");
     // Edited into a held phrase, a public reply leaves the thread.
@@ -337,19 +421,47 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
     assert_eq!(status, 201, "{flagged}");
     assert_eq!(flagged["status"], "flagged");
     let flagged_id = flagged["id"].as_str().unwrap();
-    let (status, _) = call(&server, "GET", &format!("/api/posts/{flagged_id}"), None, None).await;
+    let (status, _) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{flagged_id}"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(status, 200, "a flagged post is public");
     let (status, flagged_reply) = write_reply(&server, &other.cookie, &post_id, "PROMO").await;
     assert_eq!(status, 201, "{flagged_reply}");
     assert_eq!(flagged_reply["status"], "flagged");
     let reader = server.mint("admin@example.com", "admin:read");
-    let (_, queue) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/posts?status=flagged", None).await;
+    let (_, queue) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/posts?status=flagged",
+        None,
+    )
+    .await;
     assert_eq!(queue["data"][0]["id"], flagged_id);
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:promo");
-    let (_, queue) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/posts?status=pending", None).await;
+    let (_, queue) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/posts?status=pending",
+        None,
+    )
+    .await;
     assert_eq!(queue["data"][0]["id"], held["id"]);
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:crypto");
-    let (_, queue) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/replies?status=flagged", None).await;
+    let (_, queue) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/replies?status=flagged",
+        None,
+    )
+    .await;
     assert_eq!(queue["data"][0]["id"], flagged_reply["id"]);
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:promo");
 }
@@ -370,7 +482,12 @@ async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_ap
         .as_str()
         .unwrap_or_else(|| panic!("the member's username"))
         .to_owned();
-    filter(&server, &writer, json!({"phrase": "giveaway", "action": "hold"})).await;
+    filter(
+        &server,
+        &writer,
+        json!({"phrase": "giveaway", "action": "hold"}),
+    )
+    .await;
 
     let (status, public) = write_post(&server, &other.cookie, "Open thread", "say hello").await;
     assert_eq!(status, 201, "{public}");
@@ -384,7 +501,8 @@ async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_ap
     .await;
     assert_eq!(status, 201, "{held}");
     let held_id = held["id"].as_str().unwrap().to_owned();
-    let (status, reply) = write_reply(&server, &author.cookie, &public_id, "a giveaway for you").await;
+    let (status, reply) =
+        write_reply(&server, &author.cookie, &public_id, "a giveaway for you").await;
     assert_eq!(status, 201, "{reply}");
     let reply_id = reply["id"].as_str().unwrap().to_owned();
 
@@ -393,48 +511,117 @@ async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_ap
     for who in [None, Some(other.cookie.as_str())] {
         assert_eq!(call(&server, "GET", &post_path, who, None).await.0, 404);
         let (_, list) = call(&server, "GET", "/api/posts?limit=100", who, None).await;
-        let ids: Vec<&Value> = list["posts"].as_array().unwrap().iter().map(|post| &post["id"]).collect();
+        let ids: Vec<&Value> = list["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|post| &post["id"])
+            .collect();
         assert_eq!(ids, [&json!(public_id)], "{list}");
         assert_eq!(list["pagination"]["total"], 1, "{list}");
         let (_, found) = call(&server, "GET", "/api/search?q=giveaway&type=all", who, None).await;
         assert_eq!(found["results"], json!([]), "{found}");
-        let (_, thread) = call(&server, "GET", &format!("/api/posts/{public_id}/replies"), who, None).await;
+        let (_, thread) = call(
+            &server,
+            "GET",
+            &format!("/api/posts/{public_id}/replies"),
+            who,
+            None,
+        )
+        .await;
         assert_eq!(thread["replies"], json!([]), "{thread}");
-        assert_eq!(call(&server, "GET", &format!("/api/replies/{reply_id}"), who, None).await.0, 404);
+        assert_eq!(
+            call(
+                &server,
+                "GET",
+                &format!("/api/replies/{reply_id}"),
+                who,
+                None
+            )
+            .await
+            .0,
+            404
+        );
     }
     let profile = server
         .get_json_as(&format!("/api/users/{}/profile", author.id), &other.cookie)
         .await;
     assert_eq!(profile["posts_count"], 0, "{profile}");
     assert_eq!(profile["replies_count"], 0, "{profile}");
-    let (_, public_now) = call(&server, "GET", &format!("/api/posts/{public_id}"), None, None).await;
+    let (_, public_now) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{public_id}"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(public_now["reply_count"], 0);
-    assert_eq!(notified(&server, &other.cookie, &held_id).await, Vec::<String>::new());
-    assert_eq!(notified(&server, &other.cookie, &public_id).await, Vec::<String>::new());
+    assert_eq!(
+        notified(&server, &other.cookie, &held_id).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        notified(&server, &other.cookie, &public_id).await,
+        Vec::<String>::new()
+    );
 
     // Seen by the author and by moderators, as pending.
     for cookie in [&author.cookie, &moderator.cookie] {
         let (status, seen) = call(&server, "GET", &post_path, Some(cookie), None).await;
         assert_eq!(status, 200, "{seen}");
         assert_eq!(seen["status"], "pending");
-        let (status, seen) = call(&server, "GET", &format!("/api/replies/{reply_id}"), Some(cookie), None).await;
+        let (status, seen) = call(
+            &server,
+            "GET",
+            &format!("/api/replies/{reply_id}"),
+            Some(cookie),
+            None,
+        )
+        .await;
         assert_eq!(status, 200, "{seen}");
         assert_eq!(seen["status"], "pending");
     }
     // Publishing it again leaves it held.
-    let (status, still) = call(&server, "PUT", &post_path, Some(&author.cookie), Some(json!({"published": true}))).await;
+    let (status, still) = call(
+        &server,
+        "PUT",
+        &post_path,
+        Some(&author.cookie),
+        Some(json!({"published": true})),
+    )
+    .await;
     assert_eq!(status, 200, "{still}");
     assert_eq!(still["status"], "pending");
 
     // In the queue with the reason, on the admin surface and the console.
-    let (_, queue) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/posts?status=pending", None).await;
+    let (_, queue) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/posts?status=pending",
+        None,
+    )
+    .await;
     assert_eq!(queue["data"][0]["id"], held_id.as_str(), "{queue}");
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:giveaway");
-    let (_, queue) = ask(&server, As::Token(&reader), "GET", "/api/v1/admin/replies?status=pending", None).await;
+    let (_, queue) = ask(
+        &server,
+        As::Token(&reader),
+        "GET",
+        "/api/v1/admin/replies?status=pending",
+        None,
+    )
+    .await;
     assert_eq!(queue["data"][0]["id"], reply_id.as_str(), "{queue}");
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:giveaway");
     let page = server
-        .send(moderator.session(), "GET", "/admin/moderation?state=pending", None)
+        .send(
+            moderator.session(),
+            "GET",
+            "/admin/moderation?state=pending",
+            None,
+        )
         .await
         .text()
         .await
@@ -457,14 +644,40 @@ async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_ap
     let (status, published) = call(&server, "GET", &post_path, None, None).await;
     assert_eq!(status, 200, "{published}");
     assert_eq!(published["published"], true);
-    let (_, thread) = call(&server, "GET", &format!("/api/posts/{public_id}/replies"), None, None).await;
+    let (_, thread) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{public_id}/replies"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(thread["replies"][0]["id"], reply_id.as_str(), "{thread}");
-    let (_, public_now) = call(&server, "GET", &format!("/api/posts/{public_id}"), None, None).await;
+    let (_, public_now) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{public_id}"),
+        None,
+        None,
+    )
+    .await;
     assert_eq!(public_now["reply_count"], 1);
-    assert_eq!(notified(&server, &author.cookie, &held_id).await, ["moderation"]);
-    assert_eq!(notified(&server, &author.cookie, &public_id).await, ["moderation"]);
-    assert_eq!(notified(&server, &other.cookie, &held_id).await, ["mention"]);
-    assert_eq!(notified(&server, &other.cookie, &public_id).await, ["reply"]);
+    assert_eq!(
+        notified(&server, &author.cookie, &held_id).await,
+        ["moderation"]
+    );
+    assert_eq!(
+        notified(&server, &author.cookie, &public_id).await,
+        ["moderation"]
+    );
+    assert_eq!(
+        notified(&server, &other.cookie, &held_id).await,
+        ["mention"]
+    );
+    assert_eq!(
+        notified(&server, &other.cookie, &public_id).await,
+        ["reply"]
+    );
     let (_, entries) = ask(
         &server,
         As::Token(&reader),
@@ -473,8 +686,14 @@ async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_ap
         None,
     )
     .await;
-    assert_eq!(entries["data"][0]["changes"]["status"]["before"], "pending", "{entries}");
-    assert_eq!(entries["data"][0]["changes"]["status"]["after"], "published", "{entries}");
+    assert_eq!(
+        entries["data"][0]["changes"]["status"]["before"], "pending",
+        "{entries}"
+    );
+    assert_eq!(
+        entries["data"][0]["changes"]["status"]["after"], "published",
+        "{entries}"
+    );
 }
 
 async fn a_new_accounts_first_writes_are_held_until_one_is_approved(backend: Backend) {
@@ -509,7 +728,14 @@ async fn a_new_accounts_first_writes_are_held_until_one_is_approved(backend: Bac
     assert_eq!(status, 201, "{draft}");
     assert_eq!(draft["status"], "draft");
     let draft_path = format!("/api/posts/{}", draft["id"].as_str().unwrap());
-    let (_, draft) = call(&server, "PUT", &draft_path, Some(&approved.cookie), Some(json!({"published": true}))).await;
+    let (_, draft) = call(
+        &server,
+        "PUT",
+        &draft_path,
+        Some(&approved.cookie),
+        Some(json!({"published": true})),
+    )
+    .await;
     assert_eq!(draft["status"], "pending", "{draft}");
 
     // Once a moderator approves one, later writes publish directly.
@@ -517,7 +743,10 @@ async fn a_new_accounts_first_writes_are_held_until_one_is_approved(backend: Bac
         &server,
         As::Token(&writer),
         "POST",
-        &format!("{}/moderate", draft_path.replace("/api/posts", "/api/v1/admin/posts")),
+        &format!(
+            "{}/moderate",
+            draft_path.replace("/api/posts", "/api/v1/admin/posts")
+        ),
         Some(json!({"action": "approve"})),
     )
     .await;
@@ -542,7 +771,12 @@ async fn a_filter_added_on_one_instance_is_in_force_on_another_within_five_secon
     let (status, _) = write_post(&first, &member.cookie, "Hello", "lottery").await;
     assert_eq!(status, 201);
 
-    let id = filter(&second, &writer, json!({"phrase": "lottery", "action": "block"})).await;
+    let id = filter(
+        &second,
+        &writer,
+        json!({"phrase": "lottery", "action": "block"}),
+    )
+    .await;
     let added_at = Instant::now();
     loop {
         let (status, answer) = write_post(&first, &member.cookie, "Hello", "l0ttery").await;

@@ -55,7 +55,11 @@ impl From<&WordFilter> for WordFilterItem {
             phrase: filter.phrase.clone(),
             action: filter.action.as_str(),
             whole_word: filter.whole_word,
-            applies_to: filter.applies_to.iter().map(|scope| scope.as_str()).collect(),
+            applies_to: filter
+                .applies_to
+                .iter()
+                .map(|scope| scope.as_str())
+                .collect(),
             created_at: rfc3339(filter.created_at),
             created_by: filter.created_by.map(|id| id.to_string()),
         }
@@ -96,13 +100,12 @@ pub fn checked_filter(body: NewWordFilterBody) -> Result<NewWordFilter, AppError
         }
         Some(phrase) => {
             let phrase = phrase.trim().to_owned();
-            let checked = check_text(&phrase, MAX_PHRASE_CHARS, true, TextRule::Line).and_then(
-                |()| {
+            let checked =
+                check_text(&phrase, MAX_PHRASE_CHARS, true, TextRule::Line).and_then(|()| {
                     is_findable(&phrase)
                         .then_some(())
                         .ok_or_else(|| "must hold a visible character".to_owned())
-                },
-            );
+                });
             problems.check("phrase", checked).map(|()| phrase)
         }
     };
@@ -119,7 +122,10 @@ pub fn checked_filter(body: NewWordFilterBody) -> Result<NewWordFilter, AppError
     let applies_to = match body.applies_to {
         None => FilterScope::ALL.to_vec(),
         Some(names) if names.is_empty() => {
-            problems.add("applies_to", "must name at least one of post, reply, username, profile");
+            problems.add(
+                "applies_to",
+                "must name at least one of post, reply, username, profile",
+            );
             Vec::new()
         }
         Some(names) => {

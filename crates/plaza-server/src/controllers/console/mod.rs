@@ -101,7 +101,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
             "/admin/word-filters",
             get(word_filters::list).post(word_filters::add),
         )
-        .route("/admin/word-filters/{id}/delete", post(word_filters::delete))
+        .route(
+            "/admin/word-filters/{id}/delete",
+            post(word_filters::delete),
+        )
         .route("/admin/emojis", get(emojis::list))
         .route("/admin/emojis/{id}", post(emojis::review))
         .route("/admin/system", get(system::overview))
