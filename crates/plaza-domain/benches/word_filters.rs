@@ -77,6 +77,9 @@ fn word_filters(c: &mut Criterion) {
             })
         },
     );
+    c.bench_function("normalising alone: 10,000-character accented post", |b| {
+        b.iter(|| black_box(plaza_domain::phrases::normalize(black_box(&accented))))
+    });
 }
 
 criterion_group!(benches, word_filters);
