@@ -16,8 +16,8 @@
 //!
 //! The automaton is a DFA: building it costs more than the default, but
 //! it is built once per change of a set, and it reads a text at about a
-//! byte per step whatever the number of phrases (the site's 1,000 word
-//! filters check a 10,000-character post well under 100 µs).
+//! byte per step whatever the number of phrases (docs/benchmarks.md,
+//! "Word filters").
 //!
 //! A whole-word phrase matches only where neither the character before nor
 //! the one after it is a letter or a digit (of any script), so `cat`
