@@ -4,6 +4,8 @@
 //   GET /api/posts?limit=&offset=          the page and its total
 //   GET /api/search/posts?q=&limit=&offset= full-text search, ranked and
 //                                           highlighted
+//   GET /api/posts/{id}/replies?limit=&cursor= a page of a thread in path
+//                                           order (bench/conversations.sh)
 // Both answer the JSON shape Plaza answers. The list's total comes from the
 // `post_counts` counters, as Plaza's does; the search ranks the newest 200
 // matches by ts_rank and highlights title and snippet here, as Plaza does.
@@ -31,6 +33,7 @@ function send(response, status, body) {
 }
 
 class Invalid extends Error {}
+class NotFound extends Error {}
 
 // limit 1 to 100 (default 20) and offset 0 or more, as Plaza checks them.
 function page(params) {
@@ -203,18 +206,95 @@ async function searchPosts(sql, params) {
   };
 }
 
+// A page of a post's thread in path order (each reply after its parent,
+// siblings oldest first), continuing after the `cursor` path: the post's
+// visibility and count, the page with its authors, then the page's
+// reaction counts and mentions, as Plaza's thread page answers them.
+async function threadPage(sql, postId, params) {
+  const limit = params.has("limit") ? Number(params.get("limit")) : 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new Invalid("limit must be a whole number from 1 to 100");
+  const after = params.get("cursor") ?? "";
+  const [post] = await sql`SELECT p.reply_count FROM posts p WHERE p.id = ${postId} AND ${sql.unsafe(PUBLIC)}`;
+  if (!post) throw new NotFound("post");
+  const rows = await sql`
+    SELECT r.id, r.post_id, r.parent_id, r.author_id, u.username, u.name, u.image, r.content,
+      r.status, r.depth, r.path, r.reply_count, r.created_at, r.updated_at, r.edited_at
+    FROM replies r LEFT JOIN users u ON u.id = r.author_id
+    WHERE r.post_id = ${postId} AND r.path > ${after}
+      AND (r.status IN ('published', 'flagged') OR (r.status = 'deleted' AND r.reply_count > 0))
+    ORDER BY r.path LIMIT ${limit + 1}`;
+  const shown = rows.slice(0, limit);
+  const ids = shown.map((row) => row.id);
+  const [counts, mentions] = await Promise.all([
+    sql`SELECT reply_id, emoji, total FROM reply_reaction_counts
+        WHERE reply_id = ANY(${ids}) ORDER BY reply_id, first_reacted_at`,
+    sql`SELECT m.reply_id, u.id, u.username FROM reply_mentions m JOIN users u ON u.id = m.user_id
+        WHERE m.reply_id = ANY(${ids}) ORDER BY m.reply_id, m.position`,
+  ]);
+  const reactionsOf = new Map();
+  for (const row of counts) {
+    const key = String(row.reply_id);
+    if (!reactionsOf.has(key)) reactionsOf.set(key, {});
+    reactionsOf.get(key)[row.emoji] = Number(row.total);
+  }
+  const mentionsOf = new Map();
+  for (const row of mentions) {
+    const key = String(row.reply_id);
+    if (!mentionsOf.has(key)) mentionsOf.set(key, []);
+    mentionsOf.get(key).push({ id: String(row.id), username: row.username });
+  }
+  return {
+    replies: shown.map((row) => ({
+      id: String(row.id),
+      post_id: String(row.post_id),
+      parent_id: row.parent_id === null ? null : String(row.parent_id),
+      author:
+        row.author_id === null
+          ? null
+          : {
+              id: String(row.author_id),
+              username: row.username,
+              display_name: row.name ?? row.username,
+              avatar_url: row.image ?? `/api/avatar-image?seed=${row.author_id}`,
+              is_bot: false,
+            },
+      content: row.content,
+      status: row.status,
+      depth: Number(row.depth),
+      reply_count: Number(row.reply_count),
+      reactions: reactionsOf.get(String(row.id)) ?? {},
+      my_reactions: [],
+      mentions: mentionsOf.get(String(row.id)) ?? [],
+      created_at: rfc3339(row.created_at),
+      updated_at: rfc3339(row.updated_at),
+      edited_at: row.edited_at === null ? null : rfc3339(row.edited_at),
+    })),
+    next_cursor: rows.length > limit ? shown.at(-1).path : null,
+    total: Number(post.reply_count),
+  };
+}
+
 const ROUTES = { "/api/posts": listPosts, "/api/search/posts": searchPosts };
+const THREAD = /^\/api\/posts\/(\d+)\/replies$/;
+
+// The handler of a path, with the thread's post id bound.
+function routeOf(pathname) {
+  if (ROUTES[pathname]) return ROUTES[pathname];
+  const thread = THREAD.exec(pathname);
+  return thread ? (sql, params) => threadPage(sql, thread[1], params) : undefined;
+}
 
 function serve() {
   const sql = postgres(process.env.DATABASE_URL, { max: POOL });
   const server = http.createServer(async (request, response) => {
     const url = new URL(request.url, "http://peer");
-    const route = request.method === "GET" ? ROUTES[url.pathname] : undefined;
+    const route = request.method === "GET" ? routeOf(url.pathname) : undefined;
     if (!route) return send(response, 404, { error: "not found" });
     try {
       send(response, 200, await route(sql, url.searchParams));
     } catch (error) {
       if (error instanceof Invalid) send(response, 422, { error: error.message });
+      else if (error instanceof NotFound) send(response, 404, { error: `${error.message} not found` });
       else send(response, 500, { error: String(error) });
     }
   });

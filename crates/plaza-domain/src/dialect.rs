@@ -279,6 +279,7 @@ impl Dialect {
                 "INSERT INTO posts_fts (posts_fts) VALUES ('optimize')",
                 "INSERT INTO users_fts (users_fts) VALUES ('optimize')",
                 "INSERT INTO users_substring_fts (users_substring_fts) VALUES ('optimize')",
+                "INSERT INTO replies_fts (replies_fts) VALUES ('optimize')",
             ],
             Backend::Postgres => &[
                 "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))",
@@ -290,6 +291,9 @@ impl Dialect {
                 "ANALYZE user_bans",
                 "ANALYZE posts",
                 "ANALYZE post_tags",
+                "SELECT setval(pg_get_serial_sequence('replies', 'id'), \
+                 GREATEST((SELECT MAX(id) FROM replies), 1))",
+                "ANALYZE replies",
             ],
         }
     }

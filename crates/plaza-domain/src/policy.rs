@@ -381,6 +381,31 @@ pub fn moderate_reply(actor: Actor) -> Decision {
     moderate_post(actor)
 }
 
+/// Warning or silencing a member: moderators and above, on someone else
+/// of a lower role (a super admin on anyone but themself).
+pub fn discipline(actor: Actor, target: &User) -> Decision {
+    if actor.is(target) || !actor.role.is_moderator() {
+        return Decision::Forbidden;
+    }
+    Decision::allowed_if(actor.outranks(target.role))
+}
+
+/// Appealing a moderation action: the member it affected; to anyone else
+/// it does not exist.
+pub fn appeal_action(actor: Actor, affected: Option<i64>) -> Decision {
+    if affected == Some(actor.user_id) {
+        Decision::Allowed
+    } else {
+        Decision::Hidden
+    }
+}
+
+/// Deciding an appeal: a moderator or above other than who took the
+/// action appealed (`taken_by`).
+pub fn decide_appeal(actor: Actor, taken_by: Option<i64>) -> Decision {
+    Decision::allowed_if(actor.role.is_moderator() && taken_by != Some(actor.user_id))
+}
+
 /// The unversioned admin surface: an administrator or higher who holds
 /// the route's capability (`holds_capability`: granted to them or their
 /// role, and active, [`crate::grants`]); a super admin holds every
@@ -554,6 +579,22 @@ mod tests {
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]
         );
         assert_eq!(table(ban), ["FFFFF", "FFFFF", "AAFFF", "AAAFF"]);
+        assert_eq!(table(discipline), ["FFFFF", "AFFFF", "AAFFF", "AAAAF"]);
+        for role in ROLES {
+            let me = actor(role);
+            assert_eq!(
+                decide_appeal(me, Some(2)).is_allowed(),
+                role.is_moderator(),
+                "{role:?} decides another moderator's action"
+            );
+            assert_eq!(
+                decide_appeal(me, Some(1)),
+                Decision::Forbidden,
+                "never their own"
+            );
+            assert_eq!(appeal_action(me, Some(1)), Decision::Allowed);
+            assert_eq!(appeal_action(me, Some(2)), Decision::Hidden);
+        }
         assert_eq!(
             table(|actor, target| grant_role(actor, target, Role::Moderator)),
             ["FFFFF", "FFFFF", "AAFFF", "AAAAF"]

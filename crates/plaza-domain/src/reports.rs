@@ -18,6 +18,8 @@ pub const MAX_REASON_CHARS: usize = 1000;
 pub enum ReportTarget {
     Post,
     Reply,
+    /// A member (DECISIONS.md "Graduated moderation").
+    User,
 }
 
 impl ReportTarget {
@@ -26,6 +28,7 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post_reports",
             ReportTarget::Reply => "reply_reports",
+            ReportTarget::User => "user_reports",
         }
     }
 
@@ -34,6 +37,7 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post_id",
             ReportTarget::Reply => "reply_id",
+            ReportTarget::User => "user_id",
         }
     }
 
@@ -42,22 +46,22 @@ impl ReportTarget {
         match self {
             ReportTarget::Post => "post",
             ReportTarget::Reply => "reply",
+            ReportTarget::User => "member",
         }
     }
 
     /// Report columns as [`Report`] reads them (unqualified).
     pub(crate) fn columns(self) -> String {
         format!(
-            "id, {} AS target_id, reporter_id, reason, category, created_at, resolved_at, \
-             resolved_by",
+            "id, {} AS target_id, reporter_id, reason, category, rule_ids, created_at, \
+             resolved_at, resolved_by",
             self.column()
         )
     }
 }
 
-/// Why an item is reported (DECISIONS.md "Conversations (round 5)").
-/// `rule_violation` reports name no rules yet: the site rules come with
-/// graduated moderation.
+/// Why an item is reported (DECISIONS.md "Conversations (round 5)");
+/// a report may cite the site's rules ([`crate::rules`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReportCategory {
     Spam,
@@ -113,6 +117,9 @@ pub struct Report {
     pub reason: String,
     #[sqlx(try_from = "String")]
     pub category: ReportCategory,
+    /// The rules it cites, as stored ([`crate::rules::read_ids`]).
+    #[sqlx(rename = "rule_ids")]
+    pub stored_rule_ids: String,
     pub created_at: i64,
     /// When a moderator acted on the item, if they have.
     pub resolved_at: Option<i64>,
@@ -136,7 +143,21 @@ pub struct ModerationStats {
     /// Mean time from report to resolution of the reports resolved in the
     /// period, in milliseconds; `None` when none were.
     pub average_resolution_millis: Option<f64>,
+    /// How long the oldest open report has waited, now, in milliseconds.
+    pub oldest_open_report_millis: Option<i64>,
+    /// Appeals waiting for a decision, now.
+    pub appeals_open: i64,
+    /// How long the oldest open appeal has waited, now, in milliseconds.
+    pub oldest_open_appeal_millis: Option<i64>,
+    /// Mean time from appeal to decision of the appeals decided in the
+    /// period, in milliseconds; `None` when none were.
+    pub average_appeal_decision_millis: Option<f64>,
 }
+
+/// Every report, on posts, replies and members, as one table.
+const ALL_REPORTS: &str = "(SELECT created_at, resolved_at FROM post_reports \
+     UNION ALL SELECT created_at, resolved_at FROM reply_reports \
+     UNION ALL SELECT created_at, resolved_at FROM user_reports)";
 
 impl Database {
     /// The reports on each of `post_ids`, oldest first (the admin post
@@ -203,25 +224,48 @@ impl Database {
         since: i64,
         until: i64,
     ) -> Result<ModerationStats, DomainError> {
+        let now = now_millis();
+        let mut lease = self.lease().await?;
         let (received, resolved, open, posts_open, average): (i64, i64, i64, i64, Option<f64>) =
-            sqlx::query_as(
+            sqlx::query_as(&format!(
                 "SELECT \
-                 (SELECT COUNT(*) FROM post_reports WHERE created_at >= $1 AND created_at < $2), \
-                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2), \
-                 (SELECT COUNT(*) FROM post_reports WHERE resolved_at IS NULL), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE created_at >= $1 AND created_at < $2), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE resolved_at >= $1 AND resolved_at < $2), \
+                 (SELECT COUNT(*) FROM {ALL_REPORTS} r WHERE resolved_at IS NULL), \
                  (SELECT COUNT(DISTINCT post_id) FROM post_reports WHERE resolved_at IS NULL), \
                  (SELECT CAST(AVG(resolved_at - created_at) AS DOUBLE PRECISION) \
-                  FROM post_reports WHERE resolved_at >= $1 AND resolved_at < $2)",
-            )
+                  FROM {ALL_REPORTS} r WHERE resolved_at >= $1 AND resolved_at < $2)"
+            ))
             .bind(since)
             .bind(until)
-            .fetch_one(&mut *self.lease().await?)
+            .fetch_one(&mut *lease)
             .await?;
+        let (oldest_report, appeals_open, oldest_appeal, appeal_average): (
+            Option<i64>,
+            i64,
+            Option<i64>,
+            Option<f64>,
+        ) = sqlx::query_as(&format!(
+            "SELECT \
+             (SELECT MIN(created_at) FROM {ALL_REPORTS} r WHERE resolved_at IS NULL), \
+             (SELECT COUNT(*) FROM appeals WHERE status = 'open'), \
+             (SELECT MIN(created_at) FROM appeals WHERE status = 'open'), \
+             (SELECT CAST(AVG(decided_at - created_at) AS DOUBLE PRECISION) FROM appeals \
+              WHERE decided_at >= $1 AND decided_at < $2)"
+        ))
+        .bind(since)
+        .bind(until)
+        .fetch_one(&mut *lease)
+        .await?;
         Ok(ModerationStats {
             reports_received: received,
             reports_resolved: resolved,
             reports_open: open,
             posts_with_open_reports: posts_open,
+            oldest_open_report_millis: oldest_report.map(|at| (now - at).max(0)),
+            appeals_open,
+            oldest_open_appeal_millis: oldest_appeal.map(|at| (now - at).max(0)),
+            average_appeal_decision_millis: appeal_average,
             average_resolution_millis: average,
         })
     }
@@ -274,6 +318,8 @@ pub struct NewReport {
     pub reporter_id: i64,
     pub reason: String,
     pub category: ReportCategory,
+    /// The rules cited, as [`crate::rules::check_cited`] answers them.
+    pub rule_ids: String,
 }
 
 /// Files a report; a second report of the same item by the same user is
@@ -282,8 +328,8 @@ pub struct NewReport {
 pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError> {
     let target = new.target;
     sqlx::query_as(&format!(
-        "INSERT INTO {} ({}, reporter_id, reason, category, created_at) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING {}",
+        "INSERT INTO {} ({}, reporter_id, reason, category, rule_ids, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING {}",
         target.table(),
         target.column(),
         target.columns()
@@ -292,6 +338,7 @@ pub async fn file(tx: &mut Tx<'_>, new: NewReport) -> Result<Report, DomainError
     .bind(new.reporter_id)
     .bind(new.reason)
     .bind(new.category.as_str())
+    .bind(new.rule_ids)
     .bind(now_millis())
     .fetch_one(&mut **tx)
     .await

@@ -59,6 +59,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
                     .merge(controllers::replies::routes())
                     .merge(controllers::between::routes())
                     .merge(personal(controllers::between::own_routes()))
+                    .merge(controllers::moderation::routes())
+                    .merge(personal(controllers::moderation::own_routes()))
                     .merge(controllers::search::routes())
                     .merge(personal(controllers::alerts::routes()))
                     .merge(personal(controllers::notifications::routes()))

@@ -253,6 +253,24 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
             wake: None,
         },
         Job {
+            // Timed silences end by themselves, as bans do; each expiry is
+            // audited once.
+            name: "silence_expiry",
+            period: Duration::from_secs(settings.auth.ban_expiry_interval_secs),
+            scope: Scope::Cluster {
+                lease: Duration::from_secs(120),
+            },
+            run: |state| {
+                Box::pin(async move {
+                    plaza_domain::silences::expire_due(&state.db, now_millis())
+                        .await
+                        .map(|lifted| format!("lifted {lifted} silences"))
+                        .map_err(|error| error.to_string())
+                })
+            },
+            wake: None,
+        },
+        Job {
             // Scheduled broadcasts that are due become visible. Each is
             // delivered by a conditional UPDATE of its own row, so even two
             // instances that both ran this (an expired claim) deliver it once.

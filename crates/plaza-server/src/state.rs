@@ -139,6 +139,10 @@ impl AppState {
             db: &self.db,
             lock_ttl: self.settings.limits.admin_lock_ttl(),
             session_lookups: &self.auth.session_lookups,
+            mailer: &self.mail,
+            templates: &self.templates,
+            server: &self.settings.server,
+            moderation: &self.settings.moderation,
         }
     }
 

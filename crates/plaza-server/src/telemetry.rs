@@ -71,6 +71,28 @@ pub async fn record_mail_queue(db: &Database) {
     }
 }
 
+/// Reads how long the moderation queues wait (reports on posts, replies
+/// and members; appeals) for a scrape, so an operator can alert on a queue
+/// nobody reads.
+pub async fn record_moderation_queues(db: &Database) {
+    match db.moderation_stats_between(0, 0).await {
+        Ok(stats) => {
+            let seconds = |millis: Option<i64>| millis.map_or(0.0, |ms| ms as f64 / 1000.0);
+            metrics::gauge!("plaza_moderation_open", "queue" => "reports")
+                .set(stats.reports_open as f64);
+            metrics::gauge!("plaza_moderation_open", "queue" => "appeals")
+                .set(stats.appeals_open as f64);
+            metrics::gauge!("plaza_moderation_oldest_wait_seconds", "queue" => "reports")
+                .set(seconds(stats.oldest_open_report_millis));
+            metrics::gauge!("plaza_moderation_oldest_wait_seconds", "queue" => "appeals")
+                .set(seconds(stats.oldest_open_appeal_millis));
+        }
+        Err(error) => {
+            tracing::warn!(%error, "the moderation queues could not be read for the metrics");
+        }
+    }
+}
+
 /// Reads the process's figures (memory, open files, CPU) for a scrape.
 pub fn record_process_figures() {
     process_collector().collect();
@@ -105,6 +127,15 @@ fn describe_metrics() {
     metrics::describe_counter!(
         "plaza_content_generation_reads_total",
         "Reads of the content generation made to check a cached public answer (none while notifications are connected and confirmed)"
+    );
+    metrics::describe_gauge!(
+        "plaza_moderation_open",
+        "Moderation work waiting: open reports (on posts, replies and members) and open appeals"
+    );
+    metrics::describe_gauge!(
+        "plaza_moderation_oldest_wait_seconds",
+        Unit::Seconds,
+        "How long the oldest open report or appeal has waited (0 when none is open)"
     );
     metrics::describe_gauge!(
         "plaza_mail_queue",

@@ -254,3 +254,55 @@ pub async fn moderated(tx: &mut Tx<'_>, decided: Decided) -> Result<(), DomainEr
     .await?;
     Ok(())
 }
+
+/// A warning, told to the member warned as `warning` (and as nothing
+/// else), with its reason in `text`.
+pub async fn warned(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    moderator_id: i64,
+    statement: String,
+) -> Result<(), DomainError> {
+    let seen_by = |_: i64, _: Role| true;
+    notify(
+        tx,
+        NewNotification {
+            recipient_id: user_id,
+            kind: Kind::Warning,
+            actor_id: Some(moderator_id),
+            post_id: None,
+            reply_id: None,
+            emoji: None,
+            text: Some(statement),
+            seen_by: &seen_by,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The decision on a member's appeal, told to them as `appeal` with the
+/// decision in `text`.
+pub async fn appeal_decided(
+    tx: &mut Tx<'_>,
+    user_id: i64,
+    decided_by: i64,
+    statement: String,
+) -> Result<(), DomainError> {
+    let seen_by = |_: i64, _: Role| true;
+    notify(
+        tx,
+        NewNotification {
+            recipient_id: user_id,
+            kind: Kind::Appeal,
+            actor_id: Some(decided_by),
+            post_id: None,
+            reply_id: None,
+            emoji: None,
+            text: Some(statement),
+            seen_by: &seen_by,
+        },
+    )
+    .await?;
+    Ok(())
+}

@@ -6,6 +6,7 @@ use super::model::{Channels, EmailChoice, Kind};
 use super::policy::{self, Facts, Relationship};
 use super::preferences::channels_in;
 use crate::dialect::Dialect;
+use crate::silences;
 use crate::users::{Role, UserStatus};
 use crate::{DomainError, Tx};
 
@@ -57,8 +58,8 @@ struct Standing {
 type RelationRow = (i64, Option<i64>, Option<i64>, Option<i64>);
 
 /// The standing of `actor_id` toward `recipient_id`, read in `tx` from
-/// the members' blocks and mutes (a mute counts until its end). Plaza has
-/// no silence yet, so no actor is silenced.
+/// the members' blocks and mutes (a mute counts until its end) and the
+/// actor's silence ([`silences::is_silenced`]).
 async fn standing(
     tx: &mut Tx<'_>,
     recipient_id: i64,
@@ -79,6 +80,7 @@ async fn standing(
     .bind(actor_id)
     .fetch_all(&mut **tx)
     .await?;
+    let actor_silenced = silences::is_silenced(tx, actor_id, now).await?;
     let mut relationship = None;
     for (user_id, blocked_at, muted_at, mute_expires_at) in rows {
         let recipients_own = user_id == recipient_id;
@@ -97,7 +99,7 @@ async fn standing(
     }
     Ok(Standing {
         relationship,
-        actor_silenced: false,
+        actor_silenced,
     })
 }
 
@@ -250,6 +252,9 @@ pub enum Marked {
     /// These (at most [`MAX_MARKED`]); ids that are not the member's, or
     /// read already, are passed over.
     Ids(Vec<i64>),
+    /// Those this member caused (when the reader blocks or mutes them,
+    /// their notifications leave the list and the unread count).
+    From(i64),
 }
 
 /// Marks `user_id`'s notifications read; a group of reactions read is
@@ -265,6 +270,17 @@ pub async fn mark_read(tx: &mut Tx<'_>, user_id: i64, marked: Marked) -> Result<
             )
             .bind(now)
             .bind(user_id)
+            .execute(&mut **tx)
+            .await?
+        }
+        Marked::From(actor_id) => {
+            sqlx::query(
+                "UPDATE notifications SET read_at = $1, group_key = NULL \
+                 WHERE user_id = $2 AND actor_id = $3 AND read_at IS NULL",
+            )
+            .bind(now)
+            .bind(user_id)
+            .bind(actor_id)
             .execute(&mut **tx)
             .await?
         }

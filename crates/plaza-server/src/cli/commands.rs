@@ -268,7 +268,7 @@ pub async fn mint_token(state: &AppState, args: TokenArgs) -> Result<(), String>
     Ok(())
 }
 
-/// Writes generated users and posts, printing progress to stderr and the
+/// Writes generated users, posts and replies, printing progress to stderr and the
 /// totals to stdout.
 pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
     let mut last_report = std::time::Instant::now();
@@ -296,6 +296,23 @@ pub async fn seed(state: &AppState, args: SeedArgs) -> Result<(), String> {
         summary.reports,
         started.elapsed().as_secs_f64()
     );
+    if args.replies > 0 {
+        let started = std::time::Instant::now();
+        let replies = state
+            .db
+            .seed_replies(args.replies, args.thread_replies, &mut report)
+            .await
+            .map_err(|error| error.to_string())?;
+        println!(
+            "seeded {} replies ({} in the thread of post {}) in {:.1}s",
+            replies.replies,
+            replies.thread_replies,
+            replies
+                .thread_post_id
+                .map_or_else(|| "none".to_owned(), |id| id.to_string()),
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(())
 }
 

@@ -92,7 +92,7 @@ pub enum AnalyticsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum DevCommand {
-    /// Fill the database with generated users and posts (for benchmarks and
+    /// Fill the database with generated users, posts and replies (for benchmarks and
     /// trying things out; run it before serving, not while serving).
     Seed(SeedArgs),
 }
@@ -110,6 +110,14 @@ pub struct SeedArgs {
     /// reports by other users, for the admin moderation queue.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
     pub reported_percent: u64,
+    /// How many published replies to create, by random active users, on
+    /// public posts that have none (after the users and posts above).
+    #[arg(long, default_value_t = 0)]
+    pub replies: u64,
+    /// How many of those replies go into one thread, on the newest such
+    /// post (the rest spread over the others).
+    #[arg(long, default_value_t = 0)]
+    pub thread_replies: u64,
 }
 
 #[derive(Debug, Subcommand)]

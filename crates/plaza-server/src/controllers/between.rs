@@ -13,7 +13,7 @@ use base64::Engine;
 use plaza_domain::between::{
     self, Filter, FilterAction, Listed, MAX_PHRASE_CHARS, MemberCursor, MemberPage, NewFilter,
 };
-use plaza_domain::notifications;
+use plaza_domain::notifications::{self, Marked};
 use plaza_domain::policy;
 use plaza_domain::posts::{FeedCursor, Post};
 use plaza_domain::time::{now_millis, rfc3339};
@@ -410,7 +410,10 @@ pub async fn block(
             Box::pin(async move {
                 let target = users::user_in(tx, id).await?;
                 policy::view_user(Some(actor), &target).check("user", "not found")?;
-                between::block(tx, actor.user_id, id).await
+                between::block(tx, actor.user_id, id).await?;
+                // What the blocked member caused leaves the unread count.
+                notifications::mark_read(tx, actor.user_id, Marked::From(id)).await?;
+                Ok(())
             })
         })
         .await?;
@@ -526,7 +529,10 @@ pub async fn mute(
             Box::pin(async move {
                 let target = users::user_in(tx, id).await?;
                 policy::view_user(Some(actor), &target).check("user", "not found")?;
-                between::mute(tx, actor.user_id, id, expires_at).await
+                between::mute(tx, actor.user_id, id, expires_at).await?;
+                // What the muted member caused leaves the unread count.
+                notifications::mark_read(tx, actor.user_id, Marked::From(id)).await?;
+                Ok(())
             })
         })
         .await?;

@@ -33,6 +33,7 @@ pub const SWAGGER_PATH: &str = "/api/swagger";
         (name = "posts", description = "Posts, their tags and reports"),
         (name = "replies", description = "Replies in threads: answering posts and replies, reading threads, reports on replies"),
         (name = "members", description = "Between members: follows and the feed, blocks, mutes and keyword filters"),
+        (name = "moderation", description = "Site rules, the moderation actions affecting the caller, appeals, the public moderation log and reports on members"),
         (name = "search", description = "Full-text search over posts, replies and users"),
         (name = "images", description = "Generated avatars and share images"),
         (name = "link-preview", description = "Metadata of external pages"),

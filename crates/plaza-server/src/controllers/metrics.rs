@@ -31,6 +31,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 pub async fn metrics(_access: MetricsAccess, State(state): State<AppState>) -> Response {
     record_current_figures(&state);
     crate::telemetry::record_mail_queue(&state.db).await;
+    crate::telemetry::record_moderation_queues(&state.db).await;
     state.metrics.run_upkeep();
     (
         [(

@@ -14,6 +14,7 @@ pub mod feature_flags;
 pub mod images;
 pub mod link_preview;
 pub mod metrics;
+pub mod moderation;
 pub mod notifications;
 pub mod og;
 pub mod params;

@@ -11,21 +11,25 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use plaza_domain::between::Sight;
 use plaza_domain::notifications::{
     self, Channels, Cursor, EmailChoice, Kind, MAX_MARKED, MAX_PAGE, Marked, NewSubscription,
-    NotificationQuery, PreferenceChanges,
+    Notification, NotificationQuery, PreferenceChanges,
 };
+use plaza_domain::time::now_millis;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::CurrentUser;
 use crate::controllers::params::{Problems, boolean};
+use crate::controllers::reading::reading_of;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::services::notifications::NotificationItem;
 use crate::services::notifications::push::subscription_keys;
+use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 
 /// Notifications on a page when none is asked for.
@@ -140,16 +144,34 @@ pub async fn list_notifications(
         })
         .await?;
     let unread_count = state.db.unread_notifications(user_id).await?;
+    let reading = reading_of(&state, Some(&caller)).await?;
+    let now = now_millis();
     let server = &state.settings.server;
     Ok(AppJson(NotificationList {
         notifications: page
             .notifications
             .iter()
+            .filter(|notification| shown_to(reading.as_deref(), notification, now))
             .map(|notification| NotificationItem::new(notification, server))
             .collect(),
         unread_count,
         next_cursor: page.next.map(encode_cursor),
     }))
+}
+
+/// Whether a notification stays on its reader's page: one a member
+/// caused is left out while the reader blocks or mutes them, or a `hide`
+/// filter matches its text (DECISIONS.md "Between members"); the others
+/// (moderation, broadcasts) always stay.
+fn shown_to(reading: Option<&Reading>, notification: &Notification, now: i64) -> bool {
+    let (Some(reading), Some(actor)) = (reading, notification.actor.as_ref()) else {
+        return true;
+    };
+    let text = notification.text.as_deref().unwrap_or_default();
+    !matches!(
+        reading.relations.sight(Some(actor.id), &[text], now),
+        Sight::Hidden(_)
+    )
 }
 
 /// Which notifications to mark read: `ids`, or `all: true`.

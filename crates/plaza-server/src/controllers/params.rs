@@ -190,6 +190,28 @@ pub fn id(problems: &mut Problems, field: &str, raw: Option<&str>) -> Option<i64
     })
 }
 
+/// Ids of site rules as a body gives them (strings of digits or numbers),
+/// recording a problem for `field` when one is neither; whether each is a
+/// rule is the domain's check ([`plaza_domain::rules::check_cited`]).
+pub fn rule_ids(problems: &mut Problems, field: &str, raw: &[serde_json::Value]) -> Vec<i64> {
+    let mut ids = Vec::with_capacity(raw.len());
+    for value in raw {
+        let id = match value {
+            serde_json::Value::String(text) => crate::http::extract::parse_id(text),
+            serde_json::Value::Number(number) => number.as_i64().filter(|id| *id > 0),
+            _ => None,
+        };
+        match id {
+            Some(id) => ids.push(id),
+            None => {
+                problems.add(field, "must be ids of site rules");
+                break;
+            }
+        }
+    }
+    ids
+}
+
 /// A list filter that is `all` (the default) or one value `parse` knows;
 /// anything else is a problem of `field` saying which values it takes.
 pub fn filter<T>(

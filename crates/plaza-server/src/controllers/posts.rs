@@ -14,6 +14,7 @@ use plaza_domain::posts::{
 use plaza_domain::reports::{
     self, MAX_REASON_CHARS, NewReport, Report, ReportCategory, ReportTarget,
 };
+use plaza_domain::rules;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -637,16 +638,17 @@ pub struct ReportBody {
     /// (default).
     #[schema(example = "spam")]
     pub category: Option<String>,
-    /// The site rules a `rule_violation` breaks. The site has no rules
-    /// yet, so any id given is unknown (422); an empty list is accepted.
+    /// The site rules broken (ids from `GET /api/rules`; an id that is
+    /// not a rule is 422).
     #[serde(default)]
     #[schema(value_type = Option<Vec<String>>)]
     pub rule_ids: Vec<serde_json::Value>,
 }
 
-/// The reason and category of a report, checked: 422 naming each bad
-/// field.
-pub fn report_terms(body: ReportBody) -> Result<(String, ReportCategory), AppError> {
+/// The reason, category and cited rules of a report, checked as fields:
+/// 422 naming each bad one (whether each rule exists is asked in the
+/// report's unit of work).
+fn report_terms(body: ReportBody) -> Result<(String, ReportCategory, Vec<i64>), AppError> {
     let mut problems = Problems::default();
     problems.check(
         "reason",
@@ -663,11 +665,43 @@ pub fn report_terms(body: ReportBody) -> Result<(String, ReportCategory), AppErr
             )
             .unwrap_or_default(),
     };
-    if !body.rule_ids.is_empty() {
-        problems.add("rule_ids", "names no rule: the site has no rules yet");
-    }
+    let rule_ids = params::rule_ids(&mut problems, "rule_ids", &body.rule_ids);
     problems.finish()?;
-    Ok((body.reason.trim().to_owned(), category))
+    Ok((body.reason.trim().to_owned(), category, rule_ids))
+}
+
+/// Files `reporter_id`'s report on `target` `target_id` from `body`: the
+/// fields checked (422), the cited rules checked in the unit of work that
+/// files it (422 `rule_ids`), a second report of the same by the same
+/// reporter 409. Whether the reporter may report it is the caller's check.
+pub async fn file_report(
+    state: &AppState,
+    target: ReportTarget,
+    target_id: i64,
+    reporter_id: i64,
+    body: ReportBody,
+) -> Result<Report, AppError> {
+    let (reason, category, rule_ids) = report_terms(body)?;
+    Ok(state
+        .db
+        .write(move |tx| {
+            Box::pin(async move {
+                let rule_ids = rules::check_cited(tx, &rule_ids).await?;
+                reports::file(
+                    tx,
+                    NewReport {
+                        target,
+                        target_id,
+                        reporter_id,
+                        reason,
+                        category,
+                        rule_ids,
+                    },
+                )
+                .await
+            })
+        })
+        .await?)
 }
 
 /// A filed report.
@@ -683,26 +717,38 @@ pub struct ReportView {
     #[schema(example = "31")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_id: Option<String>,
+    /// The member reported (reports on members).
+    #[schema(example = "7")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
     pub reason: String,
     /// `spam`, `harassment`, `illegal`, `rule_violation` or `other`.
     #[schema(example = "other")]
     pub category: &'static str,
+    /// The site rules cited.
+    pub rule_ids: Vec<String>,
     pub created_at: String,
 }
 
 impl ReportView {
     pub fn new(report: &Report, target: ReportTarget) -> Self {
         let target_id = Some(report.target_id.to_string());
-        let (post_id, reply_id) = match target {
-            ReportTarget::Post => (target_id, None),
-            ReportTarget::Reply => (None, target_id),
+        let (post_id, reply_id, user_id) = match target {
+            ReportTarget::Post => (target_id, None, None),
+            ReportTarget::Reply => (None, target_id, None),
+            ReportTarget::User => (None, None, target_id),
         };
         ReportView {
             id: report.id.to_string(),
             post_id,
             reply_id,
+            user_id,
             reason: report.reason.clone(),
             category: report.category.as_str(),
+            rule_ids: rules::read_ids(&report.stored_rule_ids)
+                .iter()
+                .map(i64::to_string)
+                .collect(),
             created_at: rfc3339(report.created_at),
         }
     }
@@ -722,7 +768,7 @@ impl ReportView {
         (status = 403, description = "The caller's own post", body = GeneralError),
         (status = 404, description = "No such post, or not one the caller may see", body = GeneralError),
         (status = 409, description = "Already reported by the caller", body = GeneralError),
-        (status = 422, description = "Missing or overlong reason, unknown category, or rule_ids naming no rule", body = GeneralError),
+        (status = 422, description = "Missing or overlong reason, unknown category, or rule_ids naming no rule of the site", body = GeneralError),
     )
 )]
 pub async fn report_post(
@@ -733,18 +779,7 @@ pub async fn report_post(
 ) -> Result<Response, AppError> {
     let post = state.db.post_for(id, viewer_of(Some(&caller))).await?;
     authorize(policy::report_post(caller.actor(), &post), "post")?;
-    let (reason, category) = report_terms(body)?;
-    let new = NewReport {
-        target: ReportTarget::Post,
-        target_id: id,
-        reporter_id: caller.user_id(),
-        reason,
-        category,
-    };
-    let report = state
-        .db
-        .write(|tx| Box::pin(reports::file(tx, new)))
-        .await?;
+    let report = file_report(&state, ReportTarget::Post, id, caller.user_id(), body).await?;
     Ok((
         StatusCode::CREATED,
         AppJson(ReportView::new(&report, ReportTarget::Post)),

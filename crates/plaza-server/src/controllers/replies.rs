@@ -16,7 +16,7 @@ use plaza_domain::posts::{self, Viewer};
 use plaza_domain::replies::{
     self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadQuery, ThreadSort,
 };
-use plaza_domain::reports::{self, NewReport, ReportTarget};
+use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{now_millis, rfc3339};
 use plaza_domain::word_filters::FilterScope;
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::auth::viewer_of;
 use crate::auth::{CurrentUser, OptionalUser, RequestAudit, authorize};
 use crate::controllers::params::{Problems, TextRule, check_text};
-use crate::controllers::posts::{ReportBody, ReportView, report_terms};
+use crate::controllers::posts::{ReportBody, ReportView, file_report};
 use crate::controllers::reactions::{EngagementView, MentionView, ReactionCounts};
 use crate::controllers::reading::{reading_of, reply_sight};
 use crate::controllers::users::{avatar_url_of, display_name_of};
@@ -103,6 +103,10 @@ pub struct ReplyView {
     pub updated_at: String,
     /// Null until its author edits it.
     pub edited_at: Option<String>,
+    /// In a thread, the phrases of the caller's `warn` filters it matches;
+    /// absent when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered: Option<Vec<String>>,
 }
 
 impl ReplyView {
@@ -129,6 +133,7 @@ impl ReplyView {
             created_at: rfc3339(reply.created_at),
             updated_at: rfc3339(reply.updated_at),
             edited_at: reply.edited_at.map(rfc3339),
+            filtered: None,
         }
     }
 }
@@ -340,10 +345,10 @@ pub async fn list_replies(
     let now = now_millis();
     let mut replies = views(&state, viewer, &page.replies).await?;
     for (view, reply) in replies.iter_mut().zip(&page.replies) {
-        if let Sight::Hidden(hidden) =
-            reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now)
-        {
-            view.hide(hidden);
+        match reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now) {
+            Sight::Hidden(hidden) => view.hide(hidden),
+            Sight::Shown { warnings } if !warnings.is_empty() => view.filtered = Some(warnings),
+            Sight::Shown { .. } => {}
         }
     }
     let list = ReplyList {
@@ -645,18 +650,7 @@ pub async fn report_reply(
     let reply = state.db.reply_by_id(id).await?;
     let post = state.db.post_by_id(reply.post_id).await?;
     authorize(policy::report_reply(caller.actor(), &post, &reply), "reply")?;
-    let (reason, category) = report_terms(body)?;
-    let new = NewReport {
-        target: ReportTarget::Reply,
-        target_id: id,
-        reporter_id: caller.user_id(),
-        reason,
-        category,
-    };
-    let report = state
-        .db
-        .write(|tx| Box::pin(reports::file(tx, new)))
-        .await?;
+    let report = file_report(&state, ReportTarget::Reply, id, caller.user_id(), body).await?;
     Ok((
         StatusCode::CREATED,
         AppJson(ReportView::new(&report, ReportTarget::Reply)),

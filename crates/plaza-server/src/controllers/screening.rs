@@ -40,8 +40,10 @@ const NO_CONTENT: &str = "answers no member's posts or replies";
 const OWN_ACCOUNT: &str = "the caller's own account, sign-in, sessions or data";
 const OWN_ALERTS: &str = "the caller's own alerts: broadcasts and moderators' notes";
 const NOTIFIED: &str = "notifications are screened when written: none is written from a member \
-    the recipient blocks or mutes, or who blocks them (the one rule of notifications); those \
-    written before a block stay";
+    the recipient blocks or mutes, or who blocks them (the one rule of notifications); a block or \
+    mute marks those written before it read";
+const NOTIFICATIONS: &str = "notifications a member the caller blocks or mutes caused, or whose \
+    text a hide filter matches, are left out of the page";
 const OWN_EVENTS: &str = "the caller's own analytics events";
 const OWN_CONTENT: &str = "writes or removes the caller's own post or reply (a moderator's \
     duty is not a member's interaction)";
@@ -108,7 +110,7 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
     ("GET", "/api/alerts", Treatment::Exempt(OWN_ALERTS)),
     ("POST", "/api/alerts/dismiss", Treatment::Exempt(OWN_ALERTS)),
     ("GET", "/api/alerts/stream", Treatment::Exempt(OWN_ALERTS)),
-    ("GET", "/api/notifications", Treatment::Exempt(NOTIFIED)),
+    ("GET", "/api/notifications", Treatment::Lists(NOTIFICATIONS)),
     (
         "POST",
         "/api/notifications/read",

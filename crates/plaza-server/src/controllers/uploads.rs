@@ -188,7 +188,7 @@ pub struct ImageForm {
         (status = 400, description = "`No file provided`, `Invalid file type` (with `allowedTypes`; also for a polyglot, an animation or a damaged image), `File too large` (with `maxSize`, `receivedSize`), `File too small`, `Image too large` (dimensions), `File rejected` (the malware scan)", body = UploadError),
         (status = 401, description = "`Authentication required`", body = UploadError),
         (status = 500, description = "`Upload failed`", body = UploadError),
-        (status = 503, description = "Every processing slot is busy; retry after `Retry-After`", body = UploadError),
+        (status = 503, description = "Every processing slot is busy, or the upload store does not answer (`File store unavailable`); retry after `Retry-After`", body = UploadError),
     )
 )]
 pub async fn upload_image(
@@ -212,7 +212,7 @@ pub async fn upload_image(
         (status = 400, description = "As `POST /api/upload/image`", body = UploadError),
         (status = 401, description = "`Authentication required`", body = UploadError),
         (status = 500, description = "`Upload failed`", body = UploadError),
-        (status = 503, description = "Every processing slot is busy", body = UploadError),
+        (status = 503, description = "Every processing slot is busy, or the upload store does not answer (`File store unavailable`); retry after `Retry-After`", body = UploadError),
     )
 )]
 pub async fn upload(
@@ -431,11 +431,7 @@ pub async fn uploaded_file(
         }
         Err(error) => {
             tracing::warn!(%key, %error, "the upload store did not answer a read");
-            return Err(AppError::DependencyDown {
-                dependency: "the upload store",
-                title: "File store unavailable",
-                retry_after_secs: 5,
-            });
+            return Err(STORE_DOWN);
         }
     };
     let mut response = file.bytes.into_response();
@@ -503,8 +499,20 @@ pub fn refusal_error(refusal: Refusal, limits: &Limits) -> AppError {
         },
         Refusal::Media(error @ MediaError::Encode(_)) => AppError::internal(error),
         Refusal::Failed(cause) => AppError::internal(cause),
+        Refusal::DatabaseDown(reason) => AppError::Unavailable(reason),
+        Refusal::StoreDown(cause) => {
+            tracing::warn!(%cause, "the upload store did not answer a write");
+            STORE_DOWN
+        }
     }
 }
+
+/// 503 for a call the upload store did not answer.
+const STORE_DOWN: AppError = AppError::DependencyDown {
+    dependency: "the upload store",
+    title: "File store unavailable",
+    retry_after_secs: 5,
+};
 
 /// 400 `File too large` with `maxSize` and `receivedSize`.
 pub fn too_large(received: usize, max: usize) -> AppError {

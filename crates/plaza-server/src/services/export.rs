@@ -467,13 +467,15 @@ async fn write_replies(db: &Database, user: &User, zip: &mut Archive) -> Result<
     array.close().await
 }
 
-/// `reports.json`: the reports the user filed, on posts then on replies.
+/// `reports.json`: the reports the user filed, on posts, then on replies,
+/// then on members.
 async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let mut array = JsonArray::open(zip, "reports.json").await?;
-    for target in [ReportTarget::Post, ReportTarget::Reply] {
+    for target in [ReportTarget::Post, ReportTarget::Reply, ReportTarget::User] {
         let target_field = match target {
             ReportTarget::Post => "postId",
             ReportTarget::Reply => "replyId",
+            ReportTarget::User => "userId",
         };
         let mut after = 0;
         loop {

@@ -55,6 +55,8 @@ pub enum MailKind {
     ResetPassword,
     /// A notice that the account's password or second factor changed.
     AccountChanged,
+    /// A ban's reason and the link to appeal it.
+    Banned,
 }
 
 impl MailKind {
@@ -63,6 +65,7 @@ impl MailKind {
             MailKind::VerifyEmail => "verify_email",
             MailKind::ResetPassword => "reset_password",
             MailKind::AccountChanged => "account_changed",
+            MailKind::Banned => "banned",
         }
     }
 }

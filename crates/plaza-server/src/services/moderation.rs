@@ -1,8 +1,10 @@
 //! A moderator's decision on a post or a reply, as one unit of work shared
 //! by every surface that offers it (the versioned admin API and the
-//! operator console): under the item's edit lock, the decision, its audit
-//! entry, the author's `moderation` notification (always for a hide or a
-//! delete, and for the approval of a held item, which also tells those it
+//! operator console): under the item's edit lock, the decision, its
+//! moderation action record (a hide, delete, flag or lock; an approve or
+//! unlock records the reversal of the action it undoes), its audit entry,
+//! the author's `moderation` notification (always for a hide or a delete,
+//! and for the approval of a held item, which also tells those it
 //! mentions) and, when asked, the author's alert are written in one
 //! transaction, so either all of them happen or none. Who may decide is
 //! asked of `plaza_domain::policy` by the caller before this runs.
@@ -10,9 +12,11 @@
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::locks::Resource;
+use plaza_domain::moderation::actions::{self, ActionKind, NewAction, TargetType};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::posts::{self, Moderated, ModerationAction};
 use plaza_domain::replies::{self, Removal, Reply, ReplyModerated, ReplyStatus};
+use plaza_domain::rules;
 use plaza_domain::time::now_millis;
 use plaza_domain::{Database, DomainError, Tx};
 use serde_json::{Value, json};
@@ -31,6 +35,9 @@ pub struct Decision {
     pub notes: Option<String>,
     /// Send the author an alert about the decision.
     pub notify_author: bool,
+    /// The site rules the decision cites (422 `rule_ids` for one that is
+    /// not a rule).
+    pub rule_ids: Vec<i64>,
 }
 
 /// Applies `decision` to post `post_id` as `moderator_id`, audited as
@@ -51,8 +58,35 @@ pub async fn moderate_post(
                     reason,
                     notes,
                     notify_author,
+                    rule_ids,
                 } = decision;
+                let rule_ids = rules::check_cited(tx, &rule_ids).await?;
                 let moderated = posts::moderate(tx, post_id, action, moderator_id).await?;
+                let (subject, undo) = match &moderated {
+                    Moderated::Changed { after, .. } => (after, Value::Null),
+                    Moderated::Deleted { before, .. } => (
+                        before,
+                        json!({"post": {
+                            "title": before.title,
+                            "content": before.content,
+                            "tags": before.tags,
+                            "published": before.published,
+                        }}),
+                    ),
+                };
+                let record_id = record_action(
+                    tx,
+                    moderator_id,
+                    action,
+                    (TargetType::Post, post_id),
+                    subject.author_id,
+                    Recorded {
+                        reason: &reason,
+                        rule_ids,
+                        undo,
+                    },
+                )
+                .await?;
                 let mut changes = match &moderated {
                     Moderated::Changed {
                         before,
@@ -83,6 +117,7 @@ pub async fn moderate_post(
                     }),
                 };
                 note_decision(&mut changes, &reason, &notes, notify_author);
+                changes["moderationActionId"] = json!(record_id.map(|id| id.to_string()));
                 audit::record(
                     tx,
                     &context,
@@ -157,8 +192,18 @@ pub async fn moderate_reply(
                         reason,
                         notes,
                         notify_author,
+                        rule_ids,
                     } = decision;
+                    let rule_ids = rules::check_cited(tx, &rule_ids).await?;
                     let moderated = replies::moderate(tx, reply_id, action, moderator_id).await?;
+                    let undo = match &moderated {
+                        ReplyModerated::Changed { .. } => Value::Null,
+                        ReplyModerated::Deleted { before, .. } => json!({"reply": {
+                            "post_id": before.post_id,
+                            "parent_id": before.parent_id,
+                            "content": before.content,
+                        }}),
+                    };
                     let (before, mut changes) = match &moderated {
                         ReplyModerated::Changed {
                             before,
@@ -187,9 +232,28 @@ pub async fn moderate_reply(
                             }),
                         ),
                     };
+                    let record_id = match before.author_id() {
+                        Some(author_id) => {
+                            record_action(
+                                tx,
+                                moderator_id,
+                                action,
+                                (TargetType::Reply, reply_id),
+                                author_id,
+                                Recorded {
+                                    reason: &reason,
+                                    rule_ids,
+                                    undo,
+                                },
+                            )
+                            .await?
+                        }
+                        None => None,
+                    };
                     changes["action"] = json!(action.as_str());
                     changes["postId"] = json!(before.post_id.to_string());
                     note_decision(&mut changes, &reason, &notes, notify_author);
+                    changes["moderationActionId"] = json!(record_id.map(|id| id.to_string()));
                     audit::record(
                         tx,
                         &context,
@@ -241,6 +305,68 @@ pub async fn moderate_reply(
         )
         .await?;
     Ok(moderated)
+}
+
+/// What a decision's record states besides its kind and target.
+struct Recorded<'a> {
+    reason: &'a Option<String>,
+    rule_ids: String,
+    undo: Value,
+}
+
+/// Records the moderation action a decision on `target` by `moderator_id`
+/// makes, affecting `author_id`: a hide, delete, flag or lock records
+/// itself; an approve reverses the item's standing hide or flag and an
+/// unlock its lock (when there is one). Answers the record's id.
+async fn record_action(
+    tx: &mut Tx<'_>,
+    moderator_id: i64,
+    action: ModerationAction,
+    (target_type, target_id): (TargetType, i64),
+    author_id: i64,
+    recorded: Recorded<'_>,
+) -> Result<Option<i64>, DomainError> {
+    let reason = recorded.reason.clone().unwrap_or_default();
+    let kind = match action {
+        ModerationAction::Hide => ActionKind::Hide,
+        ModerationAction::Delete => ActionKind::Delete,
+        ModerationAction::Flag => ActionKind::Flag,
+        ModerationAction::Lock => ActionKind::Lock,
+        ModerationAction::Approve | ModerationAction::Unlock => {
+            let undone: &[ActionKind] = if action == ModerationAction::Approve {
+                &[ActionKind::Hide, ActionKind::Flag]
+            } else {
+                &[ActionKind::Lock]
+            };
+            let reversal = actions::reverse_by_hand(
+                tx,
+                Some(moderator_id),
+                target_type,
+                target_id,
+                undone,
+                &reason,
+            )
+            .await?;
+            return Ok(reversal.map(|record| record.id));
+        }
+    };
+    let record = actions::record(
+        tx,
+        NewAction {
+            rule_ids: recorded.rule_ids,
+            undo: recorded.undo,
+            ..NewAction::by(
+                moderator_id,
+                kind,
+                target_type,
+                target_id,
+                Some(author_id),
+                reason,
+            )
+        },
+    )
+    .await?;
+    Ok(Some(record.id))
 }
 
 /// A hide or a delete is always told to the author as a `moderation`

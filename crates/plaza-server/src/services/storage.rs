@@ -15,6 +15,41 @@ use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
 use plaza_domain::time::now_millis;
 
+/// The `store` of the error a call that outlived `storage_timeout_secs`
+/// ends with.
+const TIMED_OUT: &str = "uploads";
+
+/// Whether `error` says the store was not reached (no connection, or no
+/// answer in time) rather than that it answered with a refusal: the
+/// former is the store being down, the latter a fault of its settings or
+/// of the request.
+pub fn unreachable(error: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    if matches!(
+        error,
+        object_store::Error::Generic {
+            store: TIMED_OUT,
+            ..
+        }
+    ) {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if let Some(http) = current.downcast_ref::<HttpError>() {
+            return matches!(
+                http.kind(),
+                HttpErrorKind::Connect
+                    | HttpErrorKind::Request
+                    | HttpErrorKind::Timeout
+                    | HttpErrorKind::Interrupted
+            );
+        }
+        cause = current.source();
+    }
+    false
+}
+
 /// A file younger than this is never swept: an upload may be between
 /// writing its files and committing its record.
 pub const UPLOAD_GRACE: Duration = Duration::from_secs(3600);
@@ -191,7 +226,7 @@ impl Storage {
             .await
             .unwrap_or_else(|_| {
                 Err(object_store::Error::Generic {
-                    store: "uploads",
+                    store: TIMED_OUT,
                     source: format!("no answer within {} s", self.timeout.as_secs()).into(),
                 })
             })

@@ -76,6 +76,18 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/mail/digest.html"),
     ),
     (
+        "mail/banned.subject.txt",
+        include_str!("../../templates/mail/banned.subject.txt"),
+    ),
+    (
+        "mail/banned.txt",
+        include_str!("../../templates/mail/banned.txt"),
+    ),
+    (
+        "mail/banned.html",
+        include_str!("../../templates/mail/banned.html"),
+    ),
+    (
         "console/layout.html",
         include_str!("../../templates/console/layout.html"),
     ),

@@ -108,6 +108,10 @@ pub enum Refusal {
     Infected(String),
     /// Storing or scanning failed: the server's fault.
     Failed(String),
+    /// The upload store was not reached (no connection, no answer in time).
+    StoreDown(String),
+    /// The database did not take the upload's record (it is down): why.
+    DatabaseDown(String),
     Busy,
 }
 
@@ -225,6 +229,10 @@ impl Uploads {
             .await?;
         match db.record_upload(stored.upload.clone()).await {
             Ok(upload) => Ok(upload),
+            Err(plaza_domain::DomainError::Unavailable(reason)) => {
+                self.forget(&stored);
+                Err(Refusal::DatabaseDown(reason))
+            }
             Err(error) => {
                 self.forget(&stored);
                 Err(Refusal::Failed(format!("recording the upload: {error}")))
@@ -290,10 +298,14 @@ impl Uploads {
         };
         // All at once, so the upload fails within one store timeout.
         let puts = writes.into_iter().map(|(key, bytes)| async move {
-            self.storage
-                .put(&key, bytes)
-                .await
-                .map_err(|error| Refusal::Failed(format!("storing {key}: {error}")))
+            self.storage.put(&key, bytes).await.map_err(|error| {
+                let cause = format!("storing {key}: {error}");
+                if crate::services::storage::unreachable(&error) {
+                    Refusal::StoreDown(cause)
+                } else {
+                    Refusal::Failed(cause)
+                }
+            })
         });
         futures_util::future::try_join_all(puts).await?;
         unfinished.finish();

@@ -5,26 +5,52 @@
 //! domain's policy, writes the change and its audit entry; a refused change
 //! writes nothing. A change that may end the user's sessions (a ban, a new
 //! status or role) drops their cached session lookups once it is committed,
-//! so their next request is checked afresh.
+//! so their next request is checked afresh. A ban is also a moderation
+//! action: its record, and the mail that tells a member with a verified
+//! address why and how to appeal, are written in the ban's unit of work.
 
 use std::time::Duration;
 
 use plaza_domain::audit::{self, AuditAction, AuditContext};
 use plaza_domain::bans::{self, Ban, BanLength, BanOrder, NewBan};
 use plaza_domain::locks::Resource;
+use plaza_domain::moderation::actions::{self, ActionKind, NewAction, TargetType};
+use plaza_domain::moderation::appeals::{self, Appeal, AppealDecision};
+use plaza_domain::moderation::{self, ModerationRecord, Warning, WarningOrder};
+use plaza_domain::outgoing_mail::{self, NewMail};
 use plaza_domain::policy::{self, Actor};
+use plaza_domain::reports::{self, ReportTarget};
+use plaza_domain::silences::Silence;
+use plaza_domain::time::now_millis;
 use plaza_domain::users::{self, Role, User, UserChanges, UserStatus};
 use plaza_domain::{Database, DomainError, Tx, TxFuture};
 
+use crate::secrets::{hash_token, random_token};
+use crate::services::mail::{Letter, MailKind, Mailer, compose};
 use crate::services::session_lookups::SessionLookups;
+use crate::services::templates::Templates;
+use crate::settings::{ModerationSettings, ServerSettings};
 
 /// What an admin's change to a user needs: the database, how long an edit
-/// lock lasts at most (`admin_lock_ttl_secs`), and the session lookups that
-/// forget the user once the change is committed.
+/// lock lasts at most (`admin_lock_ttl_secs`), the session lookups that
+/// forget the user once the change is committed, and what a ban's mail is
+/// written with (the templates, the server's name and address, the appeal
+/// window) and sent by.
 pub struct UserAdmin<'a> {
     pub db: &'a Database,
     pub lock_ttl: Duration,
     pub session_lookups: &'a SessionLookups,
+    pub mailer: &'a Mailer,
+    pub templates: &'a Templates,
+    pub server: &'a ServerSettings,
+    pub moderation: &'a ModerationSettings,
+}
+
+/// The mail telling a banned member why and how to appeal, with the hash
+/// of the token its link carries.
+struct BanMail {
+    mail: NewMail,
+    token_hash: String,
 }
 
 /// Checked changes to a user's status, role and verification; `None`
@@ -112,13 +138,78 @@ impl UserAdmin<'_> {
         id: i64,
         order: BanOrder,
     ) -> Result<(User, Ban), DomainError> {
+        let mail = self.ban_mail(id, &order.reason).await?;
+        let window = self.moderation.appeal_window_millis();
         let banned = self
             .locked(actor, id, move |tx| {
-                Box::pin(async move { bans::ban_user(tx, &context, actor, id, order).await })
+                Box::pin(async move {
+                    let (user, ban) = bans::ban_user(tx, &context, actor, id, order).await?;
+                    let record = actions::record(
+                        tx,
+                        NewAction {
+                            expires_at: ban.expires_at,
+                            undo: serde_json::json!({"ban_id": ban.id}),
+                            ..NewAction::by(
+                                actor.user_id,
+                                ActionKind::Ban,
+                                TargetType::User,
+                                id,
+                                Some(id),
+                                ban.reason.clone(),
+                            )
+                        },
+                    )
+                    .await?;
+                    reports::resolve(tx, ReportTarget::User, id, actor.user_id).await?;
+                    if let Some(BanMail { mail, token_hash }) = mail {
+                        let now = now_millis();
+                        appeals::issue_token(tx, token_hash, record.id, id, now + window).await?;
+                        outgoing_mail::enqueue(tx, &mail, now).await?;
+                    }
+                    Ok((user, ban))
+                })
             })
             .await?;
         self.session_lookups.forget_user(id);
+        self.mailer.wake();
         Ok(banned)
+    }
+
+    /// The ban mail for user `id` with `reason`, when their address is
+    /// verified (none otherwise: anyone may sign up with anyone's address).
+    async fn ban_mail(&self, id: i64, reason: &str) -> Result<Option<BanMail>, DomainError> {
+        let user = self.db.user_by_id(id).await?;
+        if user.row.email_verified_at.is_none() {
+            return Ok(None);
+        }
+        let token = random_token();
+        let base = self.server.base_url.as_str().trim_end_matches('/');
+        let link = format!("{base}/appeal?token={token}");
+        let name = user
+            .row
+            .name
+            .clone()
+            .filter(|name| !name.trim().is_empty())
+            .unwrap_or_else(|| user.row.username.clone());
+        let valid_for = format!("{} days", self.moderation.appeal_window_days);
+        let mut mail = compose(
+            self.templates,
+            self.server,
+            &Letter {
+                kind: MailKind::Banned,
+                recipient: &user.row.email,
+                name: &name,
+                link: &link,
+                valid_for: &valid_for,
+                change: reason,
+            },
+        )
+        .map_err(DomainError::Unavailable)?;
+        mail.user_id = Some(id);
+        Ok(Some(BanMail {
+            mail,
+            token_hash: hash_token(&token),
+        }))
     }
 
     /// Lifts user `id`'s ban as `actor`, for `reason` (audited as
@@ -131,11 +222,92 @@ impl UserAdmin<'_> {
         reason: Option<String>,
     ) -> Result<(User, Option<Ban>), DomainError> {
         self.locked(actor, id, move |tx| {
+            Box::pin(async move {
+                let unbanned = bans::unban_user(tx, &context, actor, id, reason.as_deref()).await?;
+                actions::reverse_by_hand(
+                    tx,
+                    Some(actor.user_id),
+                    TargetType::User,
+                    id,
+                    &[ActionKind::Ban],
+                    reason.as_deref().unwrap_or("unbanned"),
+                )
+                .await?;
+                Ok(unbanned)
+            })
+        })
+        .await
+    }
+
+    /// Warns user `id` as `actor` (audited as `user.warn`; the member is
+    /// told `warning`).
+    pub async fn warn_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        order: WarningOrder,
+    ) -> Result<(Warning, ModerationRecord), DomainError> {
+        self.locked(actor, id, move |tx| {
+            Box::pin(async move { moderation::warn(tx, &context, actor, id, order).await })
+        })
+        .await
+    }
+
+    /// Silences user `id` as `actor` for `length` (audited as
+    /// `user.silence`).
+    pub async fn silence_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        reason: String,
+        length: BanLength,
+    ) -> Result<(User, Silence, ModerationRecord), DomainError> {
+        self.locked(actor, id, move |tx| {
+            Box::pin(async move {
+                moderation::silence_user(tx, &context, actor, id, reason, length).await
+            })
+        })
+        .await
+    }
+
+    /// Lifts user `id`'s silence as `actor` (audited as `user.unsilence`).
+    pub async fn unsilence_user(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        reason: Option<String>,
+    ) -> Result<(User, Silence), DomainError> {
+        self.locked(actor, id, move |tx| {
             Box::pin(
-                async move { bans::unban_user(tx, &context, actor, id, reason.as_deref()).await },
+                async move { moderation::unsilence_user(tx, &context, actor, id, reason).await },
             )
         })
         .await
+    }
+
+    /// Decides appeal `id` as `actor` (audited as `appeal.decide`); a
+    /// reversed ban's member is looked up afresh at their next request.
+    pub async fn decide_appeal(
+        &self,
+        context: AuditContext,
+        actor: Actor,
+        id: i64,
+        decision: AppealDecision,
+        reason: String,
+    ) -> Result<(Appeal, Option<ModerationRecord>), DomainError> {
+        let decided = self
+            .db
+            .write(move |tx| {
+                Box::pin(
+                    async move { appeals::decide(tx, &context, actor, id, decision, reason).await },
+                )
+            })
+            .await?;
+        self.session_lookups.forget_user(decided.0.user_id);
+        Ok(decided)
     }
 
     /// Runs `work` as one unit of work under user `id`'s edit lock, held by

@@ -19,6 +19,7 @@ mod images;
 mod limits;
 mod link_preview;
 mod mail;
+mod moderation;
 mod notifications;
 mod providers;
 mod proxies;
@@ -38,6 +39,7 @@ pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
 pub use mail::*;
+pub use moderation::*;
 pub use notifications::*;
 pub use providers::*;
 pub use proxies::{TrustedProxies, canonical_address};
@@ -77,6 +79,7 @@ pub struct Settings {
     #[serde(flatten)]
     pub notifications: NotificationSettings,
     #[serde(flatten)]
+    pub moderation: ModerationSettings,
     pub holds: HoldSettings,
 }
 
@@ -134,6 +137,7 @@ impl Settings {
             analytics: section(&figment)?,
             mail: section(&figment)?,
             notifications: section(&figment)?,
+            moderation: section(&figment)?,
             holds: section(&figment)?,
         };
         settings.validate()?;
@@ -151,6 +155,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.mail.validate()?;
         self.notifications.validate()?;
+        self.moderation.validate()?;
         self.holds.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
@@ -387,6 +392,7 @@ mod tests {
             keys(&defaults.analytics),
             keys(&defaults.mail),
             keys(&defaults.notifications),
+            keys(&defaults.moderation),
         ]
         .concat();
         let count = all.len();

@@ -462,6 +462,22 @@ async fn a_blocked_authors_content_is_absent_from_every_listing_operation(backen
     .await;
     let bob_reply = reply(&server, &bob, &cy_post, None, "a zebra answer").await;
     let below = reply(&server, &cy, &cy_post, Some(&bob_reply), "thanks").await;
+    let ada_post = post(
+        &server,
+        &ada.cookie,
+        json!({"title": "Ada asks", "content": "who has seen a zebra?"}),
+    )
+    .await;
+    reply(&server, &bob, &ada_post, None, "bob saw one").await;
+    let (_, before) = ask(&server, &ada, "GET", "/api/notifications", None).await;
+    assert_eq!(
+        (
+            before["notifications"][0]["actor"]["id"].as_str(),
+            before["unread_count"].as_i64()
+        ),
+        (Some(bob.id.to_string().as_str()), Some(1)),
+        "{before}"
+    );
     assert_eq!(
         ask(
             &server,
@@ -571,6 +587,27 @@ async fn a_blocked_authors_content_is_absent_from_every_listing_operation(backen
                         "{url}: {blocker}"
                     );
                 }
+            }
+            "/api/notifications" => {
+                let (_, after) = ask(&server, &ada, "GET", path, None).await;
+                assert_eq!(
+                    (
+                        after["notifications"].as_array().map(Vec::len),
+                        after["unread_count"].as_i64()
+                    ),
+                    (Some(0), Some(0)),
+                    "{after}"
+                );
+                // Ended, the block lets the notification show again, read.
+                let block = format!("/api/users/{}/block", bob.id);
+                assert_eq!(ask(&server, &ada, "DELETE", &block, None).await.0, 204);
+                let (_, unblocked) = ask(&server, &ada, "GET", path, None).await;
+                assert_eq!(
+                    unblocked["notifications"][0]["read"],
+                    json!(true),
+                    "{unblocked}"
+                );
+                assert_eq!(ask(&server, &ada, "PUT", &block, None).await.0, 204);
             }
             other => panic!("{other} lists content but this test shows nothing absent from it"),
         }
@@ -762,6 +799,7 @@ async fn keyword_filters_hide_and_warn_after_case_folding_and_nfkc(backend: Back
     )
     .await;
     let filtered_reply = reply(&server, &bob, &kept, None, "Crypto!").await;
+    let warned_reply = reply(&server, &bob, &kept, None, "a spoiler, sorry").await;
 
     let (_, posts) = ask(&server, &ada, "GET", "/api/posts", None).await;
     let listed = ids(&posts, "posts");
@@ -805,6 +843,21 @@ async fn keyword_filters_hide_and_warn_after_case_folding_and_nfkc(backend: Back
         (Some(filtered_reply.as_str()), Some("filtered"), Some("")),
         "{thread}"
     );
+    let warned_in_thread = &thread["replies"][1];
+    assert_eq!(
+        (
+            warned_in_thread["id"].as_str(),
+            warned_in_thread["content"].as_str(),
+            &warned_in_thread["filtered"]
+        ),
+        (
+            Some(warned_reply.as_str()),
+            Some("a spoiler, sorry"),
+            &json!(["Spoiler"])
+        ),
+        "{thread}"
+    );
+    assert!(placeholder.get("filtered").is_none(), "{thread}");
 
     // A filter that is not whole-word matches inside words too.
     let (_, inside) = add(json!({"phrase": "graph", "whole_word": false, "action": "hide"})).await;

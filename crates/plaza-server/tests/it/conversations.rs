@@ -28,6 +28,7 @@ on_both_databases!(
     replies_are_edited_by_their_author_only,
     replies_are_found_by_search_where_their_thread_is_seen,
     the_export_holds_replies_and_erasure_leaves_placeholders,
+    seeded_replies_read_and_take_answers_as_written_ones,
 );
 
 /// Answers `post_id` (or the reply `parent`) as `cookie`: the new reply.
@@ -1586,4 +1587,100 @@ async fn the_export_holds_replies_and_erasure_leaves_placeholders(backend: Backe
             .await,
         0
     );
+}
+
+/// `plaza dev seed --replies` (the conversation benchmarks' data) writes
+/// threads the write path could have written: walked by cursor, the large
+/// thread holds every reply once, each after its parent and no deeper than
+/// 20 levels, with counts that match what is below; a reply written after
+/// the seed takes the next rank.
+async fn seeded_replies_read_and_take_answers_as_written_ones(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let seeded = server.cli(&[
+        "dev",
+        "seed",
+        "--users",
+        "30",
+        "--posts",
+        "40",
+        "--replies",
+        "900",
+        "--thread-replies",
+        "600",
+    ]);
+    let said = String::from_utf8_lossy(&seeded.stdout);
+    assert!(seeded.status.success(), "{said}");
+    let post_id = said
+        .split("in the thread of post ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the thread's post")
+        .to_owned();
+
+    let mut walked: Vec<Value> = Vec::new();
+    let mut query = "limit=100".to_owned();
+    loop {
+        let body = page(&server, None, &post_id, &query).await;
+        assert_eq!(body["total"], json!(600), "{body}");
+        walked.extend(body["replies"].as_array().unwrap().iter().cloned());
+        match body["next_cursor"].as_str() {
+            Some(cursor) => query = format!("limit=100&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(walked.len(), 600);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut below: HashMap<String, i64> = HashMap::new();
+    for (at, reply) in walked.iter().enumerate() {
+        let id = reply["id"].as_str().unwrap().to_owned();
+        let depth = reply["depth"].as_i64().unwrap();
+        assert!(depth < 20, "{reply}");
+        let mut parent = reply["parent_id"].as_str().map(str::to_owned);
+        if let Some(parent_id) = &parent {
+            let parent_at = seen[parent_id];
+            assert_eq!(walked[parent_at]["depth"].as_i64().unwrap() + 1, depth);
+        } else {
+            assert_eq!(depth, 0);
+        }
+        while let Some(ancestor) = parent {
+            *below.entry(ancestor.clone()).or_default() += 1;
+            parent = walked[seen[&ancestor]]["parent_id"]
+                .as_str()
+                .map(str::to_owned);
+        }
+        assert!(seen.insert(id, at).is_none(), "once");
+    }
+    assert!(walked.iter().any(|reply| reply["depth"].as_i64() > Some(3)));
+    for reply in &walked {
+        let id = reply["id"].as_str().unwrap();
+        assert_eq!(
+            reply["reply_count"].as_i64(),
+            Some(below.get(id).copied().unwrap_or(0)),
+            "{reply}"
+        );
+    }
+
+    let member = Member::join(&server, "ada@example.com", "user").await;
+    let first = walked[0]["id"].as_str().unwrap();
+    let answer = reply_id(&server, &member.cookie, &post_id, Some(first), "late").await;
+    let mut rewalked: Vec<String> = Vec::new();
+    let mut query = "limit=100".to_owned();
+    loop {
+        let body = page(&server, None, &post_id, &query).await;
+        assert_eq!(body["total"], json!(601), "{body}");
+        rewalked.extend(
+            body["replies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|reply| reply["id"].as_str().unwrap().to_owned()),
+        );
+        match body["next_cursor"].as_str() {
+            Some(cursor) => query = format!("limit=100&cursor={cursor}"),
+            None => break,
+        }
+    }
+    // The newest answer to the first reply comes right after its subtree.
+    let expected = below.get(first).copied().unwrap_or(0) as usize + 1;
+    assert_eq!(rewalked.get(expected), Some(&answer), "{rewalked:?}");
 }

@@ -35,6 +35,7 @@ mod layers;
 mod link_preview;
 mod mail;
 mod middleware;
+mod moderation;
 mod notifications;
 mod og;
 mod operations;

@@ -1020,7 +1020,8 @@ async fn nobody_is_notified_of_a_member_they_mute_or_block(backend: Backend) {
     )
     .await;
     assert_eq!(status, 403);
-    assert_eq!(items(&server, &ada.cookie).await.len(), 1);
+    // While the block stands, what he caused before is out of her list.
+    assert_eq!(items(&server, &ada.cookie).await.len(), 0);
     // Ada reacting to Bob's post across her own block is refused too.
     let (status, _) = call(
         &server,
@@ -1032,6 +1033,15 @@ async fn nobody_is_notified_of_a_member_they_mute_or_block(backend: Backend) {
     .await;
     assert_eq!(status, 403);
     assert_eq!(items(&server, &bob.cookie).await.len(), 0);
+    // Lifted, the block lets the earlier one show again, read; nothing
+    // new was written meanwhile.
+    relate("DELETE", format!("/api/users/{}/block", bob.id)).await;
+    let told = items(&server, &ada.cookie).await;
+    assert_eq!(
+        (told.len(), told.first().map(|item| item["read"].clone())),
+        (1, Some(json!(true))),
+        "{told:?}"
+    );
 }
 
 /// A new follow tells the member followed, once; following again while

@@ -200,26 +200,62 @@ async fn every_row_of_the_upload_error_table(backend: Backend) {
     assert!(body["size"].as_i64() > Some(0));
 }
 
-async fn a_store_that_fails_answers_upload_failed(backend: Backend) {
-    // An S3 store on a port where nothing listens: every write fails.
+/// A store that cannot be reached (nothing listens on its port) is named:
+/// 503 `File store unavailable` with `Retry-After`, and nothing recorded.
+async fn a_store_that_does_not_answer_is_named_and_nothing_recorded(backend: Backend) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let endpoint = format!("http://127.0.0.1:{port}");
-    let server = TestServer::start_with(
-        backend,
-        &[
-            ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads"),
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("AWS_ALLOW_HTTP", "true"),
-        ],
-    )
-    .await;
+    let server = TestServer::start_with(backend, &s3_at(&endpoint)).await;
+    let (_, cookie) = member(&server, "uploader@example.com", "user").await;
+    let (content_type, body) = form(
+        "file",
+        "a.png",
+        "image/png",
+        &encoded(&picture(64, 64), ImageFormat::Png),
+    );
+    let response = server
+        .client
+        .post(server.url("/api/upload/image"))
+        .header("content-type", content_type)
+        .header("cookie", &cookie)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|value| value.to_str().ok()),
+        Some("5")
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "File store unavailable", "{body}");
+    assert!(
+        !body["message"].as_str().unwrap().contains("127.0.0.1"),
+        "no internals: {body}"
+    );
+    let stats = server.domain().await.upload_totals().await.expect("totals");
+    assert_eq!(stats, (0, 0), "nothing recorded");
+}
+
+/// A store that answers with a refusal (here: its bucket does not exist)
+/// is the server's fault: 500 `Upload failed`, and nothing recorded.
+async fn a_store_that_refuses_a_write_answers_upload_failed(backend: Backend) {
+    let Some(moto) = Moto::start() else {
+        common::skip(
+            "a_store_that_refuses_a_write_answers_upload_failed",
+            "python3 -m moto.server is not installed",
+        );
+        return;
+    };
+    let endpoint = format!("http://127.0.0.1:{}", moto.port);
+    let server = TestServer::start_with(backend, &s3_at(&endpoint)).await;
     let (_, cookie) = member(&server, "uploader@example.com", "user").await;
     let (status, body) = upload(
         &server,
@@ -230,12 +266,20 @@ async fn a_store_that_fails_answers_upload_failed(backend: Backend) {
     .await;
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["error"], "Upload failed");
-    assert!(
-        !body["message"].as_str().unwrap().contains("127.0.0.1"),
-        "no internals: {body}"
-    );
     let stats = server.domain().await.upload_totals().await.expect("totals");
     assert_eq!(stats, (0, 0), "nothing recorded");
+}
+
+/// The settings of an S3 store `plaza-test/uploads` at `endpoint`.
+fn s3_at(endpoint: &str) -> [(&'static str, &str); 6] {
+    [
+        ("PLAZA_STORAGE_URL", "s3://plaza-test/uploads"),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
 }
 
 async fn the_type_comes_from_the_bytes_not_the_name(backend: Backend) {
@@ -1093,7 +1137,8 @@ on_both_databases!(
     a_hung_store_fails_the_upload_in_time_and_keeps_no_record,
     a_write_committed_after_the_upload_gave_up_is_deleted,
     every_row_of_the_upload_error_table,
-    a_store_that_fails_answers_upload_failed,
+    a_store_that_does_not_answer_is_named_and_nothing_recorded,
+    a_store_that_refuses_a_write_answers_upload_failed,
     the_type_comes_from_the_bytes_not_the_name,
     stored_files_lose_their_metadata_and_come_in_every_size,
     cleanup_removes_what_a_crash_left_behind,

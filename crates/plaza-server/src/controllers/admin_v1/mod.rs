@@ -25,6 +25,7 @@ pub mod audit_logs;
 pub mod broadcasts;
 pub mod envelope;
 pub mod feature_flags;
+pub mod moderation;
 pub mod posts;
 pub mod replies;
 pub mod reports;
@@ -41,6 +42,11 @@ use broadcasts::{
 use feature_flags::{
     __path_delete_feature_flag, __path_list_feature_flags, __path_put_feature_flag,
     delete_feature_flag, list_feature_flags, put_feature_flag,
+};
+use moderation::{
+    __path_decide_appeal, __path_list_appeals, __path_list_warnings, __path_put_rules,
+    __path_silence_user, __path_unsilence_user, __path_warn_user, decide_appeal, list_appeals,
+    list_warnings, put_rules, silence_user, unsilence_user, warn_user,
 };
 use posts::{__path_list_admin_posts, __path_moderate_post, list_admin_posts, moderate_post};
 use replies::{
@@ -86,6 +92,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(list_broadcasts))
         .routes(crate::documented_routes!(cancel_broadcast))
         .routes(crate::documented_routes!(platform_analytics))
+        .routes(crate::documented_routes!(put_rules))
+        .routes(crate::documented_routes!(warn_user, list_warnings))
+        .routes(crate::documented_routes!(silence_user, unsilence_user))
+        .routes(crate::documented_routes!(list_appeals))
+        .routes(crate::documented_routes!(decide_appeal))
         .routes(crate::documented_routes!(
             list_word_filters,
             create_word_filter

@@ -222,6 +222,11 @@ pub struct ModerateBody {
     pub notes: Option<String>,
     /// Send the author an alert (`GET /api/alerts`) about the decision.
     pub notify_author: Option<bool>,
+    /// The site rules the content breaks (ids from `GET /api/rules`),
+    /// recorded in the moderation action and shown to the member.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub rule_ids: Vec<serde_json::Value>,
 }
 
 /// What a deleted post was.
@@ -350,6 +355,7 @@ pub fn checked_decision(
             check_text(notes, MAX_NOTES_CHARS, false, TextRule::Lines),
         );
     }
+    let rule_ids = params::rule_ids(&mut problems, "ruleIds", &body.rule_ids);
     problems.finish()?;
     let Some(action) = action else {
         return Err(AppError::internal("an action passed validation unparsed"));
@@ -366,6 +372,7 @@ pub fn checked_decision(
         reason,
         notes,
         notify_author: body.notify_author.unwrap_or(false),
+        rule_ids,
     })
 }
 

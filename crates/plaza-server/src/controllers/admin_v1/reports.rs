@@ -299,6 +299,16 @@ pub struct ModerationReportData {
     #[schema(example = "3h 12m")]
     pub average_resolution_time: Option<String>,
     pub average_resolution_seconds: Option<f64>,
+    /// How long the oldest open report (on a post, reply or member) has
+    /// waited, now, in seconds; null when none is open.
+    pub oldest_open_report_seconds: Option<i64>,
+    /// Appeals waiting for a decision, now.
+    pub appeals_open: i64,
+    /// How long the oldest open appeal has waited, now, in seconds.
+    pub oldest_open_appeal_seconds: Option<i64>,
+    /// Mean time from appeal to decision of the appeals decided in the
+    /// range, in seconds; null when none were.
+    pub average_appeal_decision_seconds: Option<f64>,
     /// Moderation actions of the audit trail (posts, reports, bans), most frequent first.
     pub actions_by_type: Vec<ActionCount>,
     /// The same actions by the admin or moderator who took them, most first (at most 100).
@@ -431,6 +441,13 @@ pub async fn moderation_report(
         posts_with_open_reports: report.stats.posts_with_open_reports,
         average_resolution_time: average_millis.map(human_duration),
         average_resolution_seconds: average_millis.map(|millis| (millis / 1000.0).round()),
+        oldest_open_report_seconds: report.stats.oldest_open_report_millis.map(|ms| ms / 1000),
+        appeals_open: report.stats.appeals_open,
+        oldest_open_appeal_seconds: report.stats.oldest_open_appeal_millis.map(|ms| ms / 1000),
+        average_appeal_decision_seconds: report
+            .stats
+            .average_appeal_decision_millis
+            .map(|millis| (millis / 1000.0).round()),
         actions_by_type: report
             .actions_by_type
             .into_iter()

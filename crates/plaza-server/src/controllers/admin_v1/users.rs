@@ -100,6 +100,11 @@ pub struct AdminUserDetail {
     pub recent_activity: Vec<ActivityItem>,
     /// Bans, newest first, in force or lifted.
     pub ban_history: Vec<BanItem>,
+    /// Warnings that count (an appeal may withdraw one).
+    pub warning_count: i64,
+    /// When the silence in force ends (RFC 3339), `permanent` for one
+    /// until lifted; null when not silenced.
+    pub silenced_until: Option<String>,
 }
 
 /// Something the user did lately.
@@ -268,7 +273,7 @@ pub async fn get_admin_user(
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }
 
-async fn detail(state: &AppState, user: &User) -> Result<AdminUserDetail, AppError> {
+pub async fn detail(state: &AppState, user: &User) -> Result<AdminUserDetail, AppError> {
     let id = user.id();
     let post_count = state
         .db
@@ -285,6 +290,12 @@ async fn detail(state: &AppState, user: &User) -> Result<AdminUserDetail, AppErr
         roles: vec![user.role.as_str().to_owned()],
         recent_activity: activity.into_iter().map(ActivityItem::from).collect(),
         ban_history: bans.into_iter().map(BanItem::from).collect(),
+        warning_count: state.db.warning_count(id).await?,
+        silenced_until: state
+            .db
+            .silenced_until(id, plaza_domain::time::now_millis())
+            .await?
+            .map(|until| until.map_or_else(|| "permanent".to_owned(), rfc3339)),
     })
 }
 

@@ -413,6 +413,7 @@ fn checked_decision(
         reason,
         notes,
         notify_author: form.notify_author.as_deref() == Some("true"),
+        rule_ids: Vec::new(),
     })
 }
 

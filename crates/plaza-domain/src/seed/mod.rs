@@ -3,6 +3,10 @@
 //! transactions, through the real schema so triggers, counters and search
 //! indexes are filled as in production.
 
+mod replies;
+
+pub use replies::ReplySeedSummary;
+
 use std::time::Instant;
 
 use sqlx::Connection;
@@ -157,7 +161,7 @@ pub struct SeedSummary {
 /// Progress of a seeding run, for the command line to print.
 #[derive(Debug, Clone, Copy)]
 pub struct SeedProgress {
-    /// `users` or `posts`.
+    /// `users`, `posts` or `replies`.
     pub table: &'static str,
     pub written: u64,
     pub total: u64,
