@@ -76,6 +76,7 @@ struct PostSummaryRow {
     title: String,
     published: Flag,
     moderation: String,
+    held: Flag,
     created_at: i64,
 }
 
@@ -86,7 +87,7 @@ impl From<PostSummaryRow> for PostSummary {
             id: row.id,
             author_id: row.author_id,
             title: row.title,
-            status: PostStatus::of(row.published.0, moderation),
+            status: PostStatus::of(row.published.0, moderation, row.held.0),
             created_at: row.created_at,
         }
     }
@@ -272,7 +273,7 @@ impl Database {
         let posts: Vec<PostSummaryRow> = self
             .newest_of(
                 &POSTS,
-                "id, author_id, title, published, moderation, created_at",
+                "id, author_id, title, published, moderation, held, created_at",
                 user_id,
                 range,
             )

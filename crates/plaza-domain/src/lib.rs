@@ -40,6 +40,7 @@ pub mod flag;
 pub mod grants;
 pub mod invites;
 pub mod ip_blocks;
+pub mod holds;
 pub mod jobs;
 pub mod listing;
 pub mod locks;
@@ -72,6 +73,7 @@ pub mod two_factor;
 pub mod uploads;
 pub mod users;
 pub mod webhooks;
+pub mod word_filters;
 
 pub use db::{Database, DatabaseOptions, PoolStats, Tx, TxFuture};
 pub use dialect::Backend;

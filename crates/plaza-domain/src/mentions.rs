@@ -113,6 +113,33 @@ pub async fn record(
     })
 }
 
+/// Everyone the item `id` of `kind` mentions now, in order of first
+/// appearance, all as newly mentioned: what an item held until a moderator
+/// approved it tells on its publication.
+pub async fn on_publication(
+    tx: &mut Tx<'_>,
+    kind: ItemKind,
+    id: i64,
+) -> Result<Mentioned, DomainError> {
+    let table = kind.mentions_table();
+    let item = kind.item_column();
+    let rows: Vec<(i64, String)> = sqlx::query_as(&format!(
+        "SELECT m.user_id, u.username FROM {table} m JOIN users u ON u.id = m.user_id \
+         WHERE m.{item} = $1 ORDER BY m.position"
+    ))
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mentions: Vec<Mention> = rows
+        .into_iter()
+        .map(|(id, username)| Mention { id, username })
+        .collect();
+    Ok(Mentioned {
+        newly_mentioned: mentions.clone(),
+        mentions,
+    })
+}
+
 /// The first [`MAX_MENTIONS`] of `usernames` that name an active user, in
 /// the order given; one statement whatever their number.
 async fn lookup(

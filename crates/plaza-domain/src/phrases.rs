@@ -1,23 +1,161 @@
-//! Finding phrases in text the way members' keyword filters do, and the
-//! site's word filters can: one normalisation of text ([`normalize`]:
-//! Unicode NFKC, then lower case), applied to the phrases once when they
-//! are compiled and to each text when it is searched, and one automaton
-//! over all the phrases of a set ([`PhraseSet`], Aho-Corasick), so a text
-//! is read once whatever the number of phrases.
+//! Finding phrases in text the way members' keyword filters and the
+//! site's word filters do: one normalisation of text ([`normalize`]), applied
+//! to the phrases once when they are compiled and to each text when it is
+//! searched, and one automaton over all the phrases of a set
+//! ([`PhraseSet`], Aho-Corasick), so a text is read once whatever the number
+//! of phrases.
+//!
+//! Normalising is, in order: Unicode NFKC (full-width letters, ligatures
+//! and other compatibility forms read as their plain letters), removing
+//! zero-width and invisible formatting characters, lower case, then folding
+//! look-alikes to the Latin letter they imitate: the Greek and Cyrillic
+//! letters whose Unicode confusables skeleton (UTS #39, from the
+//! `unicode-security` crate) is one Latin letter, and the digits 0, 1, 3, 4
+//! and 5 (read as o, i, e, a and s). Text that is all ASCII skips NFKC,
+//! which leaves ASCII as it is.
+//!
+//! The automaton is a DFA: building it costs more than the default, but
+//! it is built once per change of a set, and it reads a text at about a
+//! byte per step whatever the number of phrases (docs/benchmarks.md,
+//! "Word filters").
 //!
 //! A whole-word phrase matches only where neither the character before nor
 //! the one after it is a letter or a digit (of any script), so `cat`
 //! matches in `a cat.` but not in `concatenate`; a phrase that is not
 //! whole-word matches anywhere.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use unicode_normalization::UnicodeNormalization;
+use std::sync::LazyLock;
 
-/// `text` as phrases and texts are compared: NFKC (so full-width letters,
-/// ligatures and other compatibility forms read as their plain letters),
-/// then lower case.
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
+use unicode_security::confusable_detection::skeleton;
+
+/// The Greek and Cyrillic blocks (and their extensions) whose letters are
+/// folded when they look like a Latin letter.
+const LOOK_ALIKE_BLOCKS: [std::ops::RangeInclusive<u32>; 5] = [
+    0x0370..=0x03FF,
+    0x0400..=0x04FF,
+    0x0500..=0x052F,
+    0x1C80..=0x1C8F,
+    0x1F00..=0x1FFF,
+];
+
+/// Each Greek or Cyrillic letter whose confusables skeleton, in lower
+/// case, is a single ASCII letter, with that letter, by code point (built
+/// once).
+static LOOK_ALIKES: LazyLock<Vec<(char, char)>> = LazyLock::new(|| {
+    LOOK_ALIKE_BLOCKS
+        .iter()
+        .flat_map(|block| block.clone().filter_map(char::from_u32))
+        .filter(|letter| letter.is_alphabetic())
+        .filter_map(|letter| {
+            let letter_text = letter.to_string();
+            let mut prototype = skeleton(&letter_text).flat_map(char::to_lowercase);
+            match (prototype.next(), prototype.next()) {
+                (Some(latin), None) if latin.is_ascii_lowercase() => Some((letter, latin)),
+                _ => None,
+            }
+        })
+        .collect()
+});
+
+/// Characters that take no space and are dropped: zero-width space,
+/// non-joiner and joiner, word joiner, the byte order mark, the soft
+/// hyphen, the Mongolian vowel separator and the invisible operators.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{00AD}'
+            | '\u{180E}'
+    )
+}
+
+/// An ASCII byte as it is read: lower case, and the digits 0, 1, 3, 4 and
+/// 5 as o, i, e, a and s.
+const fn fold_ascii(byte: u8) -> u8 {
+    match byte.to_ascii_lowercase() {
+        b'0' => b'o',
+        b'1' => b'i',
+        b'3' => b'e',
+        b'4' => b'a',
+        b'5' => b's',
+        other => other,
+    }
+}
+
+/// [`fold_ascii`] of every ASCII byte.
+const ASCII_FOLDED: [u8; 128] = {
+    let mut table = [0; 128];
+    let mut byte = 0;
+    while byte < 128 {
+        table[byte as usize] = fold_ascii(byte);
+        byte += 1;
+    }
+    table
+};
+
+/// The letter a lower-case non-ASCII character is read as: a look-alike's
+/// Latin letter, else itself.
+fn fold(c: char) -> char {
+    let code = u32::from(c);
+    if !LOOK_ALIKE_BLOCKS.iter().any(|block| block.contains(&code)) {
+        return c;
+    }
+    LOOK_ALIKES
+        .binary_search_by_key(&c, |&(letter, _)| letter)
+        .map_or(c, |found| LOOK_ALIKES[found].1)
+}
+
+/// `text` as phrases and texts are compared (see the module
+/// documentation). Runs of ASCII are copied through a table, and text
+/// already in NFKC (the quick check of its non-ASCII characters says so)
+/// is not normalised again.
 pub fn normalize(text: &str) -> String {
-    text.nfkc().flat_map(char::to_lowercase).collect()
+    let mut normalized = Vec::with_capacity(text.len());
+    if text.is_ascii() || is_nfkc_quick(text.chars().filter(|c| !c.is_ascii())) == IsNormalized::Yes
+    {
+        fold_into(&mut normalized, text);
+    } else {
+        fold_into(&mut normalized, &text.nfkc().collect::<String>());
+    }
+    String::from_utf8(normalized).unwrap_or_default()
+}
+
+/// Appends `text` (in NFKC) to `normalized` as UTF-8, without its
+/// invisible characters, in lower case, its look-alikes folded.
+fn fold_into(normalized: &mut Vec<u8>, text: &str) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ascii = rest
+            .bytes()
+            .position(|byte| !byte.is_ascii())
+            .unwrap_or(rest.len());
+        normalized.extend(
+            rest.as_bytes()[..ascii]
+                .iter()
+                .map(|&byte| ASCII_FOLDED[usize::from(byte)]),
+        );
+        let mut chars = rest[ascii..].chars();
+        if let Some(c) = chars.next()
+            && !is_invisible(c)
+        {
+            let mut push = |c: char| {
+                let mut buffer = [0; 4];
+                normalized.extend_from_slice(fold(c).encode_utf8(&mut buffer).as_bytes());
+            };
+            // A lower-case letter is its own lower case; asking the case
+            // tables only for the others saves most of the lookups.
+            if c.is_lowercase() {
+                push(c);
+            } else {
+                c.to_lowercase().for_each(push);
+            }
+        }
+        rest = chars.as_str();
+    }
 }
 
 /// A phrase to find.
@@ -47,6 +185,7 @@ impl PhraseSet {
         let automaton = if patterns.iter().any(|pattern| !pattern.is_empty()) {
             AhoCorasickBuilder::new()
                 .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(&patterns)
                 .ok()
         } else {
@@ -122,6 +261,35 @@ mod tests {
         assert_eq!(found(&[phrase("ﬁsh", true)], "Fish"), [0], "a ligature");
         assert_eq!(found(&[phrase("fish", true)], "ﬁsh"), [0], "either side");
         assert_eq!(normalize("Ⅻ Ǆ"), "xii dž");
+    }
+
+    #[test]
+    fn invisible_characters_are_dropped() {
+        let set = [phrase("spam", true)];
+        assert_eq!(found(&set, "s\u{200B}p\u{200D}a\u{FEFF}m"), [0]);
+        assert_eq!(found(&set, "sp\u{00AD}am"), [0], "a soft hyphen");
+        assert_eq!(normalize("a\u{2060}b"), "ab");
+    }
+
+    #[test]
+    fn look_alike_letters_and_digits_read_as_latin() {
+        let set = [phrase("spam", true), phrase("casino", true)];
+        // Cyrillic ѕ, р, а; Greek Ι and Ο.
+        assert_eq!(found(&set, "\u{0455}\u{0440}\u{0430}m"), [0], "Cyrillic");
+        assert_eq!(found(&set, "CAS\u{0399}N\u{039F}"), [1], "Greek capitals");
+        assert_eq!(found(&set, "c4s1n0"), [1], "digits");
+        assert_eq!(found(&set, "5P4M"), [0]);
+        assert_eq!(normalize("h3ll0 w0rld"), "hello world");
+        assert_eq!(normalize("\u{0435}\u{0445}\u{043E}"), "exo");
+        assert_eq!(normalize("\u{03B1}\u{03BF}"), "ao");
+        assert_eq!(normalize("2"), "2", "other digits stay");
+        assert_eq!(
+            normalize("\u{0436}"),
+            "\u{0436}",
+            "a Cyrillic letter like no Latin one"
+        );
+        let greek_phrase = [phrase("\u{03BF}k", true)];
+        assert_eq!(found(&greek_phrase, "OK"), [0], "phrases fold too");
     }
 
     #[test]

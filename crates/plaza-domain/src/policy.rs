@@ -960,6 +960,8 @@ mod tests {
             locked: false,
             created_at: 0,
             updated_at: 0,
+            held: false,
+            review_reason: None,
         };
         for role in ROLES {
             let me = actor(role);
@@ -1024,6 +1026,8 @@ mod tests {
             locked: false,
             created_at: 0,
             updated_at: 0,
+            held: false,
+            review_reason: None,
         };
         let reply = |author_id: Option<i64>, status: ReplyStatus, reply_count: i64| Reply {
             id: 5,
@@ -1045,6 +1049,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             edited_at: None,
+            review_reason: None,
         };
         let public = post(true);
         // Rows: user, moderator, admin, super_admin; columns: view, edit,

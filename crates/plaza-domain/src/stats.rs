@@ -19,7 +19,7 @@ pub struct SystemStats {
     /// Users who signed in within [`ACTIVE_WINDOW_MILLIS`].
     pub users_active: i64,
     pub users_new: i64,
-    /// Posts by status (published, draft, hidden, flagged).
+    /// Posts by status (published, draft, hidden, flagged, pending).
     pub posts_by_status: HashMap<&'static str, i64>,
     pub reports_open: i64,
     pub uploads: i64,

@@ -109,6 +109,8 @@ pub struct Shared {
     /// The site settings and IP blocks in force, as last read (shared with
     /// the request layer, which checks every request's address).
     pub front_door: Arc<crate::services::front_door::FrontDoor>,
+    /// The site's word filters, compiled, as last read.
+    pub word_filters: crate::services::word_filters::WordFilterSnapshot,
     /// The templates mail is written from.
     pub templates: Arc<crate::services::templates::Templates>,
     /// This instance's sender of queued mail.
@@ -126,6 +128,18 @@ pub struct Shared {
 }
 
 impl AppState {
+    /// What a new write of content is checked against: the word filters in
+    /// force and `newAccountHoldCount`, the one place that reads it (the
+    /// file setting `new_account_hold_count`).
+    pub async fn screening(
+        &self,
+    ) -> Result<crate::services::word_filters::Screening, plaza_domain::DomainError> {
+        Ok(crate::services::word_filters::Screening {
+            filters: self.word_filters.current(&self.db).await?,
+            new_account_hold_count: i64::from(self.settings.holds.new_account_hold_count),
+        })
+    }
+
     /// An admin's changes to users, with the handles they need.
     pub fn user_admin(&self) -> UserAdmin<'_> {
         UserAdmin {
@@ -300,6 +314,7 @@ impl AppState {
             health: crate::services::health::HealthProbe::default(),
             flag_snapshot: crate::services::flag_snapshot::FlagSnapshot::default(),
             front_door,
+            word_filters: Default::default(),
             templates,
             mail,
             notifier,

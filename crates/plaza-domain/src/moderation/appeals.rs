@@ -13,6 +13,7 @@ use super::actions::{self, ActionKind, ModerationRecord, NewAction, TargetType};
 use super::warnings;
 use crate::audit::{self, AuditAction, AuditContext};
 use crate::bans;
+use crate::holds::Review;
 use crate::notifications::causes;
 use crate::policy::{self, Actor};
 use crate::posts::{self, Moderation, NewPost};
@@ -327,6 +328,9 @@ pub async fn undo(
                         })
                         .unwrap_or_default(),
                     published: kept["published"].as_bool().unwrap_or(true),
+                    // A reversal restores what a moderator removed: no
+                    // hold or filter stands between it and its readers.
+                    review: Review::Publish,
                 },
             )
             .await?;
@@ -345,6 +349,7 @@ pub async fn undo(
                     parent_id: kept["parent_id"].as_i64(),
                     author_id,
                     content: kept["content"].as_str().unwrap_or_default().to_owned(),
+                    review: Review::Publish,
                 },
                 posts::Viewer::new(Some((author_id, author.role))),
             )

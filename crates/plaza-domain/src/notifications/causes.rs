@@ -2,12 +2,14 @@
 //! writes it: a reply (its parent's author is told `reply`, the users it
 //! newly mentions `mention`, the one told of the reply not twice), a post
 //! or an edit that newly mentions users, a reaction (the item's author,
-//! grouped), and a moderator's decision on a post or a reply. Each tells
+//! grouped), a moderator's decision on a post or a reply, and the
+//! publication of a held one. Each tells
 //! [`notify`] who may see the item, by the item's own visibility rule.
 
 use super::model::Kind;
 use super::writes::{NewNotification, notify};
-use crate::mentions::Mentioned;
+use crate::engagement::ItemKind;
+use crate::mentions::{self, Mentioned};
 use crate::posts::{Post, Viewer};
 use crate::replies::{self, Reply};
 use crate::users::Role;
@@ -129,6 +131,26 @@ pub async fn post_written(
         .await?;
     }
     Ok(())
+}
+
+/// A held post or reply a moderator approved, now public: told as it
+/// would have been when written (the users it mentions `mention`; for a
+/// reply, the author of what it answers `reply`).
+pub async fn published_after_hold(
+    tx: &mut Tx<'_>,
+    post: &Post,
+    reply: Option<&Reply>,
+) -> Result<(), DomainError> {
+    match reply {
+        Some(reply) => {
+            let mentioned = mentions::on_publication(tx, ItemKind::Reply, reply.id).await?;
+            replied(tx, post, reply, &mentioned).await
+        }
+        None => {
+            let mentioned = mentions::on_publication(tx, ItemKind::Post, post.id).await?;
+            post_written(tx, post, &mentioned).await
+        }
+    }
 }
 
 /// What a member reacted to.

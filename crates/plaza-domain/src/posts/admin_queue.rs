@@ -23,6 +23,9 @@ pub struct AdminPost<'a> {
     pub title: Cow<'a, str>,
     pub content: Cow<'a, str>,
     pub status: PostStatus,
+    /// Why it entered the queue by itself (`crate::holds::HoldReason`
+    /// stored), while it is held or flagged by a word filter.
+    pub review_reason: Option<Cow<'a, str>>,
     pub report_count: i64,
     /// Whether the thread is locked.
     pub locked: bool,
@@ -49,6 +52,9 @@ impl AdminPost<'_> {
             author_username: Cow::Owned(self.author_username.into_owned()),
             title: Cow::Owned(self.title.into_owned()),
             content: Cow::Owned(self.content.into_owned()),
+            review_reason: self
+                .review_reason
+                .map(|reason| Cow::Owned(reason.into_owned())),
             reports: self
                 .reports
                 .into_iter()
@@ -166,6 +172,8 @@ struct AdminPostJson<'a>(
     JsonFlag,
     i64,
     i64,
+    JsonFlag,
+    #[serde(borrow)] Option<Cow<'a, str>>,
 );
 
 /// A report as the admin lists write it
@@ -231,6 +239,8 @@ fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
                 locked,
                 created_at,
                 updated_at,
+                held,
+                review_reason,
             ) = post;
             let moderation = Moderation::parse(&moderation).ok_or_else(|| {
                 DomainError::Conflict(format!("post {id} has unknown moderation {moderation}"))
@@ -244,7 +254,8 @@ fn parse_admin_posts(json: &str) -> Result<Vec<AdminPost<'_>>, DomainError> {
                     .unwrap_or_default(),
                 title,
                 content,
-                status: PostStatus::of(published.into(), moderation),
+                status: PostStatus::of(published.into(), moderation, held.into()),
+                review_reason,
                 report_count,
                 locked: locked.into(),
                 created_at,

@@ -1,11 +1,13 @@
 //! Posts: writing, reading and listing them, and who may see or change
 //! which.
 //!
-//! A post's status (SPEC.md "States": published, draft, hidden, flagged) is
-//! derived from two stored facts kept apart on purpose: `published` is the
-//! author's switch, `moderation` is a moderator's decision. An author cannot
-//! un-hide a post by publishing it again, and a moderator's flag survives the
-//! author's edits.
+//! A post's status (SPEC.md "States": published, draft, hidden, flagged,
+//! and pending for one held for a moderator) is derived from stored facts
+//! kept apart on purpose: `published` is the author's switch, `moderation`
+//! is a moderator's decision, `held` a hold (`crate::holds`), during which
+//! the post is stored unpublished. An author cannot un-hide a post by
+//! publishing it again, nor publish a held one, and a moderator's flag
+//! survives the author's edits.
 //!
 //! `model` says what a post is, `query` reads and lists posts, `writes`
 //! creates, changes and deletes them (recording the users their content

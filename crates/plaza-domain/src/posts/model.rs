@@ -1,9 +1,11 @@
 //! What a post is: its fields, its stored facts (the author's `published`
-//! switch and a moderator's decision), the status derived from them, who
-//! may see or change it, and the limits and tag rules of what is written.
+//! switch, a moderator's decision, and whether it is held for a
+//! moderator), the status derived from them, who may see or change it, and
+//! the limits and tag rules of what is written.
 
 use sqlx::FromRow;
 
+use crate::holds::Review;
 use crate::users::Role;
 use crate::{DomainError, Flag};
 
@@ -80,14 +82,18 @@ pub enum PostStatus {
     Draft,
     Hidden,
     Flagged,
+    /// Held for a moderator (`crate::holds`): only its author and
+    /// moderators see it until a moderator approves it.
+    Pending,
 }
 
 impl PostStatus {
-    pub const ALL: [PostStatus; 4] = [
+    pub const ALL: [PostStatus; 5] = [
         PostStatus::Published,
         PostStatus::Draft,
         PostStatus::Hidden,
         PostStatus::Flagged,
+        PostStatus::Pending,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -96,6 +102,7 @@ impl PostStatus {
             PostStatus::Draft => "draft",
             PostStatus::Hidden => "hidden",
             PostStatus::Flagged => "flagged",
+            PostStatus::Pending => "pending",
         }
     }
 
@@ -105,11 +112,13 @@ impl PostStatus {
             .find(|status| status.as_str() == name)
     }
 
-    /// The status of a post with this switch and decision: hidden wins, then
-    /// an unpublished post is a draft, then a flag shows.
-    pub fn of(published: bool, moderation: Moderation) -> PostStatus {
+    /// The status of a post with this switch, decision and hold: hidden
+    /// wins, then a held post is pending, then an unpublished post is a
+    /// draft, then a flag shows. A held post is stored unpublished.
+    pub fn of(published: bool, moderation: Moderation, held: bool) -> PostStatus {
         match (published, moderation) {
             (_, Moderation::Hidden) => PostStatus::Hidden,
+            _ if held => PostStatus::Pending,
             (false, _) => PostStatus::Draft,
             (true, Moderation::Flagged) => PostStatus::Flagged,
             (true, Moderation::None) => PostStatus::Published,
@@ -120,9 +129,10 @@ impl PostStatus {
     pub(super) fn condition(self) -> &'static str {
         match self {
             PostStatus::Published => "p.published = TRUE AND p.moderation = 'none'",
-            PostStatus::Draft => "p.published = FALSE AND p.moderation <> 'hidden'",
+            PostStatus::Draft => "p.published = FALSE AND NOT p.held AND p.moderation <> 'hidden'",
             PostStatus::Hidden => "p.moderation = 'hidden'",
             PostStatus::Flagged => "p.published = TRUE AND p.moderation = 'flagged'",
+            PostStatus::Pending => "p.held AND p.moderation <> 'hidden'",
         }
     }
 }
@@ -148,11 +158,17 @@ pub struct Post {
     pub locked: bool,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Held for a moderator (stored unpublished meanwhile).
+    pub held: bool,
+    /// Why it entered the moderation queue by itself, as
+    /// `crate::holds::HoldReason::stored` writes it: kept while it is held
+    /// or flagged by a word filter.
+    pub review_reason: Option<String>,
 }
 
 impl Post {
     pub fn status(&self) -> PostStatus {
-        PostStatus::of(self.published, self.moderation)
+        PostStatus::of(self.published, self.moderation, self.held)
     }
 
     /// Published and not hidden: anyone may read it.
@@ -192,6 +208,8 @@ pub(super) struct PostRow {
     pub(super) locked: Flag,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
+    pub(super) held: Flag,
+    pub(super) review_reason: Option<String>,
 }
 
 impl TryFrom<PostRow> for Post {
@@ -217,18 +235,20 @@ impl TryFrom<PostRow> for Post {
             locked: row.locked.0,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            held: row.held.0,
+            review_reason: row.review_reason,
         })
     }
 }
 
 /// Post columns for `RETURNING` (unqualified).
 pub(super) const RETURNING_COLUMNS: &str = "id, author_id, title, content, tags, published, moderation, \
-     report_count, reply_count, locked, created_at, updated_at";
+     report_count, reply_count, locked, created_at, updated_at, held, review_reason";
 
 /// Post columns of `posts p`.
 pub(crate) const POST_COLUMNS: &str = "p.id, p.author_id, p.title, p.content, p.tags, \
      p.published, p.moderation, p.report_count, p.reply_count, p.locked, p.created_at, \
-     p.updated_at";
+     p.updated_at, p.held, p.review_reason";
 
 /// Tags are stored space-separated (they cannot contain spaces), which is
 /// also how the full-text index reads them.
@@ -267,15 +287,22 @@ pub struct NewPost {
     pub content: String,
     pub tags: Vec<String>,
     pub published: bool,
+    /// What becomes of it when published ([`Review::Publish`] for a
+    /// draft).
+    pub review: Review,
 }
 
-/// Fields an update changes; `None` keeps the current value.
+/// Fields an update changes; `None` keeps the current value. Publishing a
+/// held post leaves it held (pending until approved); unpublishing it
+/// makes it a draft no longer held.
 #[derive(Debug, Clone, Default)]
 pub struct PostChanges {
     pub title: Option<String>,
     pub content: Option<String>,
     pub tags: Option<Vec<String>>,
     pub published: Option<bool>,
+    /// What becomes of the post when it is public after the change.
+    pub review: Review,
 }
 
 #[cfg(test)]
@@ -283,23 +310,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn status_follows_moderation_then_the_switch() {
+    fn status_follows_moderation_then_the_hold_then_the_switch() {
         assert_eq!(
-            PostStatus::of(true, Moderation::None),
+            PostStatus::of(true, Moderation::None, false),
             PostStatus::Published
         );
-        assert_eq!(PostStatus::of(false, Moderation::None), PostStatus::Draft);
         assert_eq!(
-            PostStatus::of(false, Moderation::Flagged),
+            PostStatus::of(false, Moderation::None, false),
             PostStatus::Draft
         );
         assert_eq!(
-            PostStatus::of(true, Moderation::Flagged),
+            PostStatus::of(false, Moderation::Flagged, false),
+            PostStatus::Draft
+        );
+        assert_eq!(
+            PostStatus::of(true, Moderation::Flagged, false),
             PostStatus::Flagged
         );
-        assert_eq!(PostStatus::of(true, Moderation::Hidden), PostStatus::Hidden);
         assert_eq!(
-            PostStatus::of(false, Moderation::Hidden),
+            PostStatus::of(true, Moderation::Hidden, false),
+            PostStatus::Hidden
+        );
+        assert_eq!(
+            PostStatus::of(false, Moderation::Hidden, false),
+            PostStatus::Hidden
+        );
+        assert_eq!(
+            PostStatus::of(false, Moderation::None, true),
+            PostStatus::Pending
+        );
+        assert_eq!(
+            PostStatus::of(false, Moderation::Hidden, true),
             PostStatus::Hidden
         );
     }
@@ -331,6 +372,8 @@ mod tests {
             locked: false,
             created_at: 0,
             updated_at: 0,
+            held: false,
+            review_reason: None,
         };
         assert!(!post.visible_to(Viewer::Anonymous));
         assert!(post.visible_to(Viewer::Member(7)));

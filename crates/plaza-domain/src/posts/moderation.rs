@@ -5,19 +5,26 @@
 
 use super::model::{Moderation, Post, PostRow, PostStatus, RETURNING_COLUMNS};
 use super::writes::{delete, lock};
+use crate::holds;
 use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
 use crate::{DomainError, Tx};
 
 /// Records a moderator's decision (the admin surface's approve, hide and
-/// flag actions: approve is [`Moderation::None`]).
+/// flag actions: approve is [`Moderation::None`], which also publishes a
+/// held post and forgets why it entered the queue).
 pub async fn set_moderation(
     tx: &mut Tx<'_>,
     id: i64,
     moderation: Moderation,
 ) -> Result<Post, DomainError> {
+    let approval = if moderation == Moderation::None {
+        ", published = (published OR held), held = FALSE, review_reason = NULL"
+    } else {
+        ""
+    };
     let row: Option<PostRow> = sqlx::query_as(&format!(
-        "UPDATE posts SET moderation = $1, updated_at = $2 WHERE id = $3 \
+        "UPDATE posts SET moderation = $1, updated_at = $2{approval} WHERE id = $3 \
          RETURNING {RETURNING_COLUMNS}"
     ))
     .bind(moderation.as_str())
@@ -48,7 +55,8 @@ pub async fn set_locked(tx: &mut Tx<'_>, id: i64, locked: bool) -> Result<Post, 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ModerationAction {
     /// Clears a flag or a hide (the author's switch decides between
-    /// published and draft) and marks open reports resolved.
+    /// published and draft), publishes a held post, and marks open reports
+    /// resolved.
     Approve,
     Hide,
     /// Permanent: the post and its reports are removed.
@@ -116,14 +124,14 @@ pub fn moderation_step(
         (_, A::Delete) => Ok(ModerationStep::Delete),
         (_, A::Lock) => Ok(ModerationStep::Lock(true)),
         (_, A::Unlock) => Ok(ModerationStep::Lock(false)),
-        (S::Published | S::Flagged | S::Hidden, A::Approve) => {
+        (S::Published | S::Flagged | S::Hidden | S::Pending, A::Approve) => {
             Ok(ModerationStep::Decide(Moderation::None))
         }
         (S::Draft, A::Approve) => Err(
             "a draft is not public, so there is nothing to approve until its author publishes it",
         ),
         (S::Hidden, A::Hide) => Err("the post is already hidden"),
-        (S::Published | S::Flagged | S::Draft, A::Hide) => {
+        (S::Published | S::Flagged | S::Draft | S::Pending, A::Hide) => {
             Ok(ModerationStep::Decide(Moderation::Hidden))
         }
         (S::Published, A::Flag) => Ok(ModerationStep::Decide(Moderation::Flagged)),
@@ -132,6 +140,7 @@ pub fn moderation_step(
             Err("a hidden post is out of view already; approve it first to flag it instead")
         }
         (S::Draft, A::Flag) => Err("a draft is not public, so there is nothing to flag yet"),
+        (S::Pending, A::Flag) => Err("a pending post is not public yet; approve or hide it"),
     }
 }
 
@@ -172,6 +181,9 @@ pub async fn moderate(
     match step {
         ModerationStep::Decide(moderation) => {
             let after = set_moderation(tx, id, moderation).await?;
+            if before.held && !after.held {
+                holds::approved_writes_of(tx, before.author_id).await?;
+            }
             let reports_resolved =
                 reports::resolve(tx, ReportTarget::Post, id, moderator_id).await?;
             Ok(Moderated::Changed {
@@ -214,7 +226,7 @@ mod tests {
     fn every_moderation_action_from_every_status() {
         use ModerationAction as A;
         use ModerationStep::{Decide, Delete, Lock};
-        // Rows: published, draft, hidden, flagged; columns: approve, hide,
+        // Rows: published, draft, hidden, flagged, pending; columns: approve, hide,
         // delete, flag. `-` is a refusal.
         let expected = [
             [
@@ -225,6 +237,12 @@ mod tests {
             ],
             [None, Some(Decide(Moderation::Hidden)), Some(Delete), None],
             [Some(Decide(Moderation::None)), None, Some(Delete), None],
+            [
+                Some(Decide(Moderation::None)),
+                Some(Decide(Moderation::Hidden)),
+                Some(Delete),
+                None,
+            ],
             [
                 Some(Decide(Moderation::None)),
                 Some(Decide(Moderation::Hidden)),

@@ -166,9 +166,14 @@ impl PostQuery {
 
     /// Whether the total comes from counting rows (an index range the
     /// filter selects) rather than from `post_counts`, which knows nothing
-    /// of reports: any report filter counts rows.
+    /// of reports or holds (it counts a held post as a draft): any report
+    /// filter, and the draft and pending filters, count rows.
     fn counts_rows(&self) -> bool {
-        self.author.is_some() || self.tag.is_some() || self.reported_only || self.open_reports_only
+        self.author.is_some()
+            || self.tag.is_some()
+            || self.reported_only
+            || self.open_reports_only
+            || matches!(self.status, Some(PostStatus::Draft | PostStatus::Pending))
     }
 
     /// ORDER BY text from fixed strings only. A tag page in creation order
@@ -197,7 +202,7 @@ impl PostQuery {
         self.published.is_none_or(|wanted| wanted == published)
             && self
                 .status
-                .is_none_or(|wanted| wanted == PostStatus::of(published, moderation))
+                .is_none_or(|wanted| wanted == PostStatus::of(published, moderation, false))
     }
 
     /// An SQL expression for how many posts `viewer` may see match: a sum of
@@ -330,6 +335,8 @@ pub(crate) struct PostJson(
     JsonFlag,
     i64,
     i64,
+    JsonFlag,
+    Option<String>,
 );
 
 impl TryFrom<PostJson> for Post {
@@ -349,6 +356,8 @@ impl TryFrom<PostJson> for Post {
             locked,
             created_at,
             updated_at,
+            held,
+            review_reason,
         ): PostJson,
     ) -> Result<Self, DomainError> {
         Post::try_from(PostRow {
@@ -364,6 +373,8 @@ impl TryFrom<PostJson> for Post {
             locked: Flag(locked.into()),
             created_at,
             updated_at,
+            held: Flag(held.into()),
+            review_reason,
         })
     }
 }
@@ -533,9 +544,17 @@ impl Database {
             .collect();
         for (published, moderation, total) in self.post_state_counts().await? {
             *by_status
-                .entry(PostStatus::of(published, moderation).as_str())
+                .entry(PostStatus::of(published, moderation, false).as_str())
                 .or_default() += total;
         }
+        // The counters count a held post as a draft; the held ones are few
+        // (`posts_held`).
+        let (pending,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM posts WHERE held AND moderation <> 'hidden'")
+                .fetch_one(&mut *self.lease().await?)
+                .await?;
+        *by_status.entry(PostStatus::Pending.as_str()).or_default() += pending;
+        *by_status.entry(PostStatus::Draft.as_str()).or_default() -= pending;
         Ok(by_status)
     }
 

@@ -1,11 +1,13 @@
 //! Writing posts: creating, changing and deleting one, with its
-//! `post_tags` rows and its mentions kept in the same unit of work.
+//! `post_tags` rows and its mentions kept in the same unit of work, held
+//! or flagged as its review says (`crate::holds`).
 
 use super::model::{
     NewPost, POST_COLUMNS, Post, PostChanges, PostRow, RETURNING_COLUMNS, join_tags,
 };
 use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
+use crate::holds::Review;
 use crate::listing::{Arg, bind_all};
 use crate::mentions::{self, Mentioned};
 use crate::time::now_millis;
@@ -46,18 +48,28 @@ async fn insert_tags(
     Ok(())
 }
 
-/// Creates a post, its tag rows and its mentions.
+/// Creates a post, its tag rows and its mentions; a held post is stored
+/// unpublished and held, a flagged one flagged, each with its reason.
 pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, DomainError> {
     let now = now_millis();
+    let held = matches!(new.review, Review::Hold(_));
+    let moderation = match new.review {
+        Review::Flag(_) => "flagged",
+        Review::Publish | Review::Hold(_) => "none",
+    };
     let row: PostRow = sqlx::query_as(&format!(
-        "INSERT INTO posts (author_id, title, content, tags, published, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {RETURNING_COLUMNS}"
+        "INSERT INTO posts (author_id, title, content, tags, published, moderation, held, \
+         review_reason, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {RETURNING_COLUMNS}"
     ))
     .bind(new.author_id)
     .bind(new.title)
     .bind(new.content)
     .bind(join_tags(&new.tags))
-    .bind(new.published)
+    .bind(new.published && !held)
+    .bind(moderation)
+    .bind(held)
+    .bind(new.review.reason())
     .bind(now)
     .fetch_one(&mut **tx)
     .await?;
@@ -85,34 +97,55 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
     Ok(WrittenPost { post, mentioned })
 }
 
-/// Applies `changes` (title, content, tags, published switch) and bumps
-/// `updated_at`; tag rows are replaced, and a new content's mentions
-/// recorded, in the same transaction.
+/// Applies `changes` (title, content, tags, published switch, review) and
+/// bumps `updated_at`; tag rows are replaced, and a new content's mentions
+/// recorded, in the same transaction. A held post stays unpublished when
+/// published (it waits for a moderator); unpublished, it is a draft no
+/// longer held.
 pub async fn update(
     tx: &mut Tx<'_>,
     id: i64,
     changes: PostChanges,
 ) -> Result<WrittenPost, DomainError> {
     let content_changed = changes.content.is_some();
-    let mut sets = Vec::new();
+    let mut sets: Vec<String> = Vec::new();
     let mut args = Vec::new();
-    let mut set = |column: &str, value: Arg| {
+    let mut set = |sets: &mut Vec<String>, column: &str, value: Arg| {
         args.push(value);
         sets.push(format!("{column} = ${}", args.len()));
     };
     if let Some(title) = changes.title {
-        set("title", Arg::Text(title));
+        set(&mut sets, "title", Arg::Text(title));
     }
     if let Some(content) = changes.content {
-        set("content", Arg::Text(content));
+        set(&mut sets, "content", Arg::Text(content));
     }
     if let Some(tags) = &changes.tags {
-        set("tags", Arg::Text(join_tags(tags)));
+        set(&mut sets, "tags", Arg::Text(join_tags(tags)));
     }
-    if let Some(published) = changes.published {
-        set("published", Arg::Bool(published));
+    match (changes.published, &changes.review) {
+        (_, Review::Hold(_)) => {
+            sets.push("published = FALSE".to_owned());
+            sets.push("held = TRUE".to_owned());
+        }
+        (Some(true), _) => sets.push("published = NOT held".to_owned()),
+        (Some(false), _) => {
+            sets.push("published = FALSE".to_owned());
+            sets.push("held = FALSE".to_owned());
+            sets.push("review_reason = NULL".to_owned());
+        }
+        (None, _) => {}
     }
-    set("updated_at", Arg::Int(now_millis()));
+    if matches!(changes.review, Review::Flag(_)) {
+        sets.push(
+            "moderation = CASE WHEN moderation = 'none' THEN 'flagged' ELSE moderation END"
+                .to_owned(),
+        );
+    }
+    if let Some(reason) = changes.review.reason() {
+        set(&mut sets, "review_reason", Arg::Text(reason));
+    }
+    set(&mut sets, "updated_at", Arg::Int(now_millis()));
     args.push(Arg::Int(id));
     let sql = format!(
         "UPDATE posts SET {} WHERE id = ${} RETURNING {RETURNING_COLUMNS}",

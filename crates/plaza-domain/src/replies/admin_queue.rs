@@ -20,8 +20,8 @@ pub struct AdminReplyQuery {
     pub status: Option<ReplyStatus>,
     /// Only replies with at least one report.
     pub reported_only: bool,
-    /// The console's queue: pending replies and replies with a report no
-    /// moderator has acted on yet.
+    /// The console's queue: pending replies, replies a word filter
+    /// flagged, and replies with a report no moderator has acted on yet.
     pub awaiting_decision: bool,
     pub post_id: Option<i64>,
     pub author_id: Option<i64>,
@@ -55,7 +55,8 @@ impl AdminReplyQuery {
         }
         if self.awaiting_decision {
             conditions.push(
-                "(r.status = 'pending' OR (r.report_count > 0 AND EXISTS (SELECT 1 FROM \
+                "(r.status = 'pending' OR (r.status = 'flagged' AND r.review_reason IS NOT NULL) \
+                 OR (r.report_count > 0 AND EXISTS (SELECT 1 FROM \
                  reply_reports o WHERE o.reply_id = r.id AND o.resolved_at IS NULL)))"
                     .to_owned(),
             );

@@ -4,6 +4,8 @@
 use serde::Deserialize;
 use sqlx::FromRow;
 
+use crate::DomainError;
+use crate::holds::Review;
 use crate::listing::{Arg, Args, JsonFlag};
 use crate::posts::Viewer;
 use crate::{DomainError, Flag};
@@ -95,6 +97,10 @@ pub struct Reply {
     pub updated_at: i64,
     /// When its author last changed its content.
     pub edited_at: Option<i64>,
+    /// Why it entered the moderation queue by itself
+    /// (`crate::holds::HoldReason` stored), while it is pending or flagged
+    /// by a word filter.
+    pub review_reason: Option<String>,
 }
 
 impl Reply {
@@ -140,7 +146,7 @@ pub(super) const REPLY_SOURCE: &str = "replies r LEFT JOIN users u ON u.id = r.a
 /// Reply columns of [`REPLY_SOURCE`], in [`ReplyRow`] order.
 pub(crate) const REPLY_COLUMNS: &str = "r.id, r.post_id, r.parent_id, r.author_id, \
      u.username, u.name, u.image, u.is_bot, r.content, r.status, r.depth, r.path, r.reply_count, \
-     r.report_count, r.created_at, r.updated_at, r.edited_at";
+     r.report_count, r.created_at, r.updated_at, r.edited_at, r.review_reason";
 
 /// [`REPLY_COLUMNS`] as the columns of a subquery named `listed`.
 pub(super) fn listed_columns() -> String {
@@ -176,6 +182,7 @@ pub(crate) struct ReplyRow {
     created_at: i64,
     updated_at: i64,
     edited_at: Option<i64>,
+    review_reason: Option<String>,
 }
 
 /// A reply as [`REPLY_COLUMNS`] in a JSON array (see
@@ -199,6 +206,7 @@ pub(crate) struct ReplyJson(
     i64,
     i64,
     Option<i64>,
+    Option<String>,
 );
 
 impl From<ReplyJson> for ReplyRow {
@@ -221,6 +229,7 @@ impl From<ReplyJson> for ReplyRow {
             created_at,
             updated_at,
             edited_at,
+            review_reason,
         ): ReplyJson,
     ) -> Self {
         ReplyRow {
@@ -241,6 +250,7 @@ impl From<ReplyJson> for ReplyRow {
             created_at,
             updated_at,
             edited_at,
+            review_reason,
         }
     }
 }
@@ -279,6 +289,7 @@ impl TryFrom<ReplyRow> for Reply {
             created_at: row.created_at,
             updated_at: row.updated_at,
             edited_at: row.edited_at,
+            review_reason: row.review_reason,
         })
     }
 }
@@ -291,6 +302,8 @@ pub struct NewReply {
     pub parent_id: Option<i64>,
     pub author_id: i64,
     pub content: String,
+    /// Held (stored `pending`), flagged, or published.
+    pub review: Review,
 }
 
 #[cfg(test)]
@@ -318,6 +331,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             edited_at: None,
+            review_reason: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 use super::model::{Reply, ReplyStatus};
 use super::writes::{Removal, lock_thread_of, remove, set_status};
+use crate::holds;
 use crate::posts::ModerationAction;
 use crate::reports::{self, ReportTarget};
 use crate::{DomainError, Tx};
@@ -81,6 +82,12 @@ pub async fn moderate(
     match step {
         ReplyStep::Become(status) => {
             let after = Box::new(set_status(tx, &before, status).await?);
+            if before.status == ReplyStatus::Pending
+                && after.status == ReplyStatus::Published
+                && let Some(author_id) = before.author_id()
+            {
+                holds::approved_writes_of(tx, author_id).await?;
+            }
             let reports_resolved =
                 reports::resolve(tx, ReportTarget::Reply, id, moderator_id).await?;
             Ok(ReplyModerated::Changed {

@@ -12,6 +12,7 @@ use super::path::{self, MAX_PATH_BYTES};
 use crate::between;
 use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
+use crate::holds::Review;
 use crate::mentions::{self, Mentioned};
 use crate::posts::{self, Post, PostStatus, Viewer};
 use crate::reports::{self, ReportTarget};
@@ -58,6 +59,7 @@ pub async fn lock_thread_of(tx: &mut Tx<'_>, id: i64) -> Result<(Post, Reply), D
 pub fn refusal_of_answers(post: &Post) -> Option<&'static str> {
     match post.status() {
         PostStatus::Draft => Some("the post is a draft"),
+        PostStatus::Pending => Some("the post waits for a moderator"),
         PostStatus::Hidden => Some("the post is hidden"),
         _ if post.locked => Some("the post is locked"),
         PostStatus::Published | PostStatus::Flagged => None,
@@ -175,12 +177,16 @@ pub async fn create(
             "the thread is as deep as it can be stored here: answer a reply higher up".to_owned(),
         ));
     }
-    let status = ReplyStatus::Published;
+    let status = match new.review {
+        Review::Publish => ReplyStatus::Published,
+        Review::Hold(_) => ReplyStatus::Pending,
+        Review::Flag(_) => ReplyStatus::Flagged,
+    };
     let now = now_millis();
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO replies (post_id, parent_id, author_id, content, status, depth, path, \
-         newest_path, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id",
+         newest_path, created_at, updated_at, review_reason) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) RETURNING id",
     )
     .bind(post.id)
     .bind(new.parent_id)
@@ -191,6 +197,7 @@ pub async fn create(
     .bind(&reply_path)
     .bind(path::newest_key(&reply_path))
     .bind(now)
+    .bind(new.review.reason())
     .fetch_one(&mut **tx)
     .await?;
     if status.is_visible() {
@@ -212,9 +219,15 @@ pub async fn create(
 }
 
 /// Replaces a reply's content (its author's edit): `edited_at` and
-/// `updated_at` become now, and its mentions are recorded anew. Who may
-/// edit is the caller's check.
-pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<WrittenReply, DomainError> {
+/// `updated_at` become now, and its mentions are recorded anew. A public
+/// reply the `review` holds becomes pending (and leaves the counts), one it
+/// flags flagged, each with its reason. Who may edit is the caller's check.
+pub async fn edit(
+    tx: &mut Tx<'_>,
+    id: i64,
+    content: String,
+    review: Review,
+) -> Result<WrittenReply, DomainError> {
     let now = now_millis();
     let changed = sqlx::query(
         "UPDATE replies SET content = $1, edited_at = $2, updated_at = $2 \
@@ -228,7 +241,20 @@ pub async fn edit(tx: &mut Tx<'_>, id: i64, content: String) -> Result<WrittenRe
     if changed.rows_affected() == 0 {
         return Err(DomainError::NotFound("reply"));
     }
-    let reply = reply_in(tx, id).await?;
+    let mut reply = reply_in(tx, id).await?;
+    let becomes = match review {
+        Review::Hold(_) if reply.status.is_visible() => Some(ReplyStatus::Pending),
+        Review::Flag(_) if reply.status == ReplyStatus::Published => Some(ReplyStatus::Flagged),
+        _ => None,
+    };
+    if let Some(status) = becomes {
+        sqlx::query("UPDATE replies SET review_reason = $1 WHERE id = $2")
+            .bind(review.reason())
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        reply = set_status(tx, &reply, status).await?;
+    }
     let author_id = reply.author_id().ok_or(DomainError::NotFound("reply"))?;
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, author_id, &reply.content, false).await?;
@@ -282,19 +308,27 @@ pub async fn remove(tx: &mut Tx<'_>, reply: &Reply) -> Result<Removal, DomainErr
     Ok(removal)
 }
 
-/// Sets `reply`'s status (a moderator's decision; not `deleted`, which is
-/// [`remove`]) and moves the counts when it becomes or stops being visible.
+/// Sets `reply`'s status (a moderator's decision or a hold; not `deleted`,
+/// which is [`remove`]) and moves the counts when it becomes or stops being
+/// visible. Publishing it forgets why it entered the queue.
 pub async fn set_status(
     tx: &mut Tx<'_>,
     reply: &Reply,
     status: ReplyStatus,
 ) -> Result<Reply, DomainError> {
-    sqlx::query("UPDATE replies SET status = $1, updated_at = $2 WHERE id = $3")
-        .bind(status.as_str())
-        .bind(now_millis())
-        .bind(reply.id)
-        .execute(&mut **tx)
-        .await?;
+    let approval = if status == ReplyStatus::Published {
+        ", review_reason = NULL"
+    } else {
+        ""
+    };
+    sqlx::query(&format!(
+        "UPDATE replies SET status = $1, updated_at = $2{approval} WHERE id = $3"
+    ))
+    .bind(status.as_str())
+    .bind(now_millis())
+    .bind(reply.id)
+    .execute(&mut **tx)
+    .await?;
     let delta = i64::from(status.is_visible()) - i64::from(reply.status.is_visible());
     if delta != 0 {
         count_visible(tx, reply.post_id, &reply.path, delta).await?;

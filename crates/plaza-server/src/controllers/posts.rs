@@ -32,9 +32,11 @@ use crate::http::extract::{AppJson, AppQuery, IdPath};
 use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
+use plaza_domain::holds::{self, HoldCheck, Review, Write};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::time::{now_millis, rfc3339};
+use plaza_domain::word_filters::FilterScope;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -61,8 +63,9 @@ pub struct PostView {
     /// The author's switch; false for a draft.
     pub published: bool,
     pub tags: Vec<String>,
-    /// `published`, `draft`, `hidden` or `flagged`; shown to the author and
-    /// to moderators only.
+    /// `published`, `draft`, `hidden`, `flagged` or `pending` (held for a
+    /// moderator: stored unpublished until approved); shown to the author
+    /// and to moderators only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Visible (published or flagged) replies in its thread.
@@ -383,17 +386,41 @@ pub async fn create_post(
     check_content(&mut problems, &body.content);
     let tags = checked_tags(&mut problems, &body.tags);
     problems.finish()?;
-    let new = NewPost {
+    let title = body.title.trim().to_owned();
+    let screening = state.screening().await?;
+    let verdict = screening.filters.check(
+        FilterScope::Post,
+        &[("title", &title), ("content", &body.content)],
+    );
+    verdict.refusal()?;
+    let published = body.published.unwrap_or(true);
+    let author = caller.actor();
+    let mut new = NewPost {
         author_id: caller.user_id(),
-        title: body.title.trim().to_owned(),
+        title,
         content: body.content,
         tags,
-        published: body.published.unwrap_or(true),
+        published,
+        review: Review::Publish,
     };
     let written = state
         .db
         .write(|tx| {
             Box::pin(async move {
+                if published {
+                    new.review = holds::review(
+                        tx,
+                        &HoldCheck {
+                            author_id: author.user_id,
+                            author_role: author.role,
+                            word_filter: verdict.hold.as_deref(),
+                            new_account_hold_count: screening.new_account_hold_count,
+                            write: Write::New,
+                        },
+                        verdict.flag.as_deref(),
+                    )
+                    .await?;
+                }
                 let written = posts::create(tx, new).await?;
                 causes::post_written(tx, &written.post, &written.mentioned).await?;
                 Ok(written)
@@ -460,17 +487,54 @@ pub async fn update_post(
         );
     }
     problems.finish()?;
-    let changes = PostChanges {
+    let mut changes = PostChanges {
         title: body.title.map(|title| title.trim().to_owned()),
         content: body.content,
         tags,
         published: body.published,
+        review: Review::Publish,
     };
+    let screening = state.screening().await?;
+    let verdict = screening.filters.check(
+        FilterScope::Post,
+        &[
+            ("title", changes.title.as_deref().unwrap_or(&before.title)),
+            (
+                "content",
+                changes.content.as_deref().unwrap_or(&before.content),
+            ),
+        ],
+    );
+    verdict.refusal()?;
     let by_someone_else = caller.user_id() != before.author_id;
+    let editor = caller.actor();
     let written = state
         .db
         .write(|tx| {
             Box::pin(async move {
+                let current = posts::lock(tx, id).await?;
+                let was_out = current.published || current.held;
+                if changes.published.unwrap_or(was_out) {
+                    let write = if was_out {
+                        Write::Edit
+                    } else {
+                        Write::PublishesDraft {
+                            created_at: current.created_at,
+                        }
+                    };
+                    changes.review = holds::review(
+                        tx,
+                        &HoldCheck {
+                            author_id: current.author_id,
+                            author_role: editor.role,
+                            word_filter: verdict.hold.as_deref(),
+                            new_account_hold_count: screening.new_account_hold_count,
+                            write,
+                        },
+                        verdict.flag.as_deref(),
+                    )
+                    .await?;
+                }
                 let written = posts::update(tx, id, changes).await?;
                 let post = &written.post;
                 causes::post_written(tx, post, &written.mentioned).await?;

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::between::{Hidden, Sight};
+use plaza_domain::holds::{self, HoldCheck, Review, Write};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::posts::{self, Viewer};
@@ -17,6 +18,7 @@ use plaza_domain::replies::{
 };
 use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{now_millis, rfc3339};
+use plaza_domain::word_filters::FilterScope;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -416,17 +418,36 @@ pub async fn create_reply(
         }
     };
     problems.finish()?;
+    let screening = state.screening().await?;
+    let verdict = screening
+        .filters
+        .check(FilterScope::Reply, &[("content", &body.content)]);
+    verdict.refusal()?;
     let viewer = viewer_of(Some(&caller));
-    let new = NewReply {
+    let author = caller.actor();
+    let mut new = NewReply {
         post_id,
         parent_id,
         author_id: caller.user_id(),
         content: body.content,
+        review: Review::Publish,
     };
     let written = state
         .db
         .write(|tx| {
             Box::pin(async move {
+                new.review = holds::review(
+                    tx,
+                    &HoldCheck {
+                        author_id: author.user_id,
+                        author_role: author.role,
+                        word_filter: verdict.hold.as_deref(),
+                        new_account_hold_count: screening.new_account_hold_count,
+                        write: Write::New,
+                    },
+                    verdict.flag.as_deref(),
+                )
+                .await?;
                 let written = replies::create(tx, new, viewer).await?;
                 let post = posts::lock(tx, written.reply.post_id).await?;
                 causes::replied(tx, &post, &written.reply, &written.mentioned).await?;
@@ -495,6 +516,11 @@ pub async fn update_reply(
     let mut problems = Problems::default();
     check_content(&mut problems, &body.content);
     problems.finish()?;
+    let screening = state.screening().await?;
+    let verdict = screening
+        .filters
+        .check(FilterScope::Reply, &[("content", &body.content)]);
+    verdict.refusal()?;
     let actor = caller.actor();
     let content = body.content;
     let written = state
@@ -504,7 +530,19 @@ pub async fn update_reply(
                 let (post, reply) = replies::lock_thread_of(tx, id).await?;
                 policy::edit_reply(actor, &post, &reply)
                     .check("reply", "only its author may change a reply")?;
-                let written = replies::edit(tx, id, content).await?;
+                let review = holds::review(
+                    tx,
+                    &HoldCheck {
+                        author_id: actor.user_id,
+                        author_role: actor.role,
+                        word_filter: verdict.hold.as_deref(),
+                        new_account_hold_count: screening.new_account_hold_count,
+                        write: Write::Edit,
+                    },
+                    verdict.flag.as_deref(),
+                )
+                .await?;
+                let written = replies::edit(tx, id, content, review).await?;
                 causes::reply_edited(tx, &post, &written.reply, &written.mentioned).await?;
                 Ok(written)
             })

@@ -442,6 +442,21 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
         "/api/v1/admin/users/{userId}/ban",
         Treatment::Exempt(ADMIN),
     ),
+    (
+        "GET",
+        "/api/v1/admin/word-filters",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "POST",
+        "/api/v1/admin/word-filters",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "DELETE",
+        "/api/v1/admin/word-filters/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
     ("GET", "/api/version", Treatment::Exempt(NO_CONTENT)),
     ("GET", "/forgot-password", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/og-image-viewer", Treatment::Exempt(NO_CONTENT)),

@@ -16,6 +16,7 @@ use plaza_domain::time::rfc3339;
 use plaza_domain::users::{
     self, NewUser, Role, User, UserChanges, UserQuery, UserSort, UserStatus, is_valid_username,
 };
+use plaza_domain::word_filters::FilterScope;
 use plaza_domain::{DomainError, Tx, email_domain_blocks, erasure, invites, registrations};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -203,6 +204,7 @@ pub async fn create_user(
         }
     }
     validate_sign_up(&body)?;
+    refuse_blocked_words(&state, body.username.as_deref(), body.name.as_deref(), None).await?;
     let entry = if unconditional {
         Entry::Plain
     } else {
@@ -543,6 +545,32 @@ fn check_image(image: &str) -> Result<(), String> {
     }
 }
 
+/// 422 naming the field (`username`, `name`, `bio`) when a `block` word
+/// filter for usernames or profiles finds its phrase in it.
+async fn refuse_blocked_words(
+    state: &AppState,
+    username: Option<&str>,
+    name: Option<&str>,
+    bio: Option<&str>,
+) -> Result<(), AppError> {
+    let screening = state.screening().await?;
+    if let Some(username) = username {
+        screening
+            .filters
+            .check(FilterScope::Username, &[("username", username)])
+            .refusal()?;
+    }
+    let profile: Vec<(&'static str, &str)> = [("name", name), ("bio", bio)]
+        .into_iter()
+        .filter_map(|(field, text)| text.map(|text| (field, text)))
+        .collect();
+    screening
+        .filters
+        .check(FilterScope::Profile, &profile)
+        .refusal()?;
+    Ok(())
+}
+
 /// Checks an update body against the rules of fields and of who may change
 /// what, and turns it into domain changes.
 fn checked_changes(
@@ -663,6 +691,13 @@ pub async fn update_user(
     let target = state.db.user_by_id(id).await?;
     authorize(policy::manage_user(caller.actor(), &target), "user")?;
     let changes = checked_changes(&caller, &target, body)?;
+    refuse_blocked_words(
+        &state,
+        changes.username.as_deref(),
+        changes.name.as_ref().and_then(Option::as_deref),
+        changes.bio.as_deref(),
+    )
+    .await?;
     if caller.user_id() != id {
         // Someone changing another user takes the admin's way: the user's
         // edit lock, the policy asked inside the unit of work, the audit.

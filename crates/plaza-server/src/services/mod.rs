@@ -44,3 +44,4 @@ pub mod templates;
 pub mod uploads;
 pub mod user_admin;
 pub mod webhooks;
+pub mod word_filters;

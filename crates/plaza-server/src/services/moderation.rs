@@ -3,10 +3,11 @@
 //! operator console): under the item's edit lock, the decision, its
 //! moderation action record (a hide, delete, flag or lock; an approve or
 //! unlock records the reversal of the action it undoes), its audit entry,
-//! the author's `moderation` notification (always for a hide or a delete)
-//! and, when asked, the author's alert are written in one transaction, so
-//! either all of them happen or none. Who may decide is asked of
-//! `plaza_domain::policy` by the caller before this runs.
+//! the author's `moderation` notification (always for a hide or a delete,
+//! and for the approval of a held item, which also tells those it
+//! mentions) and, when asked, the author's alert are written in one
+//! transaction, so either all of them happen or none. Who may decide is
+//! asked of `plaza_domain::policy` by the caller before this runs.
 
 use plaza_domain::alerts::{self, AlertType};
 use plaza_domain::audit::{self, AuditAction, AuditContext};
@@ -14,7 +15,7 @@ use plaza_domain::locks::Resource;
 use plaza_domain::moderation::actions::{self, ActionKind, NewAction, TargetType};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::posts::{self, Moderated, ModerationAction};
-use plaza_domain::replies::{self, Removal, Reply, ReplyModerated};
+use plaza_domain::replies::{self, Removal, Reply, ReplyModerated, ReplyStatus};
 use plaza_domain::rules;
 use plaza_domain::time::now_millis;
 use plaza_domain::{Database, DomainError, Tx};
@@ -134,7 +135,17 @@ pub async fn moderate_post(
                 };
                 let quoted = format!("post \u{201c}{}\u{201d}", post.title);
                 let alert = author_alert(action, "post", &quoted, reason.as_deref());
-                if always_told(action) || notify_author {
+                // A held post approved is public now: its author is told
+                // whatever the moderator chose, and those it mentions as
+                // on any publication.
+                let published_after_hold = matches!(
+                    &moderated,
+                    Moderated::Changed { before, after, .. } if before.held && after.is_public()
+                );
+                if published_after_hold {
+                    causes::published_after_hold(tx, post, None).await?;
+                }
+                if always_told(action) || published_after_hold || notify_author {
                     causes::moderated(
                         tx,
                         Decided {
@@ -254,10 +265,23 @@ pub async fn moderate_reply(
                         },
                     )
                     .await?;
+                    // A held reply approved is public now: told as for a
+                    // held post.
+                    let published_after_hold = match &moderated {
+                        ReplyModerated::Changed { before, after, .. }
+                            if before.status == ReplyStatus::Pending
+                                && after.status.is_visible() =>
+                        {
+                            let post = posts::lock(tx, after.post_id).await?;
+                            causes::published_after_hold(tx, &post, Some(after)).await?;
+                            true
+                        }
+                        _ => false,
+                    };
                     if let Some(author_id) = before.author_id() {
                         let alert =
                             author_alert(action, "reply", &reply_excerpt(before), reason.as_deref());
-                        if always_told(action) || notify_author {
+                        if always_told(action) || published_after_hold || notify_author {
                             let still_there = matches!(moderated, ReplyModerated::Changed { .. });
                             causes::moderated(
                                 tx,

@@ -164,6 +164,10 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/console/flags.html"),
     ),
     (
+        "console/word_filters.html",
+        include_str!("../../templates/console/word_filters.html"),
+    ),
+    (
         "console/emojis.html",
         include_str!("../../templates/console/emojis.html"),
     ),

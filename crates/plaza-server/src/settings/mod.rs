@@ -14,6 +14,7 @@ mod auth;
 mod database;
 mod error;
 mod files;
+mod holds;
 mod images;
 mod limits;
 mod link_preview;
@@ -34,6 +35,7 @@ pub use auth::*;
 pub use database::*;
 pub use error::{ENV_PREFIX, SettingsError};
 pub use files::*;
+pub use holds::*;
 pub use images::*;
 pub use limits::*;
 pub use link_preview::*;
@@ -82,6 +84,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     #[serde(flatten)]
     pub moderation: ModerationSettings,
+    pub holds: HoldSettings,
 }
 
 impl Settings {
@@ -140,6 +143,7 @@ impl Settings {
             notifications: section(&figment)?,
             webhooks: section(&figment)?,
             moderation: section(&figment)?,
+            holds: section(&figment)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -158,6 +162,7 @@ impl Settings {
         self.notifications.validate()?;
         self.webhooks.validate()?;
         self.moderation.validate()?;
+        self.holds.validate()?;
         self.link_preview.validate()?;
         if self.database.content_notifications == ContentNotifications::Redis
             && self.limits.redis_url.is_none()

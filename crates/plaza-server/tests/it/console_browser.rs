@@ -423,6 +423,64 @@ async fn an_operator_runs_the_community_from_the_console() {
     assert!(text_of(&client, "#flag-new-editor h2").await.contains("on"));
     picture(&client, "flags").await;
 
+    // A word filter that holds, a post it holds in the queue with the
+    // reason, approved from there, and the filter removed.
+    client
+        .goto(&format!("{base}/admin/word-filters"))
+        .await
+        .unwrap();
+    type_into(&client, "#new-phrase", "replica watches").await;
+    click(&client, "#new-action option[value=hold]").await;
+    click_then(&client, "#new-word-filter button", ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("within 5 s"));
+    let listed = text_of(&client, "#word-filter-list").await;
+    assert!(
+        listed.contains("replica watches") && listed.contains("hold"),
+        "{listed}"
+    );
+    picture(&client, "word-filters").await;
+    let (status, held) = call(
+        &server,
+        "POST",
+        "/api/posts",
+        Some(&author),
+        Some(json!({"title": "Deals", "content": "R3PLICA w\u{200b}atches here"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{held}");
+    assert_eq!(held["status"], "pending");
+    let held_id = held["id"].as_str().unwrap();
+    client
+        .goto(&format!("{base}/admin/moderation?state=pending"))
+        .await
+        .unwrap();
+    let reason = text_of(&client, &format!("#post-{held_id} .review-reason")).await;
+    assert!(
+        reason.contains("Held") && reason.contains("replica watches"),
+        "{reason}"
+    );
+    picture(&client, "moderation-held").await;
+    click_then(
+        &client,
+        &format!("#post-{held_id} form button[value=approve]"),
+        ".notice",
+    )
+    .await;
+    assert!(text_of(&client, ".notice").await.contains("Done: approve."));
+    let (status, _) = call(&server, "GET", &format!("/api/posts/{held_id}"), None, None).await;
+    assert_eq!(status, 200, "the approved post is public");
+    client
+        .goto(&format!("{base}/admin/word-filters"))
+        .await
+        .unwrap();
+    click_then(&client, "#word-filter-list form button", ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("removed"));
+    assert!(
+        text_of(&client, "#word-filter-list")
+            .await
+            .contains("No filters yet.")
+    );
+
     client.goto(&format!("{base}/admin/emojis")).await.unwrap();
     picture(&client, "emojis").await;
     click_then(&client, "button[value=approve]", ".notice").await;
@@ -460,6 +518,9 @@ async fn an_operator_runs_the_community_from_the_console() {
         "broadcast.create",
         "broadcast.cancel",
         "feature_flag.create",
+        "word_filter.create",
+        "word_filter.delete",
+        "post.moderate.approve",
         "emoji.approve",
     ] {
         assert!(
@@ -489,6 +550,7 @@ async fn an_operator_runs_the_community_from_the_console() {
         "/admin/audit".to_owned(),
         "/admin/broadcasts".to_owned(),
         "/admin/flags".to_owned(),
+        "/admin/word-filters".to_owned(),
         "/admin/system".to_owned(),
     ] {
         client.goto(&format!("{base}{path}")).await.unwrap();

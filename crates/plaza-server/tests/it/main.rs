@@ -55,3 +55,4 @@ mod two_factor;
 mod uploads;
 mod user_data;
 mod webhooks;
+mod word_filters;

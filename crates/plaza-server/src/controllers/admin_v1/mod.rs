@@ -36,6 +36,7 @@ pub mod site_settings;
 pub mod system;
 pub mod users;
 pub mod webhooks;
+pub mod word_filters;
 
 use analytics::{__path_platform_analytics, platform_analytics};
 use audit_logs::{__path_list_audit_logs, list_audit_logs};
@@ -79,6 +80,10 @@ use users::{
     __path_ban_admin_user, __path_bulk_update_users, __path_get_admin_user,
     __path_list_admin_users, __path_update_admin_user, ban_admin_user, bulk_update_users,
     get_admin_user, list_admin_users, update_admin_user,
+};
+use word_filters::{
+    __path_create_word_filter, __path_delete_word_filter, __path_list_word_filters,
+    create_word_filter, delete_word_filter, list_word_filters,
 };
 
 use webhooks::{
@@ -139,6 +144,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(silence_user, unsilence_user))
         .routes(crate::documented_routes!(list_appeals))
         .routes(crate::documented_routes!(decide_appeal))
+        .routes(crate::documented_routes!(
+            list_word_filters,
+            create_word_filter
+        ))
+        .routes(crate::documented_routes!(delete_word_filter))
 }
 
 /// The system actions, in a rate tier of their own (`system`).

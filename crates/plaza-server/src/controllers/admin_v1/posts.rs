@@ -32,7 +32,7 @@ pub struct AdminPostQuery {
     /// Posts to skip, default 0.
     #[param(value_type = Option<u64>, minimum = 0)]
     pub offset: Option<String>,
-    /// `all` (default), `published`, `draft`, `hidden` or `flagged`.
+    /// `all` (default), `published`, `draft`, `hidden`, `flagged` or `pending`.
     #[param(example = "flagged")]
     pub status: Option<String>,
     /// Only posts by this user (a user id).
@@ -84,9 +84,14 @@ pub struct AdminPostItem<'a> {
     pub title: Cow<'a, str>,
     pub content: Cow<'a, str>,
     pub author: PostAuthor<'a>,
-    /// `published`, `draft`, `hidden` or `flagged`.
+    /// `published`, `draft`, `hidden`, `flagged` or `pending` (held for a
+    /// moderator).
     #[schema(value_type = String, example = "published")]
     pub status: &'static str,
+    /// Why it entered the queue by itself, while it is pending or flagged
+    /// by a word filter: `new_account` or `word_filter:<phrase>`; else null.
+    #[schema(value_type = Option<String>, example = "word_filter:casino")]
+    pub review_reason: Option<Cow<'a, str>>,
     pub report_count: i64,
     /// Oldest first.
     pub reports: Vec<PostReportItem<'a>>,
@@ -112,6 +117,7 @@ impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
         AdminPostItem {
             id: post.id.to_string(),
             status: post.status.as_str(),
+            review_reason: post.review_reason,
             author: PostAuthor {
                 id: post.author_id.to_string(),
                 username: post.author_username,
@@ -154,7 +160,7 @@ pub async fn list_admin_posts(
         "status",
         query.status.as_deref(),
         PostStatus::parse,
-        "published, draft, hidden or flagged",
+        "published, draft, hidden, flagged or pending",
     );
     let author = params::id(&mut problems, "author", query.author.as_deref());
     let author_id = params::id(&mut problems, "authorId", query.author_id.as_deref());

@@ -68,6 +68,10 @@ pub struct AdminReplyItem {
     /// `published`, `pending`, `hidden`, `flagged` or `deleted`.
     #[schema(value_type = String, example = "published")]
     pub status: &'static str,
+    /// Why it entered the queue by itself, while it is pending or flagged
+    /// by a word filter: `new_account` or `word_filter:<phrase>`; else null.
+    #[schema(example = "word_filter:casino")]
+    pub review_reason: Option<String>,
     pub report_count: i64,
     /// Oldest first.
     pub reports: Vec<PostReportItem<'static>>,
@@ -87,6 +91,7 @@ impl From<AdminReply> for AdminReplyItem {
             }),
             content: reply.content,
             status: reply.status.as_str(),
+            review_reason: reply.review_reason,
             report_count: reply.report_count,
             reports: reports.into_iter().map(PostReportItem::new).collect(),
             created_at: rfc3339(reply.created_at),

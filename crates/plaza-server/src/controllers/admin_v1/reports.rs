@@ -176,7 +176,7 @@ pub struct PostItem {
     pub id: String,
     pub author_id: String,
     pub title: String,
-    /// `published`, `draft`, `hidden` or `flagged`.
+    /// `published`, `draft`, `hidden`, `flagged` or `pending`.
     pub status: String,
     pub created_at: String,
 }

@@ -27,6 +27,7 @@ mod reports;
 mod system;
 mod users;
 mod webhooks;
+mod word_filters;
 
 use axum::extract::State;
 use axum::http::header;
@@ -58,6 +59,8 @@ pub const PATHS: &[&str] = &[
     "/admin/broadcasts/{id}/cancel",
     "/admin/flags",
     "/admin/flags/{name}/delete",
+    "/admin/word-filters",
+    "/admin/word-filters/{id}/delete",
     "/admin/emojis",
     "/admin/emojis/{id}",
     "/admin/system",
@@ -105,6 +108,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/broadcasts/{id}/cancel", post(broadcasts::cancel))
         .route("/admin/flags", get(flags::list).post(flags::save))
         .route("/admin/flags/{name}/delete", post(flags::delete))
+        .route(
+            "/admin/word-filters",
+            get(word_filters::list).post(word_filters::add),
+        )
+        .route(
+            "/admin/word-filters/{id}/delete",
+            post(word_filters::delete),
+        )
         .route("/admin/emojis", get(emojis::list))
         .route("/admin/emojis/{id}", post(emojis::review))
         .route("/admin/system", get(system::overview))
@@ -156,6 +167,7 @@ pub fn system_action_routes() -> OpenApiRouter<AppState> {
 async fn overview(State(state): State<AppState>, user: ConsoleUser) -> Result<Response, AppError> {
     let reported = moderation::count(&state, &user, moderation::Queue::Reported).await?;
     let flagged = moderation::count(&state, &user, moderation::Queue::Flagged).await?;
+    let held = moderation::count(&state, &user, moderation::Queue::Held).await?;
     page(
         &state,
         &user,
@@ -164,6 +176,7 @@ async fn overview(State(state): State<AppState>, user: ConsoleUser) -> Result<Re
         serde_json::json!({
             "reported": reported,
             "flagged": flagged,
+            "held": held,
             "version": env!("CARGO_PKG_VERSION"),
         }),
     )

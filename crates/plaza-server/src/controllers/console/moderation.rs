@@ -1,9 +1,10 @@
-//! The console's moderation queue: reported, flagged, hidden or every
-//! post with its reports inline, and one form per post to approve, hide,
+//! The console's moderation queue: reported, held (pending), flagged,
+//! hidden or every post with its reports inline and why it was held or
+//! flagged by itself, and one form per post to approve, hide,
 //! flag, delete, lock or unlock it, with a reason, notes and "notify the
 //! author"; beside the reported posts, the replies awaiting a decision
-//! (pending, or with reports no moderator has acted on) with the same
-//! actions but locking. A decision is the same unit of work as
+//! (pending, flagged by a word filter, or with reports no moderator has
+//! acted on) with the same actions but locking. A decision is the same unit of work as
 //! `POST /api/v1/admin/posts/{postId}/moderate` or
 //! `POST /api/v1/admin/replies/{replyId}/moderate`
 //! (`services::moderation`), under the item's edit lock: an item another
@@ -11,6 +12,7 @@
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
+use plaza_domain::holds::HoldReason;
 use plaza_domain::listing::{Page, SortOrder};
 use plaza_domain::policy;
 use plaza_domain::posts::{AdminReport, ModerationAction, PostQuery, PostSort, PostStatus};
@@ -37,6 +39,8 @@ pub enum Queue {
     /// Posts with reports no moderator has acted on, the most reported
     /// first.
     Reported,
+    /// Posts held for a moderator (`pending`), the newest first.
+    Held,
     Flagged,
     Hidden,
     /// Every post, the newest first.
@@ -44,11 +48,18 @@ pub enum Queue {
 }
 
 impl Queue {
-    const ALL: [Queue; 4] = [Queue::Reported, Queue::Flagged, Queue::Hidden, Queue::All];
+    const ALL: [Queue; 5] = [
+        Queue::Reported,
+        Queue::Held,
+        Queue::Flagged,
+        Queue::Hidden,
+        Queue::All,
+    ];
 
     fn key(self) -> &'static str {
         match self {
             Queue::Reported => "reported",
+            Queue::Held => "pending",
             Queue::Flagged => "flagged",
             Queue::Hidden => "hidden",
             Queue::All => "all",
@@ -58,6 +69,7 @@ impl Queue {
     fn label(self) -> &'static str {
         match self {
             Queue::Reported => "Reported",
+            Queue::Held => "Held",
             Queue::Flagged => "Flagged",
             Queue::Hidden => "Hidden",
             Queue::All => "All posts",
@@ -72,7 +84,7 @@ impl Queue {
                 .into_iter()
                 .find(|queue| queue.key() == key)
                 .ok_or_else(|| {
-                    AppError::invalid("state", "must be reported, flagged, hidden or all")
+                    AppError::invalid("state", "must be reported, pending, flagged, hidden or all")
                 }),
         }
     }
@@ -80,6 +92,7 @@ impl Queue {
     fn query(self) -> PostQuery {
         let (status, open_reports_only, sort) = match self {
             Queue::Reported => (None, true, PostSort::ReportCount),
+            Queue::Held => (Some(PostStatus::Pending), false, PostSort::CreatedAt),
             Queue::Flagged => (Some(PostStatus::Flagged), false, PostSort::CreatedAt),
             Queue::Hidden => (Some(PostStatus::Hidden), false, PostSort::CreatedAt),
             Queue::All => (None, false, PostSort::CreatedAt),
@@ -124,6 +137,8 @@ struct QueueItem {
     title: String,
     author: String,
     status: &'static str,
+    /// Why it was held or flagged by itself, in words.
+    review_reason: Option<String>,
     report_count: i64,
     locked: bool,
     created_at: String,
@@ -138,6 +153,8 @@ struct ReplyItem {
     post_id: i64,
     author: String,
     status: &'static str,
+    /// Why it was held or flagged by itself, in words.
+    review_reason: Option<String>,
     report_count: i64,
     created_at: String,
     excerpt: String,
@@ -161,6 +178,12 @@ impl ReportItem {
             at: rfc3339(report.created_at),
         }
     }
+}
+
+/// A stored review reason in words (as stored when this version does not
+/// know it).
+fn described(stored: &str) -> String {
+    HoldReason::parse(stored).map_or_else(|| stored.to_owned(), |reason| reason.describe())
 }
 
 #[derive(Serialize)]
@@ -198,6 +221,7 @@ pub async fn queue(
             title: post.title.into_owned(),
             author: post.author_username.into_owned(),
             status: post.status.as_str(),
+            review_reason: post.review_reason.as_deref().map(described),
             report_count: post.report_count,
             locked: post.locked,
             created_at: rfc3339(post.created_at),
@@ -232,6 +256,7 @@ pub async fn queue(
                     .map(|author| author.username)
                     .unwrap_or_default(),
                 status: found.reply.status.as_str(),
+                review_reason: found.reply.review_reason.as_deref().map(described),
                 report_count: found.reply.report_count,
                 created_at: rfc3339(found.reply.created_at),
                 excerpt: found.reply.content.chars().take(EXCERPT_CHARS).collect(),
