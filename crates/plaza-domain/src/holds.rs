@@ -21,14 +21,18 @@ pub enum HoldReason {
     WordFilter(String),
     /// One of the author's first writes (`newAccountHoldCount`).
     NewAccount,
+    /// Its author is silenced.
+    Silenced,
 }
 
 impl HoldReason {
-    /// As stored in `review_reason`: `new_account`, `word_filter:<phrase>`.
+    /// As stored in `review_reason`: `new_account`, `silenced`,
+    /// `word_filter:<phrase>`.
     pub fn stored(&self) -> String {
         match self {
             HoldReason::WordFilter(phrase) => format!("word_filter:{phrase}"),
             HoldReason::NewAccount => "new_account".to_owned(),
+            HoldReason::Silenced => "silenced".to_owned(),
         }
     }
 
@@ -38,6 +42,7 @@ impl HoldReason {
         match stored.split_once(':') {
             Some(("word_filter", phrase)) => Some(HoldReason::WordFilter(phrase.to_owned())),
             None if stored == "new_account" => Some(HoldReason::NewAccount),
+            None if stored == "silenced" => Some(HoldReason::Silenced),
             _ => None,
         }
     }
@@ -49,6 +54,7 @@ impl HoldReason {
                 format!("matches the word filter \u{201c}{phrase}\u{201d}")
             }
             HoldReason::NewAccount => "one of a new account's first posts and replies".to_owned(),
+            HoldReason::Silenced => "its author is silenced".to_owned(),
         }
     }
 }
@@ -92,7 +98,14 @@ pub async fn hold_reason(
         Write::PublishesDraft { created_at } => created_at,
         Write::Edit => return Ok(None),
     };
-    if check.new_account_hold_count <= 0 || check.author_role.is_moderator() {
+    if check.author_role.is_moderator() {
+        return Ok(None);
+    }
+    // A silenced member's new posts and replies wait for a moderator.
+    if crate::silences::is_silenced(tx, check.author_id, crate::time::now_millis()).await? {
+        return Ok(Some(HoldReason::Silenced));
+    }
+    if check.new_account_hold_count <= 0 {
         return Ok(None);
     }
     let (approved, written): (crate::Flag, i64) = sqlx::query_as(

@@ -130,13 +130,17 @@ pub struct Shared {
 impl AppState {
     /// What a new write of content is checked against: the word filters in
     /// force and `newAccountHoldCount`, the one place that reads it (the
-    /// file setting `new_account_hold_count`).
+    /// site setting once an administrator set it, else the file setting
+    /// `new_account_hold_count`).
     pub async fn screening(
         &self,
     ) -> Result<crate::services::word_filters::Screening, plaza_domain::DomainError> {
         Ok(crate::services::word_filters::Screening {
             filters: self.word_filters.current(&self.db).await?,
-            new_account_hold_count: i64::from(self.settings.holds.new_account_hold_count),
+            new_account_hold_count: self
+                .front_door
+                .settings()
+                .new_account_hold_count(i64::from(self.settings.holds.new_account_hold_count)),
         })
     }
 

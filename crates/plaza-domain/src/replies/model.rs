@@ -4,7 +4,6 @@
 use serde::Deserialize;
 use sqlx::FromRow;
 
-use crate::DomainError;
 use crate::holds::Review;
 use crate::listing::{Arg, Args, JsonFlag};
 use crate::posts::Viewer;

@@ -32,9 +32,14 @@ pub struct SiteSettings {
 
 impl SiteSettings {
     /// The hold on new accounts: each account's first N posts and replies
-    /// wait for a moderator.
-    pub fn new_account_hold_count(&self) -> i64 {
-        self.stored.new_account_hold_count
+    /// wait for a moderator. As an administrator set it, else
+    /// `file_default` (the `new_account_hold_count` setting).
+    pub fn new_account_hold_count(&self, file_default: i64) -> i64 {
+        if self.stored.updated_at.is_some() {
+            self.stored.new_account_hold_count
+        } else {
+            file_default
+        }
     }
 
     /// Whether the moderation log is public: as an administrator set it,

@@ -550,9 +550,33 @@ async fn a_silence_mutes_what_the_member_notifies_until_lifted_or_expired(backen
     .await;
     assert_eq!(status, 422);
 
-    // Silenced: the member may still read and react, but nobody is told.
+    // Silenced: the member may still read and react, but nobody is told,
+    // and what they write waits for a moderator.
     let (status, _) = call(&server, "GET", "/api/posts", Some(&loud.cookie), None).await;
     assert_eq!(status, 200);
+    let held = published(&server, &loud, "Held while silenced").await;
+    let (_, public) = call(&server, "GET", "/api/posts", None, None).await;
+    assert!(
+        !public["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["id"] == json!(held)),
+        "a silenced member's post is not public: {public}"
+    );
+    let (status, own) = call(
+        &server,
+        "GET",
+        &format!("/api/posts/{held}"),
+        Some(&loud.cookie),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, own["status"].as_str()),
+        (200, Some("pending")),
+        "{own}"
+    );
     react(first).await;
     let (status, _) = call(
         &server,

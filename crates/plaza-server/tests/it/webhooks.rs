@@ -655,8 +655,15 @@ async fn a_pending_delivery_survives_a_restart(backend: Backend) {
     // Killed once the failure is recorded: an attempt cut off before that
     // is due again only when its claim's lease ends.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while server.sql_count("SELECT COUNT(*) FROM webhook_attempts").await == 0 {
-        assert!(Instant::now() < deadline, "the first attempt was never recorded");
+    while server
+        .sql_count("SELECT COUNT(*) FROM webhook_attempts")
+        .await
+        == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first attempt was never recorded"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.kill();
