@@ -253,8 +253,7 @@ pub async fn modlog(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<CursorQuery>,
 ) -> Result<AppJson<ModlogPage>, AppError> {
-    let file_default = state.settings.moderation.public_modlog();
-    if !state.front_door.settings().public_modlog(file_default) {
+    if !state.front_door.settings().public_modlog() {
         return Err(AppError::NotFound("moderation log"));
     }
     let (limit, before) = page_of(&query)?;
