@@ -20,13 +20,16 @@ use std::time::Duration;
 use async_zip::base::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTimeBuilder, ZipEntryBuilder};
 use axum::body::Body;
+use futures_util::future::BoxFuture;
 use futures_util::{AsyncWriteExt, StreamExt};
-use plaza_domain::Database;
 use plaza_domain::alerts::Reader;
 use plaza_domain::engagement::ItemKind;
+use plaza_domain::reactions::OwnReaction;
 use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{from_millis, now_millis, rfc3339};
+use plaza_domain::uploads::Upload;
 use plaza_domain::users::User;
+use plaza_domain::{Database, DomainError};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, DuplexStream};
@@ -254,13 +257,13 @@ type Failure = String;
 async fn write_archive(source: &Source, user: &User, pipe: IdleLimit) -> Result<(), Failure> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
     write_profile(source, user, &mut zip).await?;
-    write_posts(source, user, &mut zip).await?;
+    write_posts(&source.db, user, &mut zip).await?;
     write_replies(&source.db, user, &mut zip).await?;
     write_reactions(&source.db, user, &mut zip).await?;
-    write_reports(source, user, &mut zip).await?;
-    write_alerts(source, user, &mut zip).await?;
-    write_events(source, user, &mut zip).await?;
-    write_sessions(source, user, &mut zip).await?;
+    write_reports(&source.db, user, &mut zip).await?;
+    write_alerts(&source.db, user, &mut zip).await?;
+    write_events(&source.db, user, &mut zip).await?;
+    write_sessions(&source.db, user, &mut zip).await?;
     write_uploads(source, user, &mut zip).await?;
     let mut pipe = zip.close().await.map_err(zip_failure)?.into_inner();
     tokio::io::AsyncWriteExt::shutdown(&mut pipe)
@@ -272,7 +275,7 @@ fn zip_failure(error: async_zip::error::ZipError) -> Failure {
     format!("writing the archive: {error}")
 }
 
-fn database_failure(error: plaza_domain::DomainError) -> Failure {
+fn database_failure(error: DomainError) -> Failure {
     format!("reading the database: {error}")
 }
 
@@ -375,101 +378,146 @@ async fn write_profile(source: &Source, user: &User, zip: &mut Archive) -> Resul
     entry.close().await.map_err(zip_failure)
 }
 
-async fn write_posts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "posts.json").await?;
-    let mut after = None;
-    loop {
-        let page = source
-            .db
-            .posts_of_author(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
-        for post in &page {
-            array
-                .push(&json!({
-                    "id": post.id.to_string(),
-                    "title": post.title,
-                    "content": post.content,
-                    "tags": post.tags,
-                    "published": post.published,
-                    "status": post.status().as_str(),
-                    "createdAt": rfc3339(post.created_at),
-                    "updatedAt": rfc3339(post.updated_at),
-                }))
-                .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
-            _ => break,
+/// The rows of one query, read a page of [`PAGE`] at a time in the order
+/// of their cursor: `fetch` reads the page after a cursor (the default
+/// cursor for the first page), `cursor` is the cursor after a row, and a
+/// page shorter than [`PAGE`] is the last.
+struct Pages<'a, R, C> {
+    fetch: Box<dyn Fn(C) -> BoxFuture<'a, Result<Vec<R>, DomainError>> + Send + 'a>,
+    cursor: fn(&R) -> C,
+    /// Where the next page starts; `None` once the last one was read.
+    after: Option<C>,
+}
+
+impl<'a, R, C: Default> Pages<'a, R, C> {
+    fn new<Reading>(fetch: impl Fn(C) -> Reading + Send + 'a, cursor: fn(&R) -> C) -> Self
+    where
+        Reading: Future<Output = Result<Vec<R>, DomainError>> + Send + 'a,
+    {
+        Pages {
+            fetch: Box::new(move |after| Box::pin(fetch(after))),
+            cursor,
+            after: Some(C::default()),
         }
     }
+
+    /// The next page, or `None` after the last.
+    async fn next(&mut self) -> Result<Option<Vec<R>>, Failure> {
+        let Some(after) = self.after.take() else {
+            return Ok(None);
+        };
+        let page = (self.fetch)(after).await.map_err(database_failure)?;
+        self.after = match page.last() {
+            Some(last) if page.len() as i64 == PAGE => Some((self.cursor)(last)),
+            _ => None,
+        };
+        Ok(Some(page))
+    }
+}
+
+impl JsonArray<'_> {
+    /// Pushes `item` of every row of `pages`.
+    async fn push_rows<R, C: Default>(
+        &mut self,
+        mut pages: Pages<'_, R, C>,
+        item: impl Fn(&R) -> Value,
+    ) -> Result<(), Failure> {
+        while let Some(page) = pages.next().await? {
+            for row in &page {
+                self.push(&item(row)).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The entry `name`: a JSON array of `item` of every row of `pages`.
+async fn write_array<R, C: Default>(
+    zip: &mut Archive,
+    name: &str,
+    pages: Pages<'_, R, C>,
+    item: impl Fn(&R) -> Value,
+) -> Result<(), Failure> {
+    let mut array = JsonArray::open(zip, name).await?;
+    array.push_rows(pages, item).await?;
     array.close().await
+}
+
+/// `posts.json`: every post of the user (drafts and hidden ones too),
+/// oldest first.
+async fn write_posts(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let id = user.id();
+    let posts = Pages::new(
+        move |after| db.posts_of_author(id, after, PAGE),
+        |post| Some((post.created_at, post.id)),
+    );
+    write_array(zip, "posts.json", posts, |post| {
+        json!({
+            "id": post.id.to_string(),
+            "title": post.title,
+            "content": post.content,
+            "tags": post.tags,
+            "published": post.published,
+            "status": post.status().as_str(),
+            "createdAt": rfc3339(post.created_at),
+            "updatedAt": rfc3339(post.updated_at),
+        })
+    })
+    .await
 }
 
 /// `reactions.json`: every reaction of the user, on posts then on
 /// replies, each oldest first.
 async fn write_reactions(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let id = user.id();
     let mut array = JsonArray::open(zip, "reactions.json").await?;
     for kind in [ItemKind::Post, ItemKind::Reply] {
-        let mut after = None;
-        loop {
-            let page = db
-                .reactions_of_user(kind, user.id(), after.as_ref(), PAGE)
-                .await
-                .map_err(database_failure)?;
-            for reaction in &page {
-                array
-                    .push(&json!({
-                        "postId": reaction.post_id.to_string(),
-                        "replyId": reaction.reply_id.map(|id| id.to_string()),
-                        "emoji": reaction.emoji,
-                        "createdAt": rfc3339(reaction.created_at),
-                    }))
-                    .await?;
-            }
-            match page.last() {
-                Some(last) if page.len() as i64 == PAGE => after = Some(last.clone()),
-                _ => break,
-            }
-        }
+        let reactions = Pages::new(
+            move |after: Option<OwnReaction>| async move {
+                db.reactions_of_user(kind, id, after.as_ref(), PAGE).await
+            },
+            |reaction| Some(reaction.clone()),
+        );
+        array
+            .push_rows(reactions, |reaction| {
+                json!({
+                    "postId": reaction.post_id.to_string(),
+                    "replyId": reaction.reply_id.map(|id| id.to_string()),
+                    "emoji": reaction.emoji,
+                    "createdAt": rfc3339(reaction.created_at),
+                })
+            })
+            .await?;
     }
     array.close().await
 }
 
 /// `replies.json`: every reply of the user (held ones too), oldest first.
 async fn write_replies(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "replies.json").await?;
-    let mut after = 0;
-    loop {
-        let page = db
-            .replies_of_author(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
-        for reply in &page {
-            array
-                .push(&json!({
-                    "id": reply.id.to_string(),
-                    "postId": reply.post_id.to_string(),
-                    "parentId": reply.parent_id.map(|id| id.to_string()),
-                    "content": reply.content,
-                    "status": reply.status.as_str(),
-                    "createdAt": rfc3339(reply.created_at),
-                    "updatedAt": rfc3339(reply.updated_at),
-                    "editedAt": reply.edited_at.map(rfc3339),
-                }))
-                .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = last.id,
-            _ => break,
-        }
-    }
-    array.close().await
+    let id = user.id();
+    let replies = Pages::new(
+        move |after| db.replies_of_author(id, after, PAGE),
+        |reply| reply.id,
+    );
+    write_array(zip, "replies.json", replies, |reply| {
+        json!({
+            "id": reply.id.to_string(),
+            "postId": reply.post_id.to_string(),
+            "parentId": reply.parent_id.map(|id| id.to_string()),
+            "content": reply.content,
+            "status": reply.status.as_str(),
+            "createdAt": rfc3339(reply.created_at),
+            "updatedAt": rfc3339(reply.updated_at),
+            "editedAt": reply.edited_at.map(rfc3339),
+        })
+    })
+    .await
 }
 
 /// `reports.json`: the reports the user filed, on posts, then on replies,
 /// then on members.
-async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+async fn write_reports(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let id = user.id();
     let mut array = JsonArray::open(zip, "reports.json").await?;
     for target in [ReportTarget::Post, ReportTarget::Reply, ReportTarget::User] {
         let target_field = match target {
@@ -477,14 +525,12 @@ async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Resul
             ReportTarget::Reply => "replyId",
             ReportTarget::User => "userId",
         };
-        let mut after = 0;
-        loop {
-            let page = source
-                .db
-                .reports_by(target, user.id(), after, PAGE)
-                .await
-                .map_err(database_failure)?;
-            for report in &page {
+        let reports = Pages::new(
+            move |after| db.reports_by(target, id, after, PAGE),
+            |report| report.id,
+        );
+        array
+            .push_rows(reports, |report| {
                 // Who resolved it is another user's: left out.
                 let mut item = json!({
                     "id": report.id.to_string(),
@@ -494,133 +540,104 @@ async fn write_reports(source: &Source, user: &User, zip: &mut Archive) -> Resul
                     "resolvedAt": report.resolved_at.map(rfc3339),
                 });
                 item[target_field] = json!(report.target_id.to_string());
-                array.push(&item).await?;
-            }
-            match page.last() {
-                Some(last) if page.len() as i64 == PAGE => after = last.id,
-                _ => break,
-            }
-        }
+                item
+            })
+            .await?;
     }
     array.close().await
 }
 
-async fn write_alerts(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "alerts.json").await?;
+/// `alerts.json`: every alert delivered to the user (their own and the
+/// broadcasts for them), dismissed or not, in the order of delivery.
+async fn write_alerts(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
     let reader = Reader {
         user_id: user.id(),
         role: user.role,
         created_at: user.row.created_at,
     };
-    let mut after = None;
-    loop {
-        let page = source
-            .db
-            .delivered_alerts_of(reader, after, PAGE)
-            .await
-            .map_err(database_failure)?;
-        for alert in &page {
-            array
-                .push(&json!({
-                    "id": alert.id.to_string(),
-                    "source": alert.source,
-                    "type": alert.alert_type,
-                    "title": alert.title,
-                    "message": alert.message,
-                    "deliveredAt": rfc3339(alert.delivered_at),
-                    "dismissedAt": alert.dismissed_at.map(rfc3339),
-                }))
-                .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = Some((last.delivered_at, last.id)),
-            _ => break,
-        }
-    }
-    array.close().await
+    let alerts = Pages::new(
+        move |after| db.delivered_alerts_of(reader, after, PAGE),
+        |alert| Some((alert.delivered_at, alert.id)),
+    );
+    write_array(zip, "alerts.json", alerts, |alert| {
+        json!({
+            "id": alert.id.to_string(),
+            "source": alert.source,
+            "type": alert.alert_type,
+            "title": alert.title,
+            "message": alert.message,
+            "deliveredAt": rfc3339(alert.delivered_at),
+            "dismissedAt": alert.dismissed_at.map(rfc3339),
+        })
+    })
+    .await
 }
 
-async fn write_events(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "analytics.json").await?;
-    let mut after = 0;
-    loop {
-        let page = source
-            .db
-            .events_of_user(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
-        for event in &page {
-            let data: Value = serde_json::from_str(&event.event_data)
-                .unwrap_or(Value::String(event.event_data.clone()));
-            array
-                .push(&json!({
-                    "eventId": event.event_id,
-                    "eventType": event.event_type,
-                    "eventData": data,
-                    "path": event.path,
-                    "sessionId": event.session_key,
-                    "durationMs": event.duration_ms,
-                    "clickX": event.click_x,
-                    "clickY": event.click_y,
-                    "deviceType": event.device_type,
-                    "country": event.country,
-                    "isVpn": event.is_vpn.0,
-                    "timestamp": rfc3339(event.occurred_at),
-                    "receivedAt": rfc3339(event.received_at),
-                }))
-                .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = last.id,
-            _ => break,
-        }
-    }
-    array.close().await
+/// `analytics.json`: the user's analytics events; data that is not JSON
+/// is kept as its text.
+async fn write_events(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let id = user.id();
+    let events = Pages::new(
+        move |after| db.events_of_user(id, after, PAGE),
+        |event| event.id,
+    );
+    write_array(zip, "analytics.json", events, |event| {
+        let data: Value = serde_json::from_str(&event.event_data)
+            .unwrap_or(Value::String(event.event_data.clone()));
+        json!({
+            "eventId": event.event_id,
+            "eventType": event.event_type,
+            "eventData": data,
+            "path": event.path,
+            "sessionId": event.session_key,
+            "durationMs": event.duration_ms,
+            "clickX": event.click_x,
+            "clickY": event.click_y,
+            "deviceType": event.device_type,
+            "country": event.country,
+            "isVpn": event.is_vpn.0,
+            "timestamp": rfc3339(event.occurred_at),
+            "receivedAt": rfc3339(event.received_at),
+        })
+    })
+    .await
 }
 
-async fn write_sessions(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let mut array = JsonArray::open(zip, "sessions.json").await?;
-    let mut after = 0;
-    loop {
-        let page = source
-            .db
-            .stored_sessions_of_user(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
-        for session in &page {
-            array
-                .push(&json!({
-                    "id": session.id.to_string(),
-                    "createdAt": rfc3339(session.created_at),
-                    "lastSeenAt": rfc3339(session.last_seen_at),
-                    "expiresAt": rfc3339(session.expires_at),
-                    "ipAddress": session.ip_address,
-                    "userAgent": session.user_agent,
-                }))
-                .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = last.id,
-            _ => break,
-        }
-    }
-    array.close().await
+/// `sessions.json`: the user's stored sessions, without their tokens.
+async fn write_sessions(db: &Database, user: &User, zip: &mut Archive) -> Result<(), Failure> {
+    let id = user.id();
+    let sessions = Pages::new(
+        move |after| db.stored_sessions_of_user(id, after, PAGE),
+        |session| session.id,
+    );
+    write_array(zip, "sessions.json", sessions, |session| {
+        json!({
+            "id": session.id.to_string(),
+            "createdAt": rfc3339(session.created_at),
+            "lastSeenAt": rfc3339(session.last_seen_at),
+            "expiresAt": rfc3339(session.expires_at),
+            "ipAddress": session.ip_address,
+            "userAgent": session.user_agent,
+        })
+    })
+    .await
 }
 
 /// Every upload's stored original under `uploads/`, copied chunk by chunk,
 /// then `uploads.json` describing them (a file the store lost is left out
 /// and its record says so).
 async fn write_uploads(source: &Source, user: &User, zip: &mut Archive) -> Result<(), Failure> {
-    let storage = &source.storage;
-    let mut missing = std::collections::HashSet::new();
-    let mut after = None;
+    let (db, storage, id) = (&source.db, &source.storage, user.id());
+    let uploads = || {
+        Pages::new(
+            move |after| db.uploads_of_user(id, after, PAGE),
+            |upload: &Upload| Some((upload.created_at, upload.id)),
+        )
+    };
+    let mut missing = HashSet::new();
     let mut last_copied = None;
-    loop {
-        let page = source
-            .db
-            .uploads_of_user(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
+    let mut pages = uploads();
+    while let Some(page) = pages.next().await? {
         for upload in &page {
             last_copied = Some((upload.created_at, upload.id));
             let key = &upload.storage_key;
@@ -647,19 +664,10 @@ async fn write_uploads(source: &Source, user: &User, zip: &mut Archive) -> Resul
             }
             entry.close().await.map_err(zip_failure)?;
         }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
-            _ => break,
-        }
     }
     let mut array = JsonArray::open(zip, "uploads.json").await?;
-    let mut after = None;
-    loop {
-        let page = source
-            .db
-            .uploads_of_user(user.id(), after, PAGE)
-            .await
-            .map_err(database_failure)?;
+    let mut pages = uploads();
+    while let Some(page) = pages.next().await? {
         for upload in &page {
             // Uploads made since the files were copied wait for the next export.
             if Some((upload.created_at, upload.id)) > last_copied {
@@ -679,10 +687,6 @@ async fn write_uploads(source: &Source, user: &User, zip: &mut Archive) -> Resul
                     "uploadedAt": rfc3339(upload.created_at),
                 }))
                 .await?;
-        }
-        match page.last() {
-            Some(last) if page.len() as i64 == PAGE => after = Some((last.created_at, last.id)),
-            _ => break,
         }
     }
     array.close().await
