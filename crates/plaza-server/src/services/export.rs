@@ -383,11 +383,14 @@ async fn write_profile(source: &Source, user: &User, zip: &mut Archive) -> Resul
 /// cursor for the first page), `cursor` is the cursor after a row, and a
 /// page shorter than [`PAGE`] is the last.
 struct Pages<'a, R, C> {
-    fetch: Box<dyn Fn(C) -> BoxFuture<'a, Result<Vec<R>, DomainError>> + Send + 'a>,
+    fetch: Fetch<'a, R, C>,
     cursor: fn(&R) -> C,
     /// Where the next page starts; `None` once the last one was read.
     after: Option<C>,
 }
+
+/// Reads the page after a cursor.
+type Fetch<'a, R, C> = Box<dyn Fn(C) -> BoxFuture<'a, Result<Vec<R>, DomainError>> + Send + 'a>;
 
 impl<'a, R, C: Default> Pages<'a, R, C> {
     fn new<Reading>(fetch: impl Fn(C) -> Reading + Send + 'a, cursor: fn(&R) -> C) -> Self
