@@ -50,13 +50,6 @@ impl PostSort {
         PostSort::ALL.into_iter().find(|sort| sort.as_str() == name)
     }
 
-    /// An order of the admin list.
-    pub fn parse_admin(name: &str) -> Option<PostSort> {
-        PostSort::ADMIN
-            .into_iter()
-            .find(|sort| sort.as_str() == name)
-    }
-
     /// Fixed column text, each with an index ending in `id`.
     fn column(self) -> &'static str {
         match self {

@@ -63,12 +63,6 @@ impl UserSort {
     pub fn parse(name: &str) -> Option<UserSort> {
         UserSort::ALL.into_iter().find(|sort| sort.as_str() == name)
     }
-
-    pub fn parse_admin(name: &str) -> Option<UserSort> {
-        UserSort::ADMIN
-            .into_iter()
-            .find(|sort| sort.as_str() == name)
-    }
 }
 
 /// Filters and order of a user list.

@@ -6,7 +6,8 @@ use plaza_domain::audit::{AuditEntry, AuditFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::envelope::{DEFAULT_LIMIT, ListEnvelope};
+use super::envelope::ListEnvelope;
+use super::listing::ListQuery;
 use crate::auth::AdminToken;
 use crate::controllers::params::{self, Pagination, Problems};
 use crate::http::error::AppError;
@@ -32,12 +33,6 @@ pub struct AuditLogQuery {
     #[serde(rename = "endDate")]
     #[param(rename = "endDate")]
     pub end_date: Option<String>,
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Entries to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
 }
 
 /// One audit entry (DECISIONS.md "Shapes the spec leaves out").
@@ -89,7 +84,7 @@ impl From<AuditEntry> for AuditLogItem {
     path = "/api/v1/admin/audit-logs",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(AuditLogQuery),
+    params(AuditLogQuery, ListQuery),
     responses(
         (status = 200, description = "A page of entries", body = ListEnvelope<AuditLogItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -101,6 +96,7 @@ pub async fn list_audit_logs(
     State(state): State<AppState>,
     _admin: AdminToken,
     AppQuery(query): AppQuery<AuditLogQuery>,
+    AppQuery(list): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<AuditLogItem>>, AppError> {
     let mut problems = Problems::default();
     let actor_id = params::id(&mut problems, "adminId", query.admin_id.as_deref());
@@ -118,12 +114,7 @@ pub async fn list_audit_logs(
         false,
     );
     let until = params::instant(&mut problems, "endDate", query.end_date.as_deref(), true);
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
+    let page = list.check(&mut problems).page;
     problems.finish()?;
     let filter = AuditFilter {
         actor_id,

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -112,7 +113,7 @@ impl From<&Broadcast> for BroadcastItem {
     path = "/api/v1/admin/notifications/broadcasts",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of broadcasts, newest first", body = ListEnvelope<BroadcastItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -123,7 +124,7 @@ impl From<&Broadcast> for BroadcastItem {
 pub async fn list_broadcasts(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<BroadcastItem>>, AppError> {
     let page = query.page()?;
     let found = state.db.broadcasts(page).await?;

@@ -16,7 +16,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -67,7 +68,7 @@ pub struct EmailDomainBlockBody {
     path = "/api/v1/admin/email-domain-blocks",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of blocks, by domain", body = ListEnvelope<EmailDomainBlockItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -78,7 +79,7 @@ pub struct EmailDomainBlockBody {
 pub async fn list_email_domain_blocks(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<EmailDomainBlockItem>>, AppError> {
     let page = query.page()?;
     let found = state.db.email_domain_blocks(page).await?;

@@ -16,7 +16,8 @@ use plaza_domain::users::Role;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::controllers::users::double_option;
@@ -90,7 +91,7 @@ pub struct FlagWriteBody {
     path = "/api/v1/admin/feature-flags",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of flags, by name", body = ListEnvelope<FeatureFlagItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -101,7 +102,7 @@ pub struct FlagWriteBody {
 pub async fn list_feature_flags(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<FeatureFlagItem>>, AppError> {
     let page = query.page()?;
     let found = state.db.feature_flags(page).await?;

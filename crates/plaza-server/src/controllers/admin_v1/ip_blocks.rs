@@ -15,7 +15,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::between::future_time;
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
@@ -89,7 +90,7 @@ pub struct IpBlockBody {
     path = "/api/v1/admin/ip-blocks",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of blocks, newest first", body = ListEnvelope<IpBlockItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -100,7 +101,7 @@ pub struct IpBlockBody {
 pub async fn list_ip_blocks(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<IpBlockItem>>, AppError> {
     let page = query.page()?;
     let found = state.db.ip_blocks(page).await?;

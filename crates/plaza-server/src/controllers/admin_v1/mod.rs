@@ -14,6 +14,8 @@
 //!   `X-RateLimit-*` headers.
 //! - **Answers**: lists in [`envelope::ListEnvelope`], single objects in
 //!   [`envelope::Envelope`].
+//! - **Lists**: their paging and sort are read by [`listing::ListQuery`];
+//!   each list reads its own filters.
 //! - **Changes**: read their target inside their unit of work, ask
 //!   `plaza_domain::policy` there, and commit with their audit entry.
 //! - **Locks**: mutating operations on a user, post or reply take its edit lock
@@ -27,6 +29,7 @@ pub mod email_domain_blocks;
 pub mod envelope;
 pub mod feature_flags;
 pub mod ip_blocks;
+pub mod listing;
 pub mod moderation;
 pub mod posts;
 pub mod registrations;

@@ -13,7 +13,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::{ListQuery, Listing};
 use crate::auth::jwt::AdminPermission;
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
@@ -26,12 +27,6 @@ use crate::state::AppState;
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AdminPostQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Posts to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
     /// `all` (default), `published`, `draft`, `hidden`, `flagged` or `pending`.
     #[param(example = "flagged")]
     pub status: Option<String>,
@@ -46,10 +41,6 @@ pub struct AdminPostQuery {
     /// `true`: only posts with at least one report.
     #[param(value_type = Option<bool>)]
     pub reported: Option<String>,
-    /// `created_at` (default), `updated_at`, `report_count` or `title`.
-    pub sort: Option<String>,
-    /// `asc` or `desc` (default).
-    pub order: Option<String>,
 }
 
 /// A post's author.
@@ -141,7 +132,7 @@ impl<'a> From<AdminPost<'a>> for AdminPostItem<'a> {
     path = "/api/v1/admin/posts",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(AdminPostQuery),
+    params(AdminPostQuery, ListQuery<PostSort>),
     responses(
         (status = 200, description = "A page of posts", body = ListEnvelope<AdminPostItem<'static>>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -153,6 +144,7 @@ pub async fn list_admin_posts(
     State(state): State<AppState>,
     admin: AdminToken,
     AppQuery(query): AppQuery<AdminPostQuery>,
+    AppQuery(list): AppQuery<ListQuery<PostSort>>,
 ) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let status = params::filter(
@@ -170,25 +162,7 @@ pub async fn list_admin_posts(
         problems.add("authorId", "must equal author when both are given");
     }
     let reported = params::boolean(&mut problems, "reported", query.reported.as_deref());
-    let sort = query
-        .sort
-        .as_deref()
-        .and_then(|raw| {
-            problems.check(
-                "sort",
-                PostSort::parse_admin(raw).ok_or_else(|| {
-                    "must be created_at, updated_at, report_count or title".to_owned()
-                }),
-            )
-        })
-        .unwrap_or_default();
-    let order = params::order(&mut problems, query.order.as_deref());
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
+    let Listing { page, sort, order } = list.check(&mut problems);
     problems.finish()?;
     let filter = PostQuery {
         author: author.or(author_id),

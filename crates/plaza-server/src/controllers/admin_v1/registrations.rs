@@ -11,7 +11,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -79,7 +80,7 @@ pub struct RegistrationDecisionBody {
     path = "/api/v1/admin/registrations",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of pending registrations, oldest first", body = ListEnvelope<RegistrationItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -90,7 +91,7 @@ pub struct RegistrationDecisionBody {
 pub async fn list_registrations(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<RegistrationItem>>, AppError> {
     let page = query.page()?;
     let found = state.db.pending_registrations(page).await?;

@@ -14,7 +14,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use super::posts::{ModerateBody, PostAuthor, PostReportItem, checked_decision};
 use crate::auth::{AdminToken, RequestAudit, authorize};
 use crate::controllers::params::{self, Pagination, Problems};
@@ -27,12 +28,6 @@ use crate::state::AppState;
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AdminReplyListQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Replies to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
     /// `all` (default), `published`, `pending`, `hidden`, `flagged` or
     /// `deleted` (placeholders with visible replies below).
     #[param(example = "pending")]
@@ -108,7 +103,7 @@ impl From<AdminReply> for AdminReplyItem {
     path = "/api/v1/admin/replies",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(AdminReplyListQuery),
+    params(AdminReplyListQuery, ListQuery),
     responses(
         (status = 200, description = "A page of replies", body = ListEnvelope<AdminReplyItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -120,6 +115,7 @@ pub async fn list_admin_replies(
     State(state): State<AppState>,
     _admin: AdminToken,
     AppQuery(query): AppQuery<AdminReplyListQuery>,
+    AppQuery(list): AppQuery<ListQuery>,
 ) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let status = params::filter(
@@ -132,12 +128,7 @@ pub async fn list_admin_replies(
     let reported = params::boolean(&mut problems, "reported", query.reported.as_deref());
     let post_id = params::id(&mut problems, "postId", query.post_id.as_deref());
     let author_id = params::id(&mut problems, "authorId", query.author_id.as_deref());
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
+    let page = list.check(&mut problems).page;
     problems.finish()?;
     let filter = AdminReplyQuery {
         status,

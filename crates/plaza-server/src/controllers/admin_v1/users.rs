@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::{ListQuery, Listing};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{self, Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -33,22 +34,12 @@ const DETAIL_ITEMS: i64 = 20;
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AdminUserQuery {
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Users to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
     /// `all` (default), `active`, `inactive` or `banned`.
     pub status: Option<String>,
     /// `all` (default), `user`, `moderator`, `admin` or `super_admin`.
     pub role: Option<String>,
     /// Part of the username or email, at most 100 characters.
     pub search: Option<String>,
-    /// `created_at` (default), `username`, `email` or `last_login_at`.
-    pub sort: Option<String>,
-    /// `asc` or `desc` (default).
-    pub order: Option<String>,
 }
 
 /// A user as the versioned admin surface lists them (SPEC.md).
@@ -181,7 +172,7 @@ impl From<Ban> for BanItem {
     path = "/api/v1/admin/users",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(AdminUserQuery),
+    params(AdminUserQuery, ListQuery<UserSort>),
     responses(
         (status = 200, description = "A page of users", body = ListEnvelope<AdminUserItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -193,6 +184,7 @@ pub async fn list_admin_users(
     State(state): State<AppState>,
     _admin: AdminToken,
     AppQuery(query): AppQuery<AdminUserQuery>,
+    AppQuery(list): AppQuery<ListQuery<UserSort>>,
 ) -> Result<AppJson<ListEnvelope<AdminUserItem>>, AppError> {
     let mut problems = Problems::default();
     let status = params::filter(
@@ -219,24 +211,7 @@ pub async fn list_admin_users(
             check_text(search, MAX_SEARCH_CHARS, false, TextRule::Line),
         );
     }
-    let sort = match query.sort.as_deref() {
-        None => UserSort::CreatedAt,
-        Some(raw) => problems
-            .check(
-                "sort",
-                UserSort::parse_admin(raw).ok_or_else(|| {
-                    "must be created_at, username, email or last_login_at".to_owned()
-                }),
-            )
-            .unwrap_or_default(),
-    };
-    let order = params::order(&mut problems, query.order.as_deref());
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
+    let Listing { page, sort, order } = list.check(&mut problems);
     problems.finish()?;
     let filter = UserQuery {
         role,

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -177,7 +178,7 @@ fn read_events(names: &[String]) -> Result<Vec<EventType>, String> {
     path = "/api/v1/admin/webhooks",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:super"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of webhooks", body = ListEnvelope<WebhookItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -188,7 +189,7 @@ fn read_events(names: &[String]) -> Result<Vec<EventType>, String> {
 pub async fn list_webhooks(
     State(state): State<AppState>,
     admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<WebhookItem>>, AppError> {
     require_super(&admin)?;
     let page = query.page()?;
@@ -427,7 +428,7 @@ pub async fn delete_webhook(
     path = "/api/v1/admin/webhooks/{id}/deliveries",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:super"])),
-    params(("id" = String, Path, description = "The webhook's id", example = "3"), PageQuery),
+    params(("id" = String, Path, description = "The webhook's id", example = "3"), ListQuery),
     responses(
         (status = 200, description = "A page of deliveries, newest first", body = ListEnvelope<DeliveryItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -440,7 +441,7 @@ pub async fn list_deliveries(
     State(state): State<AppState>,
     admin: AdminToken,
     IdPath(id): IdPath,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<DeliveryItem>>, AppError> {
     require_super(&admin)?;
     let page = query.page()?;

@@ -16,7 +16,8 @@ use plaza_domain::word_filters::{
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::envelope::{Envelope, ListEnvelope, PageQuery};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::params::{Pagination, Problems, TextRule, check_text};
 use crate::http::error::AppError;
@@ -163,7 +164,7 @@ pub fn checked_filter(body: NewWordFilterBody) -> Result<NewWordFilter, AppError
     path = "/api/v1/admin/word-filters",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(PageQuery),
+    params(ListQuery),
     responses(
         (status = 200, description = "A page of filters, oldest first", body = ListEnvelope<WordFilterItem>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -174,7 +175,7 @@ pub fn checked_filter(body: NewWordFilterBody) -> Result<NewWordFilter, AppError
 pub async fn list_word_filters(
     State(state): State<AppState>,
     _admin: AdminToken,
-    AppQuery(query): AppQuery<PageQuery>,
+    AppQuery(query): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<WordFilterItem>>, AppError> {
     let page = query.page()?;
     let filters = state.db.word_filters().await?;
