@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 on_both_databases!(
     an_export_holds_the_users_data_and_nothing_of_another,
+    an_export_of_several_pages_holds_every_row_once,
     only_the_user_and_administrators_who_manage_users_export,
     exports_beyond_the_slots_are_503_and_a_hang_up_frees_its_slot,
     one_export_at_a_time_per_user_and_an_unread_one_ends,
@@ -303,6 +304,57 @@ async fn an_export_holds_the_users_data_and_nothing_of_another(backend: Backend)
             assert!(!text.contains(secret), "{name} holds {secret}");
         }
     }
+}
+
+/// The export reads 200 rows a statement: 400 events fill two pages and
+/// leave a third empty, and each event stands in the archive once.
+async fn an_export_of_several_pages_holds_every_row_once(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    let (alice, cookie) = member(&server, "alice@example.com", "user").await;
+    let mut sent = Vec::new();
+    for batch in 0..4 {
+        let events: Vec<Value> = (0..100)
+            .map(|index| {
+                json!({
+                    "event_type": "page_view",
+                    "event_data": {"path": format!("/page-{batch}-{index}")},
+                    "timestamp": now_text(),
+                })
+            })
+            .collect();
+        let (status, body) = call(
+            &server,
+            "POST",
+            "/api/analytics/collect/batch",
+            Some(&cookie),
+            Some(json!({"events": events})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        sent.extend(
+            body["event_ids"]
+                .as_array()
+                .expect("event ids")
+                .iter()
+                .map(|id| id.as_str().expect("an id").to_owned()),
+        );
+    }
+
+    let response = export(&server, alice, &cookie).await;
+    assert_eq!(response.status(), 200);
+    let entries = unzip(&response.bytes().await.expect("the archive"));
+    let exported: Vec<String> = json_of(&entries, "analytics.json")
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|event| event["eventId"].as_str().expect("an id").to_owned())
+        .collect();
+    assert_eq!(exported.len(), 400, "every event once");
+    let mut exported_sorted = exported.clone();
+    exported_sorted.sort();
+    exported_sorted.dedup();
+    sent.sort();
+    assert_eq!(exported_sorted, sent);
 }
 
 async fn only_the_user_and_administrators_who_manage_users_export(backend: Backend) {
