@@ -458,6 +458,8 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
         Treatment::Exempt(ADMIN),
     ),
     ("GET", "/api/version", Treatment::Exempt(NO_CONTENT)),
+    ("GET", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/forgot-password", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/og-image-viewer", Treatment::Exempt(NO_CONTENT)),
     ("GET", "/reset-password", Treatment::Exempt(OWN_ACCOUNT)),
