@@ -84,6 +84,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     #[serde(flatten)]
     pub moderation: ModerationSettings,
+    #[serde(flatten)]
     pub holds: HoldSettings,
 }
 
