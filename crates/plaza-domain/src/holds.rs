@@ -11,6 +11,7 @@
 //!   has approved one of its held items yet, and it is not a moderator's
 //!   or an administrator's.
 
+use crate::moderation::actions::{self, TargetType};
 use crate::users::Role;
 use crate::{DomainError, Tx};
 
@@ -143,6 +144,24 @@ impl Review {
             Review::Publish => None,
             Review::Hold(reason) | Review::Flag(reason) => Some(reason.stored()),
         }
+    }
+}
+
+impl Review {
+    /// Records a word filter's flag of the item this reviewed (target
+    /// `target_type` `target_id`, written by `author_id`) as an automated
+    /// moderation action; any other review records nothing.
+    pub async fn record_flag(
+        &self,
+        tx: &mut Tx<'_>,
+        target_type: TargetType,
+        target_id: i64,
+        author_id: i64,
+    ) -> Result<(), DomainError> {
+        if let Review::Flag(why) = self {
+            actions::record_automated_flag(tx, target_type, target_id, author_id, why).await?;
+        }
+        Ok(())
     }
 }
 

@@ -67,7 +67,28 @@ pub struct StoredSettings {
     pub updated_by: Option<i64>,
 }
 
+/// The settings file's values in force until an administrator sets the
+/// site settings: `signup` decides the mode while none is stored; the hold
+/// count and whether the moderation log is public stand until the first
+/// change, which stores them with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileDefaults {
+    pub signup: bool,
+    pub new_account_hold_count: i64,
+    pub public_modlog: bool,
+}
+
 impl StoredSettings {
+    /// These settings with the file's `defaults` where no administrator
+    /// has set them yet.
+    pub fn in_force(mut self, defaults: FileDefaults) -> StoredSettings {
+        if self.updated_at.is_none() {
+            self.new_account_hold_count = defaults.new_account_hold_count;
+            self.public_modlog = defaults.public_modlog;
+        }
+        self
+    }
+
     /// The registration mode in force: the stored one, else `open` when the
     /// file's `signup` is on and `closed` when it is off.
     pub fn registration_mode(&self, signup_default: bool) -> RegistrationMode {
@@ -154,16 +175,18 @@ pub struct UpdatedSettings {
     pub changes: Value,
 }
 
-/// Applies `changes` by `admin_id`; `signup_default` names the mode in
-/// force before any was stored, for the audit entry. Every write makes the
+/// Applies `changes` by `admin_id` to the settings in force with the
+/// file's `defaults` (which the first change stores), and says what changed
+/// for the audit entry. Every write makes the
 /// version grow, so other instances reload.
 pub async fn update(
     tx: &mut Tx<'_>,
     changes: SettingsChanges,
     admin_id: i64,
-    signup_default: bool,
+    defaults: FileDefaults,
 ) -> Result<UpdatedSettings, DomainError> {
-    let before = settings_in(tx).await?;
+    let signup_default = defaults.signup;
+    let before = settings_in(tx).await?.in_force(defaults);
     let mut after = before.clone();
     if let Some(mode) = changes.registration_mode {
         after.registration_mode = Some(mode);

@@ -137,10 +137,7 @@ impl AppState {
     ) -> Result<crate::services::word_filters::Screening, plaza_domain::DomainError> {
         Ok(crate::services::word_filters::Screening {
             filters: self.word_filters.current(&self.db).await?,
-            new_account_hold_count: self
-                .front_door
-                .settings()
-                .new_account_hold_count(i64::from(self.settings.holds.new_account_hold_count)),
+            new_account_hold_count: self.front_door.settings().new_account_hold_count(),
         })
     }
 
@@ -282,7 +279,11 @@ impl AppState {
             templates.clone(),
         )?;
         let front_door = Arc::new(crate::services::front_door::FrontDoor::new(
-            settings.auth.signup,
+            plaza_domain::site_settings::FileDefaults {
+                signup: settings.auth.signup,
+                new_account_hold_count: i64::from(settings.holds.new_account_hold_count),
+                public_modlog: settings.moderation.public_modlog(),
+            },
         ));
         let webhooks = crate::services::webhooks::Webhooks::new(
             &settings.webhooks,

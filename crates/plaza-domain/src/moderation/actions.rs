@@ -192,6 +192,34 @@ impl NewAction {
     }
 }
 
+/// Records a word filter's flag of `target_type` `target_id`, written by
+/// `author_id`: an automated `flag` stating why, with no moderator. A
+/// moderator's approve reverses it as it does a moderator's flag.
+pub async fn record_automated_flag(
+    tx: &mut Tx<'_>,
+    target_type: TargetType,
+    target_id: i64,
+    author_id: i64,
+    why: &crate::holds::HoldReason,
+) -> Result<ModerationRecord, DomainError> {
+    record(
+        tx,
+        NewAction {
+            moderator_id: None,
+            automated: true,
+            ..NewAction::by(
+                0,
+                ActionKind::Flag,
+                target_type,
+                target_id,
+                Some(author_id),
+                why.describe(),
+            )
+        },
+    )
+    .await
+}
+
 /// Records `new` in `tx`; answers the record.
 pub async fn record(tx: &mut Tx<'_>, new: NewAction) -> Result<ModerationRecord, DomainError> {
     let undo = (!new.undo.is_null()).then(|| new.undo.to_string());

@@ -10,6 +10,7 @@ use crate::engagement::ItemKind;
 use crate::holds::Review;
 use crate::listing::{Arg, bind_all};
 use crate::mentions::{self, Mentioned};
+use crate::moderation::actions::TargetType;
 use crate::time::now_millis;
 use crate::webhooks::{self, EventType};
 use crate::{DomainError, Tx};
@@ -75,6 +76,9 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
     .await?;
     let post = Post::try_from(row)?;
     insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    new.review
+        .record_flag(tx, TargetType::Post, post.id, post.author_id)
+        .await?;
     let mentioned = mentions::record(
         tx,
         ItemKind::Post,
@@ -136,7 +140,20 @@ pub async fn update(
         }
         (None, _) => {}
     }
-    if matches!(changes.review, Review::Flag(_)) {
+    // Only a post no moderator has marked becomes flagged, and records it.
+    let flags_it = match changes.review {
+        Review::Flag(_) => {
+            let (moderation,): (String,) =
+                sqlx::query_as("SELECT moderation FROM posts WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .ok_or(DomainError::NotFound("post"))?;
+            moderation == "none"
+        }
+        Review::Publish | Review::Hold(_) => false,
+    };
+    if flags_it {
         sets.push(
             "moderation = CASE WHEN moderation = 'none' THEN 'flagged' ELSE moderation END"
                 .to_owned(),
@@ -162,6 +179,12 @@ pub async fn update(
             .execute(&mut **tx)
             .await?;
         insert_tags(tx, post.id, &post.tags, post.created_at).await?;
+    }
+    if flags_it {
+        changes
+            .review
+            .record_flag(tx, TargetType::Post, post.id, post.author_id)
+            .await?;
     }
     let mentioned = if content_changed {
         mentions::record(

@@ -14,6 +14,7 @@ use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
 use crate::holds::Review;
 use crate::mentions::{self, Mentioned};
+use crate::moderation::actions::TargetType;
 use crate::posts::{self, Post, PostStatus, Viewer};
 use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
@@ -204,6 +205,9 @@ pub async fn create(
         count_visible(tx, post.id, &reply_path, 1).await?;
     }
     let reply = reply_in(tx, id).await?;
+    new.review
+        .record_flag(tx, TargetType::Reply, id, new.author_id)
+        .await?;
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, new.author_id, &reply.content, true).await?;
     let data = serde_json::json!({"reply": {
@@ -256,6 +260,11 @@ pub async fn edit(
         reply = set_status(tx, &reply, status).await?;
     }
     let author_id = reply.author_id().ok_or(DomainError::NotFound("reply"))?;
+    if becomes == Some(ReplyStatus::Flagged) {
+        review
+            .record_flag(tx, TargetType::Reply, id, author_id)
+            .await?;
+    }
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, author_id, &reply.content, false).await?;
     Ok(WrittenReply { reply, mentioned })

@@ -7,8 +7,8 @@
 //! `admin_v1::moderation`.
 
 use axum::extract::{FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use plaza_domain::moderation::actions::MAX_PAGE;
 use plaza_domain::moderation::appeals::{self, MAX_TEXT_CHARS, MIN_TEXT_CHARS, TokenState};
@@ -255,8 +255,7 @@ pub async fn modlog(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<CursorQuery>,
 ) -> Result<AppJson<ModlogPage>, AppError> {
-    let file_default = state.settings.moderation.public_modlog();
-    if !state.front_door.settings().public_modlog(file_default) {
+    if !state.front_door.settings().public_modlog() {
         return Err(AppError::NotFound("moderation log"));
     }
     let (limit, before) = page_of(&query)?;
@@ -534,17 +533,10 @@ pub async fn appeal_page(
             },
         },
     };
-    let mut response = (
-        [
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
-        ],
-        Html(pages::appeal(&state.settings.server, &csrf_token, shown)),
-    )
-        .into_response();
+    let mut response = pages::private(
+        StatusCode::OK,
+        pages::appeal(&state.settings.server, &csrf_token, shown),
+    );
     if let Some(cookie) = cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }

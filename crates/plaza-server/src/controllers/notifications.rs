@@ -1,13 +1,13 @@
 //! Notifications (DECISIONS.md "Notifications (round 5)"): the signed-in
 //! member's list, newest first by an opaque keyset cursor, marking read,
 //! the unread count, preferences per type and channel, the one-click
-//! unsubscribe of notification mails (no session: the link's token names
-//! the member and types), and Web Push: the VAPID key and the member's
+//! unsubscribe of notification mails and the page their body links to (no
+//! session: the link's token names the member and types), and Web Push: the VAPID key and the member's
 //! subscriptions. New notifications also arrive on `GET /api/alerts/stream`.
 
 use std::collections::BTreeMap;
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -27,8 +27,9 @@ use crate::controllers::reading::reading_of;
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
-use crate::services::notifications::NotificationItem;
+use crate::http::pages::{self, UnsubscribePage};
 use crate::services::notifications::push::subscription_keys;
+use crate::services::notifications::{NotificationItem, mail};
 use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 
@@ -45,6 +46,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
             change_preferences
         ))
         .routes(crate::documented_routes!(unsubscribe))
+        .routes(crate::documented_routes!(
+            unsubscribe_page,
+            unsubscribe_from_page
+        ))
         .routes(crate::documented_routes!(push_key))
         .routes(crate::documented_routes!(subscribe))
         .routes(crate::documented_routes!(unsubscribe_push))
@@ -439,6 +444,104 @@ pub async fn unsubscribe(
         success: true,
         types,
     }))
+}
+
+/// The page a notification mail's "Turn these mails off" link opens: what
+/// the link turns off and a button that does it. Opening it changes
+/// nothing (mail scanners open links).
+#[utoipa::path(
+    get,
+    path = "/unsubscribe",
+    tag = "notifications",
+    params(UnsubscribeQuery),
+    responses(
+        (status = 200, description = "HTML page with the button", content_type = "text/html", body = String),
+        (
+            status = 422,
+            description = "Not the token of an unsubscribe link (an HTML page), or a query the server refuses before reading it (a NUL byte: JSON)",
+            content((String = "text/html"), (GeneralError = "application/json"))
+        ),
+    )
+)]
+pub async fn unsubscribe_page(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let token = page_token(query.as_deref());
+    let read = token
+        .as_deref()
+        .and_then(|token| Some((token, state.notifier.mail.read_unsubscribe_token(token)?)));
+    match read {
+        Some((token, (_, kinds))) => pages::private(
+            StatusCode::OK,
+            pages::unsubscribe(
+                &state.settings.server,
+                UnsubscribePage::Confirm {
+                    token,
+                    about: &mail::about(&kinds),
+                },
+            ),
+        ),
+        None => broken_unsubscribe_link(&state),
+    }
+}
+
+/// The unsubscribe page's button: turns the mails of the link's types off
+/// for its member, as the one-click `POST /api/notifications/unsubscribe`
+/// does, and says so.
+#[utoipa::path(
+    post,
+    path = "/unsubscribe",
+    tag = "notifications",
+    params(UnsubscribeQuery),
+    responses(
+        (status = 200, description = "HTML page: the mails are off", content_type = "text/html", body = String),
+        (
+            status = 422,
+            description = "Not the token of an unsubscribe link (an HTML page), or a query the server refuses before reading it (a NUL byte: JSON)",
+            content((String = "text/html"), (GeneralError = "application/json"))
+        ),
+    )
+)]
+pub async fn unsubscribe_from_page(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, AppError> {
+    let Some((user_id, kinds)) = page_token(query.as_deref())
+        .as_deref()
+        .and_then(|token| state.notifier.mail.read_unsubscribe_token(token))
+    else {
+        return Ok(broken_unsubscribe_link(&state));
+    };
+    let about = mail::about(&kinds);
+    state
+        .notifier
+        .mail
+        .unsubscribe(&state.db, user_id, kinds)
+        .await?;
+    Ok(pages::private(
+        StatusCode::OK,
+        pages::unsubscribe(
+            &state.settings.server,
+            UnsubscribePage::Done { about: &about },
+        ),
+    ))
+}
+
+/// The `token` of an unsubscribe page's query; a page answers any query
+/// with a page, so whatever else it holds is not read.
+fn page_token(query: Option<&str>) -> Option<String> {
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == "token")
+        .map(|(_, token)| token.into_owned())
+}
+
+/// The unsubscribe page of a link whose token Plaza did not sign.
+fn broken_unsubscribe_link(state: &AppState) -> Response {
+    pages::private(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        pages::unsubscribe(&state.settings.server, UnsubscribePage::Broken),
+    )
 }
 
 /// The VAPID public key.

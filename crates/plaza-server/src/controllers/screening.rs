@@ -44,6 +44,8 @@ const NOTIFIED: &str = "notifications are screened when written: none is written
     mute marks those written before it read";
 const NOTIFICATIONS: &str = "notifications a member the caller blocks or mutes caused, or whose \
     text a hide filter matches, are left out of the page";
+const MODLOG: &str = "moderation actions (kind, target, reason), not members' posts or \
+    replies; a moderation decision is public whoever it concerns";
 const OWN_EVENTS: &str = "the caller's own analytics events";
 const OWN_CONTENT: &str = "writes or removes the caller's own post or reply (a moderator's \
     duty is not a member's interaction)";
@@ -457,10 +459,132 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
         "/api/v1/admin/word-filters/{id}",
         Treatment::Exempt(ADMIN),
     ),
+    (
+        "DELETE",
+        "/api/invites/{code}",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    ("GET", "/api/invites", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/api/invites", Treatment::Exempt(OWN_ACCOUNT)),
+    (
+        "DELETE",
+        "/api/me/tokens/{id}",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    ("GET", "/api/me/tokens", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/api/me/tokens", Treatment::Exempt(OWN_ACCOUNT)),
+    (
+        "GET",
+        "/api/me/moderation-actions",
+        Treatment::Exempt(OWN_ACCOUNT),
+    ),
+    ("POST", "/api/appeals", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/api/me/appeals", Treatment::Exempt(OWN_ACCOUNT)),
+    (
+        "DELETE",
+        "/api/v1/admin/email-domain-blocks/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "DELETE",
+        "/api/v1/admin/ip-blocks/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "DELETE",
+        "/api/v1/admin/users/{userId}/silence",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "DELETE",
+        "/api/v1/admin/webhooks/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("GET", "/api/v1/admin/appeals", Treatment::Exempt(ADMIN)),
+    (
+        "GET",
+        "/api/v1/admin/email-domain-blocks",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("GET", "/api/v1/admin/ip-blocks", Treatment::Exempt(ADMIN)),
+    (
+        "GET",
+        "/api/v1/admin/registrations",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "GET",
+        "/api/v1/admin/site-settings",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "GET",
+        "/api/v1/admin/users/{userId}/warnings",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("GET", "/api/v1/admin/webhooks", Treatment::Exempt(ADMIN)),
+    (
+        "GET",
+        "/api/v1/admin/webhooks/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "GET",
+        "/api/v1/admin/webhooks/{id}/deliveries",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "PATCH",
+        "/api/v1/admin/webhooks/{id}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "POST",
+        "/api/v1/admin/appeals/{appealId}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "POST",
+        "/api/v1/admin/email-domain-blocks",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("POST", "/api/v1/admin/ip-blocks", Treatment::Exempt(ADMIN)),
+    (
+        "POST",
+        "/api/v1/admin/registrations/{userId}",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "POST",
+        "/api/v1/admin/users/{userId}/silence",
+        Treatment::Exempt(ADMIN),
+    ),
+    (
+        "POST",
+        "/api/v1/admin/users/{userId}/warnings",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("POST", "/api/v1/admin/webhooks", Treatment::Exempt(ADMIN)),
+    (
+        "POST",
+        "/api/v1/admin/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("PUT", "/api/v1/admin/rules", Treatment::Exempt(ADMIN)),
+    (
+        "PUT",
+        "/api/v1/admin/site-settings",
+        Treatment::Exempt(ADMIN),
+    ),
+    ("GET", "/api/modlog", Treatment::Exempt(MODLOG)),
+    ("GET", "/api/rules", Treatment::Exempt(NO_CONTENT)),
+    ("POST", "/api/users/{id}/report", Treatment::Exempt(REPORT)),
     ("GET", "/api/version", Treatment::Exempt(NO_CONTENT)),
     ("GET", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
     ("POST", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/forgot-password", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/og-image-viewer", Treatment::Exempt(NO_CONTENT)),
     ("GET", "/reset-password", Treatment::Exempt(OWN_ACCOUNT)),
+    ("GET", "/unsubscribe", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/unsubscribe", Treatment::Exempt(OWN_ACCOUNT)),
 ];

@@ -1,10 +1,26 @@
 //! Server-rendered HTML pages (sign-in and its second step, sign-out, the
-//! pages of a forgotten password, of a verification link and of a ban
-//! mail's appeal link, share-image viewer, and the operator console's
-//! error page). Every interpolated value
-//! is escaped; the pages load nothing from elsewhere.
+//! pages of a forgotten password, of a verification link, of a mail's
+//! unsubscribe link and of a ban mail's appeal link, share-image viewer,
+//! and the operator console's error page). Every interpolated value is
+//! escaped; the pages load nothing from elsewhere.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
 
 use crate::settings::ServerSettings;
+
+/// An HTML page that carries (or was reached by) a mailed token: it is not
+/// kept by caches, and its links send no `Referer` that could hold it.
+pub fn private(status: StatusCode, html: String) -> Response {
+    let mut response = (status, Html(html)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
 
 /// Escapes text for HTML element content and quoted attributes.
 pub fn escape(text: &str) -> String {
@@ -280,6 +296,46 @@ pub fn email_verification(server: &ServerSettings, verified: bool) -> String {
             .to_owned()
     };
     page(&format!("Email confirmation · {app}"), &body)
+}
+
+/// What the page of a mail's unsubscribe link shows.
+pub enum UnsubscribePage<'a> {
+    /// A button that turns the mails off (a visit alone changes nothing,
+    /// so a link scanner opening it does not unsubscribe anyone).
+    Confirm { token: &'a str, about: &'a str },
+    /// The mails are off.
+    Done { about: &'a str },
+    /// The link's token is not one Plaza signed.
+    Broken,
+}
+
+/// The page a notification mail's "Turn these mails off" link opens.
+pub fn unsubscribe(server: &ServerSettings, shown: UnsubscribePage<'_>) -> String {
+    let app = &server.app_name;
+    let body = match shown {
+        UnsubscribePage::Confirm { token, about } => format!(
+            "<h1>Turn these mails off</h1><p>Stop mailing you about {about} from {app}? \
+             The notifications stay in the app, and you can turn the mails on again \
+             in your notification preferences.</p>\
+             <form method=\"post\" action=\"/unsubscribe?token={token}\">\
+             <button type=\"submit\">Turn them off</button></form>",
+            about = escape(about),
+            app = escape(app),
+            token = escape(token),
+        ),
+        UnsubscribePage::Done { about } => format!(
+            "<h1>Mails turned off</h1><p class=\"notice\" role=\"status\" \
+             data-notice=\"unsubscribed\">You will get no more mails about {} from {}.</p>",
+            escape(about),
+            escape(app)
+        ),
+        UnsubscribePage::Broken => "<h1>This link does not work</h1>\
+             <p class=\"error\" role=\"alert\" data-error=\"invalid_token\">It is not the \
+             link of a notification mail. Change which mails you get in your notification \
+             preferences.</p>"
+            .to_owned(),
+    };
+    page(&format!("Mail from {app}"), &body)
 }
 
 /// The second step of a sign-in with two-factor sign-in on: the code of

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use plaza_domain::ip_blocks::Severity;
-use plaza_domain::site_settings::{RegistrationMode, StoredSettings};
+use plaza_domain::site_settings::{FileDefaults, RegistrationMode, StoredSettings};
 use plaza_domain::time::now_millis;
 use plaza_domain::{Database, DomainError};
 
@@ -32,24 +32,14 @@ pub struct SiteSettings {
 
 impl SiteSettings {
     /// The hold on new accounts: each account's first N posts and replies
-    /// wait for a moderator. As an administrator set it, else
-    /// `file_default` (the `new_account_hold_count` setting).
-    pub fn new_account_hold_count(&self, file_default: i64) -> i64 {
-        if self.stored.updated_at.is_some() {
-            self.stored.new_account_hold_count
-        } else {
-            file_default
-        }
+    /// wait for a moderator.
+    pub fn new_account_hold_count(&self) -> i64 {
+        self.stored.new_account_hold_count
     }
 
-    /// Whether the moderation log is public: as an administrator set it,
-    /// else `file_default` (the `public_modlog` setting).
-    pub fn public_modlog(&self, file_default: bool) -> bool {
-        if self.stored.updated_at.is_some() {
-            self.stored.public_modlog
-        } else {
-            file_default
-        }
+    /// Whether the moderation log is public.
+    pub fn public_modlog(&self) -> bool {
+        self.stored.public_modlog
     }
 
     /// The question a sign-up answers while registrations need approval.
@@ -71,7 +61,7 @@ struct Blocks {
 
 /// See the module documentation.
 pub struct FrontDoor {
-    signup_default: bool,
+    defaults: FileDefaults,
     settings: ArcSwap<SiteSettings>,
     blocks: ArcSwap<Blocks>,
     /// Held by the one reload in progress.
@@ -80,8 +70,8 @@ pub struct FrontDoor {
 
 impl FrontDoor {
     /// Empty until the first [`FrontDoor::refresh`]: no blocks, the
-    /// settings' defaults with the mode of the file's `signup`.
-    pub fn new(signup_default: bool) -> Self {
+    /// file's `defaults`.
+    pub fn new(defaults: FileDefaults) -> Self {
         let stored = StoredSettings {
             registration_mode: None,
             registration_question: None,
@@ -93,10 +83,10 @@ impl FrontDoor {
             updated_by: None,
         };
         FrontDoor {
-            signup_default,
+            defaults,
             settings: ArcSwap::from_pointee(SiteSettings {
-                registration_mode: stored.registration_mode(signup_default),
-                stored,
+                registration_mode: stored.registration_mode(defaults.signup),
+                stored: stored.in_force(defaults),
             }),
             blocks: ArcSwap::from_pointee(Blocks {
                 read: Vec::new(),
@@ -111,9 +101,10 @@ impl FrontDoor {
         self.settings.load_full()
     }
 
-    /// The file's `signup`: the registration mode until one is stored.
-    pub fn signup_default(&self) -> bool {
-        self.signup_default
+    /// The settings file's values in force until an administrator sets
+    /// the site settings.
+    pub fn file_defaults(&self) -> FileDefaults {
+        self.defaults
     }
 
     /// Whether a block of `severity` or stronger covers `address`.
@@ -126,7 +117,7 @@ impl FrontDoor {
     /// what it did, for the job's log.
     pub async fn refresh(&self, db: &Database) -> Result<String, DomainError> {
         let _turn = self.reloading.lock().await;
-        let stored = db.site_settings().await?;
+        let stored = db.site_settings().await?.in_force(self.defaults);
         let now = now_millis();
         if stored.version != self.settings.load().stored.version {
             let read: Vec<Range> = db
@@ -149,7 +140,7 @@ impl FrontDoor {
             );
             self.blocks.store(Arc::new(Blocks { read, ranges }));
             self.settings.store(Arc::new(SiteSettings {
-                registration_mode: stored.registration_mode(self.signup_default),
+                registration_mode: stored.registration_mode(self.defaults.signup),
                 stored,
             }));
             return Ok(outcome);

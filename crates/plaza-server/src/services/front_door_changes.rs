@@ -58,13 +58,12 @@ impl FrontDoorChanges<'_> {
         changes: SettingsChanges,
         admin_id: i64,
     ) -> Result<StoredSettings, DomainError> {
-        let signup_default = self.front_door.signup_default();
+        let defaults = self.front_door.file_defaults();
         let updated = self
             .db
             .write(|tx| {
                 Box::pin(async move {
-                    let updated =
-                        site_settings::update(tx, changes, admin_id, signup_default).await?;
+                    let updated = site_settings::update(tx, changes, admin_id, defaults).await?;
                     audit::record(
                         tx,
                         &context,

@@ -17,7 +17,7 @@ use crate::common::{As, Backend, PASSWORD, TestServer, call, member};
 
 on_both_databases!(
     site_settings_change_at_run_time_by_super_admins_only_and_are_audited,
-    the_file_decides_the_mode_until_an_admin_sets_one,
+    the_file_decides_until_an_admin_sets_the_site_settings,
     closed_mode_lets_only_admins_create_accounts,
     approval_mode_holds_sign_ups_until_an_admin_decides,
     invites_count_their_uses_expire_and_can_be_withdrawn,
@@ -139,7 +139,7 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
             "registrationQuestion": null,
             "invitesByMembers": false,
             "newAccountHoldCount": 0,
-            "publicModlog": false,
+            "publicModlog": true,
             "updatedAt": null,
             "updatedBy": null,
         })
@@ -187,7 +187,7 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
             "registrationMode": "approval",
             "registrationQuestion": "  Why do you want to join?  ",
             "newAccountHoldCount": 3,
-            "publicModlog": true,
+            "publicModlog": false,
         }),
     )
     .await;
@@ -206,7 +206,7 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
     let back = set(
         &server,
         &root,
-        json!({"registrationMode": "open", "registrationQuestion": null, "newAccountHoldCount": 0, "publicModlog": false}),
+        json!({"registrationMode": "open", "registrationQuestion": null, "newAccountHoldCount": 0, "publicModlog": true}),
     )
     .await;
     assert_eq!(back["registrationMode"], "open");
@@ -223,24 +223,45 @@ async fn site_settings_change_at_run_time_by_super_admins_only_and_are_audited(b
             "registrationMode": {"before": "open", "after": "approval"},
             "registrationQuestion": {"before": null, "after": "Why do you want to join?"},
             "newAccountHoldCount": {"before": 0, "after": 3},
-            "publicModlog": {"before": false, "after": true},
+            "publicModlog": {"before": true, "after": false},
         })
     );
 }
 
-async fn the_file_decides_the_mode_until_an_admin_sets_one(backend: Backend) {
-    let server = TestServer::start_with(backend, &[("PLAZA_SIGNUP", "false")]).await;
+async fn the_file_decides_until_an_admin_sets_the_site_settings(backend: Backend) {
+    let server = TestServer::start_with(
+        backend,
+        &[
+            ("PLAZA_SIGNUP", "false"),
+            ("PLAZA_PUBLIC_MODLOG", "false"),
+            ("PLAZA_NEW_ACCOUNT_HOLD_COUNT", "4"),
+        ],
+    )
+    .await;
     let (_, root) = super_admin(&server);
     let (_, body) = send(&server, As::Token(&root), "GET", SETTINGS, None).await;
     assert_eq!(body["data"]["registrationMode"], "closed");
+    assert_eq!(body["data"]["publicModlog"], false, "{body}");
+    assert_eq!(body["data"]["newAccountHoldCount"], 4, "{body}");
     assert_eq!(
         sign_up(&server, "early@example.com", json!({})).await.0,
         403
     );
 
-    set(&server, &root, json!({"registrationMode": "open"})).await;
+    // The first change stores the file's values it does not change.
+    let changed = set(&server, &root, json!({"registrationMode": "open"})).await;
+    assert_eq!(changed["publicModlog"], false, "{changed}");
+    assert_eq!(changed["newAccountHoldCount"], 4, "{changed}");
     let (status, body) = sign_up(&server, "later@example.com", json!({})).await;
     assert_eq!(status, 201, "the stored mode overrides the file: {body}");
+    let (status, body) = send(&server, As::Anonymous, "GET", "/api/modlog", None).await;
+    assert_eq!(status, 404, "the log stays private: {body}");
+    let entries = audit(&server, &root, "site_settings.update").await;
+    assert_eq!(
+        entries[0]["changes"],
+        json!({"registrationMode": {"before": "closed", "after": "open"}}),
+        "only the mode changed"
+    );
 }
 
 async fn closed_mode_lets_only_admins_create_accounts(backend: Backend) {

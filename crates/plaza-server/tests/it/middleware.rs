@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use plaza_domain::site_settings::FileDefaults;
 use plaza_server::app::with_middleware;
 use plaza_server::http::error::{Surface, SurfaceMap};
 use plaza_server::http::extract::AppJson;
@@ -24,7 +25,11 @@ struct Echo {
 
 async fn serve(router: Router, settings: ServerSettings) -> String {
     let surfaces = SurfaceMap::default().with("/api/v1/admin/panic", Surface::AdminV1);
-    let front_door = std::sync::Arc::new(FrontDoor::new(true));
+    let front_door = std::sync::Arc::new(FrontDoor::new(FileDefaults {
+        signup: true,
+        new_account_hold_count: 0,
+        public_modlog: true,
+    }));
     let app = with_middleware(
         router,
         &settings,

@@ -599,9 +599,11 @@ async fn immediate_mail_carries_a_one_click_unsubscribe_bound_to_member_and_type
         .trim_matches(|c| c == '<' || c == '>')
         .to_owned();
     assert!(url.starts_with("http"), "{url}");
+    let token = url.split("token=").nth(1).unwrap().to_owned();
+    let page = format!("/unsubscribe?token={token}");
     assert!(
-        decoded_text(&mail.data).contains(&url),
-        "the body links it too"
+        decoded_text(&mail.data).contains(&page),
+        "the body links the unsubscribe page"
     );
     assert_eq!(items(&server, &cy.cookie).await.len(), 1);
     assert!(
@@ -613,7 +615,6 @@ async fn immediate_mail_carries_a_one_click_unsubscribe_bound_to_member_and_type
 
     // The token is bound to Ada and to `reply`: changed to another member
     // or type, it is refused.
-    let token = url.split("token=").nth(1).unwrap().to_owned();
     let (user, rest) = token.split_once('.').unwrap();
     for forged in [
         format!("{}.{rest}", bob.id),
@@ -626,7 +627,52 @@ async fn immediate_mail_carries_a_one_click_unsubscribe_bound_to_member_and_type
         )
         .await;
         assert_eq!(status, 422, "{forged}: {body}");
+        let shown = server.get(&format!("/unsubscribe?token={forged}")).await;
+        assert_eq!(shown.status().as_u16(), 422, "{forged}");
+        assert!(
+            shown
+                .text()
+                .await
+                .unwrap()
+                .contains("data-error=\"invalid_token\"")
+        );
     }
+
+    // The body's link opens a page that changes nothing until its button
+    // is pressed.
+    let shown = server.get(&page).await;
+    assert_eq!(shown.status().as_u16(), 200);
+    assert_eq!(shown.headers()["cache-control"], "no-store");
+    let html = shown.text().await.unwrap();
+    assert!(html.contains("about answers"), "{html}");
+    assert!(html.contains(&format!("action=\"{page}\"")), "{html}");
+    let preferences = server
+        .get_json_as("/api/notifications/preferences", &ada.cookie)
+        .await;
+    assert_eq!(preferences["email"]["reply"], "immediate");
+    let pressed = server.client.post(server.url(&page)).send().await.unwrap();
+    assert_eq!(pressed.status().as_u16(), 200);
+    assert!(
+        pressed
+            .text()
+            .await
+            .unwrap()
+            .contains("data-notice=\"unsubscribed\"")
+    );
+    let preferences = server
+        .get_json_as("/api/notifications/preferences", &ada.cookie)
+        .await;
+    assert_eq!(preferences["email"]["reply"], "off");
+    call(
+        &server,
+        "PUT",
+        "/api/notifications/preferences",
+        Some(&ada.cookie),
+        Some(json!({"email": {"reply": "immediate"}})),
+    )
+    .await;
+
+    // The header's URL turns them off with one POST (RFC 8058).
     let (status, body) = one_click(&server, &url).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["types"], json!(["reply"]));

@@ -464,6 +464,35 @@ async fn each_action_acts_on_each_field_after_normalisation(backend: Backend) {
     .await;
     assert_eq!(queue["data"][0]["id"], flagged_reply["id"]);
     assert_eq!(queue["data"][0]["reviewReason"], "word_filter:promo");
+
+    // Each flag is an automated moderation action its author can read.
+    for (cookie, target_type, target_id) in [
+        (&member.cookie, "post", flagged_id),
+        (
+            &other.cookie,
+            "reply",
+            flagged_reply["id"].as_str().unwrap(),
+        ),
+    ] {
+        let (status, mine) = call(
+            &server,
+            "GET",
+            "/api/me/moderation-actions",
+            Some(cookie.as_str()),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{mine}");
+        let flag = mine["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|action| action["target_id"] == target_id)
+            .unwrap_or_else(|| panic!("no action on the flagged {target_type}: {mine}"));
+        assert_eq!(flag["action"], "flag", "{flag}");
+        assert_eq!(flag["target_type"], target_type, "{flag}");
+        assert_eq!(flag["automated"], true, "{flag}");
+    }
 }
 
 async fn held_posts_and_replies_are_seen_by_their_author_and_moderators_until_approved(

@@ -7,7 +7,8 @@
 use axum::extract::State;
 use plaza_domain::policy::AdminPermission;
 use plaza_domain::site_settings::{
-    MAX_HOLD_COUNT, MAX_QUESTION_CHARS, RegistrationMode, SettingsChanges, StoredSettings,
+    FileDefaults, MAX_HOLD_COUNT, MAX_QUESTION_CHARS, RegistrationMode, SettingsChanges,
+    StoredSettings,
 };
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,10 @@ pub struct SiteSettingsItem {
 }
 
 impl SiteSettingsItem {
-    pub fn new(stored: &StoredSettings, signup_default: bool) -> Self {
+    /// `stored` as in force with the settings file's `defaults`.
+    pub fn new(stored: &StoredSettings, defaults: FileDefaults) -> Self {
+        let stored = stored.clone().in_force(defaults);
+        let signup_default = defaults.signup;
         SiteSettingsItem {
             registration_mode: stored.registration_mode(signup_default).as_str().to_owned(),
             registration_question: stored.registration_question.clone(),
@@ -96,7 +100,7 @@ pub async fn get_site_settings(
     let stored = state.db.site_settings().await?;
     Ok(AppJson(Envelope::new(SiteSettingsItem::new(
         &stored,
-        state.front_door.signup_default(),
+        state.front_door.file_defaults(),
     ))))
 }
 
@@ -133,7 +137,7 @@ pub async fn put_site_settings(
         .await?;
     Ok(AppJson(Envelope::new(SiteSettingsItem::new(
         &stored,
-        state.front_door.signup_default(),
+        state.front_door.file_defaults(),
     ))))
 }
 

@@ -89,19 +89,6 @@ fn wants_html(headers: &HeaderMap) -> bool {
         .is_some_and(|accept| accept.contains("text/html"))
 }
 
-/// An HTML page that carries (or was reached by) a mailed token: it is not
-/// kept by caches, and its links send no `Referer` that could hold it.
-fn private_page(status: StatusCode, html: String) -> Response {
-    let mut response = (status, Html(html)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    response
-}
-
 /// Open a verification link: marks the address verified. An address
 /// verified for the first time ends the account's other sessions; opened
 /// without a session of the account, it also drops a password set before
@@ -151,12 +138,12 @@ pub async fn verify_email_link(
                 );
                 response
             }
-            None => private_page(
+            None => pages::private(
                 StatusCode::OK,
                 pages::email_verification(&state.settings.server, true),
             ),
         },
-        (Err(AppError::BadRequest(_)), true) => private_page(
+        (Err(AppError::BadRequest(_)), true) => pages::private(
             StatusCode::BAD_REQUEST,
             pages::email_verification(&state.settings.server, false),
         ),
@@ -507,7 +494,7 @@ pub async fn reset_password_page(
             error: "invalid_token",
         },
     };
-    let mut response = private_page(
+    let mut response = pages::private(
         StatusCode::OK,
         pages::reset_password(&state.settings.server, &csrf_token, shown),
     );

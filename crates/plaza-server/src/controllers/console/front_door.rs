@@ -76,7 +76,7 @@ pub async fn settings(
         "site-settings",
         "site_settings.html",
         json!({
-            "settings": SiteSettingsItem::new(&stored, state.front_door.signup_default()),
+            "settings": SiteSettingsItem::new(&stored, state.front_door.file_defaults()),
             "may_change": policy::change_site_settings(user.actor()).is_allowed(),
             "modes": ["open", "approval", "invite", "closed"],
             "done": done,

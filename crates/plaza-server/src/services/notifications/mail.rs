@@ -54,6 +54,8 @@ struct MailContext<'a> {
     subject: &'a str,
     name: &'a str,
     link: &'a str,
+    /// The page where a reader turns these mails off (the one-click URL
+    /// is the `List-Unsubscribe` header's).
     unsubscribe: &'a str,
     /// What the mail's types are called, for its footer.
     about: &'a str,
@@ -96,8 +98,9 @@ fn describe(notification: &Notification) -> String {
     }
 }
 
-/// What the mails of `kinds` are about, for the footer.
-fn about(kinds: &[Kind]) -> String {
+/// What the mails of `kinds` are about, for the footer and the
+/// unsubscribe page.
+pub fn about(kinds: &[Kind]) -> String {
     kinds
         .iter()
         .map(|kind| match kind {
@@ -138,7 +141,10 @@ impl Writer {
             .as_deref()
             .filter(|name| !name.trim().is_empty())
             .unwrap_or(&recipient.username);
-        let unsubscribe = unsubscribe_url(&self.key, &self.server, recipient.user_id, kinds);
+        let token = unsubscribe_token(&self.key, recipient.user_id, kinds);
+        let base = self.server.base_url.as_str().trim_end_matches('/');
+        let one_click = format!("{base}/api/notifications/unsubscribe?token={token}");
+        let unsubscribe = format!("{base}/unsubscribe?token={token}");
         let link = self.server.base_url.as_str().to_owned();
         let about = about(kinds);
         let mut context = MailContext {
@@ -168,7 +174,7 @@ impl Writer {
                 .templates
                 .render(&format!("mail/{kind}.html"), &context)?,
             subject,
-            list_unsubscribe: Some(unsubscribe),
+            list_unsubscribe: Some(one_click),
         })
     }
 }
@@ -179,20 +185,12 @@ fn template_error(error: String) -> DomainError {
     DomainError::InvalidTransition(format!("a notification mail cannot be written: {error}"))
 }
 
-/// The one-click unsubscribe URL of the mails of `kinds` to `user_id`.
-fn unsubscribe_url(
-    key: &VapidKey,
-    server: &ServerSettings,
-    user_id: i64,
-    kinds: &[Kind],
-) -> String {
+/// The token of the unsubscribe links of the mails of `kinds` to
+/// `user_id`: it names both and is signed.
+fn unsubscribe_token(key: &VapidKey, user_id: i64, kinds: &[Kind]) -> String {
     let names: Vec<&str> = kinds.iter().map(|kind| kind.as_str()).collect();
     let message = format!("{user_id}.{}", names.join("-"));
-    format!(
-        "{}/api/notifications/unsubscribe?token={message}.{}",
-        server.base_url.as_str().trim_end_matches('/'),
-        key.sign_link(&message)
-    )
+    format!("{message}.{}", key.sign_link(&message))
 }
 
 /// The most recent `hour`:00 UTC at or before `now` (Unix milliseconds):
