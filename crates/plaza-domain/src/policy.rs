@@ -658,6 +658,8 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
         ("GET", "/api/users/{id}/profile", Some(Read)),
         ("POST", "/api/users/{id}/report", Some(Write)),
         ("GET", "/api/version", Some(Read)),
+        ("GET", "/appeal", None),
+        ("POST", "/appeal", None),
         ("GET", "/forgot-password", None),
         ("GET", "/og-image-viewer", Some(Read)),
         ("GET", "/reset-password", None),
