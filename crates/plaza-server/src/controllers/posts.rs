@@ -557,7 +557,7 @@ pub async fn update_post(
                 .await?;
                 causes::post_written(tx, post, &written.mentioned).await?;
                 // A moderator changing someone else's post is audited.
-                let changed = audit::post_changes(&before, post);
+                let changed = posts::audited_changes(&before, post);
                 if by_someone_else && !changed.is_empty() {
                     audit::record(
                         tx,
