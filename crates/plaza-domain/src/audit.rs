@@ -10,7 +10,6 @@ use sqlx::FromRow;
 
 use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, Page, bind_all, where_clause};
-use crate::posts::Post;
 use crate::time::now_millis;
 use crate::users::User;
 use crate::{Database, DomainError, Tx};
@@ -230,34 +229,6 @@ pub fn user_changes(before: &User, after: &User) -> Map<String, Value> {
         old.admin_notes.clone().into(),
         new.admin_notes.clone().into(),
     );
-    changed
-}
-
-/// `{field: {before, after}}` for each field of a post that differs between
-/// two states of it (a moderator's edit of someone else's post).
-pub fn post_changes(before: &Post, after: &Post) -> Map<String, Value> {
-    let mut changed = Map::new();
-    let mut compare = |field: &str, before: Value, after: Value| {
-        if before != after {
-            changed.insert(field.into(), change(before, after));
-        }
-    };
-    compare(
-        "title",
-        before.title.clone().into(),
-        after.title.clone().into(),
-    );
-    compare(
-        "content",
-        before.content.clone().into(),
-        after.content.clone().into(),
-    );
-    compare(
-        "tags",
-        before.tags.clone().into(),
-        after.tags.clone().into(),
-    );
-    compare("published", before.published.into(), after.published.into());
     changed
 }
 

@@ -11,7 +11,6 @@
 //!   has approved one of its held items yet, and it is not a moderator's
 //!   or an administrator's.
 
-use crate::moderation::actions::{self, TargetType};
 use crate::users::Role;
 use crate::{DomainError, Tx};
 
@@ -138,30 +137,20 @@ pub enum Review {
 }
 
 impl Review {
+    /// The word filter's reason when this review flags the item.
+    pub fn flagged(&self) -> Option<HoldReason> {
+        match self {
+            Review::Flag(reason) => Some(reason.clone()),
+            Review::Publish | Review::Hold(_) => None,
+        }
+    }
+
     /// The reason stored with the item, if any.
     pub fn reason(&self) -> Option<String> {
         match self {
             Review::Publish => None,
             Review::Hold(reason) | Review::Flag(reason) => Some(reason.stored()),
         }
-    }
-}
-
-impl Review {
-    /// Records a word filter's flag of the item this reviewed (target
-    /// `target_type` `target_id`, written by `author_id`) as an automated
-    /// moderation action; any other review records nothing.
-    pub async fn record_flag(
-        &self,
-        tx: &mut Tx<'_>,
-        target_type: TargetType,
-        target_id: i64,
-        author_id: i64,
-    ) -> Result<(), DomainError> {
-        if let Review::Flag(why) = self {
-            actions::record_automated_flag(tx, target_type, target_id, author_id, why).await?;
-        }
-        Ok(())
     }
 }
 

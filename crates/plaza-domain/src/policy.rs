@@ -611,6 +611,9 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
             "/api/notifications/unsubscribe",
             Some(Notifications),
         ),
+        ("GET", "/api/invites", Some(Read)),
+        ("POST", "/api/invites", Some(Write)),
+        ("DELETE", "/api/invites/{code}", Some(Write)),
         ("GET", "/api/og-image", Some(Read)),
         ("GET", "/api/posts", Some(Read)),
         ("POST", "/api/posts", Some(Write)),
@@ -655,9 +658,13 @@ pub const TOKEN_SCOPES: &[(&str, &str, Option<TokenScope>)] = {
         ("GET", "/api/users/{id}/profile", Some(Read)),
         ("POST", "/api/users/{id}/report", Some(Write)),
         ("GET", "/api/version", Some(Read)),
+        ("GET", "/appeal", None),
+        ("POST", "/appeal", None),
         ("GET", "/forgot-password", None),
         ("GET", "/og-image-viewer", Some(Read)),
         ("GET", "/reset-password", None),
+        ("GET", "/unsubscribe", None),
+        ("POST", "/unsubscribe", None),
     ]
 };
 

@@ -1,9 +1,11 @@
-//! Reports on posts and replies: a signed-in user tells moderators an item
-//! breaks the rules, once per item, naming a category. Reports feed the
-//! admin surface's `reportCount`, `reports`, `reported` filter and
-//! moderation report. Reports on posts and on replies live in two tables of
-//! the same shape (`post_reports`, `reply_reports`), each keeping its
-//! item's `report_count` by trigger; [`ReportTarget`] says which.
+//! Reports on posts, replies and members: a signed-in user tells
+//! moderators an item or a member breaks the rules, once per item, naming
+//! a category. Reports feed the admin surface's `reportCount`, `reports`,
+//! `reported` filter and moderation report, and the console's queue of
+//! reported members. Each target's reports live in a table of the same
+//! shape (`post_reports`, `reply_reports`, `user_reports`; the first two
+//! keep their item's `report_count` by trigger); [`ReportTarget`] says
+//! which.
 
 use sqlx::FromRow;
 
@@ -269,6 +271,79 @@ impl Database {
             average_appeal_decision_millis: appeal_average,
             average_resolution_millis: average,
         })
+    }
+}
+
+/// A member with reports no moderator has acted on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportedMember {
+    pub user_id: i64,
+    pub username: String,
+    pub role: String,
+    pub status: String,
+    /// Their open reports, oldest first.
+    pub reports: Vec<Report>,
+}
+
+/// A page of the members with open reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportedMembers {
+    pub members: Vec<ReportedMember>,
+    /// How many members have open reports.
+    pub total: i64,
+}
+
+impl Database {
+    /// How many members have open reports.
+    pub async fn reported_member_count(&self) -> Result<i64, DomainError> {
+        let (total,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(DISTINCT user_id) FROM user_reports WHERE resolved_at IS NULL",
+        )
+        .fetch_one(&mut *self.lease().await?)
+        .await?;
+        Ok(total)
+    }
+
+    /// The members with open reports, the most reported first (then the
+    /// longest waiting), `limit` from `offset`, each with those reports:
+    /// the console's queue of reported members.
+    pub async fn reported_members(
+        &self,
+        limit: i64,
+        offset: i64,
+    ) -> Result<ReportedMembers, DomainError> {
+        let total = self.reported_member_count().await?;
+        let mut lease = self.lease().await?;
+        let rows: Vec<(i64, String, String, String)> = sqlx::query_as(
+            "SELECT u.id, u.username, u.role, u.status FROM users u \
+             JOIN (SELECT user_id, COUNT(*) AS open_count, MIN(created_at) AS first_at \
+                   FROM user_reports WHERE resolved_at IS NULL GROUP BY user_id) r \
+               ON r.user_id = u.id \
+             ORDER BY r.open_count DESC, r.first_at, u.id LIMIT $1 OFFSET $2",
+        )
+        .bind(limit)
+        .bind(offset.max(0))
+        .fetch_all(&mut *lease)
+        .await?;
+        let mut members = Vec::with_capacity(rows.len());
+        for (user_id, username, role, status) in rows {
+            let reports: Vec<Report> = sqlx::query_as(&format!(
+                "SELECT {} FROM user_reports WHERE user_id = $1 AND resolved_at IS NULL \
+                 ORDER BY created_at, id",
+                ReportTarget::User.columns()
+            ))
+            .bind(user_id)
+            .fetch_all(&mut *lease)
+            .await?;
+            members.push(ReportedMember {
+                user_id,
+                username,
+                role,
+                status,
+                reports,
+            });
+        }
+        Ok(ReportedMembers { members, total })
     }
 }
 

@@ -9,6 +9,7 @@
 use serde_json::Value;
 use sqlx::FromRow;
 
+use crate::holds::HoldReason;
 use crate::rules;
 use crate::time::now_millis;
 use crate::webhooks::{self, EventType};
@@ -192,16 +193,20 @@ impl NewAction {
     }
 }
 
-/// Records a word filter's flag of `target_type` `target_id`, written by
-/// `author_id`: an automated `flag` stating why, with no moderator. A
-/// moderator's approve reverses it as it does a moderator's flag.
-pub async fn record_automated_flag(
+/// Records the flag a write of `target_type` `target_id` by `author_id`
+/// made, when a word filter flagged it (`flagged`, the write's answer):
+/// an automated `flag` stating why, with no moderator. A moderator's
+/// approve reverses it as it does a moderator's flag.
+pub async fn record_filter_flag(
     tx: &mut Tx<'_>,
+    flagged: Option<&HoldReason>,
     target_type: TargetType,
     target_id: i64,
     author_id: i64,
-    why: &crate::holds::HoldReason,
-) -> Result<ModerationRecord, DomainError> {
+) -> Result<(), DomainError> {
+    let Some(why) = flagged else {
+        return Ok(());
+    };
     record(
         tx,
         NewAction {
@@ -217,7 +222,8 @@ pub async fn record_automated_flag(
             )
         },
     )
-    .await
+    .await?;
+    Ok(())
 }
 
 /// Records `new` in `tx`; answers the record.

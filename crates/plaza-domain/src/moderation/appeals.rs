@@ -187,6 +187,42 @@ pub async fn token_in(
     .await?)
 }
 
+/// Files the appeal a ban mail's token (stored as `token_hash`) allows,
+/// with `text`, in `tx`, as its member; `None` when the token is unknown or
+/// has run out. Otherwise as [`file`]: a second appeal of the action is a
+/// [`DomainError::Conflict`].
+pub async fn file_by_token(
+    tx: &mut Tx<'_>,
+    token_hash: &str,
+    text: String,
+    window_millis: i64,
+) -> Result<Option<Appeal>, DomainError> {
+    let Some((action_id, user_id)) = token_in(tx, token_hash).await? else {
+        return Ok(None);
+    };
+    let member = users::user_in(tx, user_id).await?;
+    let actor = Actor {
+        user_id,
+        role: member.role,
+    };
+    file(tx, actor, action_id, text, window_millis)
+        .await
+        .map(Some)
+}
+
+/// Where a ban mail's token stands, for the page its link opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenState {
+    /// No link carried it.
+    Unknown,
+    /// Its appeal window is over.
+    Expired,
+    /// The action it names is appealed already.
+    Used,
+    /// It may appeal now.
+    Usable,
+}
+
 /// Decides appeal `id` as `actor`, in `tx`: someone other than who took
 /// the action (403 otherwise), once (409 when decided); `reverse` undoes
 /// the action and records its reversal. Answers the appeal as decided and
@@ -453,6 +489,28 @@ impl Database {
         let appeal = row.ok_or(DomainError::NotFound("appeal"))?;
         let action = self.moderation_action(appeal.moderation_action_id).await?;
         Ok((appeal, action))
+    }
+
+    /// Where the token stored as `token_hash` stands at `now`.
+    pub async fn appeal_token_state(
+        &self,
+        token_hash: &str,
+        now: i64,
+    ) -> Result<TokenState, DomainError> {
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT t.expires_at, (SELECT COUNT(*) FROM appeals a \
+               WHERE a.moderation_action_id = t.moderation_action_id) \
+             FROM appeal_tokens t WHERE t.token_hash = $1",
+        )
+        .bind(token_hash.to_owned())
+        .fetch_optional(&mut *self.lease().await?)
+        .await?;
+        Ok(match row {
+            None => TokenState::Unknown,
+            Some((_, appealed)) if appealed > 0 => TokenState::Used,
+            Some((expires_at, _)) if expires_at <= now => TokenState::Expired,
+            Some(_) => TokenState::Usable,
+        })
     }
 
     /// How long the open appeals have waited: their count and the oldest's

@@ -29,7 +29,7 @@ pub use feed::{FeedCursor, FeedPage};
 pub(crate) use model::PUBLIC_SQL;
 pub use model::{
     MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Moderation, NewPost, Post,
-    PostChanges, PostStatus, Viewer, normalize_tag,
+    PostChanges, PostStatus, Viewer, audited_changes, normalize_tag,
 };
 pub use moderation::{
     Moderated, ModerationAction, ModerationStep, moderate, moderation_step, set_locked,

@@ -3,6 +3,7 @@
 //! moderator), the status derived from them, who may see or change it, and
 //! the limits and tag rules of what is written.
 
+use serde_json::{Map, Value};
 use sqlx::FromRow;
 
 use crate::holds::Review;
@@ -303,6 +304,34 @@ pub struct PostChanges {
     pub published: Option<bool>,
     /// What becomes of the post when it is public after the change.
     pub review: Review,
+}
+
+/// `{field: {before, after}}` for each field of a post that differs between
+/// two states of it (a moderator's edit of someone else's post).
+pub fn audited_changes(before: &Post, after: &Post) -> Map<String, Value> {
+    let mut changed = Map::new();
+    let mut compare = |field: &str, before: Value, after: Value| {
+        if before != after {
+            changed.insert(field.into(), crate::audit::change(before, after));
+        }
+    };
+    compare(
+        "title",
+        before.title.clone().into(),
+        after.title.clone().into(),
+    );
+    compare(
+        "content",
+        before.content.clone().into(),
+        after.content.clone().into(),
+    );
+    compare(
+        "tags",
+        before.tags.clone().into(),
+        after.tags.clone().into(),
+    );
+    compare("published", before.published.into(), after.published.into());
+    changed
 }
 
 #[cfg(test)]

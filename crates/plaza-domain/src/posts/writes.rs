@@ -7,10 +7,9 @@ use super::model::{
 };
 use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
-use crate::holds::Review;
+use crate::holds::{HoldReason, Review};
 use crate::listing::{Arg, bind_all};
 use crate::mentions::{self, Mentioned};
-use crate::moderation::actions::TargetType;
 use crate::time::now_millis;
 use crate::webhooks::{self, EventType};
 use crate::{DomainError, Tx};
@@ -22,6 +21,9 @@ pub struct WrittenPost {
     /// Who the content mentions, and who of them this write mentioned
     /// first (for notifications); empty changes when the content stayed.
     pub mentioned: Mentioned,
+    /// Why this write flagged the post (a word filter's `flag`), if it
+    /// did: the caller records the automated moderation action.
+    pub flagged: Option<HoldReason>,
 }
 
 /// Inserts one `post_tags` row per tag, in one statement.
@@ -54,6 +56,7 @@ async fn insert_tags(
 pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, DomainError> {
     let now = now_millis();
     let held = matches!(new.review, Review::Hold(_));
+    let new_flag = new.review.flagged();
     let moderation = match new.review {
         Review::Flag(_) => "flagged",
         Review::Publish | Review::Hold(_) => "none",
@@ -76,9 +79,6 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
     .await?;
     let post = Post::try_from(row)?;
     insert_tags(tx, post.id, &post.tags, post.created_at).await?;
-    new.review
-        .record_flag(tx, TargetType::Post, post.id, post.author_id)
-        .await?;
     let mentioned = mentions::record(
         tx,
         ItemKind::Post,
@@ -98,7 +98,11 @@ pub async fn create(tx: &mut Tx<'_>, new: NewPost) -> Result<WrittenPost, Domain
         "created_at": crate::time::rfc3339(post.created_at),
     }});
     webhooks::enqueue(tx, EventType::PostCreated, &data, post.created_at).await?;
-    Ok(WrittenPost { post, mentioned })
+    Ok(WrittenPost {
+        post,
+        mentioned,
+        flagged: new_flag,
+    })
 }
 
 /// Applies `changes` (title, content, tags, published switch, review) and
@@ -180,12 +184,6 @@ pub async fn update(
             .await?;
         insert_tags(tx, post.id, &post.tags, post.created_at).await?;
     }
-    if flags_it {
-        changes
-            .review
-            .record_flag(tx, TargetType::Post, post.id, post.author_id)
-            .await?;
-    }
     let mentioned = if content_changed {
         mentions::record(
             tx,
@@ -199,7 +197,15 @@ pub async fn update(
     } else {
         Mentioned::default()
     };
-    Ok(WrittenPost { post, mentioned })
+    Ok(WrittenPost {
+        post,
+        mentioned,
+        flagged: if flags_it {
+            changes.review.flagged()
+        } else {
+            None
+        },
+    })
 }
 
 /// Post `id` read in a unit of work and held until it commits (`FOR

@@ -12,9 +12,8 @@ use super::path::{self, MAX_PATH_BYTES};
 use crate::between;
 use crate::dialect::Dialect;
 use crate::engagement::ItemKind;
-use crate::holds::Review;
+use crate::holds::{HoldReason, Review};
 use crate::mentions::{self, Mentioned};
-use crate::moderation::actions::TargetType;
 use crate::posts::{self, Post, PostStatus, Viewer};
 use crate::reports::{self, ReportTarget};
 use crate::time::now_millis;
@@ -28,6 +27,9 @@ pub struct WrittenReply {
     /// Who the content mentions, and who of them this write mentioned
     /// first (for notifications).
     pub mentioned: Mentioned,
+    /// Why this write flagged the reply (a word filter's `flag`), if it
+    /// did: the caller records the automated moderation action.
+    pub flagged: Option<HoldReason>,
 }
 
 /// Reply `id` as the unit of work sees it.
@@ -205,9 +207,6 @@ pub async fn create(
         count_visible(tx, post.id, &reply_path, 1).await?;
     }
     let reply = reply_in(tx, id).await?;
-    new.review
-        .record_flag(tx, TargetType::Reply, id, new.author_id)
-        .await?;
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, new.author_id, &reply.content, true).await?;
     let data = serde_json::json!({"reply": {
@@ -219,7 +218,11 @@ pub async fn create(
         "created_at": crate::time::rfc3339(reply.created_at),
     }});
     webhooks::enqueue(tx, EventType::ReplyCreated, &data, reply.created_at).await?;
-    Ok(WrittenReply { reply, mentioned })
+    Ok(WrittenReply {
+        reply,
+        mentioned,
+        flagged: new.review.flagged(),
+    })
 }
 
 /// Replaces a reply's content (its author's edit): `edited_at` and
@@ -260,14 +263,17 @@ pub async fn edit(
         reply = set_status(tx, &reply, status).await?;
     }
     let author_id = reply.author_id().ok_or(DomainError::NotFound("reply"))?;
-    if becomes == Some(ReplyStatus::Flagged) {
-        review
-            .record_flag(tx, TargetType::Reply, id, author_id)
-            .await?;
-    }
     let mentioned =
         mentions::record(tx, ItemKind::Reply, id, author_id, &reply.content, false).await?;
-    Ok(WrittenReply { reply, mentioned })
+    Ok(WrittenReply {
+        reply,
+        mentioned,
+        flagged: if becomes == Some(ReplyStatus::Flagged) {
+            review.flagged()
+        } else {
+            None
+        },
+    })
 }
 
 /// What deleting a reply left.

@@ -1,33 +1,34 @@
 //! Graduated moderation on the general surface (DECISIONS.md "Graduated
 //! moderation (round 5)"): the site's rules, the moderation actions
 //! affecting the caller with their statements of reasons, appeals (signed
-//! in, or with the token a ban mail carries), the public moderation log
-//! (no moderator named; 404 when the `public_modlog` setting is off) and
-//! reports on members. The versioned admin surface's side is
+//! in, or with the token a ban mail carries, also through the page its
+//! link opens, `/appeal`), the public moderation log (no moderator named;
+//! 404 when the `public_modlog` setting is off) and reports on members. The versioned admin surface's side is
 //! `admin_v1::moderation`.
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use plaza_domain::moderation::actions::MAX_PAGE;
-use plaza_domain::moderation::appeals::{self, MAX_TEXT_CHARS, MIN_TEXT_CHARS};
+use plaza_domain::moderation::appeals::{self, MAX_TEXT_CHARS, MIN_TEXT_CHARS, TokenState};
 use plaza_domain::moderation::{Appeal, ModerationRecord};
 use plaza_domain::policy::{self, Actor};
 use plaza_domain::reports::ReportTarget;
 use plaza_domain::rules::Rule;
-use plaza_domain::time::rfc3339;
-use plaza_domain::users;
+use plaza_domain::time::{now_millis, rfc3339};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::auth::{CurrentUser, authorize};
+use crate::auth::{CurrentUser, authorize, csrf};
+use crate::controllers::auth::is_form;
 use crate::controllers::params::{self, Problems, TextRule, check_text};
 use crate::controllers::posts::{ReportBody, ReportView, file_report};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
-use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::http::extract::{AppForm, AppJson, AppQuery, IdPath};
+use crate::http::pages::{self, AppealPage};
 use crate::secrets::hash_token;
 use crate::state::AppState;
 
@@ -42,6 +43,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(crate::documented_routes!(modlog))
         .routes(crate::documented_routes!(report_user))
         .routes(crate::documented_routes!(appeal_by_token))
+        .routes(crate::documented_routes!(appeal_page, appeal_form))
 }
 
 /// Routes that answer the caller's own moderation record.
@@ -414,31 +416,31 @@ pub async fn appeal_by_token(
     State(state): State<AppState>,
     AppJson(body): AppJson<TokenAppealBody>,
 ) -> Result<Response, AppError> {
-    let mut problems = Problems::default();
-    let text = appeal_text(&mut problems, &body.text);
-    problems.finish()?;
-    let token_hash = hash_token(body.token.trim());
-    let window = state.settings.moderation.appeal_window_millis();
-    let appeal = state
-        .db
-        .write(move |tx| {
-            Box::pin(async move {
-                let Some((action_id, user_id)) = appeals::token_in(tx, &token_hash).await? else {
-                    return Ok(None);
-                };
-                let member = users::user_in(tx, user_id).await?;
-                let actor = Actor {
-                    user_id,
-                    role: member.role,
-                };
-                appeals::file(tx, actor, action_id, text, window)
-                    .await
-                    .map(Some)
-            })
-        })
+    let appeal = appeal_with_token(&state, &body.token, &body.text)
         .await?
         .ok_or_else(|| AppError::BadRequest("the link is invalid or expired".to_owned()))?;
     Ok((StatusCode::CREATED, AppJson(AppealView::from(&appeal))).into_response())
+}
+
+/// Files the appeal a ban mail's `token` allows with `text` (checked: 422
+/// `text`), as `POST /api/appeals` and the page `/appeal` do; `None` when
+/// the token is unknown or has run out.
+async fn appeal_with_token(
+    state: &AppState,
+    token: &str,
+    text: &str,
+) -> Result<Option<Appeal>, AppError> {
+    let mut problems = Problems::default();
+    let text = appeal_text(&mut problems, text);
+    problems.finish()?;
+    let token_hash = hash_token(token.trim());
+    let window = state.settings.moderation.appeal_window_millis();
+    Ok(state
+        .db
+        .write(move |tx| {
+            Box::pin(async move { appeals::file_by_token(tx, &token_hash, text, window).await })
+        })
+        .await?)
 }
 
 /// Report a member to the moderators (once per reporter and member).
@@ -473,4 +475,131 @@ pub async fn report_user(
         AppJson(ReportView::new(&report, ReportTarget::User)),
     )
         .into_response())
+}
+
+/// The appeal page's query.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AppealPageQuery {
+    /// The token of the ban mail's link.
+    pub token: Option<String>,
+    /// What went wrong with the last post: `text` (too short or too long)
+    /// or `expired`.
+    pub error: Option<String>,
+    /// Present once the appeal is sent.
+    pub sent: Option<String>,
+}
+
+/// The page a ban mail's link opens (`{base_url}/appeal?token=T`): a form
+/// for the appeal's text while the token may appeal, otherwise why not
+/// (the link is not valid, has expired, or the ban is appealed already).
+/// No session is needed: the member is banned.
+#[utoipa::path(
+    get,
+    path = "/appeal",
+    tag = "moderation",
+    params(AppealPageQuery),
+    responses((status = 200, description = "HTML page", content_type = "text/html", body = String))
+)]
+pub async fn appeal_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    AppQuery(query): AppQuery<AppealPageQuery>,
+) -> Result<Response, AppError> {
+    let (csrf_token, cookie) = csrf::token_for(&state.settings.server, &headers);
+    let days = state.settings.moderation.appeal_window_days;
+    let token = query
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|token| !token.is_empty());
+    let shown = match (query.sent.is_some(), token) {
+        (true, _) => AppealPage::Sent,
+        (false, None) => AppealPage::Unknown,
+        (false, Some(_)) if query.error.as_deref() == Some("expired") => {
+            AppealPage::Expired { days }
+        }
+        (false, Some(token)) => match state
+            .db
+            .appeal_token_state(&hash_token(token), now_millis())
+            .await?
+        {
+            TokenState::Unknown => AppealPage::Unknown,
+            TokenState::Expired => AppealPage::Expired { days },
+            TokenState::Used => AppealPage::Used,
+            TokenState::Usable => AppealPage::Form {
+                token,
+                error: query.error.as_deref().filter(|code| *code == "text"),
+            },
+        },
+    };
+    let mut response = pages::private(
+        StatusCode::OK,
+        pages::appeal(&state.settings.server, &csrf_token, shown),
+    );
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// The appeal page's form.
+#[derive(Deserialize, ToSchema)]
+pub struct AppealForm {
+    /// The token of the ban mail's link.
+    #[serde(default)]
+    pub token: String,
+    /// Why the ban was wrong, 10 to 2,000 characters.
+    #[serde(default)]
+    pub text: String,
+    /// The token of the page's `plaza_csrf` cookie.
+    #[serde(rename = "csrfToken")]
+    pub csrf_token: Option<String>,
+}
+
+/// The appeal page's form post: files the appeal as `POST /api/appeals`
+/// does, then back to the page, which shows the outcome (sent, a text to
+/// fix, or why the link takes no appeal).
+#[utoipa::path(
+    post,
+    path = "/appeal",
+    tag = "moderation",
+    request_body(content = AppealForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "To the page `/appeal`, with the outcome"),
+        (status = 403, description = "Without a valid CSRF token", body = GeneralError),
+    )
+)]
+pub async fn appeal_form(
+    State(state): State<AppState>,
+    request: Request,
+) -> Result<Response, AppError> {
+    let headers = request.headers().clone();
+    if !is_form(&headers) {
+        return Err(AppError::UnsupportedMediaType(
+            "expected application/x-www-form-urlencoded".to_owned(),
+        ));
+    }
+    let AppForm(form) = AppForm::<AppealForm>::from_request(request, &state).await?;
+    csrf::Presented::from_headers(&state.settings.server, &headers)
+        .check(form.csrf_token.as_deref())?;
+    let back = |error: Option<&str>| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query.append_pair("token", form.token.trim());
+        if let Some(error) = error {
+            query.append_pair("error", error);
+        }
+        Redirect::to(&format!("/appeal?{}", query.finish())).into_response()
+    };
+    Ok(
+        match appeal_with_token(&state, &form.token, &form.text).await {
+            Ok(Some(_)) => Redirect::to("/appeal?sent=1").into_response(),
+            // The page tells an unknown link from an expired or used one.
+            Ok(None) | Err(AppError::Conflict(_)) => back(None),
+            Err(AppError::Validation { .. }) => back(Some("text")),
+            // The appeal window closed before the token ran out.
+            Err(AppError::BrokenRule { .. }) => back(Some("expired")),
+            Err(other) => return Err(other),
+        },
+    )
 }

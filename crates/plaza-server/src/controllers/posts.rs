@@ -33,6 +33,7 @@ use crate::services::reader_relations::Reading;
 use crate::state::AppState;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::holds::{self, HoldCheck, Review, Write};
+use plaza_domain::moderation::actions::{self, TargetType};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::time::{now_millis, rfc3339};
@@ -422,6 +423,15 @@ pub async fn create_post(
                     .await?;
                 }
                 let written = posts::create(tx, new).await?;
+                let post = &written.post;
+                actions::record_filter_flag(
+                    tx,
+                    written.flagged.as_ref(),
+                    TargetType::Post,
+                    post.id,
+                    post.author_id,
+                )
+                .await?;
                 causes::post_written(tx, &written.post, &written.mentioned).await?;
                 Ok(written)
             })
@@ -537,9 +547,17 @@ pub async fn update_post(
                 }
                 let written = posts::update(tx, id, changes).await?;
                 let post = &written.post;
+                actions::record_filter_flag(
+                    tx,
+                    written.flagged.as_ref(),
+                    TargetType::Post,
+                    post.id,
+                    post.author_id,
+                )
+                .await?;
                 causes::post_written(tx, post, &written.mentioned).await?;
                 // A moderator changing someone else's post is audited.
-                let changed = audit::post_changes(&before, post);
+                let changed = posts::audited_changes(&before, post);
                 if by_someone_else && !changed.is_empty() {
                     audit::record(
                         tx,

@@ -10,6 +10,7 @@ use base64::Engine;
 use plaza_domain::audit::{self, AuditAction};
 use plaza_domain::between::{Hidden, Sight};
 use plaza_domain::holds::{self, HoldCheck, Review, Write};
+use plaza_domain::moderation::actions::{self, TargetType};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::posts::{self, Viewer};
@@ -449,6 +450,14 @@ pub async fn create_reply(
                 )
                 .await?;
                 let written = replies::create(tx, new, viewer).await?;
+                actions::record_filter_flag(
+                    tx,
+                    written.flagged.as_ref(),
+                    TargetType::Reply,
+                    written.reply.id,
+                    author.user_id,
+                )
+                .await?;
                 let post = posts::lock(tx, written.reply.post_id).await?;
                 causes::replied(tx, &post, &written.reply, &written.mentioned).await?;
                 Ok(written)
@@ -543,6 +552,14 @@ pub async fn update_reply(
                 )
                 .await?;
                 let written = replies::edit(tx, id, content, review).await?;
+                actions::record_filter_flag(
+                    tx,
+                    written.flagged.as_ref(),
+                    TargetType::Reply,
+                    id,
+                    actor.user_id,
+                )
+                .await?;
                 causes::reply_edited(tx, &post, &written.reply, &written.mentioned).await?;
                 Ok(written)
             })

@@ -580,6 +580,8 @@ pub const OPERATIONS: &[(&str, &str, Treatment)] = &[
     ("GET", "/api/rules", Treatment::Exempt(NO_CONTENT)),
     ("POST", "/api/users/{id}/report", Treatment::Exempt(REPORT)),
     ("GET", "/api/version", Treatment::Exempt(NO_CONTENT)),
+    ("GET", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
+    ("POST", "/appeal", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/forgot-password", Treatment::Exempt(OWN_ACCOUNT)),
     ("GET", "/og-image-viewer", Treatment::Exempt(NO_CONTENT)),
     ("GET", "/reset-password", Treatment::Exempt(OWN_ACCOUNT)),

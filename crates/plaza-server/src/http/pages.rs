@@ -1,8 +1,8 @@
 //! Server-rendered HTML pages (sign-in and its second step, sign-out, the
-//! pages of a forgotten password, of a verification link and of a mail's
-//! unsubscribe link, share-image viewer, and the operator console's error
-//! page). Every interpolated value is escaped; the pages load nothing from
-//! elsewhere.
+//! pages of a forgotten password, of a verification link, of a mail's
+//! unsubscribe link and of a ban mail's appeal link, share-image viewer,
+//! and the operator console's error page). Every interpolated value is
+//! escaped; the pages load nothing from elsewhere.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -41,8 +41,8 @@ pub fn escape(text: &str) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;background:#f4f4f7;margin:0;display:flex;\
 min-height:100vh;align-items:center;justify-content:center}main{background:#fff;padding:2rem;\
 border-radius:12px;box-shadow:0 2px 12px #0002;width:min(360px,90vw)}h1{font-size:1.4rem;margin:0 0 1rem}\
-label{display:block;margin:.6rem 0 .2rem;font-size:.9rem}input{width:100%;box-sizing:border-box;\
-padding:.55rem;border:1px solid #bbb;border-radius:6px}button,.provider{display:block;width:100%;\
+label{display:block;margin:.6rem 0 .2rem;font-size:.9rem}input,textarea{width:100%;box-sizing:border-box;\
+padding:.55rem;border:1px solid #bbb;border-radius:6px;font:inherit}button,.provider{display:block;width:100%;\
 box-sizing:border-box;margin-top:1rem;padding:.6rem;border:0;border-radius:6px;background:#118ab2;\
 color:#fff;font-size:1rem;text-align:center;text-decoration:none;cursor:pointer}.provider{background:#333}\
 .error{background:#fde2e1;color:#8a1c1c;padding:.6rem;border-radius:6px}hr{margin:1.4rem 0;border:0;\
@@ -208,6 +208,74 @@ pub fn reset_password(server: &ServerSettings, csrf_token: &str, shown: ResetPag
         ),
     }
     page(&format!("New password · {app}"), &body)
+}
+
+/// What the page of a ban mail's appeal link shows.
+pub enum AppealPage<'a> {
+    /// The form for the link's token; `error` names what was wrong with
+    /// the last post (`text`).
+    Form {
+        token: &'a str,
+        error: Option<&'a str>,
+    },
+    /// The link carries no token a mail gave.
+    Unknown,
+    /// The appeal window is over (`days` long).
+    Expired { days: u32 },
+    /// The ban is appealed already.
+    Used,
+    /// The appeal was just sent.
+    Sent,
+}
+
+/// The page a ban mail's appeal link opens: the member writes why the ban
+/// was wrong, or learns why the link no longer takes an appeal.
+pub fn appeal(server: &ServerSettings, csrf_token: &str, shown: AppealPage<'_>) -> String {
+    let app = &server.app_name;
+    let mut body = "<h1>Appeal a ban</h1>".to_owned();
+    let refusal = |code: &str, text: &str| {
+        format!("<p class=\"error\" role=\"alert\" data-error=\"{code}\">{text}</p>")
+    };
+    match shown {
+        AppealPage::Form { token, error } => {
+            if error == Some("text") {
+                body.push_str(&refusal(
+                    "text",
+                    "Write between 10 and 2,000 characters about why the ban was wrong.",
+                ));
+            }
+            body.push_str(&format!(
+                "<p>Tell the moderators why the ban was wrong. Someone other than who banned you \
+                 decides, and you are told the decision.</p>\
+                 <form method=\"post\" action=\"/appeal\">\
+                 <input type=\"hidden\" name=\"csrfToken\" value=\"{csrf}\">\
+                 <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+                 <label for=\"text\">Your appeal (10 to 2,000 characters)</label>\
+                 <textarea id=\"text\" name=\"text\" rows=\"8\" minlength=\"10\" maxlength=\"2000\" required></textarea>\
+                 <button type=\"submit\">Send the appeal</button></form>",
+                csrf = escape(csrf_token),
+                token = escape(token),
+            ));
+        }
+        AppealPage::Unknown => body.push_str(&refusal(
+            "invalid_token",
+            "This link is not valid. Open the whole link from the mail that told you of the ban.",
+        )),
+        AppealPage::Expired { days } => body.push_str(&refusal(
+            "expired",
+            &format!("This link has expired: a ban is appealed within {days} days of it."),
+        )),
+        AppealPage::Used => body.push_str(&refusal(
+            "used",
+            "This ban has been appealed already. A moderator decides the appeal, and you are told \
+             the decision.",
+        )),
+        AppealPage::Sent => body.push_str(
+            "<p class=\"notice\" role=\"status\" data-notice=\"sent\">Your appeal is sent. A \
+             moderator other than who banned you decides it, and you are told the decision.</p>",
+        ),
+    }
+    page(&format!("Appeal · {app}"), &body)
 }
 
 /// The page a verification link opens in a browser.

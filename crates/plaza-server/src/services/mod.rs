@@ -5,8 +5,8 @@
 //! users' data exports and the deletion of erased users' files, the bounded
 //! blocking pool, outgoing mail and the templates it is written from,
 //! notifications by push and mail, backup archives, the maintenance
-//! actions the admins and the jobs start, moderators' decisions on posts
-//! and admins' changes to users, broadcasts and feature flag writes,
+//! actions the admins and the jobs start, moderators' decisions on posts,
+//! the site's rules and admins' changes to users, broadcasts and feature flag writes,
 //! generated images kept by their parameters, signed-in readers'
 //! relations, and the front door (the site settings and IP blocks as this
 //! instance knows them, and an administrator's changes to them, to
@@ -39,6 +39,7 @@ pub mod notifications;
 pub mod own_pages;
 pub mod reader_relations;
 pub mod session_lookups;
+pub mod site_rules;
 pub mod storage;
 pub mod templates;
 pub mod uploads;

@@ -168,6 +168,14 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../templates/console/word_filters.html"),
     ),
     (
+        "console/rules.html",
+        include_str!("../../templates/console/rules.html"),
+    ),
+    (
+        "console/appeals.html",
+        include_str!("../../templates/console/appeals.html"),
+    ),
+    (
         "console/emojis.html",
         include_str!("../../templates/console/emojis.html"),
     ),

@@ -401,6 +401,7 @@ mod tests {
             keys(&defaults.notifications),
             keys(&defaults.webhooks),
             keys(&defaults.moderation),
+            keys(&defaults.holds),
         ]
         .concat();
         let count = all.len();

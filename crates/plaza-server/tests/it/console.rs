@@ -12,7 +12,7 @@ use crate::common::{As, Backend, PASSWORD, TestServer, call, member, post};
 
 /// A GET as the session behind `cookie` (or nobody), without following
 /// redirects: (status, headers, body).
-async fn open(
+pub(crate) async fn open(
     server: &TestServer,
     path: &str,
     cookie: Option<&str>,
@@ -28,7 +28,7 @@ async fn open(
 }
 
 /// The `plaza_csrf=…` pair a page set and the token its forms carry.
-fn csrf_of(headers: &reqwest::header::HeaderMap, page: &str) -> (String, String) {
+pub(crate) fn csrf_of(headers: &reqwest::header::HeaderMap, page: &str) -> (String, String) {
     let cookie = headers
         .get_all("set-cookie")
         .iter()
@@ -45,7 +45,7 @@ fn csrf_of(headers: &reqwest::header::HeaderMap, page: &str) -> (String, String)
 
 /// Posts a form to `path` with the cookies `cookies` (joined) and extra
 /// headers: (status, Location, body).
-async fn submit(
+pub(crate) async fn submit(
     server: &TestServer,
     path: &str,
     cookies: &[&str],
@@ -1508,7 +1508,11 @@ async fn writes_are_refused_to_others(
 
 /// The console page at `path` for `cookie`, with its CSRF cookie and token:
 /// (the cookies to post with, the token).
-async fn form_page(server: &TestServer, path: &str, cookie: &str) -> ([String; 2], String) {
+pub(crate) async fn form_page(
+    server: &TestServer,
+    path: &str,
+    cookie: &str,
+) -> ([String; 2], String) {
     let (status, headers, page) = open(server, path, Some(cookie)).await;
     assert_eq!(status, 200, "{path}: {page}");
     let (csrf_cookie, token) = csrf_of(&headers, &page);

@@ -3,8 +3,9 @@
 //! reported post telling its author, ban and unban a user, change their
 //! role, ban and unban ticked users together, grant and revoke a
 //! permission, create and disable one, schedule and withdraw a broadcast,
-//! approve an emoji, open the analytics charts, and find each action in
-//! the audit log; then every page at 320 px wide, with a label on each
+//! approve an emoji, write a site rule, warn a member citing it and read
+//! their appeal, open the analytics charts, and find each action in the
+//! audit log; then every page at 320 px wide, with a label on each
 //! control and the skip link first under the keyboard. With
 //! `PLAZA_TEST_SCREENSHOTS=<folder>` it saves a picture of each page there
 //! (`docs/console/` holds the ones the README links to). Another test
@@ -486,6 +487,55 @@ async fn an_operator_runs_the_community_from_the_console() {
     click_then(&client, "button[value=approve]", ".notice").await;
     assert!(text_of(&client, ".notice").await.contains("approved"));
 
+    // A rule written on the rules page, a warning citing it from the
+    // member's page, and the member's appeal shown beside the warning.
+    client.goto(&format!("{base}/admin/rules")).await.unwrap();
+    type_into(&client, "#title-0", "Be kind").await;
+    click_then(&client, "#rules-form button", ".notice").await;
+    assert!(text_of(&client, ".notice").await.contains("saved"));
+    picture(&client, "rules").await;
+    client
+        .goto(&format!("{base}/admin/users/{target}"))
+        .await
+        .unwrap();
+    type_into(&client, "#warn-reason", "Please keep it civil.").await;
+    click(&client, "#warn-form input[name=ruleIds]").await;
+    click(&client, "#warn-form button").await;
+    wait_for_url(
+        &client,
+        &base,
+        &format!("/admin/users/{target}?done=warned"),
+    )
+    .await;
+    assert_eq!(text_of(&client, "#warning-count").await, "1");
+    assert!(text_of(&client, "#warnings").await.contains("Be kind"));
+    // The ban ended the reader's session: they sign in again to appeal.
+    let reader = server.sign_in("reader@example.com", PASSWORD).await;
+    let (_, actions) = call(
+        &server,
+        "GET",
+        "/api/me/moderation-actions",
+        Some(&reader),
+        None,
+    )
+    .await;
+    let (status, appeal) = call(
+        &server,
+        "POST",
+        "/api/me/appeals",
+        Some(&reader),
+        Some(json!({"moderation_action_id": actions["actions"][0]["id"], "text": "I was only quoting."})),
+    )
+    .await;
+    assert_eq!(status, 201, "{appeal}");
+    client.goto(&format!("{base}/admin/appeals")).await.unwrap();
+    let shown = text_of(&client, "main").await;
+    assert!(
+        shown.contains("Please keep it civil.") && shown.contains("I was only quoting."),
+        "{shown}"
+    );
+    picture(&client, "appeals").await;
+
     client
         .goto(&format!("{base}/admin/analytics?range=7d"))
         .await
@@ -522,6 +572,8 @@ async fn an_operator_runs_the_community_from_the_console() {
         "word_filter.delete",
         "post.moderate.approve",
         "emoji.approve",
+        "rules.update",
+        "user.warn",
     ] {
         assert!(
             trail.contains(action),
@@ -552,6 +604,8 @@ async fn an_operator_runs_the_community_from_the_console() {
         "/admin/flags".to_owned(),
         "/admin/word-filters".to_owned(),
         "/admin/system".to_owned(),
+        "/admin/rules".to_owned(),
+        "/admin/appeals".to_owned(),
     ] {
         client.goto(&format!("{base}{path}")).await.unwrap();
         let width = client

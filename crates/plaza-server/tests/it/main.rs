@@ -20,6 +20,7 @@ mod browser_and_docs;
 mod client_generators;
 mod console;
 mod console_browser;
+mod console_moderation;
 mod content;
 mod contract;
 mod conversations;

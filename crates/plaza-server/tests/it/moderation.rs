@@ -1,10 +1,12 @@
 //! Graduated moderation through HTTP (DECISIONS.md "Graduated moderation
 //! (round 5)"): the site's rules; every kind of moderation action recording
 //! its statement of reasons and notifying the member; warnings and their
-//! count; silences muting what the member's reactions and follows notify,
-//! lifted by hand and by expiry; appeals within and after the window, once,
+//! count; silences holding what the member writes in the held queue and
+//! muting what their reactions and follows notify, lifted by hand and by
+//! expiry; appeals within and after the window, once,
 //! decided by someone else, reversing a hide and a ban; a banned member's
-//! appeal by the mailed token; the public log without the moderator, 404
+//! appeal by the mailed token, through the API and the page its link
+//! opens; the public log without the moderator, 404
 //! when off; reports on members once per reporter; and the audit entries
 //! of each.
 
@@ -14,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::common::actors::Member;
 use crate::common::{As, Backend, TestServer, call, post};
+use crate::console::{csrf_of, open, submit};
 
 on_both_databases!(
     site_rules_are_public_replaced_by_admins_and_cited_by_id,
@@ -22,6 +25,7 @@ on_both_databases!(
     a_silence_mutes_what_the_member_notifies_until_lifted_or_expired,
     appeals_come_within_the_window_once_and_are_decided_by_someone_else,
     a_banned_member_appeals_with_the_mailed_token,
+    a_banned_member_appeals_on_the_page_the_mail_links_to,
     the_public_log_names_no_moderator_and_is_absent_when_off,
     members_report_a_member_once,
 );
@@ -577,6 +581,17 @@ async fn a_silence_mutes_what_the_member_notifies_until_lifted_or_expired(backen
         (200, Some("pending")),
         "{own}"
     );
+    let moderator = server
+        .sign_in("admin@example.com", crate::common::PASSWORD)
+        .await;
+    let (status, _, queue) =
+        open(&server, "/admin/moderation?state=pending", Some(&moderator)).await;
+    assert_eq!(status, 200, "{queue}");
+    assert!(
+        queue.contains(&format!("id=\"post-{held}\"")),
+        "the held post waits in the held queue: {queue}"
+    );
+    assert!(queue.contains("its author is silenced"), "{queue}");
     react(first).await;
     let (status, _) = call(
         &server,
@@ -889,6 +904,123 @@ async fn a_banned_member_appeals_with_the_mailed_token(backend: Backend) {
     .await;
     assert_eq!(list["data"][0]["action"]["action"], "ban", "{list}");
     assert_eq!(list["data"][0]["action"]["reason"], "Spam wave");
+}
+
+/// The page `{base_url}/appeal?token=T` of the ban mail, signed out: the
+/// form while the token may appeal, a text to fix, the appeal sent (the
+/// same appeal `POST /api/appeals` files), and why a link takes no appeal
+/// (not valid, used, expired).
+async fn a_banned_member_appeals_on_the_page_the_mail_links_to(backend: Backend) {
+    let server = TestServer::start(backend).await;
+    server.create_user("admin@example.com", crate::common::PASSWORD, "admin");
+    let member = Member::join(&server, "member@example.com", "user").await;
+    let token = server.mint("admin@example.com", "admin:write");
+    let (status, body) = request(
+        &server,
+        As::Token(&token),
+        "POST",
+        &format!("/api/v1/admin/users/{}/ban", member.id),
+        Some(json!({"action": "ban", "reason": "Spam wave", "duration": "7d"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let link_token = mailed_appeal_token(&server).await;
+    let path = format!("/appeal?token={link_token}");
+
+    for unknown in ["/appeal", "/appeal?token=not-a-token"] {
+        let (status, headers, page) = open(&server, unknown, None).await;
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("data-error=\"invalid_token\""), "{page}");
+        assert!(!page.contains("<textarea"), "{page}");
+        assert_eq!(headers["cache-control"], "no-store");
+    }
+    // The banned member's session ended; with its cookie or none, the
+    // page is served.
+    let (status, _, page) = open(&server, &path, Some(&member.cookie)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<textarea"), "{page}");
+    let (status, headers, page) = open(&server, &path, None).await;
+    assert_eq!(status, 200, "{page}");
+    let (csrf_cookie, csrf) = csrf_of(&headers, &page);
+    let fields = |text: &'static str| {
+        [
+            ("csrfToken", csrf.clone()),
+            ("token", link_token.clone()),
+            ("text", text.to_owned()),
+        ]
+    };
+    let send = |cookies: Vec<String>, text: &'static str| {
+        let server = &server;
+        let fields = fields(text);
+        async move {
+            let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let cookies: Vec<&str> = cookies.iter().map(String::as_str).collect();
+            submit(server, "/appeal", &cookies, &pairs, &[]).await
+        }
+    };
+
+    let (status, _, body) = send(Vec::new(), "Please look again at my posts.").await;
+    assert_eq!(status, 403, "without the CSRF cookie: {body}");
+    let (status, location, _) = send(vec![csrf_cookie.clone()], "Unfair").await;
+    assert_eq!(status, 303);
+    assert_eq!(location, format!("{path}&error=text"));
+    let (_, _, page) = open(&server, &location, None).await;
+    assert!(page.contains("data-error=\"text\""), "{page}");
+    assert!(page.contains("<textarea"), "the form again: {page}");
+    let (status, location, _) =
+        send(vec![csrf_cookie.clone()], "Please look again at my posts.").await;
+    assert_eq!(status, 303);
+    assert_eq!(location, "/appeal?sent=1");
+    let (_, _, page) = open(&server, &location, None).await;
+    assert!(page.contains("data-notice=\"sent\""), "{page}");
+
+    let read = server.mint("admin@example.com", "admin:read");
+    let (_, list) = request(
+        &server,
+        As::Token(&read),
+        "GET",
+        "/api/v1/admin/appeals?status=open",
+        None,
+    )
+    .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["data"][0]["action"]["action"], "ban", "{list}");
+    assert_eq!(list["data"][0]["text"], "Please look again at my posts.");
+
+    // Used: the page says so, and a second post files nothing.
+    let (_, _, page) = open(&server, &path, None).await;
+    assert!(page.contains("data-error=\"used\""), "{page}");
+    let (status, location, _) =
+        send(vec![csrf_cookie.clone()], "Please look again, once more.").await;
+    assert_eq!((status, location.as_str()), (303, path.as_str()));
+    let (_, list) = request(
+        &server,
+        As::Token(&read),
+        "GET",
+        "/api/v1/admin/appeals",
+        None,
+    )
+    .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+
+    // Expired: the window is over.
+    server.sql("DELETE FROM appeals").await;
+    server.sql("UPDATE appeal_tokens SET expires_at = 1").await;
+    let (_, _, page) = open(&server, &path, None).await;
+    assert!(page.contains("data-error=\"expired\""), "{page}");
+    assert!(page.contains("within 30 days"), "{page}");
+    let (status, location, _) =
+        send(vec![csrf_cookie.clone()], "Please look again at my posts.").await;
+    assert_eq!((status, location.as_str()), (303, path.as_str()));
+    let (_, list) = request(
+        &server,
+        As::Token(&read),
+        "GET",
+        "/api/v1/admin/appeals",
+        None,
+    )
+    .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 0, "{list}");
 }
 
 async fn the_public_log_names_no_moderator_and_is_absent_when_off(backend: Backend) {

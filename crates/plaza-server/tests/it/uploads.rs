@@ -894,8 +894,8 @@ async fn a_hung_store_fails_the_upload_in_time_and_keeps_no_record(backend: Back
     )
     .await;
     let took = started.elapsed();
-    assert_eq!(status, 500, "{body}");
-    assert_eq!(body["error"], "Upload failed");
+    assert_eq!(status, 503, "a store that does not answer is named: {body}");
+    assert_eq!(body["error"], "File store unavailable");
     assert!(
         took < std::time::Duration::from_secs(6),
         "a 2 s store timeout answered after {took:?}"
@@ -962,8 +962,8 @@ async fn a_write_committed_after_the_upload_gave_up_is_deleted(backend: Backend)
         &encoded(&picture(64, 64), ImageFormat::Png),
     )
     .await;
-    assert_eq!(status, 500, "{body}");
-    assert_eq!(body["error"], "Upload failed");
+    assert_eq!(status, 503, "a store that does not answer is named: {body}");
+    assert_eq!(body["error"], "File store unavailable");
     assert_eq!(server.domain().await.upload_totals().await.unwrap(), (0, 0));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {

@@ -1,20 +1,22 @@
 //! Graduated moderation on the versioned admin surface (DECISIONS.md
 //! "Graduated moderation (round 5)"): replacing the site's rules, warning
 //! and silencing members, and deciding appeals. Each change is the unit of
-//! work the console's pages call too (`services::user_admin`), under the
-//! member's edit lock where it changes a member.
+//! work the console's pages call too (`services::site_rules`,
+//! `services::user_admin`), under the member's edit lock where it changes a
+//! member, and its input is checked by the functions here that the console
+//! calls too.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use plaza_domain::bans::BanLength;
 use plaza_domain::moderation::appeals::AppealDecision;
 use plaza_domain::moderation::warnings::{MAX_REASON_CHARS, MIN_REASON_CHARS};
 use plaza_domain::moderation::{Appeal, AppealStatus, ModerationRecord, Warning, WarningOrder};
 use plaza_domain::policy::Actor;
-use plaza_domain::rules::{self, MAX_DESCRIPTION_CHARS, MAX_RULES, MAX_TITLE_CHARS, RuleDraft};
+use plaza_domain::rules::{MAX_DESCRIPTION_CHARS, MAX_RULES, MAX_TITLE_CHARS, RuleDraft};
 use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
@@ -25,6 +27,7 @@ use crate::controllers::params::{self, Pagination, Problems, TextRule, check_tex
 use crate::http::error::AppError;
 use crate::http::error::schema::AdminV1Error;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::site_rules;
 use crate::state::AppState;
 
 fn actor(admin: &AdminToken) -> Actor {
@@ -75,12 +78,22 @@ pub async fn put_rules(
     RequestAudit(context): RequestAudit,
     AppJson(body): AppJson<RulesBody>,
 ) -> Result<AppJson<Envelope<RuleList>>, AppError> {
+    let drafts = checked_rules(body.rules)?;
+    let after = site_rules::replace(&state.db, context, drafts).await?;
+    Ok(AppJson(Envelope::new(RuleList {
+        rules: after.into_iter().map(RuleView::from).collect(),
+    })))
+}
+
+/// The checked drafts of a list of rules, in order (422 naming every bad
+/// field), as the API and the console's rules page take them.
+pub fn checked_rules(rules: Vec<RuleInput>) -> Result<Vec<RuleDraft>, AppError> {
     let mut problems = Problems::default();
-    if body.rules.len() > MAX_RULES {
+    if rules.len() > MAX_RULES {
         problems.add("rules", format!("must hold at most {MAX_RULES} rules"));
     }
-    let mut drafts = Vec::with_capacity(body.rules.len());
-    for rule in body.rules {
+    let mut drafts = Vec::with_capacity(rules.len());
+    for rule in rules {
         let id = rule.id.as_ref().and_then(|raw| {
             let id = match raw {
                 serde_json::Value::String(text) => crate::http::extract::parse_id(text),
@@ -110,34 +123,7 @@ pub async fn put_rules(
         });
     }
     problems.finish()?;
-    let after = state
-        .db
-        .write(move |tx| {
-            Box::pin(async move {
-                let (before, after) = rules::replace(tx, drafts).await?;
-                let shown = |list: &[rules::Rule]| {
-                    list.iter()
-                        .map(|rule| json!({"id": rule.id.to_string(), "title": rule.title}))
-                        .collect::<Vec<_>>()
-                };
-                plaza_domain::audit::record(
-                    tx,
-                    &context,
-                    plaza_domain::audit::AuditAction {
-                        action: "rules.update",
-                        target_type: "rules",
-                        target_id: None,
-                        changes: json!({"before": shown(&before), "after": shown(&after)}),
-                    },
-                )
-                .await?;
-                Ok(after)
-            })
-        })
-        .await?;
-    Ok(AppJson(Envelope::new(RuleList {
-        rules: after.into_iter().map(RuleView::from).collect(),
-    })))
+    Ok(drafts)
 }
 
 /// A warning given to a member.
@@ -317,6 +303,18 @@ pub struct SilenceBody {
     pub reason: Option<String>,
 }
 
+/// The checked reason (required, at most 1,000 characters) and length
+/// (as a ban's; none given: permanent) of a silence.
+pub fn silence_terms(
+    reason: Option<String>,
+    duration: Option<&str>,
+) -> Result<(String, BanLength), AppError> {
+    let mut problems = Problems::default();
+    let terms = BanTerms::check(&mut problems, reason, duration, None, true);
+    problems.finish()?;
+    Ok((terms.reason.unwrap_or_default(), terms.length))
+}
+
 /// Silence a member: they may sign in and read, their new posts and
 /// replies wait for a moderator, and their reactions, follows and mentions
 /// notify nobody, until it ends.
@@ -343,24 +341,10 @@ pub async fn silence_user(
     IdPath(id): IdPath,
     AppJson(body): AppJson<SilenceBody>,
 ) -> Result<AppJson<Envelope<AdminUserDetail>>, AppError> {
-    let mut problems = Problems::default();
-    let terms = BanTerms::check(
-        &mut problems,
-        body.reason,
-        body.duration.as_deref(),
-        None,
-        true,
-    );
-    problems.finish()?;
+    let (reason, length) = silence_terms(body.reason, body.duration.as_deref())?;
     let (user, _, _) = state
         .user_admin()
-        .silence_user(
-            context,
-            actor(&admin),
-            id,
-            terms.reason.unwrap_or_default(),
-            terms.length,
-        )
+        .silence_user(context, actor(&admin), id, reason, length)
         .await?;
     Ok(AppJson(Envelope::new(detail(&state, &user).await?)))
 }

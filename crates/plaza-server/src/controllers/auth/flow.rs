@@ -86,7 +86,8 @@ pub(super) fn session_client(
     }
 }
 
-pub(super) fn is_form(headers: &HeaderMap) -> bool {
+/// Whether a request's body is a URL-encoded form (a page's post).
+pub(crate) fn is_form(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())

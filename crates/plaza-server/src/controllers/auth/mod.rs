@@ -25,6 +25,8 @@ pub use sign_in::*;
 pub use tokens::*;
 pub use two_factor::*;
 
+pub(crate) use flow::is_form;
+
 /// The routes that start a sign-in or check a second factor: they hash
 /// passwords, count attempts and write rows, so their limit fails closed.
 pub fn sign_in_routes() -> OpenApiRouter<AppState> {

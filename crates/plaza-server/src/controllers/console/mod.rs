@@ -16,14 +16,17 @@
 
 mod access;
 mod analytics;
+mod appeals;
 mod audit;
 mod broadcasts;
+mod discipline;
 mod emojis;
 mod flags;
 mod front_door;
 mod moderation;
 mod page;
 mod reports;
+mod rules;
 mod system;
 mod users;
 mod webhooks;
@@ -33,6 +36,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use plaza_domain::time::now_millis;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::error::AppError;
@@ -54,6 +58,12 @@ pub const PATHS: &[&str] = &[
     "/admin/users/{id}/ban",
     "/admin/users/{id}/unban",
     "/admin/users/{id}/role",
+    "/admin/users/{id}/warnings",
+    "/admin/users/{id}/silence",
+    "/admin/users/{id}/unsilence",
+    "/admin/rules",
+    "/admin/appeals",
+    "/admin/appeals/{id}",
     "/admin/audit",
     "/admin/broadcasts",
     "/admin/broadcasts/{id}/cancel",
@@ -100,6 +110,12 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .route("/admin/users/{id}/unban", post(users::unban))
         .route("/admin/users/{id}/role", post(users::change_role))
         .route("/admin/users/bulk", post(users::bulk))
+        .route("/admin/users/{id}/warnings", post(discipline::warn))
+        .route("/admin/users/{id}/silence", post(discipline::silence))
+        .route("/admin/users/{id}/unsilence", post(discipline::unsilence))
+        .route("/admin/rules", get(rules::list).post(rules::save))
+        .route("/admin/appeals", get(appeals::list))
+        .route("/admin/appeals/{id}", post(appeals::decide))
         .route("/admin/audit", get(audit::list))
         .route(
             "/admin/broadcasts",
@@ -163,11 +179,14 @@ pub fn system_action_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().route("/admin/system/maintenance", post(system::run_maintenance))
 }
 
-/// The overview: what waits for a moderator.
+/// The overview: what waits for a moderator (reported, held and flagged
+/// posts, reported members, open appeals).
 async fn overview(State(state): State<AppState>, user: ConsoleUser) -> Result<Response, AppError> {
     let reported = moderation::count(&state, &user, moderation::Queue::Reported).await?;
     let flagged = moderation::count(&state, &user, moderation::Queue::Flagged).await?;
     let held = moderation::count(&state, &user, moderation::Queue::Held).await?;
+    let reported_members = state.db.reported_member_count().await?;
+    let (open_appeals, _) = state.db.open_appeal_wait(now_millis()).await?;
     page(
         &state,
         &user,
@@ -177,6 +196,8 @@ async fn overview(State(state): State<AppState>, user: ConsoleUser) -> Result<Re
             "reported": reported,
             "flagged": flagged,
             "held": held,
+            "reported_members": reported_members,
+            "open_appeals": open_appeals,
             "version": env!("CARGO_PKG_VERSION"),
         }),
     )

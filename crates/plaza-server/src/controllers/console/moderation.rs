@@ -4,7 +4,9 @@
 //! flag, delete, lock or unlock it, with a reason, notes and "notify the
 //! author"; beside the reported posts, the replies awaiting a decision
 //! (pending, flagged by a word filter, or with reports no moderator has
-//! acted on) with the same actions but locking. A decision is the same unit of work as
+//! acted on) with the same actions but locking, and the members with open
+//! reports, each linking to their page (where a warning, silence or ban
+//! resolves the reports). A decision is the same unit of work as
 //! `POST /api/v1/admin/posts/{postId}/moderate` or
 //! `POST /api/v1/admin/replies/{replyId}/moderate`
 //! (`services::moderation`), under the item's edit lock: an item another
@@ -161,6 +163,16 @@ struct ReplyItem {
     reports: Vec<ReportItem>,
 }
 
+/// A member with reports no moderator has acted on.
+#[derive(Serialize)]
+struct MemberItem {
+    id: i64,
+    username: String,
+    role: String,
+    status: String,
+    reports: Vec<ReportItem>,
+}
+
 #[derive(Serialize)]
 struct ReportItem {
     reason: String,
@@ -268,6 +280,33 @@ pub async fn queue(
         None
     };
     let (replies, replies_total) = waiting.unwrap_or_default();
+    // The members reported, beside the reported posts and replies.
+    let (members, members_total) = if queue == Queue::Reported {
+        let found = state.db.reported_members(PAGE_SIZE, 0).await?;
+        let members: Vec<MemberItem> = found
+            .members
+            .into_iter()
+            .map(|member| MemberItem {
+                id: member.user_id,
+                username: member.username,
+                role: member.role,
+                status: member.status,
+                reports: member
+                    .reports
+                    .into_iter()
+                    .map(|report| ReportItem {
+                        reason: report.reason,
+                        category: report.category.as_str(),
+                        reporter: report.reporter_id,
+                        at: rfc3339(report.created_at),
+                    })
+                    .collect(),
+            })
+            .collect();
+        (members, found.total)
+    } else {
+        (Vec::new(), 0)
+    };
     let done = query
         .done
         .as_deref()
@@ -294,6 +333,8 @@ pub async fn queue(
             "replies": replies,
             "replies_total": replies_total,
             "shows_replies": queue == Queue::Reported,
+            "members": members,
+            "members_total": members_total,
             "done": done,
             "may_delete": policy::delete_others_post(user.actor()).is_allowed(),
             "previous_page": (page_number > 1).then_some(page_number - 1),

@@ -1,7 +1,8 @@
 //! The console's users: the list with search and filters, a user's page
-//! (details, recent activity, ban history), the ban, unban and role forms,
-//! and the bulk ban or unban of the users ticked on the list, for
-//! administrators holding `users:manage`. A ban, an unban and a role change
+//! (details, recent activity, ban history, and the warnings and silence of
+//! [`super::discipline`], which moderators see too), the ban, unban and
+//! role forms, and the bulk ban or unban of the users ticked on the list,
+//! for administrators holding `users:manage`. A ban, an unban and a role change
 //! are the units of work the admin APIs run ([`crate::services::user_admin`]:
 //! under the user's edit lock, audited as `user.ban`, `user.unban` and
 //! `user.update`); a ban ends the user's sessions and admin tokens at once.
@@ -13,14 +14,15 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use plaza_domain::grants;
 use plaza_domain::listing::{Page, SortOrder};
-use plaza_domain::policy::Actor;
+use plaza_domain::policy::{self, Actor};
 use plaza_domain::time::rfc3339;
 use plaza_domain::users::{Role, UserQuery, UserSort, UserStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::discipline;
 use super::page::{ConsoleUser, form_field, page, page_number};
-use crate::auth::RequestAudit;
+use crate::auth::{RequestAudit, authorize};
 use crate::controllers::admin_v1::users::{
     AdminUserUpdate, BanTerms, MAX_BULK_USERS, checked_update,
 };
@@ -159,22 +161,39 @@ pub struct DetailQuery {
     done: Option<String>,
 }
 
-/// `GET /admin/users/{id}`: a user with their activity and bans.
+/// `GET /admin/users/{id}`: a user with their warnings and silence, and
+/// for administrators holding `users:manage` their email, activity and
+/// bans. A moderator (or an administrator without `users:manage`) sees the
+/// page of a member they may discipline, and no one else's.
 pub async fn detail(
     State(state): State<AppState>,
     user: ConsoleUser,
     IdPath(id): IdPath,
     AppQuery(query): AppQuery<DetailQuery>,
 ) -> Result<Response, AppError> {
-    user.require_administrator(Some(grants::MANAGE_USERS), "user")?;
     let shown = state.db.user_by_id(id).await?;
-    let activity = state.db.recent_activity(id, DETAIL_ITEMS).await?;
-    let bans = state.db.ban_history(id, DETAIL_ITEMS).await?;
+    let manages = user.administers(Some(grants::MANAGE_USERS));
+    let disciplines = policy::discipline(user.actor(), &shown);
+    if !manages {
+        authorize(disciplines, "user")?;
+    }
+    let (activity, bans) = if manages {
+        (
+            state.db.recent_activity(id, DETAIL_ITEMS).await?,
+            state.db.ban_history(id, DETAIL_ITEMS).await?,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let moderation = discipline::shown(&state, id).await?;
     let row = &shown.row;
     let done = match query.done.as_deref() {
         Some("banned") => Some("The user is banned; their sessions have ended."),
         Some("unbanned") => Some("The ban is lifted."),
         Some("role") => Some("The role is saved; the user's sessions hold it now."),
+        Some("warned") => Some("The warning is given; the member is told."),
+        Some("silenced") => Some("The member is silenced; they are told."),
+        Some("unsilenced") => Some("The silence is lifted; the member is told."),
         _ => None,
     };
     page(
@@ -184,11 +203,14 @@ pub async fn detail(
         "user.html",
         json!({
             "done": done,
+            "manages": manages,
+            "may_discipline": disciplines.is_allowed(),
+            "moderation": moderation,
             "shown": {
                 "id": row.id,
                 "username": row.username,
                 "name": row.name,
-                "email": row.email,
+                "email": if manages { row.email.as_str() } else { "" },
                 "verified": row.email_verified_at.is_some(),
                 "role": row.role,
                 "status": row.status,
