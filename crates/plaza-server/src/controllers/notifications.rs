@@ -2,8 +2,9 @@
 //! member's list, newest first by an opaque keyset cursor, marking read,
 //! the unread count, preferences per type and channel, the one-click
 //! unsubscribe of notification mails and the page their body links to (no
-//! session: the link's token names the member and types), and Web Push: the VAPID key and the member's
-//! subscriptions. New notifications also arrive on `GET /api/alerts/stream`.
+//! session: the link's token names the member and types), and Web Push:
+//! the VAPID key and the member's subscriptions. New notifications also
+//! arrive on `GET /api/alerts/stream`.
 
 use std::collections::BTreeMap;
 
