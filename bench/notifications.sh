@@ -152,9 +152,16 @@ if [[ " $PARTS " == *" unread "* || " $PARTS " == *" digest "* ]]; then
   # Loaded without the row triggers (the unread counts are computed once
   # below, as the triggers would keep them): every member gets the same
   # share, a tenth unread, the newest of each unread and waiting for the
-# digest.
+  # digest; the secondary indexes are dropped for the load and built after.
   psql -q -v ON_ERROR_STOP=1 "$PLAZA_DATABASE_URL" <<SQL
 SET session_replication_role = replica;
+SET maintenance_work_mem = '1GB';
+CREATE TEMP TABLE bench_indexes AS
+  SELECT indexname, indexdef FROM pg_indexes
+  WHERE tablename = 'notifications' AND indexname <> 'notifications_pkey';
+DO \$\$ DECLARE i record; BEGIN
+  FOR i IN SELECT indexname FROM bench_indexes LOOP EXECUTE 'DROP INDEX ' || quote_ident(i.indexname); END LOOP;
+END \$\$;
 INSERT INTO notifications (user_id, type, actor_id, post_id, text, created_at, updated_at, read_at, mail_state)
 SELECT u.id, 'reply', u.id, NULL, 'Here is my answer.',
        $(($(date +%s) * 1000 - 2 * 86400000)) - (s.n / u.count) * 1000,
@@ -167,6 +174,9 @@ JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS slot, COUNT(*) OVER () A
 INSERT INTO notification_counts (user_id, unread)
 SELECT user_id, COUNT(*) FROM notifications WHERE read_at IS NULL GROUP BY user_id
 ON CONFLICT (user_id) DO UPDATE SET unread = excluded.unread;
+DO \$\$ DECLARE i record; BEGIN
+  FOR i IN SELECT indexdef FROM bench_indexes LOOP EXECUTE i.indexdef; END LOOP;
+END \$\$;
 SET session_replication_role = DEFAULT;
 VACUUM ANALYZE notifications;
 VACUUM ANALYZE notification_counts;

@@ -20,7 +20,9 @@ use crate::http::personal::personal;
 use crate::http::rate_limit::{Limit, limited};
 use crate::services::front_door::FrontDoor;
 use crate::services::own_pages::FallbackProbe;
-use crate::settings::{ServerSettings, TrustedProxies};
+use crate::serving::{ServingRecord, record_serving};
+use crate::settings::{ServerSettings, Settings, TrustedProxies};
+use crate::startup::{ServeLock, check_data_dir, lock_embedded_database, open_database};
 use crate::state::AppState;
 
 /// Every documented route, in groups that each declare here their error
@@ -199,13 +201,42 @@ pub fn with_middleware(
 pub struct Server {
     listener: tokio::net::TcpListener,
     state: AppState,
+    /// The serve lock of an embedded database and the record of what this
+    /// process serves, held while the server lives.
+    guards: Option<(Option<ServeLock>, ServingRecord)>,
 }
 
 impl Server {
     pub async fn bind(state: AppState) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(state.settings.server.bind).await?;
         warn_about_base_url(&state.settings.server, listener.local_addr()?);
-        Ok(Server { listener, state })
+        Ok(Server {
+            listener,
+            state,
+            guards: None,
+        })
+    }
+
+    /// What `plaza serve` does before it serves: checks the data directory,
+    /// takes the embedded database's serve lock, connects and migrates,
+    /// records what it serves, composes the state, confirms the file store
+    /// and binds the listener.
+    pub async fn start(settings: Settings) -> Result<Self, String> {
+        let bind = settings.server.bind;
+        check_data_dir(&settings).map_err(|error| error.to_string())?;
+        let serve_lock = lock_embedded_database(&settings).map_err(|error| error.to_string())?;
+        let database = open_database(&settings)
+            .await
+            .map_err(|error| error.to_string())?;
+        let record = record_serving(&settings)?;
+        warn_of_generated_keys(&settings, database.backend());
+        let state = AppState::new(settings, database)?;
+        state.uploads.confirm_store(&state.db).await?;
+        let mut server = Server::bind(state)
+            .await
+            .map_err(|error| format!("cannot listen on {bind}: {error}"))?;
+        server.guards = Some((serve_lock, record));
+        Ok(server)
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -281,7 +312,44 @@ impl Server {
         }
         state.db.close().await;
         tracing::info!("stopped");
+        drop(self.guards);
         Ok(())
+    }
+}
+
+/// On PostgreSQL (shared by several instances, or restored onto another
+/// machine) keys generated into one instance's data directory differ
+/// from the others': admin tokens, two-factor secrets and the analytics
+/// hash then fail or disagree between instances. Says which are generated.
+fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
+    if backend != plaza_domain::Backend::Postgres {
+        return;
+    }
+    let generated: Vec<&str> = [
+        ("jwt_secret", settings.auth.jwt_secret.is_none()),
+        ("totp_key", settings.auth.totp_key.is_none()),
+        (
+            "analytics_salt",
+            settings.analytics.analytics_salt.is_none(),
+        ),
+        (
+            "vapid_private_key",
+            settings.notifications.vapid_private_key.is_none(),
+        ),
+        ("webhook_key", settings.webhooks.webhook_key.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(key, unset)| unset.then_some(key))
+    .collect();
+    if !generated.is_empty() {
+        let keys = generated.join(", ");
+        tracing::warn!(
+            %keys,
+            "PostgreSQL with keys generated into this instance's data directory ({keys}): \
+             another instance, or this database restored elsewhere, has other keys, so admin \
+             tokens, two-factor sign-in and push subscriptions fail there; set them (docs/operations.md, \
+             \"Several instances\")"
+        );
     }
 }
 

@@ -5,9 +5,9 @@ use plaza_domain::users::UserStatus;
 use plaza_server::app::{Server, shutdown_signal};
 use plaza_server::cli::{AnalyticsCommand, Cli, Command, DevCommand, MailCommand, UserCommand};
 use plaza_server::cli::{backup, commands};
-use plaza_server::serving::{record_serving, refuse_other_database};
+use plaza_server::serving::refuse_other_database;
 use plaza_server::settings::{Settings, config_file, env_file, unknown_environment_variables};
-use plaza_server::startup::{lock_embedded_database, open_database};
+use plaza_server::startup::open_database;
 use plaza_server::state::AppState;
 use plaza_server::telemetry::init_logging;
 
@@ -154,19 +154,7 @@ async fn offline_state(settings: Settings) -> Result<AppState, String> {
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
-    let bind = settings.server.bind;
-    plaza_server::startup::check_data_dir(&settings).map_err(|error| error.to_string())?;
-    let _serving = lock_embedded_database(&settings).map_err(|error| error.to_string())?;
-    let database = open_database(&settings)
-        .await
-        .map_err(|error| error.to_string())?;
-    let _record = record_serving(&settings)?;
-    warn_of_generated_keys(&settings, database.backend());
-    let state = AppState::new(settings, database)?;
-    state.uploads.confirm_store(&state.db).await?;
-    let server = Server::bind(state)
-        .await
-        .map_err(|error| format!("cannot listen on {bind}: {error}"))?;
+    let server = Server::start(settings).await?;
     let address = server.local_addr().map_err(|error| error.to_string())?;
     let shutdown = shutdown_signal();
     tracing::info!(%address, version = env!("CARGO_PKG_VERSION"), "listening on http://{address}");
@@ -174,40 +162,4 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .run(shutdown)
         .await
         .map_err(|error| format!("server error: {error}"))
-}
-
-/// On PostgreSQL (shared by several instances, or restored onto another
-/// machine) keys generated into one instance's data directory differ
-/// from the others': admin tokens, two-factor secrets and the analytics
-/// hash then fail or disagree between instances. Says which are generated.
-fn warn_of_generated_keys(settings: &Settings, backend: plaza_domain::Backend) {
-    if backend != plaza_domain::Backend::Postgres {
-        return;
-    }
-    let generated: Vec<&str> = [
-        ("jwt_secret", settings.auth.jwt_secret.is_none()),
-        ("totp_key", settings.auth.totp_key.is_none()),
-        (
-            "analytics_salt",
-            settings.analytics.analytics_salt.is_none(),
-        ),
-        (
-            "vapid_private_key",
-            settings.notifications.vapid_private_key.is_none(),
-        ),
-        ("webhook_key", settings.webhooks.webhook_key.is_none()),
-    ]
-    .into_iter()
-    .filter_map(|(key, unset)| unset.then_some(key))
-    .collect();
-    if !generated.is_empty() {
-        let keys = generated.join(", ");
-        tracing::warn!(
-            %keys,
-            "PostgreSQL with keys generated into this instance's data directory ({keys}): \
-             another instance, or this database restored elsewhere, has other keys, so admin \
-             tokens, two-factor sign-in and push subscriptions fail there; set them (docs/operations.md, \
-             \"Several instances\")"
-        );
-    }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{self, As, Backend, PASSWORD, Prepared, TestServer, call, member};
+use crate::common::{self, As, Backend, PASSWORD, Prepared, Schema, TestServer, call, member};
 use crate::uploads::{Moto, borrowed, create_bucket, refused_start_of, s3_env};
 
 on_both_databases!(
@@ -58,7 +58,7 @@ fn postgres_tools_present(backend: Backend, test: &str) -> bool {
 /// A server whose admin-token key is generated into its data directory,
 /// as without `jwt_secret`, so a backup must carry it.
 async fn server_with_generated_keys(backend: Backend, env: &[(&str, &str)]) -> TestServer {
-    Prepared::new(backend, "", env)
+    Prepared::starting_from(backend, Schema::Empty, "", env)
         .await
         .without("PLAZA_JWT_SECRET")
         .serve()
@@ -66,7 +66,7 @@ async fn server_with_generated_keys(backend: Backend, env: &[(&str, &str)]) -> T
 
 /// A data directory and database for a restore, with generated keys too.
 async fn fresh_install(backend: Backend) -> Prepared {
-    Prepared::new(backend, "", &[])
+    Prepared::starting_from(backend, Schema::Empty, "", &[])
         .await
         .without("PLAZA_JWT_SECRET")
 }
@@ -301,8 +301,9 @@ async fn an_install_that_is_not_empty_is_replaced_only_with_force(backend: Backe
         // longer served: a served one is refused before, see
         // a_restore_is_refused_while_another_plaza_uses_the_database).
         let stopped = server.stop();
-        let database_in_use = Prepared::new(
+        let database_in_use = Prepared::starting_from(
             backend,
+            Schema::Empty,
             "",
             &[("PLAZA_DATABASE_URL", stopped.database_url.as_str())],
         )
@@ -488,7 +489,13 @@ async fn a_backup_is_written_on_schedule(backend: Backend) {
     assert_eq!(manifest["engine"], backend_name(backend));
 
     // A failed run is a warning: here the backups folder cannot be made.
-    let failing = Prepared::new(backend, "", &[("PLAZA_BACKUP_INTERVAL_HOURS", "24")]).await;
+    let failing = Prepared::starting_from(
+        backend,
+        Schema::Empty,
+        "",
+        &[("PLAZA_BACKUP_INTERVAL_HOURS", "24")],
+    )
+    .await;
     std::fs::write(failing.data_dir.path().join("backups"), "in the way").unwrap();
     let failing = failing.serve();
     failing.wait_for_log("the scheduled backup failed");
@@ -610,9 +617,10 @@ async fn a_restore_shows_key_fingerprints_and_needs_force_when_they_differ(backe
 
     // An install whose settings name another two-factor key.
     let other_key = "another two-factor key, at least 32 characters long";
-    let install = Prepared::new(backend, "", &[("PLAZA_TOTP_KEY", other_key)])
-        .await
-        .without("PLAZA_JWT_SECRET");
+    let install =
+        Prepared::starting_from(backend, Schema::Empty, "", &[("PLAZA_TOTP_KEY", other_key)])
+            .await
+            .without("PLAZA_JWT_SECRET");
     let refused = restore(&install, &archive, false);
     let said = text(&refused);
     assert!(!refused.status.success(), "{said}");
@@ -689,7 +697,7 @@ async fn an_install_on_s3_is_backed_up_and_restored(backend: Backend) {
     assert_eq!(manifest["counts"]["uploads"], 1, "{manifest}");
     drop(source);
 
-    let install = Prepared::new(backend, "", &borrowed(&env))
+    let install = Prepared::starting_from(backend, Schema::Empty, "", &borrowed(&env))
         .await
         .without("PLAZA_JWT_SECRET");
     let restored = restore(&install, &archive, false);

@@ -68,7 +68,7 @@ fn ids(body: &Value, key: &str) -> Vec<String> {
 }
 
 async fn follows_are_counted_listed_and_fill_the_feed(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let ada = Member::join(&server, "ada@example.com", "user").await;
     let bob = Member::join(&server, "bob@example.com", "user").await;
     let cy = Member::join(&server, "cy@example.com", "user").await;
@@ -249,7 +249,7 @@ async fn follows_are_counted_listed_and_fill_the_feed(backend: Backend) {
 async fn a_block_refuses_interaction_both_ways_ends_follows_and_leaves_mentions_plain(
     backend: Backend,
 ) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let ada = Member::join(&server, "ada@example.com", "user").await;
     let bob = Member::join(&server, "bob@example.com", "user").await;
     let cy = Member::join(&server, "cy@example.com", "user").await;
@@ -444,7 +444,7 @@ async fn a_block_refuses_interaction_both_ways_ends_follows_and_leaves_mentions_
 }
 
 async fn a_blocked_authors_content_is_absent_from_every_listing_operation(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let ada = Member::join(&server, "ada@example.com", "user").await;
     let bob = Member::join(&server, "bob@example.com", "user").await;
     let cy = Member::join(&server, "cy@example.com", "user").await;
@@ -615,7 +615,7 @@ async fn a_blocked_authors_content_is_absent_from_every_listing_operation(backen
 }
 
 async fn a_mute_hides_until_it_ends_and_lets_the_muted_member_interact(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let ada = Member::join(&server, "ada@example.com", "user").await;
     let bob = Member::join(&server, "bob@example.com", "user").await;
     let bob_post = post(
@@ -748,7 +748,7 @@ async fn a_mute_hides_until_it_ends_and_lets_the_muted_member_interact(backend: 
 }
 
 async fn keyword_filters_hide_and_warn_after_case_folding_and_nfkc(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let ada = Member::join(&server, "ada@example.com", "user").await;
     let bob = Member::join(&server, "bob@example.com", "user").await;
     let add = |body: Value| ask(&server, &ada, "POST", "/api/me/filters", Some(body));
@@ -896,7 +896,7 @@ async fn keyword_filters_hide_and_warn_after_case_folding_and_nfkc(backend: Back
 }
 
 async fn every_operation_of_the_document_is_classified(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let document: Value = server.get("/api/openapi").await.json().await.unwrap();
     let served: BTreeSet<(String, String)> = document["paths"]
         .as_object()

@@ -47,7 +47,7 @@ async fn swagger_ui_renders_the_operations_in_chromium() {
             "chromium is not installed",
         );
     };
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let dom = rendered_dom(&chromium, &server.url("/api/swagger/"));
     assert!(
         dom.contains("Plaza API"),
@@ -98,7 +98,7 @@ async fn the_sign_in_page_renders_providers_and_the_form_in_chromium() {
 
 #[tokio::test]
 async fn the_openapi_document_validates_against_openapi_3_1() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let document = server.get("/api/openapi").await.text().await.unwrap();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &document).unwrap();
@@ -135,7 +135,7 @@ async fn the_share_image_viewer_shows_the_image_in_chromium() {
             "chromium is not installed",
         );
     };
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let dom = rendered_dom(
         &chromium,
         &server.url("/og-image-viewer?seed=view&quote=Hello%20there&author=Tester"),

@@ -8,7 +8,7 @@ const NOT_CACHED: &str = "no-cache, no-store, must-revalidate";
 
 #[tokio::test]
 async fn avatars_are_deterministic_svg_not_cached() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let first = server.get("/api/avatar-image?seed=Alice&size=120").await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["content-type"], "image/svg+xml");
@@ -59,7 +59,7 @@ async fn etag(server: &TestServer, query: &str) -> String {
 
 #[tokio::test]
 async fn if_none_match_with_the_avatars_etag_is_304_without_a_body() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let tag = etag(&server, "?seed=Alice&size=120").await;
     assert!(
         tag.starts_with('"') && tag.ends_with('"'),
@@ -169,7 +169,7 @@ const SVG_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'";
 
 #[tokio::test]
 async fn generated_svgs_are_served_with_a_policy_that_runs_nothing() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let avatar = server.get("/api/avatar-image?seed=Alice").await;
     let share_card = server
         .client
@@ -196,7 +196,7 @@ async fn generated_svgs_are_served_with_a_policy_that_runs_nothing() {
 
 #[tokio::test]
 async fn avatar_errors_use_the_image_error_shape() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     for query in [
         "",
         "?seed=",

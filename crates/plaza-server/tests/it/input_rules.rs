@@ -149,7 +149,7 @@ fn emoji_form_with_nul_category() -> (String, Vec<u8>) {
 /// surface's shape, never a 500. On PostgreSQL most of these reached a
 /// query and failed there.
 async fn a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let (_, user) = member(&server, "user@example.com", "user").await;
     let (_, admin) = member(&server, "admin@example.com", "admin").await;
     server.create_user("root@example.com", PASSWORD, "super_admin");
@@ -250,7 +250,7 @@ async fn a_nul_byte_in_any_input_is_refused_in_the_surfaces_shape(backend: Backe
 /// date) is read on every date parameter, and years outside 1970–9999 are
 /// 422 naming the parameter; never a 500.
 async fn date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     server.create_user("root@example.com", PASSWORD, "super_admin");
     let token = server.mint("root@example.com", "admin:read");
     for path in [
@@ -294,7 +294,7 @@ async fn date_parameters_outside_1970_to_9999_are_422_and_the_last_day_is_read(b
 /// a name given twice kept once; a refusal names the field in the
 /// unversioned admin shape.
 async fn permission_metadata_and_dependencies_are_bounded_and_deduplicated(backend: Backend) {
-    let server = TestServer::start(backend).await;
+    let server = TestServer::start_in_process(backend).await;
     let (_, root) = member(&server, "root@example.com", "super_admin").await;
     let create = |name: &str, extra: Value| {
         let mut body = json!({"name": name, "display_name": "A test", "category": "tests"});

@@ -49,7 +49,7 @@ async fn quote_providers(answer: bool) -> String {
 
 #[tokio::test]
 async fn crawlers_get_a_1200_by_630_png() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let response = fetch(&server, "?seed=abc&quote=Hello&author=Me", CRAWLER).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "image/png");
@@ -62,7 +62,7 @@ async fn crawlers_get_a_1200_by_630_png() {
 
 #[tokio::test]
 async fn a_named_svg_is_deterministic_tagged_and_not_cached() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let first = fetch(
         &server,
         "?seed=abc&quote=Hello%20%3Cb%3E&author=Me&type=svg",
@@ -110,7 +110,7 @@ async fn a_named_svg_is_deterministic_tagged_and_not_cached() {
 
 #[tokio::test]
 async fn browsers_are_redirected_to_the_viewer_unless_direct() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let redirected = fetch(&server, "?seed=abc&quote=Hi", BROWSER).await;
     assert_eq!(redirected.status(), 302);
     assert!(varies_by_agent(&redirected));
@@ -133,7 +133,7 @@ async fn browsers_are_redirected_to_the_viewer_unless_direct() {
 
 #[tokio::test]
 async fn a_bad_type_uses_the_image_error_shape() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let response = fetch(&server, "?type=gif", CRAWLER).await;
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
@@ -248,7 +248,7 @@ async fn if_none_match_with_the_cards_etag_is_304_without_a_body_or_a_render() {
 
 #[tokio::test]
 async fn each_parameter_changes_the_etag_and_its_clean_form_does_not() {
-    let server = TestServer::start(Backend::Sqlite).await;
+    let server = TestServer::start_in_process(Backend::Sqlite).await;
     let etag = |query: &'static str| {
         let server = &server;
         async move {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Backend, TestServer, plaza_command};
+use crate::common::{Backend, Prepared, Schema, TestServer, plaza_command};
 
 on_both_databases!(
     health_is_ready_while_shared_dependencies_are_down_and_reports_a_low_disk,
@@ -104,7 +104,9 @@ async fn text_logs_carry_no_colour_codes_off_a_terminal(backend: Backend) {
 }
 
 async fn the_start_up_line_names_the_migrations_it_ran(backend: Backend) {
-    let mut first = TestServer::start(backend).await;
+    let mut first = Prepared::starting_from(backend, Schema::Empty, "", &[])
+        .await
+        .serve();
     let logs = first.logs();
     let migrated = logs
         .lines()

@@ -19,7 +19,8 @@ use plaza_domain::time::rfc3339;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::envelope::{DEFAULT_LIMIT, Envelope, ListEnvelope};
+use super::envelope::{Envelope, ListEnvelope};
+use super::listing::ListQuery;
 use super::users::{AdminUserDetail, BanTerms, detail};
 use crate::auth::{AdminToken, RequestAudit};
 use crate::controllers::moderation::{RuleList, RuleView, id_strings};
@@ -444,12 +445,6 @@ impl AdminAppeal {
 pub struct AppealQuery {
     /// `open` (oldest first) or `decided` (newest first); all by default.
     pub status: Option<String>,
-    /// 1 to 100, default 50.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
-    pub limit: Option<String>,
-    /// Appeals to skip, default 0.
-    #[param(value_type = Option<u64>, minimum = 0)]
-    pub offset: Option<String>,
 }
 
 /// Appeals, each beside the action it contests.
@@ -458,7 +453,7 @@ pub struct AppealQuery {
     path = "/api/v1/admin/appeals",
     tag = "admin-v1",
     security(("admin_jwt" = ["admin:read"])),
-    params(AppealQuery),
+    params(AppealQuery, ListQuery),
     responses(
         (status = 200, description = "A page of appeals", body = ListEnvelope<AdminAppeal>),
         (status = 401, description = "No valid admin token", body = AdminV1Error),
@@ -470,6 +465,7 @@ pub async fn list_appeals(
     State(state): State<AppState>,
     _admin: AdminToken,
     AppQuery(query): AppQuery<AppealQuery>,
+    AppQuery(list): AppQuery<ListQuery>,
 ) -> Result<AppJson<ListEnvelope<AdminAppeal>>, AppError> {
     let mut problems = Problems::default();
     let status = query.status.as_deref().and_then(|raw| {
@@ -478,12 +474,7 @@ pub async fn list_appeals(
             AppealStatus::parse(raw).ok_or_else(|| "must be open or decided".to_owned()),
         )
     });
-    let page = params::page_or(
-        &mut problems,
-        query.limit.as_deref(),
-        query.offset.as_deref(),
-        DEFAULT_LIMIT,
-    );
+    let page = list.check(&mut problems).page;
     problems.finish()?;
     let found = state.db.appeals(status, page.limit, page.offset).await?;
     Ok(AppJson(ListEnvelope::new(

@@ -5,6 +5,7 @@
 pub mod actors;
 pub mod fake_idp;
 pub mod smtp_sink;
+mod templates;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -141,7 +142,20 @@ pub struct PostgresDatabase {
 }
 
 impl PostgresDatabase {
+    /// A fresh database holding the current schema, copied from the
+    /// migrated template.
     pub async fn create() -> Self {
+        let admin_url = postgres_admin_url().expect("PostgreSQL URL");
+        let template = templates::postgres_template(&admin_url).await;
+        Self::create_as(&format!("TEMPLATE {template}")).await
+    }
+
+    /// A fresh database with no schema at all.
+    pub async fn create_empty() -> Self {
+        Self::create_as("").await
+    }
+
+    async fn create_as(options: &str) -> Self {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let admin_url = postgres_admin_url().expect("PostgreSQL URL");
         let name = format!(
@@ -150,7 +164,7 @@ impl PostgresDatabase {
             COUNTER.fetch_add(1, Ordering::Relaxed),
             rand_suffix()
         );
-        run_admin_sql(&admin_url, &format!("CREATE DATABASE {name}")).await;
+        run_admin_sql(&admin_url, &format!("CREATE DATABASE {name} {options}")).await;
         let mut url = url::Url::parse(&admin_url).expect("valid PostgreSQL URL");
         url.set_path(&name);
         PostgresDatabase {
@@ -162,9 +176,21 @@ impl PostgresDatabase {
 }
 
 impl Drop for PostgresDatabase {
+    /// Drops the database from a `psql` of its own, which the test does not
+    /// wait for: PostgreSQL checkpoints to drop a database, which takes
+    /// about a second. Without `psql`, the test drops it and waits.
     fn drop(&mut self) {
         let admin_url = self.admin_url.clone();
         let statement = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        let detached = Command::new("psql")
+            .args(["-q", "-d", &admin_url, "-c", &statement])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        if detached.is_ok() {
+            return;
+        }
         let _ = std::thread::spawn(move || {
             if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -210,6 +236,16 @@ impl Prepared {
     /// database of `backend` (unless `env` names one), and `env` on top of
     /// the default settings.
     pub async fn new(backend: Backend, config: &str, env: &[(&str, &str)]) -> Self {
+        Self::starting_from(backend, Schema::Migrated, config, env).await
+    }
+
+    /// [`Prepared::new`] whose own database starts as `schema` says.
+    pub async fn starting_from(
+        backend: Backend,
+        schema: Schema,
+        config: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let data_dir = tempfile::tempdir().expect("temporary directory");
         let config_path = data_dir.path().join("plaza.toml");
         std::fs::write(&config_path, config).expect("write the settings file");
@@ -219,12 +255,18 @@ impl Prepared {
             .map(|(_, url)| (*url).to_owned());
         let (database_url, postgres) = match backend {
             _ if given_url.is_some() => (given_url.unwrap_or_default(), None),
-            Backend::Sqlite => (
-                format!("sqlite://{}", data_dir.path().join("plaza.db").display()),
-                None,
-            ),
+            Backend::Sqlite => {
+                let path = data_dir.path().join("plaza.db");
+                if schema == Schema::Migrated {
+                    templates::copy_sqlite_template(&path).await;
+                }
+                (format!("sqlite://{}", path.display()), None)
+            }
             Backend::Postgres => {
-                let database = PostgresDatabase::create().await;
+                let database = match schema {
+                    Schema::Migrated => PostgresDatabase::create().await,
+                    Schema::Empty => PostgresDatabase::create_empty().await,
+                };
                 (database.url.clone(), Some(database))
             }
         };
@@ -279,12 +321,116 @@ impl Prepared {
             database_url: self.database_url,
             data_dir: self.data_dir,
             env: self.env,
-            child,
-            logs,
-            log_reader: Some(log_reader),
+            running: Running::Process {
+                child,
+                logs,
+                log_reader: Some(log_reader),
+            },
             _postgres: self.postgres,
         }
     }
+
+    /// Starts the server in this test's process, as `plaza serve` starts
+    /// it ([`plaza_server::app::Server::start`]) but with no process of its
+    /// own: for tests of answers' shapes and validation, which need
+    /// neither its logs nor a restart. The settings are the same, written
+    /// as a settings file.
+    pub async fn serve_in_process(self) -> TestServer {
+        let settings_path = self.data_dir.path().join("in-process.toml");
+        let mut file = std::fs::read_to_string(self.data_dir.path().join("plaza.toml"))
+            .expect("read the settings file");
+        file.push('\n');
+        for (variable, value) in &self.env {
+            if let Some(key) = variable.strip_prefix("PLAZA_")
+                && key != "CONFIG"
+            {
+                file.push_str(&format!(
+                    "{} = {}\n",
+                    key.to_ascii_lowercase(),
+                    toml_value(value)
+                ));
+            }
+        }
+        std::fs::write(&settings_path, file).expect("write the in-process settings");
+        let settings = plaza_server::settings::Settings::load(Some(&settings_path))
+            .unwrap_or_else(|error| panic!("in-process settings: {error}"));
+        // A runtime on a thread of its own, as a process would have: the
+        // test's runtime may have one thread, and the test may block it.
+        let (ready, address) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("the in-process server's runtime");
+            runtime.block_on(async move {
+                match plaza_server::app::Server::start(settings).await {
+                    Ok(server) => {
+                        let _ = ready.send(server.local_addr().map_err(|error| error.to_string()));
+                        let _ = server
+                            .run(async move {
+                                let _ = stopped.await;
+                            })
+                            .await;
+                    }
+                    Err(error) => {
+                        let _ = ready.send(Err(error));
+                    }
+                }
+            });
+        });
+        let address = address
+            .await
+            .expect("the in-process server's thread")
+            .unwrap_or_else(|error| panic!("in-process start: {error}"));
+        TestServer {
+            base: format!("http://{address}"),
+            client: client(),
+            database_url: self.database_url,
+            data_dir: self.data_dir,
+            env: self.env,
+            running: Running::InProcess { _stop: stop },
+            _postgres: self.postgres,
+        }
+    }
+}
+
+/// `value` as a TOML value, typed as an environment variable's value is:
+/// a boolean or a number bare, anything else a string.
+fn toml_value(value: &str) -> String {
+    if matches!(value, "true" | "false")
+        || value.parse::<i64>().is_ok()
+        || value.parse::<f64>().is_ok_and(f64::is_finite)
+    {
+        value.to_owned()
+    } else {
+        serde_json::Value::from(value).to_string()
+    }
+}
+
+/// How a [`TestServer`] runs.
+enum Running {
+    /// A `plaza serve` process and the thread reading its logs.
+    Process {
+        child: Child,
+        logs: Logs,
+        log_reader: Option<std::thread::JoinHandle<()>>,
+    },
+    /// A server on a runtime of its own in this process; it stops when
+    /// this is dropped.
+    InProcess {
+        _stop: tokio::sync::oneshot::Sender<()>,
+    },
+}
+
+/// What a test's own database holds before the server first starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// The current schema and emoji catalog, copied from a template.
+    Migrated,
+    /// Nothing: the server's start migrates it.
+    Empty,
 }
 
 /// A running `plaza serve`.
@@ -294,9 +440,7 @@ pub struct TestServer {
     pub database_url: String,
     pub data_dir: TempDir,
     env: Vec<(String, String)>,
-    child: Child,
-    logs: Logs,
-    log_reader: Option<std::thread::JoinHandle<()>>,
+    running: Running,
     _postgres: Option<PostgresDatabase>,
 }
 
@@ -338,6 +482,15 @@ impl TestServer {
             )],
         )
         .await
+    }
+
+    /// Starts in this test's process, with no process of its own
+    /// ([`Prepared::serve_in_process`]).
+    pub async fn start_in_process(backend: Backend) -> Self {
+        Prepared::new(backend, "", &[])
+            .await
+            .serve_in_process()
+            .await
     }
 
     /// Starts with a settings file (TOML) as well as environment variables.
@@ -596,20 +749,44 @@ impl TestServer {
             .await
     }
 
+    /// The server's process, its logs and their reader; an in-process
+    /// server has none, and a test that needs them starts a process.
+    fn process(&mut self) -> (&mut Child, &Logs, &mut Option<std::thread::JoinHandle<()>>) {
+        match &mut self.running {
+            Running::Process {
+                child,
+                logs,
+                log_reader,
+            } => (child, logs, log_reader),
+            Running::InProcess { .. } => {
+                panic!("an in-process server has no process or logs: start it as a process")
+            }
+        }
+    }
+
+    fn logs_of(&self) -> &Logs {
+        match &self.running {
+            Running::Process { logs, .. } => logs,
+            Running::InProcess { .. } => {
+                panic!("an in-process server's logs are not captured: start it as a process")
+            }
+        }
+    }
+
     /// Everything the server has logged so far.
     pub fn logs(&self) -> String {
-        self.logs.text()
+        self.logs_of().text()
     }
 
     /// How many lines logged so far contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
-        self.logs.count(needle)
+        self.logs_of().count(needle)
     }
 
     /// Blocks until the server logs a line containing `needle`.
     pub fn wait_for_log(&self, needle: &str) {
         assert!(
-            self.logs.wait_for(needle, Duration::from_secs(30)),
+            self.logs_of().wait_for(needle, Duration::from_secs(30)),
             "plaza never logged {needle:?}:\n{}",
             self.logs()
         );
@@ -618,7 +795,7 @@ impl TestServer {
     /// Blocks until the server has logged `count` lines containing `needle`.
     pub fn wait_for_log_count(&self, needle: &str, count: usize) {
         assert!(
-            self.logs
+            self.logs_of()
                 .wait_for_count(needle, count, Duration::from_secs(30)),
             "plaza never logged {count} lines with {needle:?}:\n{}",
             self.logs()
@@ -626,14 +803,18 @@ impl TestServer {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.running {
+            Running::Process { child, .. } => child.id(),
+            Running::InProcess { .. } => std::process::id(),
+        }
     }
 
     /// Sends SIGKILL: the process ends at once, as in a crash.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(reader) = self.log_reader.take() {
+        let (child, _, log_reader) = self.process();
+        let _ = child.kill();
+        let _ = child.wait();
+        if let Some(reader) = log_reader.take() {
             let _ = reader.join();
         }
     }
@@ -642,7 +823,7 @@ impl TestServer {
     /// same database and data directory with the same settings, `changed`
     /// replacing some; it listens on a new port.
     pub fn restart_with(&mut self, changed: &[(&str, &str)]) {
-        if matches!(self.child.try_wait(), Ok(None)) {
+        if matches!(self.process().0.try_wait(), Ok(None)) {
             self.terminate();
         }
         for (key, value) in changed {
@@ -650,19 +831,22 @@ impl TestServer {
             self.env.push(((*key).to_owned(), (*value).to_owned()));
         }
         let (child, base, logs, log_reader) = spawn_plaza(&self.env, &[]);
-        self.child = child;
         self.base = base;
-        self.logs = logs;
-        self.log_reader = Some(log_reader);
+        self.running = Running::Process {
+            child,
+            logs,
+            log_reader: Some(log_reader),
+        };
     }
 
     /// Sends SIGTERM and waits for the process to exit and its logs to end.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let (child, _, log_reader) = self.process();
         let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &child.id().to_string()])
             .status();
-        let status = self.child.wait().expect("wait for plaza");
-        if let Some(reader) = self.log_reader.take() {
+        let status = child.wait().expect("wait for plaza");
+        if let Some(reader) = log_reader.take() {
             let _ = reader.join();
         }
         status
@@ -687,8 +871,10 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Running::Process { child, .. } = &mut self.running {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
