@@ -336,6 +336,18 @@ impl Prepared {
     /// neither its logs nor a restart. The settings are the same, written
     /// as a settings file.
     pub async fn serve_in_process(self) -> TestServer {
+        // A process server's environment holds only the test's settings
+        // ([`plaza_command`]); this process's own must add none.
+        let inherited: Vec<String> = std::env::vars()
+            .map(|(variable, _)| variable)
+            .filter(|variable| {
+                variable.starts_with("PLAZA_") && !variable.starts_with("PLAZA_TEST_")
+            })
+            .collect();
+        assert!(
+            inherited.is_empty(),
+            "an in-process server would read {inherited:?} from the test's environment: unset them"
+        );
         let settings_path = self.data_dir.path().join("in-process.toml");
         let mut file = std::fs::read_to_string(self.data_dir.path().join("plaza.toml"))
             .expect("read the settings file");

@@ -112,7 +112,8 @@ async fn postgres_database_exists(admin: &mut sqlx::PgConnection, name: &str) ->
         .expect("look up a database")
 }
 
-/// Drops the templates of other migrations, left by earlier trees.
+/// Drops the templates of other migrations, left by earlier trees. One
+/// that another tree's tests are copying at this moment stays a template.
 async fn drop_other_templates(admin: &mut sqlx::PgConnection) {
     let stale: Vec<String> = sqlx::query_scalar(
         "SELECT datname FROM pg_database WHERE datname LIKE 'plaza\\_template\\_%' AND datistemplate",
@@ -122,7 +123,11 @@ async fn drop_other_templates(admin: &mut sqlx::PgConnection) {
     .expect("list the templates");
     for name in stale {
         admin_execute(admin, &format!("ALTER DATABASE {name} IS_TEMPLATE false")).await;
-        admin_execute(admin, &format!("DROP DATABASE IF EXISTS {name}")).await;
+        let dropped =
+            sqlx::Executor::execute(&mut *admin, &*format!("DROP DATABASE IF EXISTS {name}")).await;
+        if dropped.is_err() {
+            admin_execute(admin, &format!("ALTER DATABASE {name} IS_TEMPLATE true")).await;
+        }
     }
 }
 
