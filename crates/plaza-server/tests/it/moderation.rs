@@ -741,6 +741,23 @@ async fn appeals_come_within_the_window_once_and_are_decided_by_someone_else(bac
     assert_eq!(item["action"]["action"], "hide");
     assert_eq!(item["action"]["reason"], "Spam");
     let appeal_id = item["id"].as_str().unwrap().to_owned();
+    // Its filter and paging are checked together, in the order read.
+    let (status, body) = request(
+        &server,
+        As::Token(&second),
+        "GET",
+        "/api/v1/admin/appeals?status=maybe&limit=0&offset=-1",
+        None,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let fields: Vec<&str> = body["error"]["errors"]
+        .as_array()
+        .expect("an errors array")
+        .iter()
+        .filter_map(|problem| problem["field"].as_str())
+        .collect();
+    assert_eq!(fields, ["status", "limit", "offset"], "{body}");
 
     // The moderator who hid it may not decide; someone else reverses it.
     let (status, body) = decide(&server, &first, &appeal_id, "reverse").await;
