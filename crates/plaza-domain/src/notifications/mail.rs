@@ -5,9 +5,12 @@
 //! so each is mailed once whichever instance takes it, and the mails go
 //! out, and are retried, as every mail is.
 
+use std::collections::{BTreeMap, HashMap};
+
 use super::model::{
     Kind, NOTIFICATION_COLUMNS, NOTIFICATION_SOURCE, Notification, NotificationRow,
 };
+use super::preferences;
 use crate::dialect::Dialect;
 use crate::users::UserStatus;
 use crate::{Database, DomainError, Tx};
@@ -126,64 +129,110 @@ pub struct Digest {
     pub more: i64,
 }
 
-/// Takes `user_id`'s notifications waiting for a digest created before
-/// `cutoff`, in `tx`: none of them is due again once `tx` commits. Answers
-/// the digest of the unread ones among them of the types `mailed` (the
-/// member's email choice for the others is off now), or `None` without a
-/// recipient.
-pub async fn take_digest(
+/// A notification waiting for a digest, with how many of its member's are.
+#[derive(sqlx::FromRow)]
+struct WaitingRow {
+    #[sqlx(flatten)]
+    notification: NotificationRow,
+    waiting: i64,
+}
+
+/// Takes the notifications of `members` waiting for a digest that were
+/// created before `cutoff`, in `tx`: none of them is due again once `tx`
+/// commits. Answers, in the order of `members`, the digest of each member
+/// with a mailable address and something to list: the unread ones of the
+/// types the member still mails (its email choice for the others is off
+/// now), at most `listed` of them. The statements are per batch, not per
+/// member: the recipients, their preferences, the waiting notifications
+/// of each set of mailed types, and the taking.
+pub async fn take_digests(
     tx: &mut Tx<'_>,
-    user_id: i64,
+    members: &[i64],
     cutoff: i64,
-    mailed: &[Kind],
     listed: i64,
-) -> Result<Option<Digest>, DomainError> {
-    let types: Vec<&str> = mailed.iter().map(|kind| kind.as_str()).collect();
-    let types = serde_json::to_string(&types)
-        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
-    let waiting = format!(
-        "n.user_id = $1 AND n.mail_state = 'daily' AND n.created_at < $2 \
-         AND n.read_at IS NULL AND n.type IN ({})",
-        Dialect::of(tx).json_texts("$3")
-    );
-    let rows: Vec<NotificationRow> = sqlx::query_as(&format!(
-        "SELECT {NOTIFICATION_COLUMNS} FROM {NOTIFICATION_SOURCE} \
-         WHERE {waiting} ORDER BY n.updated_at DESC, n.id DESC LIMIT $4"
+) -> Result<Vec<Digest>, DomainError> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dialect = Dialect::of(tx);
+    let recipients: Vec<RecipientRow> = sqlx::query_as(&format!(
+        "SELECT id, email, username, name, email_verified_at, status FROM users WHERE id IN ({})",
+        dialect.json_integers("$1")
     ))
-    .bind(user_id)
-    .bind(cutoff)
-    .bind(types.clone())
-    .bind(listed)
+    .bind(json_list(members)?)
     .fetch_all(&mut **tx)
     .await?;
-    let (unread,): (i64,) = sqlx::query_as(&format!(
-        "SELECT COUNT(*) FROM notifications n WHERE {waiting}"
-    ))
-    .bind(user_id)
-    .bind(cutoff)
-    .bind(types)
-    .fetch_one(&mut **tx)
-    .await?;
-    sqlx::query(
+    let mut recipients: HashMap<i64, MailRecipient> = recipients
+        .into_iter()
+        .map(MailRecipient::from)
+        .filter(|recipient| recipient.mailable)
+        .map(|recipient| (recipient.user_id, recipient))
+        .collect();
+    let mailable: Vec<i64> = members
+        .iter()
+        .copied()
+        .filter(|id| recipients.contains_key(id))
+        .collect();
+    let mut by_kinds: BTreeMap<Vec<Kind>, Vec<i64>> = BTreeMap::new();
+    for (user_id, kinds) in preferences::mailed_kinds_in(tx, &mailable).await? {
+        if !kinds.is_empty() {
+            by_kinds.entry(kinds).or_default().push(user_id);
+        }
+    }
+    let mut waiting: HashMap<i64, (Vec<Notification>, i64)> = HashMap::new();
+    for (kinds, group) in by_kinds {
+        let types: Vec<&str> = kinds.iter().map(|kind| kind.as_str()).collect();
+        let rows: Vec<WaitingRow> = sqlx::query_as(&format!(
+            "SELECT * FROM (SELECT {NOTIFICATION_COLUMNS}, \
+               ROW_NUMBER() OVER (PARTITION BY n.user_id ORDER BY n.updated_at DESC, n.id DESC) AS place, \
+               COUNT(*) OVER (PARTITION BY n.user_id) AS waiting \
+             FROM {NOTIFICATION_SOURCE} \
+             WHERE n.user_id IN ({}) AND n.mail_state = 'daily' AND n.created_at < $2 \
+               AND n.read_at IS NULL AND n.type IN ({})) w \
+             WHERE w.place <= $4 ORDER BY w.user_id, w.place",
+            dialect.json_integers("$1"),
+            dialect.json_texts("$3")
+        ))
+        .bind(json_list(&group)?)
+        .bind(cutoff)
+        .bind(json_list(&types)?)
+        .bind(listed)
+        .fetch_all(&mut **tx)
+        .await?;
+        for row in rows {
+            let notification = Notification::try_from(row.notification)?;
+            let entry = waiting
+                .entry(notification.user_id)
+                .or_insert_with(|| (Vec::new(), row.waiting));
+            entry.0.push(notification);
+        }
+    }
+    sqlx::query(&format!(
         "UPDATE notifications SET mail_state = NULL \
-         WHERE user_id = $1 AND mail_state = 'daily' AND created_at < $2",
-    )
-    .bind(user_id)
+         WHERE user_id IN ({}) AND mail_state = 'daily' AND created_at < $2",
+        dialect.json_integers("$1")
+    ))
+    .bind(json_list(members)?)
     .bind(cutoff)
     .execute(&mut **tx)
     .await?;
-    let Some(recipient) = recipient_in(tx, user_id).await? else {
-        return Ok(None);
-    };
-    let notifications = rows
-        .into_iter()
-        .map(Notification::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(Digest {
-        more: unread - notifications.len() as i64,
-        recipient,
-        notifications,
-    }))
+    Ok(members
+        .iter()
+        .filter_map(|user_id| {
+            let (notifications, count) = waiting.remove(user_id)?;
+            Some(Digest {
+                recipient: recipients.remove(user_id)?,
+                more: count - notifications.len() as i64,
+                notifications,
+            })
+        })
+        .collect())
+}
+
+/// `items` as the JSON array the dialects' list parameters read.
+fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, DomainError> {
+    serde_json::to_string(items)
+        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))
 }
 
 /// Which mails of notifications are due.

@@ -22,9 +22,9 @@ mod push;
 mod query;
 mod writes;
 
-pub use mail::{Digest, MailDue, MailRecipient, digest_due, take_digest, take_immediate};
+pub use mail::{Digest, MailDue, MailRecipient, digest_due, take_digests, take_immediate};
 pub use model::{Channels, EmailChoice, Kind, Notification, NotificationActor, PreferenceChanges};
-pub use preferences::{change_preferences, channels_in, preferences_in};
+pub use preferences::{change_preferences, channels_in};
 pub use push::{
     ClaimedPush, MAX_SUBSCRIPTIONS_PER_USER, NewSubscription, PushClaim, PushOutcome, subscribe,
     unsubscribe,

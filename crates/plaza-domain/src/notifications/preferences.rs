@@ -3,9 +3,10 @@
 //! member made are stored; every other type has its default
 //! ([`Kind::default_email`], [`Kind::default_push`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::model::{Channels, EmailChoice, Kind, PreferenceChanges};
+use crate::dialect::Dialect;
 use crate::{Database, DomainError, Flag, Tx};
 
 /// Stored choices as rows read them: `(type, email, push)`.
@@ -55,7 +56,7 @@ const CHOICES_OF_USER: &str =
     "SELECT type, email, push FROM notification_preferences WHERE user_id = $1";
 
 /// `user_id`'s channels for every type, as `tx` sees them.
-pub async fn preferences_in(
+async fn preferences_in(
     tx: &mut Tx<'_>,
     user_id: i64,
 ) -> Result<BTreeMap<Kind, Channels>, DomainError> {
@@ -64,6 +65,39 @@ pub async fn preferences_in(
         .fetch_all(&mut **tx)
         .await?;
     Ok(all_channels(rows))
+}
+
+/// The types each of `members` is mailed (its email choice is not `off`),
+/// as `tx` sees them: one statement for them all.
+pub(super) async fn mailed_kinds_in(
+    tx: &mut Tx<'_>,
+    members: &[i64],
+) -> Result<HashMap<i64, Vec<Kind>>, DomainError> {
+    let ids = serde_json::to_string(members)
+        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+    let rows: Vec<(i64, String, Option<String>, Option<Flag>)> = sqlx::query_as(&format!(
+        "SELECT user_id, type, email, push FROM notification_preferences WHERE user_id IN ({})",
+        Dialect::of(tx).json_integers("$1")
+    ))
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut stored: HashMap<i64, Vec<ChoiceRow>> = HashMap::new();
+    for (user_id, kind, email, push) in rows {
+        stored.entry(user_id).or_default().push((kind, email, push));
+    }
+    Ok(members
+        .iter()
+        .map(|user_id| {
+            let channels = all_channels(stored.remove(user_id).unwrap_or_default());
+            let mailed = channels
+                .into_iter()
+                .filter(|(_, channels)| channels.email != EmailChoice::Off)
+                .map(|(kind, _)| kind)
+                .collect();
+            (*user_id, mailed)
+        })
+        .collect())
 }
 
 impl Database {

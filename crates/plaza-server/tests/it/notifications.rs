@@ -725,6 +725,41 @@ async fn the_daily_digest_lists_what_waited_unread(backend: Backend) {
     )
     .await;
     assert_eq!(status, 204);
+    // Carol is in the same batch; she turns reply mail off after her reply
+    // waited, so her digest leaves it out.
+    let carol = Member::join(&server, "carol@example.com", "user").await;
+    verify_email(&server, &carol).await;
+    let carols_post = post(
+        &server,
+        &carol.cookie,
+        json!({"title": "C", "content": "c"}),
+    )
+    .await;
+    reply(
+        &server,
+        &bob.cookie,
+        &carols_post,
+        None,
+        "an answer for carol",
+    )
+    .await;
+    reply(
+        &server,
+        &bob.cookie,
+        &bobs_post,
+        None,
+        &format!("and @{}", username(&carol)),
+    )
+    .await;
+    let (status, body) = call(
+        &server,
+        "PUT",
+        "/api/notifications/preferences",
+        Some(&carol.cookie),
+        Some(json!({"email": {"reply": "off"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
     // These waited since yesterday, so the last digest hour passed since;
     // the one written now waits for the next.
     server
@@ -745,7 +780,11 @@ async fn the_daily_digest_lists_what_waited_unread(backend: Backend) {
         .sql_count("SELECT COUNT(*) FROM notifications WHERE mail_state = 'daily'")
         .await;
     assert_eq!(waiting, 1, "the newest waits for tomorrow's digest");
-    assert_eq!(sink.mails().len(), 1, "one digest");
+    let carols = mails_to(&sink, "carol@example.com", 1).await.remove(0);
+    let text = carols.text();
+    assert!(text.contains("mentioned you"), "{text}");
+    assert!(!text.contains("replied to you"), "{text}");
+    assert_eq!(sink.mails().len(), 2, "one digest each");
 }
 
 /// A browser's subscription keys: its private key, and the body fields.

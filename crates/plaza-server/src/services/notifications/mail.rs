@@ -38,7 +38,7 @@ pub const DIGEST_PERIOD: Duration = Duration::from_secs(10);
 const IMMEDIATE_BATCH: i64 = 50;
 
 /// Members whose digests one unit of work writes at most.
-const DIGEST_BATCH: i64 = 20;
+const DIGEST_BATCH: i64 = 100;
 
 /// Notifications a digest lists; it counts the others.
 const DIGEST_LISTED: i64 = 20;
@@ -343,33 +343,16 @@ impl NotificationMail {
                 .write(|tx| {
                     Box::pin(async move {
                         let members = notifications::digest_due(tx, cutoff, DIGEST_BATCH).await?;
-                        let mut mailed = 0usize;
+                        let digests =
+                            notifications::take_digests(tx, &members, cutoff, DIGEST_LISTED)
+                                .await?;
                         let now = now_millis();
-                        for user_id in &members {
-                            let preferences = notifications::preferences_in(tx, *user_id).await?;
-                            let kinds: Vec<Kind> = preferences
-                                .iter()
-                                .filter(|(_, channels)| channels.email != EmailChoice::Off)
-                                .map(|(kind, _)| *kind)
-                                .collect();
-                            let Some(Digest {
-                                recipient,
-                                notifications: waiting,
-                                more,
-                            }) = notifications::take_digest(
-                                tx,
-                                *user_id,
-                                cutoff,
-                                &kinds,
-                                DIGEST_LISTED,
-                            )
-                            .await?
-                            else {
-                                continue;
-                            };
-                            if !recipient.mailable || waiting.is_empty() {
-                                continue;
-                            }
+                        for Digest {
+                            recipient,
+                            notifications: waiting,
+                            more,
+                        } in &digests
+                        {
                             let mut listed: Vec<Kind> =
                                 waiting.iter().map(|item| item.kind).collect();
                             listed.sort();
@@ -381,11 +364,11 @@ impl NotificationMail {
                                 })
                                 .collect();
                             let mail = writer
-                                .compose("digest", &recipient, &listed, &items, None, more)
+                                .compose("digest", recipient, &listed, &items, None, *more)
                                 .map_err(template_error)?;
                             outgoing_mail::enqueue(tx, &mail, now).await?;
-                            mailed += 1;
                         }
+                        let mailed = digests.len();
                         Ok((members.len(), mailed))
                     })
                 })
