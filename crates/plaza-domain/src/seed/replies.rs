@@ -180,11 +180,13 @@ impl Database {
         )
         .await?;
         sqlx::query(
-            "UPDATE posts SET \
-             reply_count = (SELECT COUNT(*) FROM replies r WHERE r.post_id = posts.id), \
-             child_seq = (SELECT COUNT(*) FROM replies r \
-                          WHERE r.post_id = posts.id AND r.parent_id IS NULL) \
-             WHERE id IN (SELECT DISTINCT post_id FROM replies WHERE id >= $1)",
+            "UPDATE posts SET reply_count = counted.replies, child_seq = counted.top_level \
+             FROM (SELECT post_id, COUNT(*) AS replies, \
+                     SUM(CASE WHEN parent_id IS NULL THEN 1 ELSE 0 END) AS top_level \
+                   FROM replies \
+                   WHERE post_id IN (SELECT DISTINCT post_id FROM replies WHERE id >= $1) \
+                   GROUP BY post_id) counted \
+             WHERE posts.id = counted.post_id",
         )
         .bind(first_id)
         .execute(&mut *self.lease().await?)
