@@ -154,7 +154,8 @@ if [[ " $PARTS " == *" unread "* || " $PARTS " == *" digest "* ]]; then
   # share, a tenth unread, the newest of each unread and waiting for the
   # digest; the secondary indexes are dropped for the load and built after.
   # The member count is read first, a constant, so that matching a row to
-  # its member is a hash join.
+  # its member is a hash join. A checkpoint ends the load, so the
+  # measurements do not share the disk with its write-back.
   psql -q -v ON_ERROR_STOP=1 "$PLAZA_DATABASE_URL" <<SQL
 SET session_replication_role = replica;
 SET maintenance_work_mem = '1GB';
@@ -183,6 +184,7 @@ END \$\$;
 SET session_replication_role = DEFAULT;
 VACUUM ANALYZE notifications;
 VACUUM ANALYZE notification_counts;
+CHECKPOINT;
 SQL
   echo "  loaded $(q 'SELECT COUNT(*) FROM notifications') notifications in $(( $(date +%s) - load_start )) s; waiting for the digest: $(q "SELECT COUNT(*) FROM notifications WHERE mail_state = 'daily'")"
   if [[ " $PARTS " == *" unread "* ]]; then
