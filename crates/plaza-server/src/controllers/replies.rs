@@ -3,7 +3,7 @@
 //! (DECISIONS.md "Conversations (round 5)"). A reply the caller may not
 //! see, or one on a post they may not see, is 404.
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -288,6 +288,7 @@ pub async fn list_replies(
     headers: HeaderMap,
     IdPath(post_id): IdPath,
     AppQuery(query): AppQuery<ReplyListQuery>,
+    RawQuery(raw_query): RawQuery,
 ) -> Result<Response, AppError> {
     let mut problems = Problems::default();
     let limit = match query.limit.as_deref() {
@@ -324,40 +325,56 @@ pub async fn list_replies(
         .and_then(|raw| problems.check("cursor", decode_cursor(sort, raw)));
     problems.finish()?;
     let viewer = viewer_of(caller.as_ref());
-    state.db.post_for(post_id, viewer).await?;
-    let below = match parent_id {
-        Some(parent_id) => Some(subtree_root(&state, viewer, post_id, parent_id).await?),
-        None => None,
-    };
-    let page = state
-        .db
-        .thread_page(
-            &ThreadQuery {
-                post_id,
-                below,
-                sort,
-                limit,
-                after,
-            },
-            viewer,
-        )
-        .await?;
+    let key = answer_cache::key(
+        caller.is_none(),
+        &headers,
+        &format!("replies/{post_id}"),
+        raw_query.as_deref(),
+    );
     let reading = reading_of(&state, caller.as_ref()).await?;
-    let now = now_millis();
-    let mut replies = views(&state, viewer, &page.replies).await?;
-    for (view, reply) in replies.iter_mut().zip(&page.replies) {
-        match reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now) {
-            Sight::Hidden(hidden) => view.hide(hidden),
-            Sight::Shown { warnings } if !warnings.is_empty() => view.filtered = Some(warnings),
-            Sight::Shown { .. } => {}
-        }
-    }
-    let list = ReplyList {
-        replies,
-        next_cursor: page.next.map(|key| encode_cursor(sort, &key)),
-        total: page.total,
-    };
-    answer_cache::tagged_json(&list, &headers, Audience::of(caller.is_none()))
+    answer_cache::answer(
+        &state.content_generation,
+        &state.answer_caches.replies,
+        key,
+        (&headers, Audience::of(caller.is_none())),
+        async {
+            state.db.post_for(post_id, viewer).await?;
+            let below = match parent_id {
+                Some(parent_id) => Some(subtree_root(&state, viewer, post_id, parent_id).await?),
+                None => None,
+            };
+            let page = state
+                .db
+                .thread_page(
+                    &ThreadQuery {
+                        post_id,
+                        below,
+                        sort,
+                        limit,
+                        after,
+                    },
+                    viewer,
+                )
+                .await?;
+            let now = now_millis();
+            let mut replies = views(&state, viewer, &page.replies).await?;
+            for (view, reply) in replies.iter_mut().zip(&page.replies) {
+                match reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now) {
+                    Sight::Hidden(hidden) => view.hide(hidden),
+                    Sight::Shown { warnings } if !warnings.is_empty() => {
+                        view.filtered = Some(warnings)
+                    }
+                    Sight::Shown { .. } => {}
+                }
+            }
+            Ok(ReplyList {
+                replies,
+                next_cursor: page.next.map(|key| encode_cursor(sort, &key)),
+                total: page.total,
+            })
+        },
+    )
+    .await
 }
 
 /// A new reply.

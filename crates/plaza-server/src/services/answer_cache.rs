@@ -1,6 +1,6 @@
-//! Rendered answers kept for anonymous readers: the public post list and
-//! post search, asked for over and over with the same parameters, and the
-//! emoji list per platform.
+//! Rendered answers kept for anonymous readers: the public post list,
+//! post search and thread pages, asked for over and over with the same
+//! parameters, and the emoji list per platform.
 //!
 //! An answer kept by content generation is reused only while the content
 //! generation (bumped by triggers on every write to posts, by any instance
@@ -95,6 +95,8 @@ pub struct AnswerCaches {
     pub search: AnswerCache,
     /// `GET /api/emojis`, per platform (see `controllers::emojis`).
     pub emojis: AnswerCache,
+    /// `GET /api/posts/{id}/replies`, per post.
+    pub replies: AnswerCache,
 }
 
 impl AnswerCaches {
@@ -104,6 +106,7 @@ impl AnswerCaches {
             ("posts", self.posts.clear()),
             ("search", self.search.clear()),
             ("emojis", self.emojis.clear()),
+            ("replies", self.replies.clear()),
         ]
     }
 }
@@ -334,14 +337,19 @@ mod tests {
             1,
             Tagged::new(Bytes::from_static(b"{}")),
         );
+        caches.replies.put(
+            "replies/7?limit=50".into(),
+            1,
+            Tagged::new(Bytes::from_static(b"{}")),
+        );
         assert_eq!(
             caches.clear_all(),
-            vec![("posts", 2), ("search", 1), ("emojis", 1)]
+            vec![("posts", 2), ("search", 1), ("emojis", 1), ("replies", 1)]
         );
         assert_eq!(caches.posts.get("posts?", 1), None);
         assert_eq!(
             caches.clear_all(),
-            vec![("posts", 0), ("search", 0), ("emojis", 0)]
+            vec![("posts", 0), ("search", 0), ("emojis", 0), ("replies", 0)]
         );
     }
 }
