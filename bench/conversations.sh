@@ -15,7 +15,8 @@
 #     postgres.js, path order) answering the same pages with 1 and 2
 #     workers, its best configuration counting.
 # It prints requests/s, p50 and p99 of each, then the ratios rendered /
-# pgbench and Plaza / peer.
+# pgbench (signed in: an anonymous page comes from the answer cache) and
+# Plaza / peer, anonymous and signed in.
 #
 # Usage: flock /tmp/bench.lock bench/conversations.sh [replies, default 1000000]
 #          [thread replies, default 100000] [posts, default 100000]
@@ -181,9 +182,10 @@ import os, sys
 work, connections, workers = sys.argv[1], sys.argv[2], sys.argv[3].split()
 rate = lambda name: float(open(os.path.join(work, "rate: " + name.replace("/", "_"))).read())
 print()
-print(f"  {'first page anonymous / pgbench':44} {rate('postgres: thread page, first, anonymous') / rate(f'pgbench, first page' + chr(39) + f's statement, {connections} clients'):7.2f}x   goal >= 0.6")
+print(f"  {'first page signed in (rendered) / pgbench':44} {rate('postgres: thread page, first, signed in') / rate(f'pgbench, first page' + chr(39) + f's statement, {connections} clients'):7.2f}x   goal >= 0.6")
 for page in ("first", "middle"):
     peer, best = max((rate(f"peer, {w} worker(s): thread page, {page}"), w) for w in workers)
-    print(f"  {f'{page} page anonymous / peer ({best} w)':44} {rate(f'postgres: thread page, {page}, anonymous') / peer:7.2f}x   goal >= 2")
+    for reader in ("anonymous", "signed in"):
+        print(f"  {f'{page} page {reader} / peer ({best} w)':44} {rate(f'postgres: thread page, {page}, {reader}') / peer:7.2f}x   goal >= 2")
 PY
 fi
