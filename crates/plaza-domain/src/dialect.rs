@@ -298,3 +298,10 @@ impl Dialect {
         }
     }
 }
+
+/// `items` as the JSON array, bound as text, that [`Dialect::json_integers`]
+/// and [`Dialect::json_texts`] read.
+pub(crate) fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, crate::DomainError> {
+    serde_json::to_string(items)
+        .map_err(|error| crate::DomainError::Database(sqlx::Error::Encode(Box::new(error))))
+}

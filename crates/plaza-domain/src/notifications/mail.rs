@@ -11,7 +11,7 @@ use super::model::{
     Kind, NOTIFICATION_COLUMNS, NOTIFICATION_SOURCE, Notification, NotificationRow,
 };
 use super::preferences;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, json_list};
 use crate::users::UserStatus;
 use crate::{Database, DomainError, Tx};
 
@@ -80,8 +80,7 @@ pub async fn take_immediate(
         return Ok(Vec::new());
     }
     let ids: Vec<i64> = taken.into_iter().map(|(id,)| id).collect();
-    let ids = serde_json::to_string(&ids)
-        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+    let ids = json_list(&ids)?;
     let rows: Vec<NotificationRow> = sqlx::query_as(&format!(
         "SELECT {NOTIFICATION_COLUMNS} FROM {NOTIFICATION_SOURCE} \
          WHERE n.id IN ({}) ORDER BY n.id",
@@ -227,12 +226,6 @@ pub async fn take_digests(
             })
         })
         .collect())
-}
-
-/// `items` as the JSON array the dialects' list parameters read.
-fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, DomainError> {
-    serde_json::to_string(items)
-        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))
 }
 
 /// Which mails of notifications are due.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::model::{Channels, EmailChoice, Kind, PreferenceChanges};
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, json_list};
 use crate::{Database, DomainError, Flag, Tx};
 
 /// Stored choices as rows read them: `(type, email, push)`.
@@ -73,8 +73,7 @@ pub(super) async fn mailed_kinds_in(
     tx: &mut Tx<'_>,
     members: &[i64],
 ) -> Result<HashMap<i64, Vec<Kind>>, DomainError> {
-    let ids = serde_json::to_string(members)
-        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+    let ids = json_list(members)?;
     let rows: Vec<(i64, String, Option<String>, Option<Flag>)> = sqlx::query_as(&format!(
         "SELECT user_id, type, email, push FROM notification_preferences WHERE user_id IN ({})",
         Dialect::of(tx).json_integers("$1")

@@ -5,7 +5,7 @@
 use super::model::{Channels, EmailChoice, Kind};
 use super::policy::{self, Facts, Relationship};
 use super::preferences::channels_in;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, json_list};
 use crate::silences;
 use crate::users::{Role, UserStatus};
 use crate::{DomainError, Tx};
@@ -285,8 +285,7 @@ pub async fn mark_read(tx: &mut Tx<'_>, user_id: i64, marked: Marked) -> Result<
             .await?
         }
         Marked::Ids(ids) => {
-            let ids = serde_json::to_string(&ids)
-                .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+            let ids = json_list(&ids)?;
             sqlx::query(&format!(
                 "UPDATE notifications SET read_at = $1, group_key = NULL \
                  WHERE user_id = $2 AND read_at IS NULL AND id IN ({})",
