@@ -17,12 +17,17 @@
 //! the same for a common word as for a rare one, and a rare word is ranked
 //! over all its matches.
 //!
+//! A reader's blocks, mutes and filters are not part of the statement: the
+//! window and its pages are the same for every reader of the same
+//! visibility, and the routes leave out what the reader's relations hide
+//! from the page found, so hiding costs a reader who hides many authors no
+//! longer scan of the index.
+//!
 //! Highlights are made here rather than by `snippet()` or `ts_headline`, so
 //! they are the same on both engines and cost only the page's text.
 
 use sqlx::FromRow;
 
-use crate::between::Screen;
 use crate::dialect::Dialect;
 use crate::listing::{Arg, Args, Page, bind_all, parse_json_page};
 use crate::posts::{PUBLIC_SQL, Post, PostJson, REPORTED_SCOPE, Viewer, post_json};
@@ -400,21 +405,16 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
     ) -> Result<SearchPage<PostHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
             return Ok(empty_page());
         };
         let mut prefix = terms.prefix_first();
-        let mut run = self
-            .search_posts_once(terms, viewer, screen, page, prefix)
-            .await?;
+        let mut run = self.search_posts_once(terms, viewer, page, prefix).await?;
         if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
             prefix = true;
-            run = self
-                .search_posts_once(terms, viewer, screen, page, prefix)
-                .await?;
+            run = self.search_posts_once(terms, viewer, page, prefix).await?;
         }
         let has_more = run.rows.len() as i64 > page.limit;
         let hits = run
@@ -435,11 +435,10 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> Result<Run<(Post, f64)>, DomainError> {
-        let (sql, args) = self.search_posts_sql(terms, viewer, screen, page, prefix);
+        let (sql, args) = self.search_posts_sql(terms, viewer, page, prefix);
         let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -456,7 +455,6 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> (String, Vec<Arg>) {
@@ -471,10 +469,6 @@ impl Database {
                 )
             }
             Viewer::Moderator(_) => String::new(),
-        };
-        let visibility = match screen {
-            Some(screen) => format!("{visibility} AND {}", screen.sql("p.author_id", &mut args)),
-            None => visibility,
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact = format!("lower(p.title) = {exact}");
@@ -512,7 +506,6 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
     ) -> Result<SearchPage<ReplyHit>, DomainError> {
         let Some(page) = window_page(page).filter(|_| !terms.is_empty()) else {
@@ -520,12 +513,12 @@ impl Database {
         };
         let mut prefix = terms.prefix_first();
         let mut run = self
-            .search_replies_once(terms, viewer, screen, page, prefix)
+            .search_replies_once(terms, viewer, page, prefix)
             .await?;
         if terms.typing && !prefix && run.candidates < SEARCH_WINDOW {
             prefix = true;
             run = self
-                .search_replies_once(terms, viewer, screen, page, prefix)
+                .search_replies_once(terms, viewer, page, prefix)
                 .await?;
         }
         let has_more = run.rows.len() as i64 > page.limit;
@@ -546,11 +539,10 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> Result<Run<(Reply, f64)>, DomainError> {
-        let (sql, args) = self.search_replies_sql(terms, viewer, screen, page, prefix);
+        let (sql, args) = self.search_replies_sql(terms, viewer, page, prefix);
         let (candidates, json): (i64, String) = bind_all(sqlx::query_as(&sql), args)
             .fetch_one(&mut *self.lease().await?)
             .await?;
@@ -568,7 +560,6 @@ impl Database {
         &self,
         terms: &SearchTerms,
         viewer: Viewer,
-        screen: Option<Screen>,
         page: Page,
         prefix: bool,
     ) -> (String, Vec<Arg>) {
@@ -589,10 +580,6 @@ impl Database {
                 )
             }
             Viewer::Moderator(_) => " AND rp.status <> 'deleted'".to_owned(),
-        };
-        let visibility = match screen {
-            Some(screen) => format!("{visibility} AND {}", screen.sql("rp.author_id", &mut args)),
-            None => visibility,
         };
         let exact = args.push(Arg::Text(terms.exact.clone()));
         let exact = format!("lower(rp.content) = {exact}");
@@ -745,13 +732,12 @@ impl Database {
         };
         let mut plan = Vec::new();
         for prefix in [false, true] {
-            let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, None, page, prefix);
+            let (posts_sql, posts_args) = self.search_posts_sql(terms, viewer, page, prefix);
             plan.extend(self.explain(&posts_sql, posts_args).await?);
             let (users_sql, users_args) =
                 self.search_users_sql(terms, matches!(viewer, Viewer::Moderator(_)), page, prefix);
             plan.extend(self.explain(&users_sql, users_args).await?);
-            let (replies_sql, replies_args) =
-                self.search_replies_sql(terms, viewer, None, page, prefix);
+            let (replies_sql, replies_args) = self.search_replies_sql(terms, viewer, page, prefix);
             plan.extend(self.explain(&replies_sql, replies_args).await?);
         }
         Ok(plan)

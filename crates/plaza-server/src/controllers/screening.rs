@@ -28,8 +28,8 @@ const THREAD: &str = "a reply by an author the caller blocks or mutes, or one a 
     do not mark replies";
 const FEED: &str = "as the post list: blocked and muted authors left out, hide filters leave \
     posts out of the page, warn filters add `filtered`";
-const SEARCH: &str = "posts and replies by authors the caller blocks or mutes are not found; \
-    results a hide filter matches are left out of the page, warn filters add `filtered`";
+const SEARCH: &str = "posts and replies by authors the caller blocks or mutes, and results a \
+    hide filter matches, are left out of the page found; warn filters add `filtered`";
 const FOLLOW: &str = "following a member";
 const REPLY: &str = "answering the post's author or the parent reply's author";
 const REACT: &str = "reacting to the item's author";

@@ -321,8 +321,7 @@ async fn found_posts(
 ) -> Result<(Scored, bool), AppError> {
     let viewer = viewer_of(caller);
     let now = now_millis();
-    let screen = reading.and_then(|reading| reading.relations.screen(now));
-    let mut found = state.db.search_posts(terms, viewer, screen, page).await?;
+    let mut found = state.db.search_posts(terms, viewer, page).await?;
     let sights = PostSights::of(reading, found.hits.iter().map(|hit| &hit.post), now);
     found.hits.retain(|hit| !sights.hides(hit.post.id));
     let ids: Vec<i64> = found.hits.iter().map(|hit| hit.post.id).collect();
@@ -346,10 +345,9 @@ async fn found_replies(
     page: Page,
 ) -> Result<(Scored, bool), AppError> {
     let now = now_millis();
-    let screen = reading.and_then(|reading| reading.relations.screen(now));
     let found = state
         .db
-        .search_replies(terms, viewer_of(caller), screen, page)
+        .search_replies(terms, viewer_of(caller), page)
         .await?;
     let mut results = Vec::with_capacity(found.hits.len());
     for hit in &found.hits {
