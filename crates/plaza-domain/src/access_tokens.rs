@@ -10,6 +10,7 @@ use sqlx::FromRow;
 
 use crate::admin_principal::{Capabilities, capabilities_sql};
 use crate::dialect::Dialect;
+use crate::notifications;
 use crate::policy::TokenScope;
 use crate::sessions::SessionUser;
 use crate::users::{USER_COLUMNS, User, UserRow};
@@ -179,6 +180,7 @@ struct TokenUserRow {
     token_last_used_at: Option<i64>,
     token_capabilities: Option<String>,
     token_relations_version: i64,
+    token_unread_notifications: i64,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -202,9 +204,10 @@ impl Database {
             "SELECT t.id AS token_id, t.scopes AS token_scopes, t.created_at AS token_created_at, \
              t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, \
              {capabilities} AS token_capabilities, u.relations_version AS token_relations_version, \
-             {columns} FROM access_tokens t JOIN users u ON u.id = t.user_id \
+             {unread} AS token_unread_notifications, {columns} FROM access_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.token_hash = $1 AND t.expires_at > $2",
             capabilities = capabilities_sql(self.dialect(), "u"),
+            unread = notifications::UNREAD_OF_USER_SQL,
         );
         let mut lease = self.lease().await?;
         let row: Option<TokenUserRow> = sqlx::query_as(&sql)
@@ -240,6 +243,7 @@ impl Database {
                 user: User::try_from(row.user)?,
                 capabilities: Capabilities::from_names(row.token_capabilities),
                 relations_version: row.token_relations_version,
+                unread_notifications: notifications::unread_count(row.token_unread_notifications),
             },
         }))
     }

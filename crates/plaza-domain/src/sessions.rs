@@ -8,6 +8,7 @@ use sqlx::FromRow;
 
 use crate::admin_principal::{Capabilities, capabilities_sql};
 use crate::dialect::Dialect;
+use crate::notifications;
 use crate::time::now_millis;
 use crate::users::{Role, USER_COLUMNS, User, UserRow};
 use crate::{Backend, Database, DomainError, Tx};
@@ -26,6 +27,9 @@ pub struct SessionUser {
     /// The user's `relations_version` (see [`crate::between`]): which
     /// copy of their blocks, mutes and filters is current.
     pub relations_version: i64,
+    /// How many of the user's notifications were unread when the session
+    /// was looked up (with the request it answers).
+    pub unread_notifications: i64,
 }
 
 #[derive(FromRow)]
@@ -38,6 +42,7 @@ struct SessionUserRow {
     session_second_factor_at: Option<i64>,
     session_capabilities: Option<String>,
     session_relations_version: i64,
+    session_unread_notifications: i64,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -69,10 +74,12 @@ fn session_users_sql(dialect: Dialect, size_index: usize) -> &'static str {
              s.expires_at AS session_expires_at, \
              s.last_seen_at AS session_last_seen_at, s.created_at AS session_created_at, \
              s.second_factor_at AS session_second_factor_at, {capabilities} AS session_capabilities, \
-             u.relations_version AS session_relations_version, {columns} \
+             u.relations_version AS session_relations_version, \
+             {unread} AS session_unread_notifications, {columns} \
              FROM sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.token_hash IN ({hashes}) AND s.expires_at > $1 AND s.created_at > $2",
             capabilities = capabilities_sql(dialect, "u"),
+            unread = notifications::UNREAD_OF_USER_SQL,
         )
     }
     static SQLITE: [OnceLock<String>; LOOKUP_SIZES.len()] =
@@ -254,6 +261,7 @@ impl Database {
             user: User::try_from(row.user)?,
             capabilities: Capabilities::from_names(row.session_capabilities),
             relations_version: row.session_relations_version,
+            unread_notifications: notifications::unread_count(row.session_unread_notifications),
         })
     }
 }

@@ -30,6 +30,7 @@ pub use push::{
     unsubscribe,
 };
 pub use query::{Cursor, MAX_PAGE, NotificationPage, NotificationQuery};
+pub(crate) use query::{UNREAD_OF_USER_SQL, unread_count};
 pub use writes::{
     GROUP_WINDOW_MS, MAX_MARKED, Marked, NewNotification, PUSH_LIFETIME_MS, mark_read, notify,
 };

@@ -1,10 +1,22 @@
 //! Reading notifications: a member's list newest first by a keyset cursor
 //! on `(updated_at, id)`, one index range however many they hold; their
-//! unread count, one row kept by triggers; and what changed since a time,
-//! for the live stream.
+//! unread count, one row kept by triggers and read with their session;
+//! and what changed since a time, for the live stream.
 
 use super::model::{NOTIFICATION_COLUMNS, NOTIFICATION_SOURCE, Notification, NotificationRow};
 use crate::{Database, DomainError};
+
+/// How many notifications of the user `u.id` (the statement's `users u`)
+/// are unread: the row the triggers keep, read in the statement that
+/// resolves a session or token, so the count costs no statement of its
+/// own. Negative never reaches a reader ([`unread_count`]).
+pub(crate) const UNREAD_OF_USER_SQL: &str =
+    "COALESCE((SELECT nc.unread FROM notification_counts nc WHERE nc.user_id = u.id), 0)";
+
+/// The unread count [`UNREAD_OF_USER_SQL`] read.
+pub(crate) fn unread_count(read: i64) -> i64 {
+    read.max(0)
+}
 
 /// Most notifications on one page.
 pub const MAX_PAGE: i64 = 100;
@@ -86,17 +98,6 @@ impl Database {
             notifications,
             next,
         })
-    }
-
-    /// How many of `user_id`'s notifications are unread: the row the
-    /// triggers keep.
-    pub async fn unread_notifications(&self, user_id: i64) -> Result<i64, DomainError> {
-        let count: Option<(i64,)> =
-            sqlx::query_as("SELECT unread FROM notification_counts WHERE user_id = $1")
-                .bind(user_id)
-                .fetch_optional(&mut *self.lease().await?)
-                .await?;
-        Ok(count.map_or(0, |(count,)| count.max(0)))
     }
 
     /// `user_id`'s notifications created or grown at `since` or later,

@@ -21,7 +21,7 @@ mod thread;
 mod writes;
 
 pub use admin_queue::{AdminReply, AdminReplyPage, AdminReplyQuery};
-pub use extras::ReplyExtras;
+pub use extras::{MemberOverlay, ReplyExtras};
 pub use model::{MAX_CONTENT_CHARS, NewReply, Reply, ReplyAuthor, ReplyStatus};
 pub(crate) use model::{REPLY_COLUMNS, ReplyJson, ReplyRow};
 pub use moderation::{ReplyModerated, ReplyStep, moderate, reply_moderation_step};

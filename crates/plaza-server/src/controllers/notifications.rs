@@ -149,7 +149,7 @@ pub async fn list_notifications(
             after,
         })
         .await?;
-    let unread_count = state.db.unread_notifications(user_id).await?;
+    let unread_count = caller.session.unread_notifications;
     let reading = reading_of(&state, Some(&caller)).await?;
     let now = now_millis();
     let server = &state.settings.server;
@@ -260,7 +260,9 @@ pub struct UnreadCount {
 }
 
 /// How many of the signed-in member's notifications are unread (one row,
-/// kept with every notification and every read).
+/// kept with every notification and every read, and read in the statement
+/// that resolves the caller's session: this route costs no statement of
+/// its own).
 #[utoipa::path(
     get,
     path = "/api/notifications/unread-count",
@@ -271,11 +273,10 @@ pub struct UnreadCount {
     )
 )]
 pub async fn unread_count(
-    State(state): State<AppState>,
     CurrentUser(caller): CurrentUser,
 ) -> Result<AppJson<UnreadCount>, AppError> {
     Ok(AppJson(UnreadCount {
-        unread_count: state.db.unread_notifications(caller.user_id()).await?,
+        unread_count: caller.session.unread_notifications,
     }))
 }
 

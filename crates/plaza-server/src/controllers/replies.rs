@@ -3,6 +3,8 @@
 //! (DECISIONS.md "Conversations (round 5)"). A reply the caller may not
 //! see, or one on a post they may not see, is 404.
 
+use std::sync::Arc;
+
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +17,7 @@ use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
 use plaza_domain::posts::{self, Viewer};
 use plaza_domain::replies::{
-    self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadQuery, ThreadSort,
+    self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadPage, ThreadQuery, ThreadSort,
 };
 use plaza_domain::reports::ReportTarget;
 use plaza_domain::time::{now_millis, rfc3339};
@@ -35,6 +37,8 @@ use crate::http::answer_cache::{self, Audience};
 use crate::http::error::AppError;
 use crate::http::error::schema::GeneralError;
 use crate::http::extract::{AppJson, AppQuery, IdPath};
+use crate::services::answer_cache::PublicThreadPage;
+use crate::services::reader_relations::Reading;
 use crate::settings::ServerSettings;
 use crate::state::AppState;
 
@@ -269,7 +273,10 @@ async fn subtree_root(
 /// the newest answers to the post first. Walking the cursors returns every
 /// reply visible when the walk began exactly once, also while replies are
 /// added. Placeholders of deleted replies keep their place while visible
-/// replies are below them.
+/// replies are below them. Anonymous pages are answered from a cache, and
+/// a member's page is the same public page with their own reactions, held
+/// replies and relations laid over it: either is at most a second behind
+/// a write on another instance; `Cache-Control: no-cache` renders afresh.
 #[utoipa::path(
     get,
     path = "/api/posts/{id}/replies",
@@ -324,57 +331,158 @@ pub async fn list_replies(
         .as_deref()
         .and_then(|raw| problems.check("cursor", decode_cursor(sort, raw)));
     problems.finish()?;
+    let request = ThreadRequest {
+        post_id,
+        parent_id,
+        sort,
+        limit,
+        after,
+    };
     let viewer = viewer_of(caller.as_ref());
-    let key = answer_cache::key(
-        caller.is_none(),
-        &headers,
-        &format!("replies/{post_id}"),
-        raw_query.as_deref(),
-    );
     let reading = reading_of(&state, caller.as_ref()).await?;
+    let route = format!("replies/{post_id}");
+    if let Viewer::Member(user_id) = viewer
+        && let Some(key) = answer_cache::shared_key(&headers, &route, raw_query.as_deref())
+        && let Some(list) = member_page(&state, user_id, key, &request, reading.as_deref()).await?
+    {
+        return answer_cache::tagged_json(&list, &headers, Audience::Caller);
+    }
+    let key = answer_cache::key(caller.is_none(), &headers, &route, raw_query.as_deref());
     answer_cache::answer(
         &state.content_generation,
         &state.answer_caches.replies,
         key,
         (&headers, Audience::of(caller.is_none())),
         async {
-            state.db.post_for(post_id, viewer).await?;
-            let below = match parent_id {
-                Some(parent_id) => Some(subtree_root(&state, viewer, post_id, parent_id).await?),
-                None => None,
-            };
-            let page = state
-                .db
-                .thread_page(
-                    &ThreadQuery {
-                        post_id,
-                        below,
-                        sort,
-                        limit,
-                        after,
-                    },
-                    viewer,
-                )
-                .await?;
-            let now = now_millis();
-            let mut replies = views(&state, viewer, &page.replies).await?;
-            for (view, reply) in replies.iter_mut().zip(&page.replies) {
-                match reply_sight(reading.as_deref(), reply.author_id(), &reply.content, now) {
-                    Sight::Hidden(hidden) => view.hide(hidden),
-                    Sight::Shown { warnings } if !warnings.is_empty() => {
-                        view.filtered = Some(warnings)
-                    }
-                    Sight::Shown { .. } => {}
-                }
-            }
-            Ok(ReplyList {
-                replies,
-                next_cursor: page.next.map(|key| encode_cursor(sort, &key)),
-                total: page.total,
-            })
+            let (page, extras) = thread_of(&state, &request, viewer).await?;
+            Ok(reply_list(&state, sort, &page, &extras, reading.as_deref()))
         },
     )
     .await
+}
+
+/// What a thread page asks for, checked.
+struct ThreadRequest {
+    post_id: i64,
+    parent_id: Option<i64>,
+    sort: ThreadSort,
+    limit: i64,
+    after: Option<String>,
+}
+
+/// The page `request` names as `viewer` sees it, and its replies' extras.
+async fn thread_of(
+    state: &AppState,
+    request: &ThreadRequest,
+    viewer: Viewer,
+) -> Result<(ThreadPage, Vec<ReplyExtras>), AppError> {
+    let post_id = request.post_id;
+    state.db.post_for(post_id, viewer).await?;
+    let below = match request.parent_id {
+        Some(parent_id) => Some(subtree_root(state, viewer, post_id, parent_id).await?),
+        None => None,
+    };
+    let page = state
+        .db
+        .thread_page(
+            &ThreadQuery {
+                post_id,
+                below,
+                sort: request.sort,
+                limit: request.limit,
+                after: request.after.clone(),
+            },
+            viewer,
+        )
+        .await?;
+    let ids: Vec<i64> = page.replies.iter().map(|reply| reply.id).collect();
+    let extras = state.db.reply_extras(viewer, &ids).await?;
+    Ok((page, extras))
+}
+
+/// `page` (walked in `sort`) with `extras` as its reader sees it, their
+/// relations (`reading`) hiding and marking replies.
+fn reply_list(
+    state: &AppState,
+    sort: ThreadSort,
+    page: &ThreadPage,
+    extras: &[ReplyExtras],
+    reading: Option<&Reading>,
+) -> ReplyList {
+    let now = now_millis();
+    let replies = page
+        .replies
+        .iter()
+        .zip(extras)
+        .map(|(reply, extras)| {
+            let mut view = ReplyView::new(reply, extras, &state.settings.server);
+            match reply_sight(reading, reply.author_id(), &reply.content, now) {
+                Sight::Hidden(hidden) => view.hide(hidden),
+                Sight::Shown { warnings } if !warnings.is_empty() => view.filtered = Some(warnings),
+                Sight::Shown { .. } => {}
+            }
+            view
+        })
+        .collect();
+    ReplyList {
+        replies,
+        next_cursor: page.next.as_ref().map(|key| encode_cursor(sort, key)),
+        total: page.total,
+    }
+}
+
+/// A member's page from the public one anyone reads, kept at the content
+/// generation under `key` (as fresh as the anonymous answers): that page
+/// with the member's own reactions, read in one statement, and their
+/// relations. `None` when their page is their own: they hold a reply of
+/// the thread only they see, or the public page refuses the request (a
+/// draft of theirs, a parent reply only they see), which their own
+/// rendering answers.
+async fn member_page(
+    state: &AppState,
+    user_id: i64,
+    key: String,
+    request: &ThreadRequest,
+    reading: Option<&Reading>,
+) -> Result<Option<ReplyList>, AppError> {
+    let public = state
+        .answer_caches
+        .thread_pages
+        .at_generation(&state.content_generation, Some(key), async {
+            let (page, extras) = thread_of(state, request, Viewer::Anonymous).await?;
+            Ok::<_, AppError>(Arc::new(PublicThreadPage { page, extras }))
+        })
+        .await;
+    let public = match public {
+        Ok(public) => public,
+        Err(refused) if refused.status().is_client_error() => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let ids: Vec<i64> = public.page.replies.iter().map(|reply| reply.id).collect();
+    let mut overlay = state
+        .db
+        .member_overlay(request.post_id, user_id, &ids)
+        .await?;
+    if overlay.holds_unseen_reply {
+        return Ok(None);
+    }
+    let extras: Vec<ReplyExtras> = public
+        .page
+        .replies
+        .iter()
+        .zip(&public.extras)
+        .map(|(reply, extras)| ReplyExtras {
+            my_reactions: overlay.my_reactions.remove(&reply.id).unwrap_or_default(),
+            ..extras.clone()
+        })
+        .collect();
+    Ok(Some(reply_list(
+        state,
+        request.sort,
+        &public.page,
+        &extras,
+        reading,
+    )))
 }
 
 /// A new reply.

@@ -2,8 +2,10 @@
 //! ([`crate::services::answer_cache`]) or rendered afresh: the cache key of
 //! a request, 304 when `If-None-Match` names the answer's tag, and the
 //! `Cache-Control` that tells caches who the answer is for. Signed-in
-//! callers see their own drafts and are never served from a cache; a
-//! request with `Cache-Control: no-cache` is rendered afresh.
+//! callers see their own drafts and are never served a kept answer (a
+//! member's thread page is laid over kept data, see
+//! `controllers::replies`); a request with `Cache-Control: no-cache` is
+//! rendered afresh.
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -23,12 +25,19 @@ pub fn key(
     route: &str,
     query: Option<&str>,
 ) -> Option<String> {
+    shared_key(headers, route, query).filter(|_| anonymous)
+}
+
+/// The key of what anyone's request for `route?query` shares, whoever
+/// asks; `None` with `Cache-Control: no-cache`, which asks for a fresh
+/// rendering.
+pub fn shared_key(headers: &HeaderMap, route: &str, query: Option<&str>) -> Option<String> {
     let no_cache = headers
         .get_all(header::CACHE_CONTROL)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .any(|value| value.to_ascii_lowercase().contains("no-cache"));
-    (anonymous && !no_cache).then(|| format!("{route}?{}", query.unwrap_or_default()))
+    (!no_cache).then(|| format!("{route}?{}", query.unwrap_or_default()))
 }
 
 /// Answers from `cache` when `key` is cached at the current content

@@ -1,6 +1,8 @@
 //! Rendered answers kept for anonymous readers: the public post list,
 //! post search and thread pages, asked for over and over with the same
-//! parameters, and the emoji list per platform.
+//! parameters, and the emoji list per platform. Beside them, the public
+//! part of thread pages as data, over which each signed-in member's own
+//! part is laid ([`PublicThreadPage`]).
 //!
 //! An answer kept by content generation is reused only while the content
 //! generation (bumped by triggers on every write to posts, by any instance
@@ -15,12 +17,13 @@
 //! naming the current tag is answered from memory, without rendering.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use base64::Engine;
 use headers::ETag;
 use plaza_domain::DomainError;
+use plaza_domain::replies::{ReplyExtras, ThreadPage};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -33,10 +36,27 @@ const MAX_ANSWER_BYTES: usize = 256 * 1024;
 /// Most bytes kept in all.
 const MAX_TOTAL_BYTES: usize = 32 * 1024 * 1024;
 
+/// What a cache keeps: cheap to clone, with the bytes it holds.
+pub trait Kept: Clone {
+    /// The bytes kept, for the cache's bounds.
+    fn bytes(&self) -> usize;
+}
+
 /// Answers by request key, each with the generation it was rendered at.
-#[derive(Default)]
-pub struct AnswerCache {
-    entries: Mutex<Entries>,
+pub struct AnswerCache<V = Tagged> {
+    entries: Mutex<Entries<V>>,
+}
+
+impl<V> Default for AnswerCache<V> {
+    fn default() -> Self {
+        AnswerCache {
+            entries: Mutex::new(Entries {
+                by_key: HashMap::new(),
+                bytes: 0,
+                refreshing: HashSet::new(),
+            }),
+        }
+    }
 }
 
 /// A rendered answer and its tag.
@@ -71,15 +91,37 @@ impl Tagged {
     pub fn etag(&self) -> &ETag {
         &self.etag
     }
+}
 
-    fn len(&self) -> usize {
+impl Kept for Tagged {
+    fn bytes(&self) -> usize {
         self.body.len()
     }
 }
 
-#[derive(Default)]
-struct Entries {
-    by_key: HashMap<String, (i64, Tagged)>,
+/// What anyone sees of a thread page (read as an anonymous reader): the
+/// page and its replies' extras. A signed-in member's page is this with
+/// their own reactions and sight laid over it, unless they hold a reply of
+/// the thread only they see.
+#[derive(Debug)]
+pub struct PublicThreadPage {
+    pub page: ThreadPage,
+    /// The extras of each of `page.replies`, in the same order.
+    pub extras: Vec<ReplyExtras>,
+}
+
+impl Kept for Arc<PublicThreadPage> {
+    fn bytes(&self) -> usize {
+        self.page
+            .replies
+            .iter()
+            .map(|reply| reply.content.len() + reply.path.len() + 256)
+            .sum()
+    }
+}
+
+struct Entries<V> {
+    by_key: HashMap<String, (i64, V)>,
     bytes: usize,
     /// Keys whose answer one request is rendering anew (see [`answer_in_slot`]).
     refreshing: HashSet<String>,
@@ -97,6 +139,8 @@ pub struct AnswerCaches {
     pub emojis: AnswerCache,
     /// `GET /api/posts/{id}/replies`, per post.
     pub replies: AnswerCache,
+    /// The public part of the same pages, for signed-in members.
+    pub thread_pages: AnswerCache<Arc<PublicThreadPage>>,
 }
 
 impl AnswerCaches {
@@ -107,11 +151,12 @@ impl AnswerCaches {
             ("search", self.search.clear()),
             ("emojis", self.emojis.clear()),
             ("replies", self.replies.clear()),
+            ("thread_pages", self.thread_pages.clear()),
         ]
     }
 }
 
-impl AnswerCache {
+impl<V: Kept> AnswerCache<V> {
     /// Drops every answer (the next request renders afresh); answers how
     /// many there were.
     pub fn clear(&self) -> usize {
@@ -125,13 +170,13 @@ impl AnswerCache {
     }
 
     /// The answer kept for `key` whatever its stamp, with that stamp.
-    fn get_any(&self, key: &str) -> Option<(i64, Tagged)> {
+    fn get_any(&self, key: &str) -> Option<(i64, V)> {
         let entries = self.entries.lock().ok()?;
         entries.by_key.get(key).cloned()
     }
 
     /// Marks `key` as being rendered; `None` when another request is on it.
-    fn claim(&self, key: &str) -> Option<RefreshClaim<'_>> {
+    fn claim(&self, key: &str) -> Option<RefreshClaim<'_, V>> {
         let mut entries = self.entries.lock().ok()?;
         entries
             .refreshing
@@ -142,7 +187,7 @@ impl AnswerCache {
             })
     }
 
-    fn get(&self, key: &str, generation: i64) -> Option<Tagged> {
+    fn get(&self, key: &str, generation: i64) -> Option<V> {
         let entries = self.entries.lock().ok()?;
         entries
             .by_key
@@ -153,34 +198,32 @@ impl AnswerCache {
 
     /// Keeps an answer; when full, answers of older generations go first,
     /// then everything.
-    fn put(&self, key: String, generation: i64, answer: Tagged) {
-        if answer.len() > MAX_ANSWER_BYTES {
+    fn put(&self, key: String, generation: i64, answer: V) {
+        if answer.bytes() > MAX_ANSWER_BYTES {
             return;
         }
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + answer.len() > MAX_TOTAL_BYTES {
+        if entries.by_key.len() >= MAX_ENTRIES || entries.bytes + answer.bytes() > MAX_TOTAL_BYTES {
             entries
                 .by_key
                 .retain(|_, (rendered_at, _)| *rendered_at == generation);
             if entries.by_key.len() >= MAX_ENTRIES {
                 entries.by_key.clear();
             }
-            entries.bytes = entries.by_key.values().map(|(_, kept)| kept.len()).sum();
-            if entries.bytes + answer.len() > MAX_TOTAL_BYTES {
+            entries.bytes = entries.by_key.values().map(|(_, kept)| kept.bytes()).sum();
+            if entries.bytes + answer.bytes() > MAX_TOTAL_BYTES {
                 entries.by_key.clear();
                 entries.bytes = 0;
             }
         }
-        entries.bytes += answer.len();
+        entries.bytes += answer.bytes();
         if let Some((_, replaced)) = entries.by_key.insert(key, (generation, answer)) {
-            entries.bytes -= replaced.len();
+            entries.bytes -= replaced.bytes();
         }
     }
-}
 
-impl AnswerCache {
     /// The answer kept for `key` at the current content generation (as
     /// `content` knows it); otherwise the one `render` makes, kept when
     /// there is a key. At most a second older than a fresh answer (see the
@@ -189,8 +232,8 @@ impl AnswerCache {
         &self,
         content: &ContentGeneration,
         key: Option<String>,
-        render: impl Future<Output = Result<Tagged, E>>,
-    ) -> Result<Tagged, E> {
+        render: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E> {
         let generation = match &key {
             Some(key) => {
                 let generation = content.current().await?;
@@ -207,7 +250,9 @@ impl AnswerCache {
         }
         Ok(answer)
     }
+}
 
+impl AnswerCache {
     /// The bytes of the answer kept for a time slot (`stamp`, such as the
     /// current 2 s): an answer of the current slot is served; once the slot
     /// has passed, one request renders the new answer while the others that
@@ -243,12 +288,12 @@ impl AnswerCache {
 
 /// A request rendering a key's answer anew; dropped (rendered, failed or
 /// cancelled), the key is free for the next one.
-struct RefreshClaim<'a> {
-    cache: &'a AnswerCache,
+struct RefreshClaim<'a, V> {
+    cache: &'a AnswerCache<V>,
     key: String,
 }
 
-impl Drop for RefreshClaim<'_> {
+impl<V> Drop for RefreshClaim<'_, V> {
     fn drop(&mut self) {
         if let Ok(mut entries) = self.cache.entries.lock() {
             entries.refreshing.remove(&self.key);
@@ -344,12 +389,24 @@ mod tests {
         );
         assert_eq!(
             caches.clear_all(),
-            vec![("posts", 2), ("search", 1), ("emojis", 1), ("replies", 1)]
+            vec![
+                ("posts", 2),
+                ("search", 1),
+                ("emojis", 1),
+                ("replies", 1),
+                ("thread_pages", 0)
+            ]
         );
         assert_eq!(caches.posts.get("posts?", 1), None);
         assert_eq!(
             caches.clear_all(),
-            vec![("posts", 0), ("search", 0), ("emojis", 0), ("replies", 0)]
+            vec![
+                ("posts", 0),
+                ("search", 0),
+                ("emojis", 0),
+                ("replies", 0),
+                ("thread_pages", 0)
+            ]
         );
     }
 }

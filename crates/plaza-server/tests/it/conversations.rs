@@ -26,6 +26,7 @@ on_both_databases!(
     a_thread_page_reads_one_index_range,
     a_reply_changes_the_cached_answers_about_its_post,
     an_anonymous_thread_page_is_kept_until_the_content_changes,
+    a_members_thread_page_lays_their_own_part_over_the_public_page,
     replies_are_edited_by_their_author_only,
     replies_are_found_by_search_where_their_thread_is_seen,
     the_export_holds_replies_and_erasure_leaves_placeholders,
@@ -1339,12 +1340,97 @@ async fn an_anonymous_thread_page_is_kept_until_the_content_changes(backend: Bac
     let signed_in = server.get_json_as(&path, &author.cookie).await;
     assert_eq!(
         signed_in["replies"][0]["reply_count"], 5,
-        "a signed-in reader's page is rendered for them"
+        "a member's page is laid over public data of its own, read now"
+    );
+    server
+        .sql(&format!(
+            "UPDATE replies SET reply_count = 7 WHERE id = {first}"
+        ))
+        .await;
+    let kept = server.get_json_as(&path, &author.cookie).await;
+    assert_eq!(kept, signed_in, "the public data is kept for members too");
+    let response = server
+        .client
+        .get(server.url(&path))
+        .header("cookie", &author.cookie)
+        .header("cache-control", "no-cache")
+        .send()
+        .await
+        .unwrap();
+    let asked_fresh: Value = response.json().await.unwrap();
+    assert_eq!(
+        asked_fresh["replies"][0]["reply_count"], 7,
+        "no-cache renders the member's page afresh"
     );
     reply_id(&server, &author.cookie, &post_id, None, "again").await;
     let fresh: Value = server.get(&path).await.json().await.unwrap();
     assert_eq!(fresh["total"], 2, "a new reply renews the page");
-    assert_eq!(fresh["replies"][0]["reply_count"], 5);
+    assert_eq!(fresh["replies"][0]["reply_count"], 7);
+}
+
+async fn a_members_thread_page_lays_their_own_part_over_the_public_page(backend: Backend) {
+    let server = TestServer::start_with_statement_log(backend).await;
+    let author = Member::join(&server, "author@example.com", "user").await;
+    let reader = Member::join(&server, "reader@example.com", "user").await;
+    server.create_user("root@example.com", PASSWORD, "super_admin");
+    let token = server.mint("root@example.com", "admin:super");
+    let post_id = post(
+        &server,
+        &author.cookie,
+        json!({"title": "T", "content": "c"}),
+    )
+    .await;
+    let first = reply_id(&server, &author.cookie, &post_id, None, "first").await;
+    let second = reply_id(&server, &author.cookie, &post_id, None, "second").await;
+    for emoji in ["%F0%9F%8E%89", "%F0%9F%91%8D"] {
+        let (status, body) = call(
+            &server,
+            "PUT",
+            &format!("/api/replies/{second}/reactions/{emoji}"),
+            Some(&reader.cookie),
+            None,
+        )
+        .await;
+        assert!(status == 200 || status == 204, "{status} {body}");
+    }
+    let path = format!("/api/posts/{post_id}/replies");
+    let authors = server.get_json_as(&path, &author.cookie).await;
+    assert_eq!(
+        authors["replies"][1]["reactions"],
+        json!({"🎉": 1, "👍": 1})
+    );
+    assert_eq!(authors["replies"][1]["my_reactions"], json!([]));
+    let readers = server.get_json_as(&path, &reader.cookie).await;
+    assert_eq!(
+        readers["replies"][1]["reactions"],
+        json!({"🎉": 1, "👍": 1})
+    );
+    assert_eq!(readers["replies"][1]["my_reactions"], json!(["🎉", "👍"]));
+    let statements: Vec<String> = server
+        .statements_of(&path, &reader.cookie, "members-page")
+        .await
+        .into_iter()
+        // The answer cache's probe of the content generation: not the
+        // page's own.
+        .filter(|line| !line.contains("content_generation"))
+        .collect();
+    assert_eq!(
+        statements.len(),
+        1,
+        "the public page is kept; the reader's own part is one statement: {statements:#?}"
+    );
+
+    // A reply only its author sees makes the author's pages their own.
+    let (status, body) = moderate_reply(&server, &token, &first, json!({"action": "hide"})).await;
+    assert_eq!(status, 200, "{body}");
+    let authors = server.get_json_as(&path, &author.cookie).await;
+    assert_eq!(contents(&authors), ["first", "second"]);
+    assert_eq!(authors["replies"][0]["status"], "hidden");
+    assert_eq!(authors["total"], 2);
+    let readers = server.get_json_as(&path, &reader.cookie).await;
+    assert_eq!(contents(&readers), ["second"]);
+    assert_eq!(readers["total"], 1);
+    assert_eq!(readers["replies"][0]["my_reactions"], json!(["🎉", "👍"]));
 }
 
 async fn replies_are_edited_by_their_author_only(backend: Backend) {

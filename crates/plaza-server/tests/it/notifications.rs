@@ -32,6 +32,7 @@ on_both_databases!(
     pushes_reach_the_endpoint_encrypted_and_signed_and_answers_are_obeyed,
     nobody_is_notified_of_a_member_they_mute_or_block,
     a_follow_notifies_the_member_followed,
+    the_unread_count_is_read_with_the_session,
 );
 
 /// `GET /api/notifications{query}` as `cookie`.
@@ -1152,4 +1153,36 @@ async fn a_follow_notifies_the_member_followed(backend: Backend) {
     assert_eq!(told[0]["actor"]["id"], bob.id.to_string());
     assert!(told[0]["post_id"].is_null() && told[0]["reply_id"].is_null());
     assert_eq!(items(&server, &bob.cookie).await.len(), 0);
+}
+
+async fn the_unread_count_is_read_with_the_session(backend: Backend) {
+    let server = TestServer::start_with_statement_log(backend).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    let post_id = post(&server, &ada.cookie, json!({"title": "Hi", "content": "x"})).await;
+    reply(&server, &bob.cookie, &post_id, None, "one").await;
+    reply(&server, &bob.cookie, &post_id, None, "two").await;
+    assert_eq!(unread_count(&server, &ada.cookie).await, 2);
+    let statements = server
+        .statements_of("/api/notifications/unread-count", &ada.cookie, "unread-1")
+        .await;
+    assert!(
+        statements.is_empty(),
+        "the count comes with the session, not from a statement of the route's own: {statements:#?}"
+    );
+    let (status, _) = call(
+        &server,
+        "POST",
+        "/api/notifications/read",
+        Some(&ada.cookie),
+        Some(json!({"all": true})),
+    )
+    .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        unread_count(&server, &ada.cookie).await,
+        0,
+        "a read counts from the next request"
+    );
+    assert_eq!(list(&server, &ada.cookie, "").await["unread_count"], 0);
 }

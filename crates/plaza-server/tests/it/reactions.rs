@@ -559,34 +559,6 @@ async fn a_reaction_renews_cached_answers_and_a_repeat_does_not(backend: Backend
     assert!(generation(server).await > before, "taking one back does");
 }
 
-/// The statements `GET path` as `cookie` ran, from the statement log:
-/// the lines in the span of the request `request_id`, read once its
-/// access line (logged after the answer, outside the span) is in.
-async fn statements_of(
-    server: &TestServer,
-    path: &str,
-    cookie: &str,
-    request_id: &str,
-) -> Vec<String> {
-    let response = server
-        .client
-        .get(server.url(path))
-        .header("cookie", cookie)
-        .header("x-request-id", request_id)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(response.status(), 200);
-    server.wait_for_log(&format!("request_id=\"{request_id}\" client="));
-    let span = format!("request_id=\"{request_id}\"}}");
-    server
-        .logs()
-        .lines()
-        .filter(|line| line.contains(&span) && line.contains("sqlx::query"))
-        .map(str::to_owned)
-        .collect()
-}
-
 async fn a_page_of_posts_costs_the_same_statements_whatever_its_size(backend: Backend) {
     let stage = Stage::started(TestServer::start_with_statement_log(backend).await).await;
     let server = &stage.server;
@@ -626,7 +598,7 @@ async fn a_page_of_posts_costs_the_same_statements_whatever_its_size(backend: Ba
             assert_eq!(mine, ["🎉", "👍"], "{path}");
             assert_eq!(shown[0]["mentions"].as_array().unwrap().len(), 2, "{path}");
             let request_id = format!("{items}-{limit}");
-            counts.push(statements_of(server, &path, &ann.cookie, &request_id).await);
+            counts.push(server.statements_of(&path, &ann.cookie, &request_id).await);
         }
         assert!(!counts[0].is_empty(), "the statement log is read");
         assert_eq!(

@@ -804,6 +804,29 @@ impl TestServer {
         );
     }
 
+    /// The statements `GET path` as `cookie` ran, from the statement log
+    /// ([`TestServer::start_with_statement_log`]): the lines in the span of
+    /// the request `request_id`, read once its access line (logged after
+    /// the answer, outside the span) is in. The answer is asserted 200.
+    pub async fn statements_of(&self, path: &str, cookie: &str, request_id: &str) -> Vec<String> {
+        let response = self
+            .client
+            .get(self.url(path))
+            .header("cookie", cookie)
+            .header("x-request-id", request_id)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 200);
+        self.wait_for_log(&format!("request_id=\"{request_id}\" client="));
+        let span = format!("request_id=\"{request_id}\"}}");
+        self.logs()
+            .lines()
+            .filter(|line| line.contains(&span) && line.contains("sqlx::query"))
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// Blocks until the server has logged `count` lines containing `needle`.
     pub fn wait_for_log_count(&self, needle: &str, count: usize) {
         assert!(
