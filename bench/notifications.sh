@@ -24,7 +24,8 @@
 # Environment: PLAZA_BIN (a built binary instead of building this tree),
 # PLAZA_BENCH_POSTGRES (server URL without a database, default
 # postgres://postgres@127.0.0.1:5432), PLAZA_BENCH_PARTS (default
-# "fan-out unread digest").
+# "fan-out unread digest"), PLAZA_BENCH_PEER (a second binary whose unread
+# count is measured the same way on the same load, right after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MEMBERS="${1:-10000}"
@@ -209,16 +210,21 @@ SQL
   fi
   if [[ " $PARTS " == *" unread "* ]]; then
     # Nothing waits for a digest (the digest part, when run, took it all)
-    # or in the outbox: no job shares the machine with the measurement.
+    # or in the outbox: no job shares the machine with the measurement,
+    # and a checkpoint writes the update out before it.
     q "UPDATE notifications SET mail_state = NULL WHERE mail_state = 'daily'" >/dev/null
-    PLAZA_DIGEST_HOUR_UTC=$(( ($(date -u +%-H) + 12) % 24 )) start_server
-    COOKIE=$(session_cookie bench@example.com "$PASSWORD")
-    curl -sf -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" | sed 's/^/  unread count: /'
-    echo
-    wrk -t2 -c50 -d2s -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" >/dev/null
-    wrk -t2 -c50 -d"${DURATION}s" --latency -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" |
-      awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} /Non-2xx/ {bad=$5}
-        END {printf "  GET /api/notifications/unread-count, 50 connections: %s/s, p50 %s, p99 %s%s\n", rps, p50, p99, bad ? "   non-2xx: " bad : ""}'
-    stop_server
+    q "CHECKPOINT" >/dev/null
+    for build in "$PLAZA" ${PLAZA_BENCH_PEER:+"$PLAZA_BENCH_PEER"}; do
+      PLAZA="$build" PLAZA_DIGEST_HOUR_UTC=$(( ($(date -u +%-H) + 12) % 24 )) start_server
+      COOKIE=$(session_cookie bench@example.com "$PASSWORD")
+      echo "  $build"
+      curl -sf -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" | sed 's/^/  unread count: /'
+      echo
+      wrk -t2 -c50 -d2s -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" >/dev/null
+      wrk -t2 -c50 -d"${DURATION}s" --latency -H "Cookie: $COOKIE" "http://127.0.0.1:$PORT/api/notifications/unread-count" |
+        awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} /Non-2xx/ {bad=$5}
+          END {printf "  GET /api/notifications/unread-count, 50 connections: %s/s, p50 %s, p99 %s%s\n", rps, p50, p99, bad ? "   non-2xx: " bad : ""}'
+      stop_server
+    done
   fi
 fi
