@@ -322,6 +322,7 @@ async fn maintenance_actions_answer_what_they_did_and_are_audited(backend: Backe
             {"name": "search", "entriesCleared": 1},
             {"name": "emojis", "entriesCleared": 0},
             {"name": "replies", "entriesCleared": 0},
+            {"name": "thread_pages", "entriesCleared": 0},
             {"name": "images", "entriesCleared": 0}
         ])
     );
