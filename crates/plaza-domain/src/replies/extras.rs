@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::dialect::json_list;
 use crate::engagement::{Engagement, ItemKind};
 use crate::posts::Viewer;
 use crate::{Database, DomainError};
@@ -69,7 +70,7 @@ impl Database {
                AND h.status IN ('pending', 'hidden', 'deleted') AND h.status <> 'deleted')"
         );
         let mut rows: Vec<(i64, String, i64)> = sqlx::query_as(&sql)
-            .bind(crate::dialect::json_list(reply_ids)?)
+            .bind(json_list(reply_ids)?)
             .bind(user_id)
             .bind(post_id)
             .fetch_all(&mut *self.lease().await?)

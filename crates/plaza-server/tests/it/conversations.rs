@@ -53,6 +53,16 @@ async fn reply(
     body
 }
 
+/// A plain post of `author`'s for a thread to grow under: its id.
+async fn thread_post(server: &TestServer, author: &Member) -> String {
+    post(
+        server,
+        &author.cookie,
+        json!({"title": "T", "content": "c"}),
+    )
+    .await
+}
+
 /// [`reply`]'s id.
 async fn reply_id(
     server: &TestServer,
@@ -178,12 +188,7 @@ async fn threads_read_depth_first_with_sort_and_subtrees(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
     let other = Member::join(&server, "other@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let (a, b) = (&author.cookie, &other.cookie);
     let r1 = reply_id(&server, a, &post_id, None, "1").await;
     let r2 = reply_id(&server, b, &post_id, None, "2").await;
@@ -436,12 +441,7 @@ async fn held_and_deleted_replies_are_seen_by_whom_the_rules_say(backend: Backen
     let moderator = Member::join(&server, "moderator@example.com", "moderator").await;
     server.create_user("root@example.com", PASSWORD, "super_admin");
     let token = server.mint("root@example.com", "admin:super");
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let w = &writer.cookie;
     let shown = reply_id(&server, w, &post_id, None, "shown").await;
     let pending = reply_id(&server, w, &post_id, None, "pending").await;
@@ -524,12 +524,7 @@ async fn deleted_replies_leave_placeholders_while_replies_are_below(backend: Bac
     let author = Member::join(&server, "author@example.com", "user").await;
     let other = Member::join(&server, "other@example.com", "user").await;
     let moderator = Member::join(&server, "moderator@example.com", "moderator").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let (a, b) = (&author.cookie, &other.cookie);
     let parent = reply_id(&server, a, &post_id, None, "parent").await;
     let child = reply_id(&server, b, &post_id, Some(&parent), "child").await;
@@ -656,12 +651,7 @@ async fn locked_posts_and_posts_out_of_view_take_no_replies(backend: Backend) {
     let other = Member::join(&server, "other@example.com", "user").await;
     server.create_user("root@example.com", PASSWORD, "super_admin");
     let token = server.mint("root@example.com", "admin:super");
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let first = reply_id(&server, &other.cookie, &post_id, None, "first").await;
 
     let (status, body) = moderate_post(
@@ -765,12 +755,7 @@ async fn replies_are_reported_once_with_a_category(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
     let reporter = Member::join(&server, "reporter@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let target = reply_id(&server, &author.cookie, &post_id, None, "rude").await;
     let path = format!("/api/replies/{target}/report");
     let r = Some(reporter.cookie.as_str());
@@ -875,12 +860,7 @@ async fn moderators_list_and_moderate_replies_with_audit_entries(backend: Backen
     server.create_user("admin@example.com", PASSWORD, "admin");
     let token = server.mint("root@example.com", "admin:super");
     let write_token = server.mint("admin@example.com", "admin:write");
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let elsewhere = post(
         &server,
         &author.cookie,
@@ -1071,12 +1051,7 @@ fn list_ids(page: &Value) -> Vec<String> {
 async fn concurrent_replies_are_counted_exactly(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let root = reply_id(&server, &author.cookie, &post_id, None, "root").await;
     let mut members = Vec::new();
     for n in 0..10 {
@@ -1123,12 +1098,7 @@ async fn concurrent_replies_are_counted_exactly(backend: Backend) {
 async fn a_thread_page_runs_the_same_statements_for_10_and_100_replies(backend: Backend) {
     let server = TestServer::start_with_statement_log(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let mut parent: Option<String> = None;
     for n in 0..120 {
         let id = reply_id(
@@ -1209,12 +1179,7 @@ async fn a_thread_page_reads_one_index_range(backend: Backend) {
     use plaza_domain::replies::{ThreadQuery, ThreadSort};
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let root = reply_id(&server, &author.cookie, &post_id, None, "root").await;
     let db = server.domain().await;
     let below = db.reply_by_id(root.parse().unwrap()).await.unwrap();
@@ -1265,12 +1230,7 @@ async fn a_thread_page_reads_one_index_range(backend: Backend) {
 async fn a_reply_changes_the_cached_answers_about_its_post(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let front = server.get("/api/posts").await;
     let etag = front.headers()["etag"].to_str().unwrap().to_owned();
     let body: Value = front.json().await.unwrap();
@@ -1319,12 +1279,7 @@ async fn a_reply_changes_the_cached_answers_about_its_post(backend: Backend) {
 async fn an_anonymous_thread_page_is_kept_until_the_content_changes(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let first = reply_id(&server, &author.cookie, &post_id, None, "hello").await;
     let path = format!("/api/posts/{post_id}/replies");
     let read: Value = server.get(&path).await.json().await.unwrap();
@@ -1374,12 +1329,7 @@ async fn a_members_thread_page_lays_their_own_part_over_the_public_page(backend:
     let reader = Member::join(&server, "reader@example.com", "user").await;
     server.create_user("root@example.com", PASSWORD, "super_admin");
     let token = server.mint("root@example.com", "admin:super");
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let first = reply_id(&server, &author.cookie, &post_id, None, "first").await;
     let second = reply_id(&server, &author.cookie, &post_id, None, "second").await;
     for emoji in ["%F0%9F%8E%89", "%F0%9F%91%8D"] {
@@ -1437,12 +1387,7 @@ async fn replies_are_edited_by_their_author_only(backend: Backend) {
     let server = TestServer::start(backend).await;
     let author = Member::join(&server, "author@example.com", "user").await;
     let moderator = Member::join(&server, "moderator@example.com", "moderator").await;
-    let post_id = post(
-        &server,
-        &author.cookie,
-        json!({"title": "T", "content": "c"}),
-    )
-    .await;
+    let post_id = thread_post(&server, &author).await;
     let id = reply_id(&server, &author.cookie, &post_id, None, "first").await;
     let path = format!("/api/replies/{id}");
     let (status, _) = call(
