@@ -15,9 +15,15 @@
 //!
 //! Every answer keeps its strong `ETag`, a hash of its bytes, so a request
 //! naming the current tag is answered from memory, without rendering.
+//!
+//! A key missing at the current generation is rendered by one request at a
+//! time: the requests that arrive meanwhile wait for its answer instead of
+//! each rendering the same page (after every write to a hot thread, say).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+
+use tokio::sync::OnceCell;
 
 use axum::body::Bytes;
 use base64::Engine;
@@ -54,6 +60,7 @@ impl<V> Default for AnswerCache<V> {
                 by_key: HashMap::new(),
                 bytes: 0,
                 refreshing: HashSet::new(),
+                flights: HashMap::new(),
             }),
         }
     }
@@ -123,8 +130,11 @@ impl Kept for Arc<PublicThreadPage> {
 struct Entries<V> {
     by_key: HashMap<String, (i64, V)>,
     bytes: usize,
-    /// Keys whose answer one request is rendering anew (see [`answer_in_slot`]).
+    /// Keys whose answer one request is rendering anew (see [`AnswerCache::in_slot`]).
     refreshing: HashSet<String>,
+    /// Keys being rendered for a generation, and the cell their answer
+    /// lands in (see [`AnswerCache::at_generation`]).
+    flights: HashMap<String, (i64, Arc<OnceCell<V>>)>,
 }
 
 /// Every answer cache of the process, in the app's state: the routes
@@ -227,28 +237,65 @@ impl<V: Kept> AnswerCache<V> {
     /// The answer kept for `key` at the current content generation (as
     /// `content` knows it); otherwise the one `render` makes, kept when
     /// there is a key. At most a second older than a fresh answer (see the
-    /// module's documentation).
+    /// module's documentation). While one request renders a key at a
+    /// generation, the others asking for it wait for that answer; should
+    /// that request fail or go away, the next of them renders.
     pub async fn at_generation<E: From<DomainError>>(
         &self,
         content: &ContentGeneration,
         key: Option<String>,
         render: impl Future<Output = Result<V, E>>,
     ) -> Result<V, E> {
-        let generation = match &key {
-            Some(key) => {
-                let generation = content.current().await?;
-                if let Some(answer) = self.get(key, generation) {
-                    return Ok(answer);
-                }
-                Some(generation)
-            }
-            None => None,
+        let Some(key) = key else {
+            return render.await;
         };
-        let answer = render.await?;
-        if let (Some(key), Some(generation)) = (key, generation) {
-            self.put(key, generation, answer.clone());
+        let generation = content.current().await?;
+        self.kept_or_rendered(key, generation, render).await
+    }
+
+    /// The answer kept for `key` at `generation`, or the one rendered for
+    /// it by the first request of a flight.
+    async fn kept_or_rendered<E>(
+        &self,
+        key: String,
+        generation: i64,
+        render: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E> {
+        if let Some(answer) = self.get(&key, generation) {
+            return Ok(answer);
         }
-        Ok(answer)
+        let Some(flight) = self.board(&key, generation) else {
+            return render.await;
+        };
+        let answer = flight
+            .cell
+            .get_or_try_init(|| async {
+                let answer = render.await?;
+                self.put(key.clone(), generation, answer.clone());
+                Ok::<V, E>(answer)
+            })
+            .await?;
+        Ok(answer.clone())
+    }
+
+    /// The flight rendering `key` at `generation`, joined or begun.
+    fn board(&self, key: &str, generation: i64) -> Option<Flight<'_, V>> {
+        let mut entries = self.entries.lock().ok()?;
+        let cell = match entries.flights.get(key) {
+            Some((flying_at, cell)) if *flying_at == generation => cell.clone(),
+            _ => {
+                let cell = Arc::new(OnceCell::new());
+                entries
+                    .flights
+                    .insert(key.to_owned(), (generation, cell.clone()));
+                cell
+            }
+        };
+        Some(Flight {
+            cache: self,
+            key: key.to_owned(),
+            cell,
+        })
     }
 }
 
@@ -291,6 +338,28 @@ impl AnswerCache {
 struct RefreshClaim<'a, V> {
     cache: &'a AnswerCache<V>,
     key: String,
+}
+
+/// A request on a flight; once every request that boarded it is done
+/// (answered, failed or gone), the key's next miss begins a new one.
+struct Flight<'a, V> {
+    cache: &'a AnswerCache<V>,
+    key: String,
+    cell: Arc<OnceCell<V>>,
+}
+
+impl<V> Drop for Flight<'_, V> {
+    fn drop(&mut self) {
+        if let Ok(mut entries) = self.cache.entries.lock()
+            && entries
+                .flights
+                .get(&self.key)
+                .is_some_and(|(_, cell)| Arc::ptr_eq(cell, &self.cell))
+            && Arc::strong_count(&self.cell) <= 2
+        {
+            entries.flights.remove(&self.key);
+        }
+    }
 }
 
 impl<V> Drop for RefreshClaim<'_, V> {
@@ -342,6 +411,62 @@ mod tests {
         let kept = cache.in_slot(Some(("k".into(), 2)), rendering(3)).await;
         assert_eq!(kept.unwrap(), "2", "the slot's answer");
         assert!(cache.claim("k").is_some(), "released after rendering");
+    }
+
+    #[tokio::test]
+    async fn requests_missing_a_key_together_share_one_rendering() {
+        let cache = AnswerCache::default();
+        let renders = std::sync::atomic::AtomicUsize::new(0);
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let first = cache.kept_or_rendered("k".into(), 1, async {
+            renders.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            released.await.ok();
+            Tagged::json(&1)
+        });
+        let second = cache.kept_or_rendered("k".into(), 1, async {
+            renders.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Tagged::json(&2)
+        });
+        let releasing = async {
+            tokio::task::yield_now().await;
+            release.send(()).ok();
+        };
+        let (first, second, ()) = tokio::join!(first, second, releasing);
+        assert_eq!(first.unwrap().body(), "1");
+        assert_eq!(second.unwrap().body(), "1", "the first request's answer");
+        assert_eq!(renders.into_inner(), 1);
+        assert_eq!(cache.get("k", 1), Some(Tagged::json(&1).unwrap()));
+        assert!(cache.entries.lock().unwrap().flights.is_empty());
+    }
+
+    #[tokio::test]
+    async fn when_the_rendering_request_fails_the_next_one_renders() {
+        let cache = AnswerCache::default();
+        let events = Mutex::new(Vec::new());
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let first = cache.kept_or_rendered("k".into(), 1, async {
+            events.lock().unwrap().push("first renders");
+            released.await.ok();
+            events.lock().unwrap().push("first fails");
+            Err::<Tagged, &str>("gone")
+        });
+        let second = cache.kept_or_rendered("k".into(), 1, async {
+            events.lock().unwrap().push("second renders");
+            Ok::<Tagged, &str>(Tagged::json(&2).unwrap())
+        });
+        let releasing = async {
+            tokio::task::yield_now().await;
+            release.send(()).ok();
+        };
+        let (first, second, ()) = tokio::join!(first, second, releasing);
+        assert_eq!(first, Err("gone"));
+        assert_eq!(second.unwrap().body(), "2");
+        assert_eq!(
+            events.into_inner().unwrap(),
+            ["first renders", "first fails", "second renders"],
+            "the second request waited for the first"
+        );
+        assert!(cache.entries.lock().unwrap().flights.is_empty());
     }
 
     #[test]
