@@ -432,16 +432,26 @@ impl Drop for PrivateRedis {
     }
 }
 
+/// The Redis timeout of the tests that check counts are shared: the first
+/// check waits for the connection (a TLS handshake too), which on a busy
+/// machine can take longer than the default 100 ms, and a check that times
+/// out fails open, uncounted.
+const PATIENT_REDIS_TIMEOUT_MS: &str = "10000";
+
 async fn two_instances_share_one_count_through_redis() {
     let backend = Backend::Postgres;
     let Some(redis) = PrivateRedis::start("two_instances_share_one_count_through_redis") else {
         return;
     };
     let url = redis.url();
-    let settings = [("PLAZA_REDIS_URL", url.as_str())];
+    let settings = [
+        ("PLAZA_REDIS_URL", url.as_str()),
+        ("PLAZA_REDIS_TIMEOUT_MS", PATIENT_REDIS_TIMEOUT_MS),
+    ];
     let first = limited_server(backend, "4/hour", &settings).await;
     let database = [
-        ("PLAZA_REDIS_URL", url.as_str()),
+        settings[0],
+        settings[1],
         ("PLAZA_DATABASE_URL", first.database_url.as_str()),
     ];
     let second = limited_server(backend, "4/hour", &database).await;
@@ -482,6 +492,7 @@ async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given() {
     let trusting = [
         ("PLAZA_REDIS_URL", url.as_str()),
         ("PLAZA_REDIS_CA_FILE", ca_file.as_str()),
+        ("PLAZA_REDIS_TIMEOUT_MS", PATIENT_REDIS_TIMEOUT_MS),
     ];
     let first = limited_server(backend, "3/hour", &trusting).await;
     let second = limited_server(
@@ -490,6 +501,7 @@ async fn counts_are_shared_over_tls_with_a_redis_whose_ca_is_given() {
         &[
             trusting[0],
             trusting[1],
+            trusting[2],
             ("PLAZA_DATABASE_URL", first.database_url.as_str()),
         ],
     )
