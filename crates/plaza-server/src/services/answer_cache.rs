@@ -23,8 +23,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::OnceCell;
-
 use axum::body::Bytes;
 use base64::Engine;
 use headers::ETag;
@@ -32,6 +30,7 @@ use plaza_domain::DomainError;
 use plaza_domain::replies::{ReplyExtras, ThreadPage};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
 
 use crate::services::content_generation::ContentGeneration;
 
