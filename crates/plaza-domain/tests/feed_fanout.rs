@@ -107,7 +107,11 @@ async fn on_postgres() {
     };
     sqlx::any::install_default_drivers();
     let admin = sqlx::AnyPool::connect(&server).await.unwrap();
-    let name = format!("plaza_domain_feed_{}", std::process::id());
+    // One name, so a run that failed before dropping its database leaves
+    // nothing behind after the next.
+    let name = "plaza_domain_feed_fanout";
+    let drop_it = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+    sqlx::query(&drop_it).execute(&admin).await.unwrap();
     let create = format!("CREATE DATABASE {name}");
     sqlx::query(&create).execute(&admin).await.unwrap();
     let base = server.rsplit_once('/').map_or(server.as_str(), |(base, _)| base);
@@ -117,6 +121,5 @@ async fn on_postgres() {
     db.migrate().await.unwrap();
     a_queued_post_is_in_the_feed_before_and_after_its_fan_out(&db).await;
     drop(db);
-    let drop_it = format!("DROP DATABASE {name} WITH (FORCE)");
     sqlx::query(&drop_it).execute(&admin).await.unwrap();
 }
