@@ -114,7 +114,9 @@ async fn on_postgres() {
     sqlx::query(&drop_it).execute(&admin).await.unwrap();
     let create = format!("CREATE DATABASE {name}");
     sqlx::query(&create).execute(&admin).await.unwrap();
-    let base = server.rsplit_once('/').map_or(server.as_str(), |(base, _)| base);
+    let base = server
+        .rsplit_once('/')
+        .map_or(server.as_str(), |(base, _)| base);
     let db = Database::connect(&format!("{base}/{name}"), &DatabaseOptions::default())
         .await
         .unwrap();

@@ -291,7 +291,10 @@ async fn the_feed_is_each_readers_timeline_written_ahead_in_batches(backend: Bac
             .await,
         fans + 1
     );
-    assert_eq!(server.sql_count("SELECT COUNT(*) FROM feed_fanouts").await, 0);
+    assert_eq!(
+        server.sql_count("SELECT COUNT(*) FROM feed_fanouts").await,
+        0
+    );
     let (_, feed) = ask(&server, &ada, "GET", "/api/feed", None).await;
     assert_eq!(ids(&feed, "posts"), std::slice::from_ref(&news));
 
