@@ -61,7 +61,8 @@ run() {
 # The relations of heavy and follower, as plain SQL both databases take:
 # blocks and mutes of the most prolific authors (so they hide posts the
 # pages would show), filters of phrases that are not in the seed's words
-# (each is still matched against every text read).
+# (each is still matched against every text read). The follows fill the
+# follower's feed as follows through the API do (the schema's trigger).
 relations_sql() {
   local heavy=$1 follower=$2 now
   now=$(date +%s%3N)

@@ -49,6 +49,10 @@ pub struct Job {
 /// files), so a run ends well within its lease.
 const ERASED_FILE_PAGES_PER_RUN: usize = 100;
 
+/// Batches of followers one fan-out run writes feed entries for at most
+/// (50,000 entries), so a run ends within a period or two.
+const FEED_FANOUT_BATCHES_PER_RUN: usize = 50;
+
 /// How long finished webhook deliveries stay listed.
 const WEBHOOK_DELIVERY_RETENTION_MILLIS: i64 = 30 * 24 * 3600 * 1000;
 
@@ -389,6 +393,33 @@ pub fn jobs(settings: &Settings) -> Vec<Job> {
                 })
             },
             wake: Some(|state| state.notifier.mail.digest_wake()),
+        },
+        Job {
+            // New posts' feed entries for their authors' followers; every
+            // instance writes, each batch locking its queued post (see
+            // `posts::feed`). The feed reads a queued post from the queue
+            // meanwhile, so the period bounds only how long it does.
+            name: "feed_fanout",
+            period: Duration::from_secs(1),
+            scope: Scope::EachInstance,
+            run: |state| {
+                Box::pin(async move {
+                    let done = state
+                        .db
+                        .fan_out_feeds(FEED_FANOUT_BATCHES_PER_RUN)
+                        .await
+                        .map_err(|error| error.to_string())?;
+                    Ok(if done.entries == 0 && done.posts_done == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            "wrote {} feed entries, finished {} posts",
+                            done.entries, done.posts_done
+                        )
+                    })
+                })
+            },
+            wake: None,
         },
         Job {
             // Webhook deliveries: every instance sends, each attempt claimed

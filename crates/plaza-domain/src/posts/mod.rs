@@ -25,7 +25,7 @@ mod writes;
 
 pub(crate) use admin_queue::AdminReportJson;
 pub use admin_queue::{AdminPost, AdminPostPage, AdminReport};
-pub use feed::{FeedCursor, FeedPage};
+pub use feed::{FANOUT_BATCH, FOLLOW_BACKFILL, FanOut, FeedCursor, FeedPage};
 pub(crate) use model::PUBLIC_SQL;
 pub use model::{
     MAX_CONTENT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TITLE_CHARS, Moderation, NewPost, Post,

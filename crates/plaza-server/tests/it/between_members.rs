@@ -19,6 +19,7 @@ use crate::common::{Backend, TestServer, call, post};
 
 on_both_databases!(
     follows_are_counted_listed_and_fill_the_feed,
+    the_feed_is_each_readers_timeline_written_ahead_in_batches,
     a_block_refuses_interaction_both_ways_ends_follows_and_leaves_mentions_plain,
     a_blocked_authors_content_is_absent_from_every_listing_operation,
     a_mute_hides_until_it_ends_and_lets_the_muted_member_interact,
@@ -244,6 +245,113 @@ async fn follows_are_counted_listed_and_fill_the_feed(backend: Backend) {
     )
     .await;
     assert_eq!(profile["followers_count"], json!(0));
+}
+
+async fn the_feed_is_each_readers_timeline_written_ahead_in_batches(backend: Backend) {
+    let server = TestServer::start_in_process(backend).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    let cy = Member::join(&server, "cy@example.com", "user").await;
+    // Bob's followers: ada, and more than a batch of the fan-out who all
+    // followed at the same moment, so a batch ends inside a tie.
+    let fans = plaza_domain::posts::FANOUT_BATCH + 1;
+    server
+        .sql(&format!(
+            "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {fans}) \
+             INSERT INTO users (email, username, created_at, updated_at) \
+             SELECT 'fan' || i || '@example.com', 'fan' || i, 0, 0 FROM n"
+        ))
+        .await;
+    server
+        .sql(&format!(
+            "INSERT INTO follows (follower_id, followed_id, created_at) \
+             SELECT id, {}, 5 FROM users WHERE email LIKE 'fan%'",
+            bob.id
+        ))
+        .await;
+    let follow = |whom: &Member| format!("/api/users/{}/follow", whom.id);
+    assert_eq!(ask(&server, &ada, "PUT", &follow(&bob), None).await.0, 204);
+
+    // A new post is in the feed at once, and the fan-out gives its entry
+    // to every follower.
+    let news = post(
+        &server,
+        &bob.cookie,
+        json!({"title": "News", "content": "to every follower"}),
+    )
+    .await;
+    let (_, feed) = ask(&server, &ada, "GET", "/api/feed", None).await;
+    assert_eq!(ids(&feed, "posts"), std::slice::from_ref(&news));
+    server.domain().await.fan_out_feeds(10).await.unwrap();
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM feed_entries WHERE post_id = {news}"
+            ))
+            .await,
+        fans + 1
+    );
+    assert_eq!(
+        server.sql_count("SELECT COUNT(*) FROM feed_fanouts").await,
+        0
+    );
+    let (_, feed) = ask(&server, &ada, "GET", "/api/feed", None).await;
+    assert_eq!(ids(&feed, "posts"), std::slice::from_ref(&news));
+
+    // A follow brings in the member's latest posts, up to the bound.
+    let older = plaza_domain::posts::FOLLOW_BACKFILL + 5;
+    server
+        .sql(&format!(
+            "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {older}) \
+             INSERT INTO posts (author_id, title, content, created_at, updated_at) \
+             SELECT {}, 'Old ' || i, 'from before', i, i FROM n",
+            cy.id
+        ))
+        .await;
+    assert_eq!(ask(&server, &ada, "PUT", &follow(&cy), None).await.0, 204);
+    let entries_of = |author: i64| {
+        format!(
+            "SELECT COUNT(*) FROM feed_entries WHERE reader_id = {} AND author_id = {author}",
+            ada.id
+        )
+    };
+    assert_eq!(
+        server.sql_count(&entries_of(cy.id)).await,
+        plaza_domain::posts::FOLLOW_BACKFILL
+    );
+    let mut titles = Vec::new();
+    let mut path = "/api/feed?limit=40".to_owned();
+    loop {
+        let (status, page) = ask(&server, &ada, "GET", &path, None).await;
+        assert_eq!(status, 200, "{page}");
+        titles.extend(
+            page["posts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|post| post["title"].as_str().unwrap().to_owned()),
+        );
+        let Some(cursor) = page["next_cursor"].as_str() else {
+            break;
+        };
+        path = format!("/api/feed?limit=40&cursor={cursor}");
+    }
+    let expected: Vec<String> = std::iter::once("News".to_owned())
+        .chain((6..=older).rev().map(|i| format!("Old {i}")))
+        .collect();
+    assert_eq!(titles, expected);
+
+    // An ended follow takes its entries out: unfollowing, and a block.
+    assert_eq!(
+        ask(&server, &ada, "DELETE", &follow(&cy), None).await.0,
+        204
+    );
+    assert_eq!(server.sql_count(&entries_of(cy.id)).await, 0);
+    let block = format!("/api/users/{}/block", bob.id);
+    assert_eq!(ask(&server, &ada, "PUT", &block, None).await.0, 204);
+    assert_eq!(server.sql_count(&entries_of(bob.id)).await, 0);
+    let (_, feed) = ask(&server, &ada, "GET", "/api/feed", None).await;
+    assert_eq!(ids(&feed, "posts"), Vec::<String>::new());
 }
 
 async fn a_block_refuses_interaction_both_ways_ends_follows_and_leaves_mentions_plain(
