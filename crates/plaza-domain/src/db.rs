@@ -366,6 +366,41 @@ impl Database {
         ended
     }
 
+    /// A read whose statements PostgreSQL plans once per connection, not
+    /// at each execution: `work` runs in a read-only transaction in which
+    /// each prepared statement runs with its generic plan. PostgreSQL
+    /// otherwise plans a prepared statement again for the parameters of
+    /// each execution while it estimates that plan cheaper than the
+    /// generic one, and for a statement of several joins the planning
+    /// costs more than the execution. Only for statements whose best plan
+    /// is the same whatever their parameters' values (a range of one key
+    /// from a given point): a generic plan cannot use a parameter's value
+    /// (a search term's rarity, say) to choose.
+    pub(crate) async fn read_with_generic_plans<T, F>(&self, work: F) -> Result<T, DomainError>
+    where
+        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
+    {
+        let mut lease = self.lease().await?;
+        let mut tx = sqlx::Connection::begin_with(
+            &mut *lease,
+            self.dialect().begin_read_with_generic_plans(),
+        )
+        .await?;
+        // Ended here, not by dropping `tx` (see `write`).
+        match work(&mut tx).await {
+            Ok(value) => {
+                tx.commit().await?;
+                Ok(value)
+            }
+            Err(error) => {
+                if tx.rollback().await.is_err() {
+                    lease.discard();
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// How many units of work ([`Database::write`]) this process has
     /// committed through this handle and its clones, counted once each has
     /// committed: a count unchanged since a read began means no write of

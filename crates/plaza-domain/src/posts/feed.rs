@@ -112,8 +112,17 @@ impl Database {
                  ORDER BY p.created_at DESC, p.id DESC LIMIT {limit_placeholder}) AS queued\
              ) AS p ORDER BY p.created_at DESC, p.id DESC LIMIT {limit_placeholder}"
         );
-        let rows: Vec<PostRow> = bind_all(sqlx::query_as(&sql), args.into_vec())
-            .fetch_all(&mut *self.lease().await?)
+        // Its best plan is the same for every reader and cursor, and
+        // planning it costs more than running it.
+        let args = args.into_vec();
+        let rows: Vec<PostRow> = self
+            .read_with_generic_plans(move |tx| {
+                Box::pin(async move {
+                    Ok(bind_all(sqlx::query_as(&sql), args)
+                        .fetch_all(&mut **tx)
+                        .await?)
+                })
+            })
             .await?;
         let more = rows.len() as i64 > limit;
         let posts = rows
