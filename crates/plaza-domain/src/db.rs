@@ -809,6 +809,62 @@ mod tests {
         assert_eq!(written, 1);
     }
 
+    /// `plan_cache_mode` as a statement on `db`'s one connection sees it,
+    /// inside [`Database::read_with_generic_plans`] or, with `generic`
+    /// false, on a plain lease.
+    async fn plan_cache_mode(db: &Database, generic: bool) -> Result<String, DomainError> {
+        if generic {
+            db.read_with_generic_plans(|tx| {
+                Box::pin(async move {
+                    let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+                        .fetch_one(&mut **tx)
+                        .await?;
+                    Ok(mode)
+                })
+            })
+            .await
+        } else {
+            let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+                .fetch_one(&mut *db.lease().await?)
+                .await?;
+            Ok(mode)
+        }
+    }
+
+    #[tokio::test]
+    async fn postgres_uses_generic_plans_only_inside_a_read_that_asks_for_them() {
+        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "PLAZA_TEST_POSTGRES_URL is required"
+            );
+            return;
+        };
+        let options = DatabaseOptions {
+            max_connections: 1,
+            ..DatabaseOptions::default()
+        };
+        let db = Database::connect(&url, &options).await.unwrap();
+        assert_eq!(
+            plan_cache_mode(&db, true).await.unwrap(),
+            "force_generic_plan"
+        );
+        assert_eq!(plan_cache_mode(&db, false).await.unwrap(), "auto");
+        let failed: Result<(), DomainError> = db
+            .read_with_generic_plans(|tx| {
+                Box::pin(async move {
+                    sqlx::query("SELECT 1").execute(&mut **tx).await?;
+                    Err(DomainError::NotFound("the work's own error"))
+                })
+            })
+            .await;
+        assert!(
+            matches!(failed, Err(DomainError::NotFound("the work's own error"))),
+            "{failed:?}"
+        );
+        assert_eq!(plan_cache_mode(&db, false).await.unwrap(), "auto");
+    }
+
     #[tokio::test]
     async fn an_ended_sqlite_lease_hands_its_connection_to_a_waiting_one() {
         let dir = tempfile::tempdir().unwrap();
