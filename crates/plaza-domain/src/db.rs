@@ -376,7 +376,29 @@ impl Database {
     /// is the same whatever their parameters' values (a range of one key
     /// from a given point): a generic plan cannot use a parameter's value
     /// (a search term's rarity, say) to choose.
+    ///
+    /// The read runs to its end on a task of its own, whether or not its
+    /// caller still waits: a caller dropped between sending `BEGIN` and
+    /// reading its answer (a client gone) would leave the transaction
+    /// open on the server where sqlx cannot see it, and the connection's
+    /// next user inside it.
     pub(crate) async fn read_with_generic_plans<T, F>(&self, work: F) -> Result<T, DomainError>
+    where
+        T: Send + 'static,
+        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T> + Send + 'static,
+    {
+        let db = self.clone();
+        match tokio::spawn(async move { db.generic_plan_read(work).await }).await {
+            Ok(read) => read,
+            Err(joined) if joined.is_panic() => std::panic::resume_unwind(joined.into_panic()),
+            Err(_) => Err(DomainError::Unavailable(
+                "the server is stopping".to_owned(),
+            )),
+        }
+    }
+
+    /// [`Database::read_with_generic_plans`] on the caller's task.
+    async fn generic_plan_read<T, F>(&self, work: F) -> Result<T, DomainError>
     where
         F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
     {
