@@ -192,8 +192,7 @@ impl Database {
     }
 
     /// One page of a walk as `viewer` sees it, the post being visible to
-    /// them (the caller's check): one statement, with its generic plan on
-    /// PostgreSQL ([`Database::read_with_generic_plans`]).
+    /// them (the caller's check): one statement.
     pub async fn thread_page(
         &self,
         query: &ThreadQuery,
@@ -201,18 +200,8 @@ impl Database {
     ) -> Result<ThreadPage, DomainError> {
         let mut args = Args::default();
         let sql = query.sql(self, viewer, &mut args);
-        // Its best plan, one range of the walk's index from the cursor, is
-        // the same for every post and cursor, and planning it costs more
-        // than running it.
-        let args = args.into_vec();
-        let (total, json): (i64, String) = self
-            .read_with_generic_plans(move |tx| {
-                Box::pin(async move {
-                    Ok(bind_all(sqlx::query_as(&sql), args)
-                        .fetch_one(&mut **tx)
-                        .await?)
-                })
-            })
+        let (total, json): (i64, String) = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         let mut replies = parse_json_page::<ReplyJson>(&json)?
             .into_iter()
