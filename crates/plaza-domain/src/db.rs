@@ -116,6 +116,7 @@ pub struct Database {
 /// none here.
 #[derive(Debug)]
 struct WarmConnections {
+    backend: Backend,
     idle: Mutex<Vec<WarmConnection>>,
     permits: Arc<Semaphore>,
     acquire_timeout: Duration,
@@ -165,11 +166,46 @@ impl Drop for Probe<'_> {
     }
 }
 
-/// A connection in the warm stack, and since when.
+/// A connection in the warm stack, since when, and how PostgreSQL plans
+/// its prepared statements.
 #[derive(Debug)]
 struct WarmConnection {
     connection: PoolConnection<Any>,
     idle_since: Instant,
+    plans: Plans,
+}
+
+/// How PostgreSQL chooses the plan of a prepared statement on a
+/// connection. A connection in the pool is always at [`Plans::Default`]:
+/// one set otherwise, or whose setting is unknown, is closed instead of
+/// going back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plans {
+    /// PostgreSQL's own choice: plan again for each execution's parameters
+    /// while that looks cheaper than the generic plan.
+    Default,
+    /// One generic plan per statement, whatever the parameters.
+    Generic,
+}
+
+impl Plans {
+    /// The statement that sets a PostgreSQL connection to these plans.
+    fn setting(self) -> &'static str {
+        match self {
+            Plans::Default => "RESET plan_cache_mode",
+            Plans::Generic => "SET plan_cache_mode = force_generic_plan",
+        }
+    }
+}
+
+/// Hands a connection back to the pool when its plans are the default,
+/// else closes it.
+fn return_to_pool(connection: PoolConnection<Any>, plans: Option<Plans>) {
+    if plans == Some(Plans::Default) {
+        drop(connection);
+    } else {
+        drop(connection.detach());
+    }
 }
 
 impl WarmConnections {
@@ -272,6 +308,7 @@ impl Database {
             options: options.clone(),
             max_connections: options.max_connections,
             warm: Arc::new(WarmConnections {
+                backend,
                 idle: Mutex::default(),
                 permits: Arc::new(Semaphore::new(options.max_connections as usize)),
                 acquire_timeout: options.acquire_timeout,
@@ -366,63 +403,6 @@ impl Database {
         ended
     }
 
-    /// A read whose statements PostgreSQL plans once per connection, not
-    /// at each execution: `work` runs in a read-only transaction in which
-    /// each prepared statement runs with its generic plan. PostgreSQL
-    /// otherwise plans a prepared statement again for the parameters of
-    /// each execution while it estimates that plan cheaper than the
-    /// generic one, and for a statement of several joins the planning
-    /// costs more than the execution. Only for statements whose best plan
-    /// is the same whatever their parameters' values (a range of one key
-    /// from a given point): a generic plan cannot use a parameter's value
-    /// (a search term's rarity, say) to choose.
-    ///
-    /// The read runs to its end on a task of its own, whether or not its
-    /// caller still waits: a caller dropped between sending `BEGIN` and
-    /// reading its answer (a client gone) would leave the transaction
-    /// open on the server where sqlx cannot see it, and the connection's
-    /// next user inside it.
-    pub(crate) async fn read_with_generic_plans<T, F>(&self, work: F) -> Result<T, DomainError>
-    where
-        T: Send + 'static,
-        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T> + Send + 'static,
-    {
-        let db = self.clone();
-        match tokio::spawn(async move { db.generic_plan_read(work).await }).await {
-            Ok(read) => read,
-            Err(joined) if joined.is_panic() => std::panic::resume_unwind(joined.into_panic()),
-            Err(_) => Err(DomainError::Unavailable(
-                "the server is stopping".to_owned(),
-            )),
-        }
-    }
-
-    /// [`Database::read_with_generic_plans`] on the caller's task.
-    async fn generic_plan_read<T, F>(&self, work: F) -> Result<T, DomainError>
-    where
-        F: for<'t, 'c> FnOnce(&'t mut Tx<'c>) -> TxFuture<'t, T>,
-    {
-        let mut lease = self.lease().await?;
-        let mut tx = sqlx::Connection::begin_with(
-            &mut *lease,
-            self.dialect().begin_read_with_generic_plans(),
-        )
-        .await?;
-        // Ended here, not by dropping `tx` (see `write`).
-        match work(&mut tx).await {
-            Ok(value) => {
-                tx.commit().await?;
-                Ok(value)
-            }
-            Err(error) => {
-                if tx.rollback().await.is_err() {
-                    lease.discard();
-                }
-                Err(error)
-            }
-        }
-    }
-
     /// How many units of work ([`Database::write`]) this process has
     /// committed through this handle and its clones, counted once each has
     /// committed: a count unchanged since a read began means no write of
@@ -465,6 +445,30 @@ impl Database {
     /// [`POSTGRES_UNTESTED_IDLE`] is pinged before use; a query cancelled
     /// half-way is drained by sqlx before the connection's next statement.
     pub(crate) async fn lease(&self) -> Result<Lease, DomainError> {
+        self.lease_with(Plans::Default).await
+    }
+
+    /// A connection on which PostgreSQL runs each prepared statement with
+    /// its generic plan, planned once per connection, instead of planning
+    /// it again for the parameters of each execution while it estimates
+    /// that cheaper: for a statement of several joins the planning costs
+    /// more than the execution. Only for statements whose best plan is the
+    /// same whatever their parameters' values (a range of one key from a
+    /// given point): a generic plan cannot use a value (a search term's
+    /// rarity, say) to choose. SQLite plans a statement once, when it
+    /// prepares it, so on SQLite this is a [`Database::lease`].
+    pub(crate) async fn generic_plan_lease(&self) -> Result<Lease, DomainError> {
+        self.lease_with(Plans::Generic).await
+    }
+
+    /// A lease of a connection set to `plans` (see [`Database::lease`]):
+    /// one already set so if one is idle, else one set now with one
+    /// statement.
+    async fn lease_with(&self, plans: Plans) -> Result<Lease, DomainError> {
+        let plans = match self.backend {
+            Backend::Postgres => plans,
+            Backend::Sqlite => Plans::Default,
+        };
         let warm = &self.warm;
         let permit = match Arc::clone(&warm.permits).try_acquire_owned() {
             Ok(permit) => permit,
@@ -485,29 +489,47 @@ impl Database {
             }
         };
         let faults = connection_faults();
-        let reused = warm.idle().pop();
-        let connection = match reused {
+        let reused = {
+            let mut idle = warm.idle();
+            // The most recent idle connection set to `plans`, else the most
+            // recent one.
+            let at = idle
+                .iter()
+                .rposition(|connection| connection.plans == plans)
+                .or_else(|| idle.len().checked_sub(1));
+            at.map(|at| idle.remove(at))
+        };
+        let (connection, set_to) = match reused {
             Some(mut idle) => {
                 let stale = warm
                     .untested_idle
                     .is_some_and(|limit| idle.idle_since.elapsed() > limit);
                 if !stale || sqlx::Connection::ping(&mut *idle.connection).await.is_ok() {
-                    idle.connection
+                    (idle.connection, idle.plans)
                 } else {
                     // Back to the pool, whose own test closes it.
-                    drop(idle);
-                    self.new_connection().await?
+                    return_to_pool(idle.connection, Some(idle.plans));
+                    (self.new_connection().await?, Plans::Default)
                 }
             }
-            None => self.new_connection().await?,
+            None => (self.new_connection().await?, Plans::Default),
         };
-        Ok(Lease {
+        let mut lease = Lease {
             connection: Some(connection),
             warm: Arc::clone(warm),
             _permit: permit,
             faults,
             unit_of_work_open: false,
-        })
+            plans: Some(set_to),
+        };
+        if set_to != plans {
+            // Unknown until the answer is read: a lease dropped meanwhile
+            // closes its connection.
+            lease.plans = None;
+            lease.execute(plans.setting()).await?;
+            lease.plans = Some(plans);
+        }
+        Ok(lease)
     }
 
     /// A connection from the pool. After an attempt to connect failed, one
@@ -588,6 +610,9 @@ pub(crate) struct Lease {
     faults: u64,
     /// A unit of work began on this connection and has not ended cleanly.
     unit_of_work_open: bool,
+    /// How the connection plans its statements; `None` while a change of
+    /// them is unanswered.
+    plans: Option<Plans>,
 }
 
 impl Deref for Lease {
@@ -621,6 +646,7 @@ impl Drop for Lease {
     fn drop(&mut self) {
         let warm = &self.warm;
         if let Some(mut connection) = self.connection.take() {
+            let plans = self.plans;
             if self.unit_of_work_open || sqlx::Connection::is_in_transaction(&*connection) {
                 // A unit of work was cancelled (its request dropped) or
                 // failed to end. Idle in the warm stack, this connection
@@ -634,6 +660,7 @@ impl Drop for Lease {
                 // never come (measured: single analytics events with the
                 // group commit off stopped). Roll back, send what is
                 // queued (the ping), then hand it back to the pool.
+                let backend = warm.backend;
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     runtime.spawn(async move {
                         while sqlx::Connection::is_in_transaction(&*connection) {
@@ -647,28 +674,50 @@ impl Drop for Lease {
                         if let Err(error) = sqlx::Connection::ping(&mut *connection).await {
                             tracing::warn!(%error, "ending a cancelled unit of work failed; closing its connection");
                             let _ = connection.close().await;
+                            return;
                         }
+                        // sqlx counts a PostgreSQL transaction only once it
+                        // has read the answer to its BEGIN: one cancelled
+                        // before that is open on the server alone, and the
+                        // connection's next statements would run in it.
+                        // The ROLLBACK ends it, and warns only when there
+                        // is none (SQLite counts it where it runs BEGIN).
+                        if backend == Backend::Postgres
+                            && let Err(error) = connection.execute("ROLLBACK").await
+                        {
+                            tracing::warn!(%error, "ending a cancelled unit of work failed; closing its connection");
+                            let _ = connection.close().await;
+                            return;
+                        }
+                        return_to_pool(connection, plans);
                     });
                 }
                 return;
             }
             let mut idle = warm.idle();
-            if connection_faults() != self.faults {
-                // A connection may have been lost meanwhile: this one and
-                // the idle ones go back through the pool, which tests them.
-                let suspect = std::mem::take(&mut *idle);
-                drop(idle);
-                drop(suspect);
-                drop(connection);
-            } else if warm.permits.is_closed() {
-                // Checked under the lock that `Database::close` drains with.
-                drop(idle);
-                drop(connection);
-            } else {
-                idle.push(WarmConnection {
+            match self.plans {
+                _ if connection_faults() != self.faults => {
+                    // A connection may have been lost meanwhile: this one
+                    // and the idle ones go back through the pool, which
+                    // tests them.
+                    let suspect = std::mem::take(&mut *idle);
+                    drop(idle);
+                    for warm in suspect {
+                        return_to_pool(warm.connection, Some(warm.plans));
+                    }
+                    return_to_pool(connection, self.plans);
+                }
+                Some(plans) if !warm.permits.is_closed() => idle.push(WarmConnection {
                     connection,
                     idle_since: Instant::now(),
-                });
+                    plans,
+                }),
+                // Closing (checked under the lock that `Database::close`
+                // drains with), or its plans unknown.
+                plans => {
+                    drop(idle);
+                    return_to_pool(connection, plans);
+                }
             }
         }
     }
@@ -831,12 +880,42 @@ mod tests {
         assert_eq!(written, 1);
     }
 
-    /// `plan_cache_mode` as a statement on `db`'s one connection sees it,
-    /// inside [`Database::read_with_generic_plans`] or, with `generic`
-    /// false, on a plain lease.
-    async fn plan_cache_mode(db: &Database, generic: bool) -> Result<String, DomainError> {
-        if generic {
-            db.read_with_generic_plans(|tx| {
+    /// `plan_cache_mode` as a statement on `lease` sees it.
+    async fn plan_cache_mode(lease: Result<Lease, DomainError>) -> String {
+        let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+            .fetch_one(&mut *lease.unwrap())
+            .await
+            .unwrap();
+        mode
+    }
+
+    #[tokio::test]
+    async fn postgres_uses_generic_plans_only_on_leases_that_ask_for_them() {
+        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "PLAZA_TEST_POSTGRES_URL is required"
+            );
+            return;
+        };
+        // One connection, set back and forth.
+        let options = DatabaseOptions {
+            max_connections: 1,
+            ..DatabaseOptions::default()
+        };
+        let db = Database::connect(&url, &options).await.unwrap();
+        assert_eq!(plan_cache_mode(db.lease().await).await, "auto");
+        assert_eq!(
+            plan_cache_mode(db.generic_plan_lease().await).await,
+            "force_generic_plan"
+        );
+        assert_eq!(
+            plan_cache_mode(db.generic_plan_lease().await).await,
+            "force_generic_plan"
+        );
+        assert_eq!(plan_cache_mode(db.lease().await).await, "auto");
+        let written: String = db
+            .write(|tx| {
                 Box::pin(async move {
                     let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
                         .fetch_one(&mut **tx)
@@ -845,16 +924,13 @@ mod tests {
                 })
             })
             .await
-        } else {
-            let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
-                .fetch_one(&mut *db.lease().await?)
-                .await?;
-            Ok(mode)
-        }
+            .unwrap();
+        assert_eq!(written, "auto");
+        assert_eq!(db.pool_stats().size, 1, "{:?}", db.pool_stats());
     }
 
     #[tokio::test]
-    async fn postgres_uses_generic_plans_only_inside_a_read_that_asks_for_them() {
+    async fn a_connection_set_to_generic_plans_never_goes_back_to_the_pool() {
         let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
             assert!(
                 std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
@@ -867,24 +943,101 @@ mod tests {
             ..DatabaseOptions::default()
         };
         let db = Database::connect(&url, &options).await.unwrap();
-        assert_eq!(
-            plan_cache_mode(&db, true).await.unwrap(),
-            "force_generic_plan"
+        let mut lease = db.generic_plan_lease().await.unwrap();
+        // As when a lease saw an error that can mean a lost connection.
+        lease.faults = lease.faults.wrapping_sub(1);
+        drop(lease);
+        assert_eq!(db.pool_stats().size, 0, "{:?}", db.pool_stats());
+        assert_eq!(plan_cache_mode(db.lease().await).await, "auto");
+    }
+
+    /// A relay on loopback to the PostgreSQL server of `url` that passes
+    /// the server's answers on only while the returned sender holds
+    /// `false`, and the URL that goes through it.
+    async fn relay_holding_answers(url: &str) -> (String, tokio::sync::watch::Sender<bool>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut through = url::Url::parse(url).unwrap();
+        let upstream = format!(
+            "{}:{}",
+            through.host_str().unwrap(),
+            through.port().unwrap_or(5432)
         );
-        assert_eq!(plan_cache_mode(&db, false).await.unwrap(), "auto");
-        let failed: Result<(), DomainError> = db
-            .read_with_generic_plans(|tx| {
-                Box::pin(async move {
-                    sqlx::query("SELECT 1").execute(&mut **tx).await?;
-                    Err(DomainError::NotFound("the work's own error"))
-                })
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        through.set_host(Some("127.0.0.1")).unwrap();
+        through
+            .set_port(Some(listener.local_addr().unwrap().port()))
+            .unwrap();
+        let (hold, held) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut from_client, &mut to_server).await;
+                });
+                let mut held = held.clone();
+                tokio::spawn(async move {
+                    let mut answer = vec![0; 8192];
+                    while let Ok(read @ 1..) = from_server.read(&mut answer).await {
+                        let _ = held.wait_for(|hold| !hold).await;
+                        if to_client.write_all(&answer[..read]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        (through.into(), hold)
+    }
+
+    #[tokio::test]
+    async fn a_unit_of_work_cancelled_before_its_begin_is_answered_leaves_no_transaction_open() {
+        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "PLAZA_TEST_POSTGRES_URL is required"
+            );
+            return;
+        };
+        let (url, hold_answers) = relay_holding_answers(&url).await;
+        let options = DatabaseOptions {
+            max_connections: 1,
+            ..DatabaseOptions::default()
+        };
+        let db = Database::connect(&url, &options).await.unwrap();
+        // The one connection warm, so that the unit of work's first poll
+        // leases it at once and sends its BEGIN, whose answer waits.
+        db.ping().await.unwrap();
+        hold_answers.send_replace(true);
+        let mut write = Box::pin(db.write(|tx| {
+            Box::pin(async move {
+                sqlx::query("SELECT 1").execute(&mut **tx).await?;
+                Ok(())
             })
-            .await;
+        }));
+        let polled_once = tokio::time::timeout(Duration::ZERO, &mut write).await;
         assert!(
-            matches!(failed, Err(DomainError::NotFound("the work's own error"))),
-            "{failed:?}"
+            polled_once.is_err(),
+            "the unit of work ended at once: {polled_once:?}"
         );
-        assert_eq!(plan_cache_mode(&db, false).await.unwrap(), "auto");
+        drop(write);
+        hold_answers.send_replace(false);
+        // Statements alone are each a transaction of their own, which
+        // began with it; in an open one they share its start.
+        let mut lease = db.lease().await.unwrap();
+        let mut began = Vec::new();
+        for _ in 0..2 {
+            let (at,): (String,) = sqlx::query_as("SELECT CAST(now() AS TEXT)")
+                .fetch_one(&mut *lease)
+                .await
+                .unwrap();
+            began.push(at);
+        }
+        assert_ne!(
+            began[0], began[1],
+            "the next statements ran in the cancelled transaction"
+        );
     }
 
     #[tokio::test]

@@ -86,18 +86,6 @@ impl Dialect {
         }
     }
 
-    /// The statement that opens a read whose statements keep one plan
-    /// each (see [`crate::Database::read_with_generic_plans`]): on
-    /// PostgreSQL a read-only transaction that executes every prepared
-    /// statement with its generic plan; SQLite plans a statement once,
-    /// when it prepares it, so a plain `BEGIN` does.
-    pub fn begin_read_with_generic_plans(self) -> &'static str {
-        match self.0 {
-            Backend::Sqlite => "BEGIN",
-            Backend::Postgres => "BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan",
-        }
-    }
-
     /// A statement that lets the current transaction commit without
     /// waiting for its write to reach the disk, for entries whose loss in a
     /// crash costs nothing but the entry itself. PostgreSQL waits for an

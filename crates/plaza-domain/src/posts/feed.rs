@@ -114,15 +114,8 @@ impl Database {
         );
         // Its best plan is the same for every reader and cursor, and
         // planning it costs more than running it.
-        let args = args.into_vec();
-        let rows: Vec<PostRow> = self
-            .read_with_generic_plans(move |tx| {
-                Box::pin(async move {
-                    Ok(bind_all(sqlx::query_as(&sql), args)
-                        .fetch_all(&mut **tx)
-                        .await?)
-                })
-            })
+        let rows: Vec<PostRow> = bind_all(sqlx::query_as(&sql), args.into_vec())
+            .fetch_all(&mut *self.generic_plan_lease().await?)
             .await?;
         let more = rows.len() as i64 > limit;
         let posts = rows
