@@ -13,7 +13,7 @@ use crate::{Database, DomainError, Flag, Tx};
 type ChoiceRow = (String, Option<String>, Option<Flag>);
 
 /// `kind`'s channels from its stored choices (`None`: the default).
-fn channels_of(kind: Kind, email: Option<&str>, push: Option<Flag>) -> Channels {
+pub(super) fn channels_of(kind: Kind, email: Option<&str>, push: Option<Flag>) -> Channels {
     let default = Channels::default_for(kind);
     Channels {
         email: email.and_then(EmailChoice::parse).unwrap_or(default.email),

@@ -4,11 +4,11 @@
 
 use super::model::{Channels, EmailChoice, Kind};
 use super::policy::{self, Facts, Relationship};
-use super::preferences::channels_in;
+use super::preferences::channels_of;
 use crate::dialect::{Dialect, json_list};
 use crate::silences;
 use crate::users::{Role, UserStatus};
-use crate::{DomainError, Tx};
+use crate::{DomainError, Flag, Tx};
 
 /// How long a group of reactions to one item stays open for more.
 pub const GROUP_WINDOW_MS: i64 = 3_600_000;
@@ -47,60 +47,77 @@ impl Kind {
     }
 }
 
-/// What stands between two members, and whether the actor is silenced.
-struct Standing {
+/// A recipient as [`notify`] reads them: their role, whether they are
+/// active and their address verified, what stands between them and the
+/// actor, and their channels for the notification's type.
+struct Recipient {
+    role: Role,
+    active: bool,
+    verified: bool,
     relationship: Option<Relationship>,
-    actor_silenced: bool,
+    channels: Channels,
 }
 
-/// A row of `member_relations`: whose it is, blocked since, muted since,
-/// the mute's end.
-type RelationRow = (i64, Option<i64>, Option<i64>, Option<i64>);
+/// The row of [`Recipient`]: role, status, verified since, the stored
+/// email and push choices for the type, the recipient's block and mute of
+/// the actor (since, since, until) and the actor's block of the recipient.
+type RecipientRow = (
+    String,
+    String,
+    Option<i64>,
+    Option<String>,
+    Option<Flag>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
 
-/// The standing of `actor_id` toward `recipient_id`, read in `tx` from
-/// the members' blocks and mutes (a mute counts until its end) and the
-/// actor's silence ([`silences::is_silenced`]).
-async fn standing(
+/// `recipient_id` as [`Recipient`], toward `actor_id` (nobody stands
+/// between a member and themselves or nobody), in one statement; `None`
+/// when there is no such user. A mute counts until its end.
+async fn recipient_in(
     tx: &mut Tx<'_>,
     recipient_id: i64,
     actor_id: Option<i64>,
-) -> Result<Standing, DomainError> {
-    let Some(actor_id) = actor_id.filter(|actor| *actor != recipient_id) else {
-        return Ok(Standing {
-            relationship: None,
-            actor_silenced: false,
-        });
-    };
-    let now = crate::time::now_millis();
-    let rows: Vec<RelationRow> = sqlx::query_as(
-        "SELECT user_id, blocked_at, muted_at, mute_expires_at FROM member_relations \
-         WHERE (user_id = $1 AND other_id = $2) OR (user_id = $2 AND other_id = $1)",
+    kind: Kind,
+    now: i64,
+) -> Result<Option<Recipient>, DomainError> {
+    let other = actor_id.filter(|actor| *actor != recipient_id);
+    let row: Option<RecipientRow> = sqlx::query_as(
+        "SELECT u.role, u.status, u.email_verified_at, c.email, c.push, \
+           own.blocked_at, own.muted_at, own.mute_expires_at, theirs.blocked_at \
+         FROM users u \
+         LEFT JOIN notification_preferences c ON c.user_id = u.id AND c.type = $2 \
+         LEFT JOIN member_relations own ON own.user_id = u.id AND own.other_id = $3 \
+         LEFT JOIN member_relations theirs ON theirs.user_id = $3 AND theirs.other_id = u.id \
+         WHERE u.id = $1",
     )
     .bind(recipient_id)
-    .bind(actor_id)
-    .fetch_all(&mut **tx)
+    .bind(kind.as_str())
+    .bind(other)
+    .fetch_optional(&mut **tx)
     .await?;
-    let actor_silenced = silences::is_silenced(tx, actor_id, now).await?;
-    let mut relationship = None;
-    for (user_id, blocked_at, muted_at, mute_expires_at) in rows {
-        let recipients_own = user_id == recipient_id;
-        if blocked_at.is_some() {
-            relationship = Some(if recipients_own {
-                Relationship::Blocks
-            } else {
-                Relationship::BlockedBy
-            });
-            break;
-        }
-        let mute_in_force = muted_at.is_some() && mute_expires_at.is_none_or(|end| end > now);
-        if recipients_own && mute_in_force {
-            relationship = Some(Relationship::Mutes);
-        }
-    }
-    Ok(Standing {
+    let Some((role, status, verified_at, email, push, blocks, mutes, mute_ends, blocked_by)) = row
+    else {
+        return Ok(None);
+    };
+    let relationship = if blocks.is_some() {
+        Some(Relationship::Blocks)
+    } else if blocked_by.is_some() {
+        Some(Relationship::BlockedBy)
+    } else if mutes.is_some() && mute_ends.is_none_or(|end| end > now) {
+        Some(Relationship::Mutes)
+    } else {
+        None
+    };
+    Ok(Some(Recipient {
+        role: Role::parse(&role).unwrap_or(Role::User),
+        active: UserStatus::parse(&status) == Some(UserStatus::Active),
+        verified: verified_at.is_some(),
         relationship,
-        actor_silenced,
-    })
+        channels: channels_of(kind, email.as_deref(), push),
+    }))
 }
 
 /// Writes `new` in `tx` if [`policy::may_notify`] lets it through: a new
@@ -111,24 +128,23 @@ async fn standing(
 /// email preference says (none to an unverified address). Answers the
 /// notification's id, or `None` when nobody was notified.
 pub async fn notify(tx: &mut Tx<'_>, new: NewNotification<'_>) -> Result<Option<i64>, DomainError> {
-    let recipient: Option<(String, String, Option<i64>)> =
-        sqlx::query_as("SELECT role, status, email_verified_at FROM users WHERE id = $1")
-            .bind(new.recipient_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-    let Some((role, status, verified_at)) = recipient else {
+    let now = crate::time::now_millis();
+    let Some(recipient) = recipient_in(tx, new.recipient_id, new.actor_id, new.kind, now).await?
+    else {
         return Ok(None);
     };
-    let role = Role::parse(&role).unwrap_or(Role::User);
-    let standing = standing(tx, new.recipient_id, new.actor_id).await?;
+    let actor_silenced = match new.actor_id.filter(|actor| *actor != new.recipient_id) {
+        Some(actor_id) => silences::is_silenced(tx, actor_id, now).await?,
+        None => false,
+    };
     let facts = Facts {
         kind: new.kind,
         recipient_id: new.recipient_id,
-        recipient_active: UserStatus::parse(&status) == Some(UserStatus::Active),
+        recipient_active: recipient.active,
         actor_id: new.actor_id,
-        recipient_sees_subject: (new.seen_by)(new.recipient_id, role),
-        relationship: standing.relationship,
-        actor_silenced: standing.actor_silenced,
+        recipient_sees_subject: (new.seen_by)(new.recipient_id, recipient.role),
+        relationship: recipient.relationship,
+        actor_silenced,
     };
     if let Err(withheld) = policy::may_notify(&facts) {
         tracing::debug!(
@@ -139,9 +155,8 @@ pub async fn notify(tx: &mut Tx<'_>, new: NewNotification<'_>) -> Result<Option<
         );
         return Ok(None);
     }
-    let channels = channels_in(tx, new.recipient_id, new.kind).await?;
-    let now = crate::time::now_millis();
-    let id = write_row(tx, &new, channels, verified_at.is_some(), now).await?;
+    let channels = recipient.channels;
+    let id = write_row(tx, &new, channels, recipient.verified, now).await?;
     if channels.push {
         queue_pushes(tx, new.recipient_id, id, now).await?;
     }

@@ -24,6 +24,8 @@ use crate::{DomainError, Tx};
 #[derive(Debug, Clone)]
 pub struct WrittenReply {
     pub reply: Reply,
+    /// Its post, as locked before the write (its counts as they were).
+    pub post: Post,
     /// Who the content mentions, and who of them this write mentioned
     /// first (for notifications).
     pub mentioned: Mentioned,
@@ -78,21 +80,7 @@ async fn count_visible(
     reply_path: &str,
     delta: i64,
 ) -> Result<(), DomainError> {
-    let ancestors = path::ancestors(reply_path);
-    if !ancestors.is_empty() {
-        let paths = serde_json::to_string(&ancestors)
-            .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
-        sqlx::query(&format!(
-            "UPDATE replies SET reply_count = reply_count + $1 \
-             WHERE post_id = $2 AND path IN ({})",
-            Dialect::of(tx).json_texts("$3")
-        ))
-        .bind(delta)
-        .bind(post_id)
-        .bind(paths)
-        .execute(&mut **tx)
-        .await?;
-    }
+    count_in_ancestors(tx, post_id, reply_path, delta).await?;
     sqlx::query("UPDATE posts SET reply_count = reply_count + $1 WHERE id = $2")
         .bind(delta)
         .bind(post_id)
@@ -101,30 +89,70 @@ async fn count_visible(
     Ok(())
 }
 
+/// [`count_visible`] without the post's count.
+async fn count_in_ancestors(
+    tx: &mut Tx<'_>,
+    post_id: i64,
+    reply_path: &str,
+    delta: i64,
+) -> Result<(), DomainError> {
+    let ancestors = path::ancestors(reply_path);
+    if ancestors.is_empty() {
+        return Ok(());
+    }
+    let paths = serde_json::to_string(&ancestors)
+        .map_err(|error| DomainError::Database(sqlx::Error::Encode(Box::new(error))))?;
+    sqlx::query(&format!(
+        "UPDATE replies SET reply_count = reply_count + $1 \
+         WHERE post_id = $2 AND path IN ({})",
+        Dialect::of(tx).json_texts("$3")
+    ))
+    .bind(delta)
+    .bind(post_id)
+    .bind(paths)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// The rank of the next answer to `parent_id` (to the post when `None`),
-/// taken from the parent's `child_seq`.
-async fn next_rank(
+/// taken from the parent's `child_seq`, with `counted` (1 for a visible
+/// answer, else 0) added to the post's visible count. The post's row is
+/// written once: each update of it runs its triggers (the list counts, the
+/// content generation).
+async fn take_rank(
     tx: &mut Tx<'_>,
     post_id: i64,
     parent_id: Option<i64>,
+    counted: i64,
 ) -> Result<u64, DomainError> {
-    let (taken,): (i64,) =
-        match parent_id {
-            None => {
-                sqlx::query_as(
-                    "UPDATE posts SET child_seq = child_seq + 1 WHERE id = $1 RETURNING child_seq",
-                )
-                .bind(post_id)
-                .fetch_one(&mut **tx)
-                .await?
+    let (taken,): (i64,) = match parent_id {
+        None => {
+            sqlx::query_as(
+                "UPDATE posts SET child_seq = child_seq + 1, reply_count = reply_count + $2 \
+                 WHERE id = $1 RETURNING child_seq",
+            )
+            .bind(post_id)
+            .bind(counted)
+            .fetch_one(&mut **tx)
+            .await?
+        }
+        Some(parent_id) => {
+            if counted != 0 {
+                sqlx::query("UPDATE posts SET reply_count = reply_count + $1 WHERE id = $2")
+                    .bind(counted)
+                    .bind(post_id)
+                    .execute(&mut **tx)
+                    .await?;
             }
-            Some(parent_id) => sqlx::query_as(
+            sqlx::query_as(
                 "UPDATE replies SET child_seq = child_seq + 1 WHERE id = $1 RETURNING child_seq",
             )
             .bind(parent_id)
             .fetch_one(&mut **tx)
-            .await?,
-        };
+            .await?
+        }
+    };
     Ok(u64::try_from(taken - 1).unwrap_or(0))
 }
 
@@ -173,18 +201,19 @@ pub async fn create(
             (parent.path, parent.depth + 1)
         }
     };
-    let rank = next_rank(tx, post.id, new.parent_id).await?;
+    let status = match new.review {
+        Review::Publish => ReplyStatus::Published,
+        Review::Hold(_) => ReplyStatus::Pending,
+        Review::Flag(_) => ReplyStatus::Flagged,
+    };
+    let counted = i64::from(status.is_visible());
+    let rank = take_rank(tx, post.id, new.parent_id, counted).await?;
     let reply_path = format!("{parent_path}{}", path::segment(rank));
     if reply_path.len() > MAX_PATH_BYTES {
         return Err(DomainError::Conflict(
             "the thread is as deep as it can be stored here: answer a reply higher up".to_owned(),
         ));
     }
-    let status = match new.review {
-        Review::Publish => ReplyStatus::Published,
-        Review::Hold(_) => ReplyStatus::Pending,
-        Review::Flag(_) => ReplyStatus::Flagged,
-    };
     let now = now_millis();
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO replies (post_id, parent_id, author_id, content, status, depth, path, \
@@ -203,8 +232,8 @@ pub async fn create(
     .bind(new.review.reason())
     .fetch_one(&mut **tx)
     .await?;
-    if status.is_visible() {
-        count_visible(tx, post.id, &reply_path, 1).await?;
+    if counted != 0 {
+        count_in_ancestors(tx, post.id, &reply_path, counted).await?;
     }
     let reply = reply_in(tx, id).await?;
     let mentioned =
@@ -220,6 +249,7 @@ pub async fn create(
     webhooks::enqueue(tx, EventType::ReplyCreated, &data, reply.created_at).await?;
     Ok(WrittenReply {
         reply,
+        post,
         mentioned,
         flagged: new.review.flagged(),
     })
@@ -228,9 +258,11 @@ pub async fn create(
 /// Replaces a reply's content (its author's edit): `edited_at` and
 /// `updated_at` become now, and its mentions are recorded anew. A public
 /// reply the `review` holds becomes pending (and leaves the counts), one it
-/// flags flagged, each with its reason. Who may edit is the caller's check.
+/// flags flagged, each with its reason. Who may edit is the caller's check,
+/// and `post`, the reply's, is locked by it ([`lock_thread_of`]).
 pub async fn edit(
     tx: &mut Tx<'_>,
+    post: Post,
     id: i64,
     content: String,
     review: Review,
@@ -267,6 +299,7 @@ pub async fn edit(
         mentions::record(tx, ItemKind::Reply, id, author_id, &reply.content, false).await?;
     Ok(WrittenReply {
         reply,
+        post,
         mentioned,
         flagged: if becomes == Some(ReplyStatus::Flagged) {
             review.flagged()

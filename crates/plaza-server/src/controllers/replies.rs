@@ -15,7 +15,7 @@ use plaza_domain::holds::{self, HoldCheck, Review, Write};
 use plaza_domain::moderation::actions::{self, TargetType};
 use plaza_domain::notifications::causes::{self, Decided};
 use plaza_domain::policy;
-use plaza_domain::posts::{self, Viewer};
+use plaza_domain::posts::Viewer;
 use plaza_domain::replies::{
     self, MAX_CONTENT_CHARS, NewReply, Reply, ReplyExtras, ThreadPage, ThreadQuery, ThreadSort,
 };
@@ -583,13 +583,17 @@ pub async fn create_reply(
                     author.user_id,
                 )
                 .await?;
-                let post = posts::lock(tx, written.reply.post_id).await?;
-                causes::replied(tx, &post, &written.reply, &written.mentioned).await?;
+                causes::replied(tx, &written.post, &written.reply, &written.mentioned).await?;
                 Ok(written)
             })
         })
         .await?;
-    let view = view(&state, viewer, &written.reply).await?;
+    // A reply written just now has no reactions to read.
+    let view = ReplyView::new(
+        &written.reply,
+        &ReplyExtras::default(),
+        &state.settings.server,
+    );
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
 }
 
@@ -676,7 +680,7 @@ pub async fn update_reply(
                     verdict.flag.as_deref(),
                 )
                 .await?;
-                let written = replies::edit(tx, id, content, review).await?;
+                let written = replies::edit(tx, post, id, content, review).await?;
                 actions::record_filter_flag(
                     tx,
                     written.flagged.as_ref(),
@@ -685,7 +689,7 @@ pub async fn update_reply(
                     actor.user_id,
                 )
                 .await?;
-                causes::reply_edited(tx, &post, &written.reply, &written.mentioned).await?;
+                causes::reply_edited(tx, &written.post, &written.reply, &written.mentioned).await?;
                 Ok(written)
             })
         })
