@@ -499,36 +499,36 @@ impl Database {
                 .or_else(|| idle.len().checked_sub(1));
             at.map(|at| idle.remove(at))
         };
-        let (connection, set_to) = match reused {
-            Some(mut idle) => {
-                let stale = warm
-                    .untested_idle
-                    .is_some_and(|limit| idle.idle_since.elapsed() > limit);
-                if !stale || sqlx::Connection::ping(&mut *idle.connection).await.is_ok() {
-                    (idle.connection, idle.plans)
-                } else {
-                    // Back to the pool, whose own test closes it.
-                    return_to_pool(idle.connection, Some(idle.plans));
-                    (self.new_connection().await?, Plans::Default)
-                }
-            }
-            None => (self.new_connection().await?, Plans::Default),
-        };
         let mut lease = Lease {
-            connection: Some(connection),
+            connection: None,
             warm: Arc::clone(warm),
             _permit: permit,
             faults,
             unit_of_work_open: false,
-            plans: Some(set_to),
+            // Unknown until settled below: a lease dropped meanwhile
+            // closes its connection rather than hand it on.
+            plans: None,
         };
-        if set_to != plans {
-            // Unknown until the answer is read: a lease dropped meanwhile
-            // closes its connection.
-            lease.plans = None;
-            lease.execute(plans.setting()).await?;
-            lease.plans = Some(plans);
+        let mut set_to = Plans::Default;
+        if let Some(idle) = reused {
+            let stale = warm
+                .untested_idle
+                .is_some_and(|limit| idle.idle_since.elapsed() > limit);
+            lease.connection = Some(idle.connection);
+            if !stale || sqlx::Connection::ping(&mut *lease).await.is_ok() {
+                set_to = idle.plans;
+            } else if let Some(failed) = lease.connection.take() {
+                // Back to the pool, whose own test closes it.
+                return_to_pool(failed, Some(idle.plans));
+            }
         }
+        if lease.connection.is_none() {
+            lease.connection = Some(self.new_connection().await?);
+        }
+        if set_to != plans {
+            lease.execute(plans.setting()).await?;
+        }
+        lease.plans = Some(plans);
         Ok(lease)
     }
 
@@ -989,6 +989,31 @@ mod tests {
             }
         });
         (through.into(), hold)
+    }
+
+    #[tokio::test]
+    async fn a_lease_cancelled_while_setting_its_plans_hands_nothing_on() {
+        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
+            assert!(
+                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "PLAZA_TEST_POSTGRES_URL is required"
+            );
+            return;
+        };
+        let (url, hold_answers) = relay_holding_answers(&url).await;
+        let options = DatabaseOptions {
+            max_connections: 1,
+            ..DatabaseOptions::default()
+        };
+        let db = Database::connect(&url, &options).await.unwrap();
+        db.ping().await.unwrap();
+        hold_answers.send_replace(true);
+        let mut lease = Box::pin(db.generic_plan_lease());
+        let polled_once = tokio::time::timeout(Duration::ZERO, &mut lease).await;
+        assert!(polled_once.is_err(), "the lease was set at once");
+        drop(lease);
+        hold_answers.send_replace(false);
+        assert_eq!(plan_cache_mode(db.lease().await).await, "auto");
     }
 
     #[tokio::test]
