@@ -192,9 +192,7 @@ impl Database {
     }
 
     /// One page of a walk as `viewer` sees it, the post being visible to
-    /// them (the caller's check): one statement, whose best plan (a range
-    /// of the thread's key from the cursor) is the same for every thread,
-    /// viewer and cursor, so it runs with its generic plan.
+    /// them (the caller's check): one statement.
     pub async fn thread_page(
         &self,
         query: &ThreadQuery,
@@ -203,7 +201,7 @@ impl Database {
         let mut args = Args::default();
         let sql = query.sql(self, viewer, &mut args);
         let (total, json): (i64, String) = bind_all(sqlx::query_as(&sql), args.into_vec())
-            .fetch_one(&mut *self.generic_plan_lease().await?)
+            .fetch_one(&mut *self.lease().await?)
             .await?;
         let mut replies = parse_json_page::<ReplyJson>(&json)?
             .into_iter()
