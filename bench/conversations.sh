@@ -112,8 +112,9 @@ for backend in $BACKENDS; do
     # server sends them, with their parameters, from PostgreSQL's log: the
     # walk alone into page.sql, all of them (each on one line) into
     # rendered.sql. Only what was logged while the request ran counts, and
-    # the server's own background work in that window (the job runner, the
-    # content generation's heartbeat) is left out by the tables it reads.
+    # the server's own background work in that window (the job runner and
+    # its clock, the feed's fan-out, the content generation's heartbeat) is
+    # left out by the tables and functions it reads.
     psql "$PG_SERVER/postgres" -qc "ALTER DATABASE $PG_DB SET log_min_duration_statement = 0" >/dev/null
     log_lines=$(wc -l <"$PG_LOG")
     start_server
@@ -125,7 +126,7 @@ for backend in $BACKENDS; do
     tail -n +"$((log_lines + 1))" "$PG_LOG" | python3 -c '
 import datetime, re, sys
 work, database, asked, answered = sys.argv[1:]
-background = re.compile(r"\b(jobs?|job_runs|content_generation|site_settings|outgoing_mail|push_deliveries|notification_\w+|webhook_\w+|pg_\w+)\b|^(BEGIN|COMMIT|SET|LISTEN)")
+background = re.compile(r"\b(jobs?|job_runs|content_generation|site_settings|outgoing_mail|push_deliveries|feed_fanouts|clock_timestamp|notification_\w+|webhook_\w+|pg_\w+)\b|^(BEGIN|COMMIT|SET|LISTEN)")
 lines = sys.stdin.read().splitlines()
 statements = []
 for at, line in enumerate(lines):
