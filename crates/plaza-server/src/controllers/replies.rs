@@ -588,12 +588,13 @@ pub async fn create_reply(
             })
         })
         .await?;
-    // A reply written just now has no reactions to read.
-    let view = ReplyView::new(
-        &written.reply,
-        &ReplyExtras::default(),
-        &state.settings.server,
-    );
+    // A reply written just now has no reactions yet, and its mentions are
+    // those the write recorded.
+    let extras = ReplyExtras {
+        mentions: written.mentioned.mentions,
+        ..ReplyExtras::default()
+    };
+    let view = ReplyView::new(&written.reply, &extras, &state.settings.server);
     Ok((StatusCode::CREATED, AppJson(view)).into_response())
 }
 
