@@ -880,6 +880,26 @@ mod tests {
         assert_eq!(written, 1);
     }
 
+    /// The test server's URL, when the environment names one (required
+    /// with `PLAZA_TEST_REQUIRE_POSTGRES=1`).
+    fn postgres_url() -> Option<String> {
+        let url = std::env::var("PLAZA_TEST_POSTGRES_URL").ok();
+        assert!(
+            url.is_some() || std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "PLAZA_TEST_POSTGRES_URL is required"
+        );
+        url
+    }
+
+    /// A pool of one connection to `url`.
+    async fn with_one_connection(url: &str) -> Database {
+        let options = DatabaseOptions {
+            max_connections: 1,
+            ..DatabaseOptions::default()
+        };
+        Database::connect(url, &options).await.unwrap()
+    }
+
     /// `plan_cache_mode` as a statement on `lease` sees it.
     async fn plan_cache_mode(lease: Result<Lease, DomainError>) -> String {
         let (mode,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
@@ -891,19 +911,11 @@ mod tests {
 
     #[tokio::test]
     async fn postgres_uses_generic_plans_only_on_leases_that_ask_for_them() {
-        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "PLAZA_TEST_POSTGRES_URL is required"
-            );
+        let Some(url) = postgres_url() else {
             return;
         };
         // One connection, set back and forth.
-        let options = DatabaseOptions {
-            max_connections: 1,
-            ..DatabaseOptions::default()
-        };
-        let db = Database::connect(&url, &options).await.unwrap();
+        let db = with_one_connection(&url).await;
         assert_eq!(plan_cache_mode(db.lease().await).await, "auto");
         assert_eq!(
             plan_cache_mode(db.generic_plan_lease().await).await,
@@ -931,18 +943,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_set_to_generic_plans_never_goes_back_to_the_pool() {
-        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "PLAZA_TEST_POSTGRES_URL is required"
-            );
+        let Some(url) = postgres_url() else {
             return;
         };
-        let options = DatabaseOptions {
-            max_connections: 1,
-            ..DatabaseOptions::default()
-        };
-        let db = Database::connect(&url, &options).await.unwrap();
+        let db = with_one_connection(&url).await;
         let mut lease = db.generic_plan_lease().await.unwrap();
         // As when a lease saw an error that can mean a lost connection.
         lease.faults = lease.faults.wrapping_sub(1);
@@ -993,19 +997,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_lease_cancelled_while_setting_its_plans_hands_nothing_on() {
-        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "PLAZA_TEST_POSTGRES_URL is required"
-            );
+        let Some(url) = postgres_url() else {
             return;
         };
         let (url, hold_answers) = relay_holding_answers(&url).await;
-        let options = DatabaseOptions {
-            max_connections: 1,
-            ..DatabaseOptions::default()
-        };
-        let db = Database::connect(&url, &options).await.unwrap();
+        let db = with_one_connection(&url).await;
         db.ping().await.unwrap();
         hold_answers.send_replace(true);
         let mut lease = Box::pin(db.generic_plan_lease());
@@ -1018,19 +1014,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_unit_of_work_cancelled_before_its_begin_is_answered_leaves_no_transaction_open() {
-        let Ok(url) = std::env::var("PLAZA_TEST_POSTGRES_URL") else {
-            assert!(
-                std::env::var("PLAZA_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-                "PLAZA_TEST_POSTGRES_URL is required"
-            );
+        let Some(url) = postgres_url() else {
             return;
         };
         let (url, hold_answers) = relay_holding_answers(&url).await;
-        let options = DatabaseOptions {
-            max_connections: 1,
-            ..DatabaseOptions::default()
-        };
-        let db = Database::connect(&url, &options).await.unwrap();
+        let db = with_one_connection(&url).await;
         // The one connection warm, so that the unit of work's first poll
         // leases it at once and sends its BEGIN, whose answer waits.
         db.ping().await.unwrap();
