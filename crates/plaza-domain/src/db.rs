@@ -995,15 +995,26 @@ mod tests {
         (through.into(), hold)
     }
 
+    /// A pool of one connection to `url` through [`relay_holding_answers`],
+    /// the connection warm and the answers held from now on: a future's
+    /// first poll leases it at once and sends its first statement, whose
+    /// answer waits until the sender is set to `false`.
+    async fn one_warm_connection_answers_held(
+        url: &str,
+    ) -> (Database, tokio::sync::watch::Sender<bool>) {
+        let (url, hold_answers) = relay_holding_answers(url).await;
+        let db = with_one_connection(&url).await;
+        db.ping().await.unwrap();
+        hold_answers.send_replace(true);
+        (db, hold_answers)
+    }
+
     #[tokio::test]
     async fn a_lease_cancelled_while_setting_its_plans_hands_nothing_on() {
         let Some(url) = postgres_url() else {
             return;
         };
-        let (url, hold_answers) = relay_holding_answers(&url).await;
-        let db = with_one_connection(&url).await;
-        db.ping().await.unwrap();
-        hold_answers.send_replace(true);
+        let (db, hold_answers) = one_warm_connection_answers_held(&url).await;
         let mut lease = Box::pin(db.generic_plan_lease());
         let polled_once = tokio::time::timeout(Duration::ZERO, &mut lease).await;
         assert!(polled_once.is_err(), "the lease was set at once");
@@ -1017,12 +1028,7 @@ mod tests {
         let Some(url) = postgres_url() else {
             return;
         };
-        let (url, hold_answers) = relay_holding_answers(&url).await;
-        let db = with_one_connection(&url).await;
-        // The one connection warm, so that the unit of work's first poll
-        // leases it at once and sends its BEGIN, whose answer waits.
-        db.ping().await.unwrap();
-        hold_answers.send_replace(true);
+        let (db, hold_answers) = one_warm_connection_answers_held(&url).await;
         let mut write = Box::pin(db.write(|tx| {
             Box::pin(async move {
                 sqlx::query("SELECT 1").execute(&mut **tx).await?;

@@ -81,6 +81,11 @@ async fn count_visible(
     delta: i64,
 ) -> Result<(), DomainError> {
     count_in_ancestors(tx, post_id, reply_path, delta).await?;
+    count_in_post(tx, post_id, delta).await
+}
+
+/// Adds `delta` to the post's visible count.
+async fn count_in_post(tx: &mut Tx<'_>, post_id: i64, delta: i64) -> Result<(), DomainError> {
     sqlx::query("UPDATE posts SET reply_count = reply_count + $1 WHERE id = $2")
         .bind(delta)
         .bind(post_id)
@@ -139,11 +144,7 @@ async fn take_rank(
         }
         Some(parent_id) => {
             if counted != 0 {
-                sqlx::query("UPDATE posts SET reply_count = reply_count + $1 WHERE id = $2")
-                    .bind(counted)
-                    .bind(post_id)
-                    .execute(&mut **tx)
-                    .await?;
+                count_in_post(tx, post_id, counted).await?;
             }
             sqlx::query_as(
                 "UPDATE replies SET child_seq = child_seq + 1 WHERE id = $1 RETURNING child_seq",
