@@ -13,13 +13,14 @@
 #     mentions and counts; a thread's writes queue on its post);
 #   on PostgreSQL also what the database does for the first page alone,
 #     under `pgbench -M prepared -j 2` with CONNECTIONS clients: the page's
-#     walk statement, and every statement one anonymous rendered page ran
-#     (the post, the walk, the replies' extras), each as Plaza sent it (read
-#     back from PostgreSQL's log with its parameters); the first page
-#     rendered for anonymous readers too (Cache-Control: no-cache), to set
-#     beside the latter; and the Node peer (bench/node-peer: node:http and
-#     postgres.js, path order) answering the same pages with 1 and 2
-#     workers, its best configuration counting.
+#     walk statement, every statement one anonymous rendered page ran (the
+#     post, the walk, the replies' extras) and every statement one page
+#     rendered for the member ran (their session's lookup too), each as
+#     Plaza sent it (read back from PostgreSQL's log with its parameters);
+#     the first page rendered for anonymous readers too (Cache-Control:
+#     no-cache), to set beside theirs; and the Node peer (bench/node-peer:
+#     node:http and postgres.js, path order) answering the same pages with
+#     1 and 2 workers, its best configuration counting.
 # It prints requests/s, p50 and p99 of each, then the ratios rendered /
 # pgbench and Plaza / peer, anonymous, signed in and rendered.
 #
@@ -108,44 +109,62 @@ for backend in $BACKENDS; do
   "$PLAZA" user create --email member@example.com --password "$PASSWORD" --role user >/dev/null 2>&1
   if [ "$backend" = postgres ]; then
     psql "$PLAZA_DATABASE_URL" -qc "VACUUM ANALYZE" >/dev/null
-    # The statements of one anonymous first page rendered afresh, as the
-    # server sends them, with their parameters, from PostgreSQL's log: the
-    # walk alone into page.sql, all of them (each on one line) into
-    # rendered.sql. Only what was logged while the request ran counts, and
-    # the server's own background work in that window (the job runner and
-    # its clock, the feed's fan-out, the content generation's heartbeat) is
-    # left out by the tables and functions it reads.
+    # The statements of the first page rendered afresh, as the server
+    # sends them, with their parameters, from PostgreSQL's log: for an
+    # anonymous reader the walk alone into page.sql and all of them (each on
+    # one line) into rendered.sql, for the signed-in member all of theirs
+    # (their session's lookup among them) into member.sql. Each reader's
+    # second request counts (the first fills what the server keeps), and
+    # only what was logged while it ran; the server's own background work
+    # in that window (the job runner and its clock, the feed's fan-out, the
+    # content generation's heartbeat) is left out by the tables and
+    # functions it reads.
     psql "$PG_SERVER/postgres" -qc "ALTER DATABASE $PG_DB SET log_min_duration_statement = 0" >/dev/null
     log_lines=$(wc -l <"$PG_LOG")
     start_server
-    asked=$(date +%s%3N)
-    curl -sf -o /dev/null -H "Cache-Control: no-cache" "http://127.0.0.1:$PORT/api/posts/$POST_ID/replies?limit=50"
-    answered=$(date +%s%3N)
+    COOKIE=$(session_cookie member@example.com "$PASSWORD")
+    windows=()
+    for reader in anonymous member; do
+      cookie=()
+      [ "$reader" = member ] && cookie=(-H "Cookie: $COOKIE")
+      curl -sf -o /dev/null "${cookie[@]}" -H "Cache-Control: no-cache" "http://127.0.0.1:$PORT/api/posts/$POST_ID/replies?limit=50"
+      asked=$(date +%s%3N)
+      curl -sf -o /dev/null "${cookie[@]}" -H "Cache-Control: no-cache" "http://127.0.0.1:$PORT/api/posts/$POST_ID/replies?limit=50"
+      windows+=("$reader:$asked:$(date +%s%3N)")
+    done
     stop_server
     psql "$PG_SERVER/postgres" -qc "ALTER DATABASE $PG_DB RESET log_min_duration_statement" >/dev/null
     tail -n +"$((log_lines + 1))" "$PG_LOG" | python3 -c '
 import datetime, re, sys
-work, database, asked, answered = sys.argv[1:]
+work, database, windows = sys.argv[1], sys.argv[2], sys.argv[3:]
 background = re.compile(r"\b(jobs?|job_runs|content_generation|site_settings|outgoing_mail|push_deliveries|feed_fanouts|clock_timestamp|notification_\w+|webhook_\w+|pg_\w+)\b|^(BEGIN|COMMIT|SET|LISTEN)")
 lines = sys.stdin.read().splitlines()
-statements = []
-for at, line in enumerate(lines):
-    found = re.search(r"^(\S+ \S+) UTC .*@" + database + r" LOG:  duration: [0-9.]+ ms  execute [^:]*: (.*)$", line)
-    if not found or background.search(found.group(2)):
-        continue
-    logged = datetime.datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-    if not int(asked) <= logged.timestamp() * 1000 <= int(answered):
-        continue
-    statement = found.group(2)
-    detail = next((l for l in lines[at + 1:at + 3] if "DETAIL:  parameters:" in l), "")
-    values = dict(re.findall(r"\$(\d+) = (\x27(?:[^\x27]|\x27\x27)*\x27|NULL)", detail))
-    statements.append(re.sub(r"\$(\d+)\b", lambda m: values[m.group(1)], statement) + ";")
-walks = [s for s in statements if "walk_key" in s]
-if not walks:
-    sys.exit("the page statement is not in the log")
-open(work + "/page.sql", "w").write(walks[0] + "\n")
-open(work + "/rendered.sql", "w").write("\n".join(statements) + "\n")
-print("  an anonymous rendered first page ran", len(statements), "statements")' "$WORK" "$PG_DB" "$asked" "$answered"
+def statements_between(asked, answered):
+    statements = []
+    for at, line in enumerate(lines):
+        found = re.search(r"^(\S+ \S+) UTC .*@" + database + r" LOG:  duration: [0-9.]+ ms  execute [^:]*: (.*)$", line)
+        if not found or background.search(found.group(2)):
+            continue
+        logged = datetime.datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
+        if not int(asked) <= logged.timestamp() * 1000 <= int(answered):
+            continue
+        statement = found.group(2)
+        detail = next((l for l in lines[at + 1:at + 3] if "DETAIL:  parameters:" in l), "")
+        values = dict(re.findall(r"\$(\d+) = (\x27(?:[^\x27]|\x27\x27)*\x27|NULL)", detail))
+        statements.append(re.sub(r"\$(\d+)\b", lambda m: values[m.group(1)], statement) + ";")
+    return statements
+for window in windows:
+    reader, asked, answered = window.split(":")
+    statements = statements_between(asked, answered)
+    walks = [s for s in statements if "walk_key" in s]
+    if not walks:
+        sys.exit("the page statement of the " + reader + " reader is not in the log")
+    if reader == "anonymous":
+        open(work + "/page.sql", "w").write(walks[0] + "\n")
+        open(work + "/rendered.sql", "w").write("\n".join(statements) + "\n")
+    else:
+        open(work + "/member.sql", "w").write("\n".join(statements) + "\n")
+    print("  the first page rendered for the", reader, "reader ran", len(statements), "statements")' "$WORK" "$PG_DB" "${windows[@]}"
   fi
   start_server
   COOKIE=$(session_cookie member@example.com "$PASSWORD")
@@ -193,6 +212,10 @@ if [[ " $BACKENDS " == *" postgres "* ]]; then
   tps=$(pgbench -n -M prepared -j 2 -c "$CONNECTIONS" -T "$DURATION" -f "$WORK/rendered.sql" "$PLAZA_DATABASE_URL" 2>/dev/null |
     awk '/^tps/ {printf "%.2f", $3; exit}')
   record "pgbench, first page's statements, $CONNECTIONS clients" "$tps" - -
+  echo "  pgbench statements: $(wc -l <"$WORK/member.sql") ($(cut -c1-60 "$WORK/member.sql" | tr '\n' '|'))"
+  tps=$(pgbench -n -M prepared -j 2 -c "$CONNECTIONS" -T "$DURATION" -f "$WORK/member.sql" "$PLAZA_DATABASE_URL" 2>/dev/null |
+    awk '/^tps/ {printf "%.2f", $3; exit}')
+  record "pgbench, member's first page's statements, $CONNECTIONS clients" "$tps" - -
   for workers in $PEER_WORKERS; do
     PEER_PORT=$(free_port)
     PORT=$PEER_PORT WORKERS=$workers DATABASE_URL="$PLAZA_DATABASE_URL" node "$PEER/server.mjs" 2>"$WORK/peer.log" &
@@ -211,6 +234,7 @@ work, connections, workers = sys.argv[1], sys.argv[2], sys.argv[3].split()
 rate = lambda name: float(open(os.path.join(work, "rate: " + name.replace("/", "_"))).read())
 print()
 print(f"  {'first page rendered / pgbench of the walk':44} {rate('postgres: thread page, first, rendered') / rate(f'pgbench, first page' + chr(39) + f's statement, {connections} clients'):7.2f}x   goal >= 0.6")
+print(f"  {'first page rendered / pgbench of its statements':44} {rate('postgres: thread page, first, rendered') / rate(f'pgbench, member' + chr(39) + f's first page' + chr(39) + f's statements, {connections} clients'):7.2f}x   goal >= 0.6")
 print(f"  {'rendered anonymous / pgbench of its statements':44} {rate('postgres: thread page, first, rendered anonymous') / rate(f'pgbench, first page' + chr(39) + f's statements, {connections} clients'):7.2f}x   goal >= 0.6")
 for page in ("first", "middle"):
     peer, best = max((rate(f"peer, {w} worker(s): thread page, {page}"), w) for w in workers)

@@ -15,9 +15,9 @@
 #   flags     GET /api/feature-flags signed in, with 20 flags stored
 #   admin     GET /api/admin/users?limit=20 signed in as an administrator,
 #             1,000 users seeded (each read writes its audit entry)
-#   feed      GET /api/feed?limit=20 signed in, following 1,000 authors among
-#             SIDE_BY_SIDE_FEED_POSTS posts (default 1,000,000) by 10,000
-#             users, seeded into each database
+#   feed      GET /api/feed?limit=20 signed in as a member (no staff role)
+#             following 1,000 authors among SIDE_BY_SIDE_FEED_POSTS posts
+#             (default 1,000,000) by 10,000 users, seeded into each database
 # Both log as shipped (INFO, so an access line per request, into a file);
 # BASE_RUST_LOG / NEW_RUST_LOG set another filter for one of them, e.g.
 # NEW_RUST_LOG=info,plaza::access=warn to measure the access log itself.
@@ -33,7 +33,14 @@ ROUNDS="${5:-3}"
 source bench/lib.sh
 need wrk curl python3
 
-# start NAME BINARY LOG_FILTER -> sets PORT_<NAME> and COOKIE_<NAME>
+# sign_in PORT EMAIL PASSWORD -> the `plaza_session=…` pair of a sign-in.
+sign_in() {
+  curl -s -i -H 'content-type: application/json' -d "{\"email\":\"$2\",\"password\":\"$3\"}" \
+    "http://127.0.0.1:$1/api/auth/signin" | awk -F'[ ;]' 'tolower($1)=="set-cookie:" && $2 ~ /^plaza_session=/ {print $2}'
+}
+
+# start NAME BINARY LOG_FILTER -> sets PORT_<NAME>, COOKIE_<NAME> (the
+# administrator's) and, with the feed, READER_<NAME> (the member's)
 start() {
   local name=$1 binary=$2 port cookie
   port=$(free_port)
@@ -47,6 +54,7 @@ start() {
   "$binary" migrate >/dev/null 2>&1
   "$binary" user create --email bench@example.com --password bench-password --role admin >/dev/null 2>&1
   if [[ " $ROUTE_LIST " == *" feed "* ]]; then
+    "$binary" user create --email reader@example.com --password bench-password --role user >/dev/null 2>&1
     "$binary" dev seed --users 10000 --posts "${SIDE_BY_SIDE_FEED_POSTS:-1000000}" >/dev/null 2>&1
     follow_authors "$binary"
   elif [[ " $ROUTE_LIST " == *" admin "* || " $ROUTE_LIST " == *" rendered "* ]]; then
@@ -55,12 +63,15 @@ start() {
   PLAZA_BIND="127.0.0.1:$port" "$binary" serve 2>"$WORK/$name.log" &
   PIDS+=($!)
   wait_http "http://127.0.0.1:$port/api/version"
-  cookie=$(curl -s -i -H 'content-type: application/json' \
-    -d '{"email":"bench@example.com","password":"bench-password"}' \
-    "http://127.0.0.1:$port/api/auth/signin" | awk -F'[ ;]' 'tolower($1)=="set-cookie:" && $2 ~ /^plaza_session=/ {print $2}')
+  cookie=$(sign_in "$port" bench@example.com bench-password)
   [ -n "$cookie" ] || { echo "sign-in on $name failed" >&2; exit 1; }
   printf -v "PORT_$name" '%s' "$port"
   printf -v "COOKIE_$name" '%s' "$cookie"
+  if [[ " $ROUTE_LIST " == *" feed "* ]]; then
+    cookie=$(sign_in "$port" reader@example.com bench-password)
+    [ -n "$cookie" ] || { echo "the reader's sign-in on $name failed" >&2; exit 1; }
+    printf -v "READER_$name" '%s' "$cookie"
+  fi
   if [[ " $ROUTE_LIST " == *" flags "* ]]; then
     local token flag
     token=$("$binary" token --email bench@example.com --permissions admin:read,admin:write)
@@ -71,12 +82,12 @@ start() {
     done
   fi
 }
-# follow_authors BINARY: the bench user follows the first 1,000 authors of
+# follow_authors BINARY: the reader follows the first 1,000 authors of
 # the seed, in plain SQL both databases take; then statistics for the
 # planner, as a database that has been running would have them.
 follow_authors() {
   local statement="INSERT INTO follows (follower_id, followed_id, created_at)
-    SELECT (SELECT id FROM users WHERE email = 'bench@example.com'), author_id, 0
+    SELECT (SELECT id FROM users WHERE email = 'reader@example.com'), author_id, 0
     FROM (SELECT author_id FROM posts GROUP BY author_id ORDER BY author_id LIMIT 1000) AS followed;"
   if [ "${SIDE_BY_SIDE_DATABASE:-sqlite}" = postgres ]; then
     psql -q -v ON_ERROR_STOP=1 "$PLAZA_DATABASE_URL" -c "$statement" -c "VACUUM ANALYZE" >/dev/null
@@ -110,9 +121,10 @@ path_of() {
 }
 # headers_of ROUTE BUILD -> the request's extra wrk arguments, one a line.
 headers_of() {
-  local cookie_var="COOKIE_$2"
+  local cookie_var="COOKIE_$2" reader_var="READER_$2"
   case $1 in
-    session | flags | admin | feed) printf '%s\n' -H "Cookie: ${!cookie_var}" ;;
+    session | flags | admin) printf '%s\n' -H "Cookie: ${!cookie_var}" ;;
+    feed) printf '%s\n' -H "Cookie: ${!reader_var}" ;;
     rendered) printf '%s\n' -H 'Cache-Control: no-cache' ;;
   esac
 }

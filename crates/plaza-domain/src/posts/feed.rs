@@ -68,50 +68,8 @@ impl Database {
         after: Option<FeedCursor>,
         limit: i64,
     ) -> Result<FeedPage, DomainError> {
-        let after = after.unwrap_or(FeedCursor {
-            created_at: i64::MAX,
-            id: i64::MAX,
-        });
         let mut args = Args::default();
-        let reader = args.push(Arg::Int(reader_id));
-        let created_at = args.push(Arg::Int(after.created_at));
-        let id = args.push(Arg::Int(after.id));
-        let limit_placeholder = args.push(Arg::Int(limit + 1));
-        // A page's posts: before the cursor (a range of the entries' key)
-        // and by a member the reader follows, as an entry (`e`) or a
-        // queued post (`q`) says; public, and not hidden by the reader.
-        let listed = |source: &str| {
-            format!(
-                "{source}.created_at <= {created_at} \
-                 AND ({source}.created_at < {created_at} OR {source}.post_id < {id}) \
-                 AND EXISTS (SELECT 1 FROM follows f \
-                   WHERE f.follower_id = {reader} AND f.followed_id = {source}.author_id)"
-            )
-        };
-        let shown = |args: &mut Args| {
-            let mut conditions = vec![PUBLIC_SQL.to_owned()];
-            if let Some(screen) = &screen {
-                conditions.push(screen.sql("p.author_id", args));
-            }
-            conditions.join(" AND ")
-        };
-        let (listed_entry, listed_queued) = (listed("e"), listed("q"));
-        let (shown_entry, shown_queued) = (shown(&mut args), shown(&mut args));
-        // The queued posts are found first (a few rows), then looked up.
-        let sql = format!(
-            "SELECT {POST_COLUMNS} FROM (\
-               SELECT * FROM (SELECT p.* FROM feed_entries e JOIN posts p ON p.id = e.post_id \
-                 WHERE e.reader_id = {reader} AND {listed_entry} AND {shown_entry} \
-                 ORDER BY e.created_at DESC, e.post_id DESC LIMIT {limit_placeholder}) AS entries \
-               UNION ALL \
-               SELECT * FROM (SELECT p.* FROM posts p WHERE p.id IN (\
-                   SELECT q.post_id FROM feed_fanouts q WHERE {listed_queued} \
-                   AND NOT EXISTS (SELECT 1 FROM feed_entries x WHERE x.reader_id = {reader} \
-                     AND x.created_at = q.created_at AND x.post_id = q.post_id)) \
-                 AND {shown_queued} \
-                 ORDER BY p.created_at DESC, p.id DESC LIMIT {limit_placeholder}) AS queued\
-             ) AS p ORDER BY p.created_at DESC, p.id DESC LIMIT {limit_placeholder}"
-        );
+        let sql = feed_sql(reader_id, screen.as_ref(), after, limit, &mut args);
         // Its best plan is the same for every reader and cursor, and
         // planning it costs more than running it.
         let rows: Vec<PostRow> = bind_all(sqlx::query_as(&sql), args.into_vec())
@@ -128,6 +86,43 @@ impl Database {
             id: last.id,
         });
         Ok(FeedPage { posts, next })
+    }
+
+    /// PostgreSQL's plan of the first page of `reader_id`'s feed as the
+    /// feed runs it, one plan for every reader and cursor (a generic plan),
+    /// one line per step: for the test that checks a page is planned for
+    /// its size. PostgreSQL only.
+    #[cfg(feature = "testing")]
+    pub async fn explain_generic_feed(
+        &self,
+        reader_id: i64,
+        limit: i64,
+    ) -> Result<Vec<String>, DomainError> {
+        let mut args = Args::default();
+        let sql = feed_sql(reader_id, None, None, limit, &mut args);
+        let values: Vec<String> = args
+            .into_vec()
+            .into_iter()
+            .map(|arg| match arg {
+                Arg::Int(value) => value.to_string(),
+                Arg::Text(text) => format!("'{}'", text.replace('\'', "''")),
+                Arg::Bool(value) => value.to_string(),
+            })
+            .collect();
+        let mut lease = self.generic_plan_lease().await?;
+        sqlx::query(&format!("PREPARE feed_page AS {sql}"))
+            .execute(&mut *lease)
+            .await?;
+        let plan: Result<Vec<(String,)>, _> = sqlx::query_as(&format!(
+            "EXPLAIN EXECUTE feed_page ({})",
+            values.join(", ")
+        ))
+        .fetch_all(&mut *lease)
+        .await;
+        sqlx::query("DEALLOCATE feed_page")
+            .execute(&mut *lease)
+            .await?;
+        Ok(plan?.into_iter().map(|(line,)| line).collect())
     }
 
     /// Gives queued posts' entries to their authors' followers: at most
@@ -223,4 +218,62 @@ impl Database {
         }
         Ok(done)
     }
+}
+
+/// The statement of a page of `reader_id`'s feed (see [`Database::feed`]),
+/// its values added to `args`.
+fn feed_sql(
+    reader_id: i64,
+    screen: Option<&Screen>,
+    after: Option<FeedCursor>,
+    limit: i64,
+    args: &mut Args,
+) -> String {
+    let after = after.unwrap_or(FeedCursor {
+        created_at: i64::MAX,
+        id: i64::MAX,
+    });
+    let reader = args.push(Arg::Int(reader_id));
+    let created_at = args.push(Arg::Int(after.created_at));
+    let id = args.push(Arg::Int(after.id));
+    // The page's size is written into the statement, not bound: a
+    // generic plan costs a bound LIMIT at a tenth of the rows it may
+    // read and would pick a plan for thousands (a parallel scan) for a
+    // page of twenty. The caller's bound on `limit` bounds the texts.
+    let rows = limit + 1;
+    // A page's posts: before the cursor (a range of the entries' key)
+    // and by a member the reader follows, as an entry (`e`) or a
+    // queued post (`q`) says; public, and not hidden by the reader.
+    let listed = |source: &str| {
+        format!(
+            "{source}.created_at <= {created_at} \
+                 AND ({source}.created_at < {created_at} OR {source}.post_id < {id}) \
+                 AND EXISTS (SELECT 1 FROM follows f \
+                   WHERE f.follower_id = {reader} AND f.followed_id = {source}.author_id)"
+        )
+    };
+    let shown = |args: &mut Args| {
+        let mut conditions = vec![PUBLIC_SQL.to_owned()];
+        if let Some(screen) = &screen {
+            conditions.push(screen.sql("p.author_id", args));
+        }
+        conditions.join(" AND ")
+    };
+    let (listed_entry, listed_queued) = (listed("e"), listed("q"));
+    let (shown_entry, shown_queued) = (shown(args), shown(args));
+    // The queued posts are found first (a few rows), then looked up.
+    format!(
+        "SELECT {POST_COLUMNS} FROM (\
+               SELECT * FROM (SELECT p.* FROM feed_entries e JOIN posts p ON p.id = e.post_id \
+                 WHERE e.reader_id = {reader} AND {listed_entry} AND {shown_entry} \
+                 ORDER BY e.created_at DESC, e.post_id DESC LIMIT {rows}) AS entries \
+               UNION ALL \
+               SELECT * FROM (SELECT p.* FROM posts p WHERE p.id IN (\
+                   SELECT q.post_id FROM feed_fanouts q WHERE {listed_queued} \
+                   AND NOT EXISTS (SELECT 1 FROM feed_entries x WHERE x.reader_id = {reader} \
+                     AND x.created_at = q.created_at AND x.post_id = q.post_id)) \
+                 AND {shown_queued} \
+                 ORDER BY p.created_at DESC, p.id DESC LIMIT {rows}) AS queued\
+             ) AS p ORDER BY p.created_at DESC, p.id DESC LIMIT {rows}"
+    )
 }

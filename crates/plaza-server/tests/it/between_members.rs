@@ -27,6 +27,8 @@ on_both_databases!(
     every_operation_of_the_document_is_classified,
 );
 
+on_postgres!(the_feed_is_planned_for_its_page_once_for_every_reader);
+
 /// `method path` as `member`; the status and body.
 async fn ask(
     server: &TestServer,
@@ -245,6 +247,57 @@ async fn follows_are_counted_listed_and_fill_the_feed(backend: Backend) {
     )
     .await;
     assert_eq!(profile["followers_count"], json!(0));
+}
+
+/// The feed's statement is planned once for every reader and cursor (a
+/// generic plan on PostgreSQL), and the page's size is part of that plan:
+/// a reader with thousands of entries is answered by a plan for a page of
+/// them, not by one made for a tenth of them (a parallel scan).
+async fn the_feed_is_planned_for_its_page_once_for_every_reader() {
+    let server = TestServer::start(Backend::Postgres).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    let post_id = post(
+        &server,
+        &bob.cookie,
+        json!({"title": "One", "content": "in many entries"}),
+    )
+    .await;
+    let (status, _) = ask(
+        &server,
+        &ada,
+        "PUT",
+        &format!("/api/users/{}/follow", bob.id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    server
+        .sql(&format!(
+            "INSERT INTO feed_entries (reader_id, created_at, post_id, author_id) \
+             SELECT {}, i, {post_id}, {} FROM generate_series(1, 5000) AS i",
+            ada.id, bob.id
+        ))
+        .await;
+    server.sql("ANALYZE").await;
+    let plan = server
+        .domain()
+        .await
+        .explain_generic_feed(ada.id, 1)
+        .await
+        .unwrap();
+    let shown = plan.join("\n");
+    let planned_rows: i64 = plan[0]
+        .split(" rows=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|rows| rows.parse().ok())
+        .unwrap_or_else(|| panic!("no row estimate: {shown}"));
+    assert!(
+        plan[0].starts_with("Limit") && planned_rows <= 2,
+        "planned for a page of one and the row that tells more follow: {shown}"
+    );
+    assert!(!shown.contains("Gather"), "no parallel scan: {shown}");
 }
 
 async fn the_feed_is_each_readers_timeline_written_ahead_in_batches(backend: Backend) {

@@ -119,8 +119,9 @@ macro_rules! on_both_databases {
     )*};
 }
 
-/// Tests of several instances on one database, which need PostgreSQL: an
-/// embedded (SQLite) database is served by one server only.
+/// Tests that need PostgreSQL: several instances on one database (an
+/// embedded SQLite database is served by one server only), or what only
+/// PostgreSQL does (its backups, its generic plans).
 macro_rules! on_postgres {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
