@@ -33,12 +33,6 @@ ROUNDS="${5:-3}"
 source bench/lib.sh
 need wrk curl python3
 
-# sign_in PORT EMAIL PASSWORD -> the `plaza_session=…` pair of a sign-in.
-sign_in() {
-  curl -s -i -H 'content-type: application/json' -d "{\"email\":\"$2\",\"password\":\"$3\"}" \
-    "http://127.0.0.1:$1/api/auth/signin" | awk -F'[ ;]' 'tolower($1)=="set-cookie:" && $2 ~ /^plaza_session=/ {print $2}'
-}
-
 # start NAME BINARY LOG_FILTER -> sets PORT_<NAME>, COOKIE_<NAME> (the
 # administrator's) and, with the feed, READER_<NAME> (the member's)
 start() {
@@ -63,12 +57,12 @@ start() {
   PLAZA_BIND="127.0.0.1:$port" "$binary" serve 2>"$WORK/$name.log" &
   PIDS+=($!)
   wait_http "http://127.0.0.1:$port/api/version"
-  cookie=$(sign_in "$port" bench@example.com bench-password)
+  cookie=$(PORT=$port session_cookie bench@example.com bench-password)
   [ -n "$cookie" ] || { echo "sign-in on $name failed" >&2; exit 1; }
   printf -v "PORT_$name" '%s' "$port"
   printf -v "COOKIE_$name" '%s' "$cookie"
   if [[ " $ROUTE_LIST " == *" feed "* ]]; then
-    cookie=$(sign_in "$port" reader@example.com bench-password)
+    cookie=$(PORT=$port session_cookie reader@example.com bench-password)
     [ -n "$cookie" ] || { echo "the reader's sign-in on $name failed" >&2; exit 1; }
     printf -v "READER_$name" '%s' "$cookie"
   fi

@@ -100,6 +100,7 @@ impl Database {
     ) -> Result<Vec<String>, DomainError> {
         let mut args = Args::default();
         let sql = feed_sql(reader_id, None, None, limit, &mut args);
+        // Written in as literals: `EXPLAIN EXECUTE` takes no bound values.
         let values: Vec<String> = args
             .into_vec()
             .into_iter()
