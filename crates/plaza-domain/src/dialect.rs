@@ -62,6 +62,19 @@ impl Dialect {
         }
     }
 
+    /// Appended to a `SELECT` that rows of another table are written
+    /// from, locking the rows it reads of `alias` against deletion until
+    /// the commit: on PostgreSQL a deletion waits for the writes and its
+    /// triggers then see them, and a row deleted meanwhile is skipped;
+    /// SQLite's units of work already hold the write lock (`BEGIN
+    /// IMMEDIATE`).
+    pub fn key_share_of(self, alias: &str) -> String {
+        match self.0 {
+            Backend::Sqlite => String::new(),
+            Backend::Postgres => format!(" FOR KEY SHARE OF {alias}"),
+        }
+    }
+
     /// A statement that makes every other transaction writing `table`
     /// wait until this one commits, while readers go on, for a rule over
     /// the whole table (a cap on its rows): PostgreSQL takes a `SHARE ROW

@@ -12,9 +12,11 @@
 //! [`Database::fan_out_feeds`] writes a batch of followers at a time.
 //! Until its last batch a queued post is read from the queue, so a post is
 //! in its author's followers' feeds from the moment it is written. The
-//! page keeps only entries whose post is public and whose author the
-//! reader still follows, so a post's state and the reader's follows take
-//! effect at once, whatever the entries say.
+//! page keeps only entries whose post is public, so a post's state takes
+//! effect at once whatever the entries say. An entry is of a followed
+//! member: the fan-out locks the follows it writes entries from, so an
+//! ended follow's trigger runs after those writes and takes them out too;
+//! a queued post is kept only while the reader follows its author.
 
 use super::model::{POST_COLUMNS, PUBLIC_SQL, Post, PostRow};
 use crate::between::Screen;
@@ -171,12 +173,16 @@ impl Database {
                         .fetch_optional(&mut **tx)
                         .await?;
                         let (until_at, until_id) = last.unwrap_or((i64::MAX, i64::MAX));
+                        // The follows read stay until the commit: an
+                        // unfollow waits, and its trigger then takes out
+                        // the entries written here.
                         let written = sqlx::query(&format!(
                             "INSERT INTO feed_entries (reader_id, created_at, post_id, author_id) \
                              SELECT f.follower_id, $5, $6, f.followed_id FROM follows f \
                              WHERE {after} AND (f.created_at < $4 \
-                               OR (f.created_at = $4 AND f.follower_id <= $7)) \
-                             ON CONFLICT DO NOTHING"
+                               OR (f.created_at = $4 AND f.follower_id <= $7)){} \
+                             ON CONFLICT DO NOTHING",
+                            Dialect::of(tx).key_share_of("f")
                         ))
                         .bind(author_id)
                         .bind(from_at)
@@ -242,17 +248,22 @@ fn feed_sql(
     // read and would pick a plan for thousands (a parallel scan) for a
     // page of twenty. The caller's bound on `limit` bounds the texts.
     let rows = limit + 1;
-    // A page's posts: before the cursor (a range of the entries' key)
-    // and by a member the reader follows, as an entry (`e`) or a
-    // queued post (`q`) says; public, and not hidden by the reader.
-    let listed = |source: &str| {
+    // A page's posts: before the cursor (a range of the entries' key),
+    // as an entry (`e`) or a queued post (`q`) says; public, and not
+    // hidden by the reader. An entry exists only while its follow does; a
+    // queued post is the reader's while they follow its author.
+    let before = |source: &str| {
         format!(
             "{source}.created_at <= {created_at} \
-                 AND ({source}.created_at < {created_at} OR {source}.post_id < {id}) \
-                 AND EXISTS (SELECT 1 FROM follows f \
-                   WHERE f.follower_id = {reader} AND f.followed_id = {source}.author_id)"
+                 AND ({source}.created_at < {created_at} OR {source}.post_id < {id})"
         )
     };
+    let listed_entry = before("e");
+    let listed_queued = format!(
+        "{} AND EXISTS (SELECT 1 FROM follows f \
+           WHERE f.follower_id = {reader} AND f.followed_id = q.author_id)",
+        before("q")
+    );
     let shown = |args: &mut Args| {
         let mut conditions = vec![PUBLIC_SQL.to_owned()];
         if let Some(screen) = &screen {
@@ -260,7 +271,6 @@ fn feed_sql(
         }
         conditions.join(" AND ")
     };
-    let (listed_entry, listed_queued) = (listed("e"), listed("q"));
     let (shown_entry, shown_queued) = (shown(args), shown(args));
     // The queued posts are found first (a few rows), then looked up.
     format!(

@@ -27,7 +27,10 @@ on_both_databases!(
     every_operation_of_the_document_is_classified,
 );
 
-on_postgres!(the_feed_is_planned_for_its_page_once_for_every_reader);
+on_postgres!(
+    the_feed_is_planned_for_its_page_once_for_every_reader,
+    an_unfollow_while_the_fan_out_writes_takes_out_what_it_wrote,
+);
 
 /// `method path` as `member`; the status and body.
 async fn ask(
@@ -298,6 +301,71 @@ async fn the_feed_is_planned_for_its_page_once_for_every_reader() {
         "planned for a page of one and the row that tells more follow: {shown}"
     );
     assert!(!shown.contains("Gather"), "no parallel scan: {shown}");
+}
+
+/// PostgreSQL runs the fan-out and an unfollow at once: the fan-out keeps
+/// the follows it gives entries from until it commits, so the unfollow
+/// waits for it and its trigger takes out the entry just written, and the
+/// feed shows nothing of the member no longer followed.
+async fn an_unfollow_while_the_fan_out_writes_takes_out_what_it_wrote() {
+    use sqlx::{Connection, PgConnection};
+    let server = TestServer::start(Backend::Postgres).await;
+    let ada = Member::join(&server, "ada@example.com", "user").await;
+    let bob = Member::join(&server, "bob@example.com", "user").await;
+    let follow = format!("/api/users/{}/follow", bob.id);
+    assert_eq!(ask(&server, &ada, "PUT", &follow, None).await.0, 204);
+    post(
+        &server,
+        &bob.cookie,
+        json!({"title": "Queued", "content": "for the fan-out"}),
+    )
+    .await;
+    assert_eq!(
+        server.sql_count("SELECT COUNT(*) FROM feed_fanouts").await,
+        1
+    );
+
+    let mut unfollow = PgConnection::connect(&server.database_url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut unfollow).await.unwrap();
+    sqlx::query("DELETE FROM follows WHERE follower_id = $1 AND followed_id = $2")
+        .bind(ada.id)
+        .bind(bob.id)
+        .execute(&mut unfollow)
+        .await
+        .unwrap();
+    let domain = server.domain().await;
+    let fan_out = tokio::spawn(async move { domain.fan_out_feeds(10).await.unwrap() });
+    // The unfollow commits once the fan-out waits for it, or once the
+    // fan-out has finished without waiting.
+    let mut watcher = PgConnection::connect(&server.database_url).await.unwrap();
+    while !fan_out.is_finished() {
+        let (waiting,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    sqlx::query("COMMIT").execute(&mut unfollow).await.unwrap();
+    fan_out.await.unwrap();
+
+    assert_eq!(
+        server
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM feed_entries WHERE reader_id = {} AND author_id = {}",
+                ada.id, bob.id
+            ))
+            .await,
+        0,
+        "the unfollow's trigger ran after the fan-out's entry"
+    );
+    let (_, feed) = ask(&server, &ada, "GET", "/api/feed", None).await;
+    assert_eq!(ids(&feed, "posts"), Vec::<String>::new());
 }
 
 async fn the_feed_is_each_readers_timeline_written_ahead_in_batches(backend: Backend) {
