@@ -15,7 +15,7 @@ use plaza_server::controllers::screening::{OPERATIONS, Treatment};
 use serde_json::{Value, json};
 
 use crate::common::actors::Member;
-use crate::common::{Backend, TestServer, call, post};
+use crate::common::{self, Backend, TestServer, call, post};
 
 on_both_databases!(
     follows_are_counted_listed_and_fill_the_feed,
@@ -337,20 +337,7 @@ async fn an_unfollow_while_the_fan_out_writes_takes_out_what_it_wrote() {
     let fan_out = tokio::spawn(async move { domain.fan_out_feeds(10).await.unwrap() });
     // The unfollow commits once the fan-out waits for it, or once the
     // fan-out has finished without waiting.
-    let mut watcher = PgConnection::connect(&server.database_url).await.unwrap();
-    while !fan_out.is_finished() {
-        let (waiting,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&mut watcher)
-        .await
-        .unwrap();
-        if waiting > 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    common::until_a_lock_is_awaited(&server.database_url, || fan_out.is_finished()).await;
     sqlx::query("COMMIT").execute(&mut unfollow).await.unwrap();
     fan_out.await.unwrap();
 

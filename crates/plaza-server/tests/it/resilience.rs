@@ -376,27 +376,10 @@ async fn a_cancelled_unit_of_work_lets_go_of_its_locks(backend: Backend) {
     };
     if backend == Backend::Postgres {
         // The waiter holds a connection of its own and waits for the row.
-        let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&server.database_url)
-            .await
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let (waiting,): (i64,) = sqlx::query_as(
-                "SELECT COUNT(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-            )
-            .fetch_one(&mut admin)
-            .await
-            .unwrap();
-            if waiting > 0 {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the waiter never waited"
-            );
-            tokio::task::yield_now().await;
-        }
+        assert!(
+            common::until_a_lock_is_awaited(&server.database_url, || false).await,
+            "the waiter never waited"
+        );
     }
     holder.abort();
     let finished = tokio::time::timeout(std::time::Duration::from_secs(10), waiter).await;

@@ -1047,6 +1047,38 @@ pub fn plaza_command(env: &[(String, String)]) -> Command {
     command
 }
 
+/// Waits until a statement on the PostgreSQL database at `database_url`
+/// waits for a lock (`true`), or until `ended` says the work watched for
+/// finished without waiting (`false`); fails the test after ten seconds
+/// of neither.
+pub async fn until_a_lock_is_awaited(database_url: &str, ended: impl Fn() -> bool) -> bool {
+    use sqlx::Connection;
+    let mut watcher = sqlx::PgConnection::connect(database_url)
+        .await
+        .expect("connect");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if ended() {
+            return false;
+        }
+        let (waiting,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return true;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing waited for a lock"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Passes a test whose outside tool is missing, saying so, unless
 /// `PLAZA_TEST_REQUIRE_TOOLS=1` (CI), where a missing tool is a failure.
 pub fn skip(test: &str, why: &str) {
