@@ -143,6 +143,11 @@ async fn cross_origin_cookie_writes_are_refused(backend: Backend) {
         assert_eq!(response.status(), 403, "{header}");
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "FORBIDDEN");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("origin") && message.contains("base URL"),
+            "the refusal says which rule refused: {body}"
+        );
     }
     let session: Value = server.get_json_as("/api/auth/session", &cookie).await;
     assert_eq!(

@@ -190,7 +190,7 @@ where
         {
             Answer::Ready(preflight)
         } else if refuse_cross_origin_write(&request, &shared.server) {
-            Answer::Ready(AppError::Forbidden.into_response())
+            Answer::Ready(AppError::NotAllowed(CROSS_ORIGIN_WRITE.to_owned()).into_response())
         } else if let Err(refusal) = refuse_nul_in_query(request.uri().query().unwrap_or_default())
         {
             Answer::Ready(refusal.into_response())
@@ -390,6 +390,11 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .unwrap_or_else(|| "unknown panic".to_owned());
     AppError::Internal(format!("handler panicked: {message}")).into_response()
 }
+
+/// Why a cross-origin write is refused, in words that point an operator
+/// behind a proxy at the setting to check.
+const CROSS_ORIGIN_WRITE: &str = "a write signed in by cookie must come from this site's origin \
+     (its base URL, or one of cors_allowed_origins)";
 
 /// Cookie-authenticated writes (POST, PUT, PATCH, DELETE) sent from another
 /// origin are refused, so a page elsewhere cannot act with a visitor's
