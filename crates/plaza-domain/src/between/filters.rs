@@ -1,10 +1,8 @@
 //! Keyword filters: a member's phrases that hide or mark what they read
-//! (at most [`MAX_FILTERS`]), and the read of everything a reader holds
-//! against others ([`Database::relations_of`]).
+//! (at most [`MAX_FILTERS`]).
 
-use sqlx::FromRow;
+use sqlx::{AnyConnection, FromRow};
 
-use super::sight::Relations;
 use crate::time::now_millis;
 use crate::{Database, DomainError, Flag, Tx};
 
@@ -92,15 +90,6 @@ pub struct NewFilter {
     pub expires_at: Option<i64>,
 }
 
-/// What a reader holds against one other member.
-#[derive(FromRow)]
-struct RelationRow {
-    other_id: i64,
-    blocked_at: Option<i64>,
-    muted_at: Option<i64>,
-    mute_expires_at: Option<i64>,
-}
-
 const FILTER_COLUMNS: &str = "id, phrase, whole_word, action, expires_at, created_at";
 
 /// Adds a filter of `user_id`: at most [`MAX_FILTERS`] in force (422
@@ -158,65 +147,23 @@ pub async fn remove_filter(tx: &mut Tx<'_>, user_id: i64, id: i64) -> Result<(),
 impl Database {
     /// `user_id`'s filters in force, oldest first.
     pub async fn filters_of(&self, user_id: i64) -> Result<Vec<Filter>, DomainError> {
-        let rows: Vec<FilterRow> = sqlx::query_as(&format!(
-            "SELECT {FILTER_COLUMNS} FROM member_filters \
-             WHERE user_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id"
-        ))
-        .bind(user_id)
-        .bind(now_millis())
-        .fetch_all(&mut *self.lease().await?)
-        .await?;
-        rows.into_iter().map(Filter::try_from).collect()
+        filters_in_force(&mut *self.lease().await?, user_id, now_millis()).await
     }
+}
 
-    /// Everything `user_id` holds against others (blocks, mutes in force,
-    /// filters in force) with the version it was read at. The version is
-    /// read first, so a change committed meanwhile leaves the rows newer
-    /// than the version, never older: the next request sees a newer
-    /// version and reads again.
-    pub async fn relations_of(&self, user_id: i64) -> Result<Relations, DomainError> {
-        let mut lease = self.lease().await?;
-        let (version,): (i64,) =
-            sqlx::query_as("SELECT relations_version FROM users WHERE id = $1")
-                .bind(user_id)
-                .fetch_optional(&mut *lease)
-                .await?
-                .ok_or(DomainError::NotFound("user"))?;
-        let now = now_millis();
-        let rows: Vec<RelationRow> = sqlx::query_as(
-            "SELECT other_id, blocked_at, muted_at, mute_expires_at FROM member_relations \
-             WHERE user_id = $1 AND (blocked_at IS NOT NULL \
-             OR (muted_at IS NOT NULL AND (mute_expires_at IS NULL OR mute_expires_at > $2)))",
-        )
-        .bind(user_id)
-        .bind(now)
-        .fetch_all(&mut *lease)
-        .await?;
-        let filters: Vec<FilterRow> = sqlx::query_as(&format!(
-            "SELECT {FILTER_COLUMNS} FROM member_filters \
-             WHERE user_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id"
-        ))
-        .bind(user_id)
-        .bind(now)
-        .fetch_all(&mut *lease)
-        .await?;
-        let blocked = rows
-            .iter()
-            .filter(|row| row.blocked_at.is_some())
-            .map(|row| row.other_id);
-        let muted = rows
-            .iter()
-            .filter(|row| row.muted_at.is_some())
-            .map(|row| (row.other_id, row.mute_expires_at));
-        Ok(Relations::new(
-            user_id,
-            version,
-            blocked,
-            muted,
-            filters
-                .into_iter()
-                .map(Filter::try_from)
-                .collect::<Result<_, _>>()?,
-        ))
-    }
+/// `user_id`'s filters in force at `now`, oldest first.
+pub(super) async fn filters_in_force(
+    connection: &mut AnyConnection,
+    user_id: i64,
+    now: i64,
+) -> Result<Vec<Filter>, DomainError> {
+    let rows: Vec<FilterRow> = sqlx::query_as(&format!(
+        "SELECT {FILTER_COLUMNS} FROM member_filters \
+         WHERE user_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id"
+    ))
+    .bind(user_id)
+    .bind(now)
+    .fetch_all(connection)
+    .await?;
+    rows.into_iter().map(Filter::try_from).collect()
 }

@@ -1,11 +1,16 @@
-//! A reader's relations as read at one version, and the rule of what they
-//! see of an author's item ([`Relations::sight`]).
+//! A reader's relations as read at one version
+//! ([`Database::relations_of`]), and the rule of what they see of an
+//! author's item ([`Relations::sight`]).
 
 use std::collections::{HashMap, HashSet};
 
-use super::filters::{Filter, FilterAction};
+use sqlx::FromRow;
+
+use super::filters::{Filter, FilterAction, filters_in_force};
 use crate::listing::{Arg, Args};
 use crate::phrases::{Phrase, PhraseSet};
+use crate::time::now_millis;
+use crate::{Database, DomainError};
 
 /// Why an item is not shown to its reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +175,52 @@ impl Relations {
             }
         }
         Sight::Shown { warnings }
+    }
+}
+
+/// What a reader holds against one other member.
+#[derive(FromRow)]
+struct RelationRow {
+    other_id: i64,
+    blocked_at: Option<i64>,
+    muted_at: Option<i64>,
+    mute_expires_at: Option<i64>,
+}
+
+impl Database {
+    /// Everything `user_id` holds against others (blocks, mutes in force,
+    /// filters in force) with the version it was read at. The version is
+    /// read first, so a change committed meanwhile leaves the rows newer
+    /// than the version, never older: the next request sees a newer
+    /// version and reads again.
+    pub async fn relations_of(&self, user_id: i64) -> Result<Relations, DomainError> {
+        let mut lease = self.lease().await?;
+        let (version,): (i64,) =
+            sqlx::query_as("SELECT relations_version FROM users WHERE id = $1")
+                .bind(user_id)
+                .fetch_optional(&mut *lease)
+                .await?
+                .ok_or(DomainError::NotFound("user"))?;
+        let now = now_millis();
+        let rows: Vec<RelationRow> = sqlx::query_as(
+            "SELECT other_id, blocked_at, muted_at, mute_expires_at FROM member_relations \
+             WHERE user_id = $1 AND (blocked_at IS NOT NULL \
+             OR (muted_at IS NOT NULL AND (mute_expires_at IS NULL OR mute_expires_at > $2)))",
+        )
+        .bind(user_id)
+        .bind(now)
+        .fetch_all(&mut *lease)
+        .await?;
+        let filters = filters_in_force(&mut lease, user_id, now).await?;
+        let blocked = rows
+            .iter()
+            .filter(|row| row.blocked_at.is_some())
+            .map(|row| row.other_id);
+        let muted = rows
+            .iter()
+            .filter(|row| row.muted_at.is_some())
+            .map(|row| (row.other_id, row.mute_expires_at));
+        Ok(Relations::new(user_id, version, blocked, muted, filters))
     }
 }
 
